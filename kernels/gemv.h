@@ -1,0 +1,38 @@
+// GEMV y = W x at M = 1 for f32, f16 and bf16 weights, x and y f32, in the canonical order of
+// DESIGN.md: K is cut into segments of GEMV_KSEG; each segment is summed with fmaf, p ascending,
+// from 0; segment sums are folded left to right. Every path here gives the same bits.
+//
+// Stripe kernel: B is K x N row-major (ldb elements per row); computes columns [j0, j0 + w).
+// Packed-tile kernel: W in GGUF layout (n rows of k, ne0 = k) is packed once into ceil(n/64)
+// tiles, each one contiguous K x GEMV_TILE block (the last zero-padded), so a tile is a single
+// sequential stream. dt is the ggml type: GGML_TYPE_F32, GGML_TYPE_F16 or GGML_TYPE_BF16.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#define GEMV_TILE 64
+#define GEMV_KSEG 256
+
+// Stripe kernel, scalar reference and run-time dispatched SIMD path.
+// y[i] = sum_p x[p] * B[p*ldb + j0 + i] for i in [0, w). Requires j0 + w <= ldb.
+void gemv_stripe_ref(uint32_t dt, const float *x, const void *B, size_t k, size_t ldb,
+                     size_t j0, size_t w, float *y);
+void gemv_stripe(uint32_t dt, const float *x, const void *B, size_t k, size_t ldb,
+                 size_t j0, size_t w, float *y);
+
+// Packed-tile layout.
+static inline size_t gemv_n_tiles(size_t n) { return (n + GEMV_TILE - 1) / GEMV_TILE; }
+size_t gemv_packed_bytes(uint32_t dt, size_t k, size_t n);
+// Packs tiles [t0, t1) of W (n rows of k) into P (gemv_packed_bytes long, 64-byte aligned).
+void gemv_pack(uint32_t dt, const void *W, size_t k, size_t n, void *P, size_t t0, size_t t1);
+// y[j] = sum_p x[p] * W[j][p] for j in [t0*TILE, min(t1*TILE, n)); y is indexed absolutely.
+void gemv_packed_ref(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
+                     size_t t0, size_t t1, float *y);
+void gemv_packed(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
+                 size_t t0, size_t t1, float *y);
+
+// Row-major reference straight on the GGUF layout (tests, reference paths).
+void gemv_rows_ref(uint32_t dt, const float *x, const void *W, size_t k, size_t n, float *y);
+
+// Name of the SIMD path the dispatch picked ("avx2" or "scalar").
+const char *gemv_isa(void);

@@ -1,0 +1,28 @@
+// The small kernels of a llama forward pass. All f32. Where one has a SIMD path, its scalar
+// reference reproduces the SIMD order bit for bit (tests/); a float64 check sits beside it.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+// o[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]; o may alias x.
+void rmsnorm(float *o, const float *x, const float *w, int n, float eps);
+// Rotates the first n_rot dims of each of n_heads heads of v (n_heads, head_dim) in place for
+// position pos; theta_i = pos * base^(-2i/n_rot). neox = 0: adjacent pairs (2i, 2i+1) (llama);
+// neox = 1: pairs (i, i + n_rot/2).
+void rope(float *v, int n_heads, int head_dim, int n_rot, int pos, float base, int neox);
+// In place, numerically stable (max subtracted).
+void softmax(float *x, int n);
+// Causal GQA attention for one query at position n_pos - 1 over positions [0, n_pos).
+// q: (n_head, head_dim). k, v: position p, kv head h at k[p*kv_stride + h*head_dim].
+// out: (n_head, head_dim). scratch: n_pos floats. Query head i reads kv head i / (n_head/n_head_kv).
+void attention(float *out, const float *q, const float *k, const float *v, int n_pos,
+               int n_head, int n_head_kv, int head_dim, size_t kv_stride, float *scratch);
+// o[i] = silu(gate[i]) * up[i]; o may alias gate.
+void swiglu(float *o, const float *gate, const float *up, int n);
+// Index of the largest element, ties to the lowest index; NaN never wins unless all are NaN.
+int argmax_f32(const float *x, int n);
+// Array conversions (round to nearest even, NaN stays NaN).
+void f16_to_f32_row(const uint16_t *src, float *dst, size_t n);
+void bf16_to_f32_row(const uint16_t *src, float *dst, size_t n);
+void f32_to_f16_row(const float *src, uint16_t *dst, size_t n);
+void f32_to_bf16_row(const float *src, uint16_t *dst, size_t n);

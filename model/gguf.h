@@ -1,0 +1,84 @@
+// GGUF reader: v2 and v3 (v1 rejected), read through mmap, never trusting the file.
+// gguf_open validates the whole header (every length and count against the bytes left, size
+// arithmetic overflow-checked, n_dims 1..4, known types, aligned in-file non-overlapping
+// offsets, no duplicate/empty/NUL keys or names, names < 64 bytes and valid UTF-8, alignment a
+// bounded UINT32 power of two, nested arrays rejected) before it allocates anything sized by it.
+// Errors are one line, "PATH: what: problem", written to err; the library never exits or aborts.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#define GGUF_ERR_MAX 512
+#define GGUF_NAME_MAX 64          // tensor names are shorter than this (ggml's GGML_MAX_NAME)
+#define GGUF_MAX_DIMS 4
+#define GGUF_DEFAULT_ALIGNMENT 32
+
+enum gguf_type {                  // metadata value types, numbered as in the file
+    GGUF_TYPE_UINT8 = 0, GGUF_TYPE_INT8 = 1, GGUF_TYPE_UINT16 = 2, GGUF_TYPE_INT16 = 3,
+    GGUF_TYPE_UINT32 = 4, GGUF_TYPE_INT32 = 5, GGUF_TYPE_FLOAT32 = 6, GGUF_TYPE_BOOL = 7,
+    GGUF_TYPE_STRING = 8, GGUF_TYPE_ARRAY = 9, GGUF_TYPE_UINT64 = 10, GGUF_TYPE_INT64 = 11,
+    GGUF_TYPE_FLOAT64 = 12, GGUF_TYPE_COUNT
+};
+
+enum ggml_type {                  // tensor types we compute with; others are known to the reader
+    GGML_TYPE_F32 = 0, GGML_TYPE_F16 = 1, GGML_TYPE_BF16 = 30, GGML_TYPE_COUNT = 42
+};
+
+typedef struct {
+    char *key;                    // NUL-terminated copy (keys containing NUL are rejected)
+    uint32_t type;                // enum gguf_type
+    uint32_t arr_type;            // element type when type == GGUF_TYPE_ARRAY
+    uint64_t n;                   // element count for arrays, 1 for scalars
+    const uint8_t *data;          // into the mapping: the value (scalars), the first element (arrays);
+                                  // for a STRING scalar: its u64 length then its bytes
+    uint64_t *str_off;            // STRING arrays only: (n) offsets from data of each u64 length
+} gguf_kv;
+
+typedef struct {
+    char name[GGUF_NAME_MAX];
+    uint32_t n_dims;              // 1..4
+    uint64_t ne[GGUF_MAX_DIMS];   // ne[0] is the contiguous dimension; unused dims are 1
+    uint32_t type;                // enum ggml_type
+    uint64_t offset;              // from the start of the data section
+    uint64_t nbytes;
+    const void *data;             // into the mapping
+} gguf_tensor;
+
+typedef struct {
+    char *path;
+    const uint8_t *map; size_t size;   // the whole file
+    int mapped;                   // 1: munmap on close; 0: caller's buffer (gguf_open_mem)
+    uint32_t version;             // 2 or 3
+    uint32_t alignment;
+    uint64_t data_offset;         // start of the tensor data section
+    uint64_t n_kv;       gguf_kv *kv;            // (n_kv)
+    uint64_t n_tensors;  gguf_tensor *tensors;   // (n_tensors)
+} gguf_file;
+
+// 0 on success; -1 with err filled. On failure *g needs no gguf_close.
+int gguf_open(gguf_file *g, const char *path, char err[GGUF_ERR_MAX]);
+// Same over a caller-owned buffer that must outlive g (tests, fuzzing); name is used in errors.
+int gguf_open_mem(gguf_file *g, const void *buf, size_t size, const char *name, char err[GGUF_ERR_MAX]);
+void gguf_close(gguf_file *g);
+
+const char *gguf_type_name(uint32_t gguf_type);      // "UINT32", ... or "?"
+const char *ggml_type_name(uint32_t ggml_type);      // "F32", "F16", "BF16", "Q4_0", ... or "?"
+// Bytes per block and elements per block of a tensor type; 0 for unknown or removed types.
+size_t ggml_type_size(uint32_t ggml_type);
+size_t ggml_blck_size(uint32_t ggml_type);
+
+const gguf_kv *gguf_find_kv(const gguf_file *g, const char *key);        // NULL if absent
+const gguf_tensor *gguf_find_tensor(const gguf_file *g, const char *name);
+
+// Typed getters: 0 ok, 1 key absent (err untouched, *out untouched), -1 present with the wrong
+// type or an out-of-range value (err names file, key and problem).
+// gguf_get_int accepts any integer type (u8..i64) whose value lies in [lo, hi].
+int gguf_get_int(const gguf_file *g, const char *key, int64_t lo, int64_t hi, int64_t *out, char err[GGUF_ERR_MAX]);
+int gguf_get_f32(const gguf_file *g, const char *key, float *out, char err[GGUF_ERR_MAX]);
+int gguf_get_bool(const gguf_file *g, const char *key, int *out, char err[GGUF_ERR_MAX]);
+// String value (not NUL-terminated, may contain any bytes).
+int gguf_get_str(const gguf_file *g, const char *key, const char **s, uint64_t *len, char err[GGUF_ERR_MAX]);
+// An array whose element type must be exactly elem_type.
+int gguf_get_arr(const gguf_file *g, const char *key, uint32_t elem_type, const gguf_kv **out, char err[GGUF_ERR_MAX]);
+// Element i (< kv->n) of a STRING array.
+void gguf_arr_str(const gguf_kv *kv, uint64_t i, const char **s, uint64_t *len);

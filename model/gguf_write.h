@@ -1,0 +1,36 @@
+// GGUF v3 writer: collect metadata and tensor infos, then gguf_writer_save streams the file.
+// Tensor data is not copied: each tensor's data pointer must stay valid until save, or a fill
+// callback produces the bytes during save (so a 2 GB synthetic model needs no 2 GB buffer).
+// Tensors are laid out in the order added, each at the writer's alignment.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+#include "model/gguf.h"
+
+typedef struct gguf_writer gguf_writer;
+// Writes nbytes of tensor `index` (order of addition) into dst; returns 0, or -1 to abort the save.
+typedef int (*gguf_fill_fn)(void *ctx, uint64_t index, void *dst, size_t nbytes);
+
+gguf_writer *gguf_writer_new(uint32_t alignment);   // alignment: power of two; NULL on OOM
+void gguf_writer_free(gguf_writer *w);
+
+void gguf_w_u32(gguf_writer *w, const char *key, uint32_t v);
+void gguf_w_i32(gguf_writer *w, const char *key, int32_t v);
+void gguf_w_u64(gguf_writer *w, const char *key, uint64_t v);
+void gguf_w_f32(gguf_writer *w, const char *key, float v);
+void gguf_w_bool(gguf_writer *w, const char *key, int v);
+void gguf_w_str(gguf_writer *w, const char *key, const char *s);
+void gguf_w_arr_str(gguf_writer *w, const char *key, const char *const *s, uint64_t n);
+void gguf_w_arr_f32(gguf_writer *w, const char *key, const float *v, uint64_t n);
+void gguf_w_arr_i32(gguf_writer *w, const char *key, const int32_t *v, uint64_t n);
+// Copies a key/value read by gguf_open (any type, arrays included) under its own key.
+void gguf_w_kv_copy(gguf_writer *w, const gguf_kv *kv);
+
+// ne[0] is the contiguous dimension. data may be NULL when fill is given.
+void gguf_w_tensor(gguf_writer *w, const char *name, uint32_t ggml_type, uint32_t n_dims,
+                   const uint64_t *ne, const void *data);
+void gguf_w_set_fill(gguf_writer *w, gguf_fill_fn fill, void *ctx);
+
+// Writes the file (to a temporary name, then renamed). 0 ok, -1 with err filled. Any earlier
+// failed call (OOM, bad argument) is reported here.
+int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]);
