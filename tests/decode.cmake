@@ -1,1 +1,1 @@
-# decode tests (label decode)
+# decode (tests)

@@ -1,1 +1,1 @@
-# kernel tests (label kernel)
+# kernel (tests)

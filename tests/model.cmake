@@ -1,1 +1,1 @@
-# model tests (label model)
+# model (tests)

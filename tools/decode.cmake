@@ -1,1 +1,1 @@
-# decode tools
+# decode (tools)

@@ -1,1 +1,1 @@
-# kernel tools
+# kernel (tools)

@@ -1,1 +1,1 @@
-# model tools
+# model (tools)

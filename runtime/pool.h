@@ -1,0 +1,13 @@
+// Thread pool: n_threads - 1 persistent pinned workers plus the calling thread (tid 0).
+// Worker i is pinned to the i-th CPU (mod the CPUs sched_getaffinity allows). pool_run runs
+// fn(ctx, tid, n) on every thread and returns when all have finished. Idle workers spin briefly,
+// then sleep on a futex-style condition: no busy loop that never sleeps.
+#pragma once
+
+typedef struct pool pool;
+typedef void (*pool_fn)(void *ctx, int tid, int n_threads);
+
+pool *pool_create(int n_threads);         // NULL on failure; n_threads >= 1 (more than CPUs is fine)
+int pool_size(const pool *p);
+void pool_run(pool *p, pool_fn fn, void *ctx);
+void pool_destroy(pool *p);
