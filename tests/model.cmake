@@ -1,1 +1,2 @@
-# model (tests)
+# model and runtime tests owned by the lead (label model / runtime)
+decode_test(test_pool runtime test_pool.c)

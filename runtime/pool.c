@@ -1,0 +1,129 @@
+// Thread pool. One "generation" counter publishes each job: workers wait for it to change
+// (spinning briefly, then sleeping in futex), run the job, and count down `pending`; the
+// last one to finish wakes the caller. Atomics carry all synchronisation (TSan-visible).
+#include "runtime/pool.h"
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define SPIN_ITERS 4000           // ~10-20 us of pause before a thread sleeps
+
+struct pool {
+    int n;                        // threads including the caller
+    pthread_t *threads;           // (n - 1)
+    int *cpus; int n_cpus;        // CPUs the process may run on
+    cpu_set_t caller_mask;        // restored on destroy
+    int caller_pinned;
+    int spin;                     // spin iterations before sleeping: 0 when oversubscribed
+    pool_fn fn; void *ctx;        // the current job, published by `gen`
+    atomic_uint gen;              // bumped once per job (and once to stop)
+    atomic_uint pending;          // workers still running the current job
+    atomic_int stop;
+};
+
+typedef struct { pool *p; int tid; } worker_arg;
+
+static void futex_wait(atomic_uint *addr, unsigned val) {
+    syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+static void futex_wake(atomic_uint *addr) {
+    syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+// Waits until *addr != val: spin, then sleep.
+static unsigned wait_change(atomic_uint *addr, unsigned val, int spin) {
+    unsigned v;
+    for (int i = 0; i < spin; i++) {
+        if ((v = atomic_load_explicit(addr, memory_order_acquire)) != val) return v;
+        cpu_relax();
+    }
+    while ((v = atomic_load_explicit(addr, memory_order_acquire)) == val) futex_wait(addr, val);
+    return v;
+}
+
+static void pin(pool *p, pthread_t t, int tid) {
+    if (p->n_cpus <= 0) return;
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(p->cpus[tid % p->n_cpus], &s);
+    pthread_setaffinity_np(t, sizeof s, &s);   // best effort: a refused pin is not an error
+}
+
+static void *worker(void *arg) {
+    worker_arg a = *(worker_arg *)arg;
+    free(arg);
+    pool *p = a.p;
+    unsigned seen = 0;
+    for (;;) {
+        seen = wait_change(&p->gen, seen, p->spin);
+        if (atomic_load_explicit(&p->stop, memory_order_acquire)) return NULL;
+        p->fn(p->ctx, a.tid, p->n);
+        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1)
+            futex_wake(&p->pending);
+    }
+}
+
+pool *pool_create(int n_threads) {
+    if (n_threads < 1) return NULL;
+    pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->n = n_threads;
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+        p->caller_mask = allowed;
+        p->cpus = malloc(sizeof(int) * CPU_SETSIZE);
+        for (int c = 0; p->cpus && c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &allowed)) p->cpus[p->n_cpus++] = c;
+    }
+    // More threads than CPUs: a spinning thread would steal the CPU a working one needs.
+    p->spin = (p->n_cpus > 0 && n_threads > p->n_cpus) ? 0 : SPIN_ITERS;
+    p->threads = calloc((size_t)n_threads, sizeof(pthread_t));
+    if (!p->threads) { free(p->cpus); free(p); return NULL; }
+    if (n_threads > 1) {             // a single-threaded pool leaves the caller alone
+        pin(p, pthread_self(), 0);
+        p->caller_pinned = 1;
+    }
+    for (int i = 1; i < n_threads; i++) {
+        worker_arg *a = malloc(sizeof *a);
+        if (!a) { p->n = i; pool_destroy(p); return NULL; }
+        a->p = p; a->tid = i;
+        if (pthread_create(&p->threads[i - 1], NULL, worker, a) != 0) {
+            free(a); p->n = i; pool_destroy(p); return NULL;
+        }
+        pin(p, p->threads[i - 1], i);
+    }
+    return p;
+}
+
+int pool_size(const pool *p) { return p->n; }
+
+void pool_run(pool *p, pool_fn fn, void *ctx) {
+    if (p->n == 1) { fn(ctx, 0, 1); return; }
+    p->fn = fn; p->ctx = ctx;
+    atomic_store_explicit(&p->pending, (unsigned)(p->n - 1), memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+    futex_wake(&p->gen);
+    fn(ctx, 0, p->n);
+    unsigned left;
+    while ((left = atomic_load_explicit(&p->pending, memory_order_acquire)) != 0)
+        wait_change(&p->pending, left, p->spin);
+}
+
+void pool_destroy(pool *p) {
+    if (!p) return;
+    atomic_store_explicit(&p->stop, 1, memory_order_release);
+    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
+    futex_wake(&p->gen);
+    for (int i = 1; i < p->n; i++) pthread_join(p->threads[i - 1], NULL);
+    if (p->caller_pinned) sched_setaffinity(0, sizeof p->caller_mask, &p->caller_mask);
+    free(p->threads); free(p->cpus); free(p);
+}
