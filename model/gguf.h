@@ -82,3 +82,10 @@ int gguf_get_str(const gguf_file *g, const char *key, const char **s, uint64_t *
 int gguf_get_arr(const gguf_file *g, const char *key, uint32_t elem_type, const gguf_kv **out, char err[GGUF_ERR_MAX]);
 // Element i (< kv->n) of a STRING array.
 void gguf_arr_str(const gguf_kv *kv, uint64_t i, const char **s, uint64_t *len);
+
+// Helpers the tools and the writer share.
+size_t gguf_scalar_type_size(uint32_t gguf_type);   // bytes of a fixed-size value; 0 for STRING, ARRAY, unknown
+int gguf_utf8_valid(const uint8_t *s, size_t n);     // 1 if s is well-formed UTF-8 (no overlongs, surrogates)
+// Copies s into dst (cap bytes, NUL-terminated) with control bytes, '\\' and non-ASCII bytes
+// written as \xNN / \\, so file contents can't drive a terminal; stops early at cap. Returns length.
+size_t gguf_escape(char *dst, size_t cap, const char *s, size_t len);
