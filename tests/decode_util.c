@@ -1,0 +1,143 @@
+// Test helpers (see decode_util.h).
+#include "tests/decode_util.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int run_tool(const char *const *argv, const char *out_path) {
+    fflush(stdout); fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) return 127;
+    if (pid == 0) {
+        if (out_path) {
+            int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            if (fd < 0 || dup2(fd, 1) < 0) _exit(127);
+            close(fd);
+        }
+        execv(argv[0], (char *const *)argv);
+        fprintf(stderr, "run_tool: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0) if (errno != EINTR) return 127;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+const char *bin_path(const char *name, int slot) {
+    static char buf[8][4096];
+    snprintf(buf[slot & 7], sizeof buf[0], "%s/%s", BIN_DIR, name);
+    return buf[slot & 7];
+}
+
+char *scratch_dir(void) {
+    const char *t = getenv("TMPDIR");
+    char *d = path_join(t && *t ? t : "/tmp", "decode-test-XXXXXX");
+    if (d && !mkdtemp(d)) { free(d); return NULL; }
+    return d;
+}
+
+void scratch_remove(char *dir) {
+    if (!dir) return;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char *p = path_join(dir, e->d_name);
+        if (p) unlink(p);
+        free(p);
+    }
+    if (d) closedir(d);
+    rmdir(dir);
+    free(dir);
+}
+
+char *path_join(const char *dir, const char *name) {
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0, got;
+    char *buf = malloc(cap + 1);
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *b = realloc(buf, 2 * cap + 1);
+            if (!b) { free(buf); buf = NULL; break; }
+            buf = b; cap *= 2;
+        }
+    }
+    fclose(f);
+    if (buf) { buf[n] = 0; *len = n; }
+    return buf;
+}
+
+int32_t *parse_ids(const char *s, size_t *n) {
+    size_t cap = 16;
+    int32_t *ids = malloc(cap * sizeof *ids);
+    *n = 0;
+    while (ids) {
+        while (*s == ' ' || *s == '\t') s++;
+        if (*s == '\n' || *s == '\r' || !*s) break;
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < 0 || v > INT32_MAX) { free(ids); return NULL; }
+        if (*n == cap) {
+            int32_t *b = realloc(ids, 2 * cap * sizeof *ids);
+            if (!b) { free(ids); return NULL; }
+            ids = b; cap *= 2;
+        }
+        ids[(*n)++] = (int32_t)v;
+        s = end;
+    }
+    return ids;
+}
+
+static int hex(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+char *render_ids(const gguf_file *g, const int32_t *ids, size_t n, int strip_first, size_t *len) {
+    char err[GGUF_ERR_MAX];
+    const gguf_kv *toks, *types;
+    if (gguf_get_arr(g, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &toks, err) ||
+        gguf_get_arr(g, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, &types, err)) return NULL;
+    size_t cap = 64, o = 0;
+    char *out = malloc(cap);
+    for (size_t i = 0; out && i < n; i++) {
+        if (ids[i] < 0 || (uint64_t)ids[i] >= toks->n || toks->n != types->n) { free(out); return NULL; }
+        const char *s; uint64_t sl;
+        gguf_arr_str(toks, (uint64_t)ids[i], &s, &sl);
+        int32_t type; memcpy(&type, types->data + 4 * (size_t)ids[i], 4);
+        if (o + sl + 2 > cap) {
+            cap = 2 * (o + sl + 2);
+            char *b = realloc(out, cap);
+            if (!b) { free(out); return NULL; }
+            out = b;
+        }
+        size_t start = o;
+        if (type == 2 || type == 3) continue;             // unknown, control: nothing
+        if (type == 6 && sl == 6 && !memcmp(s, "<0x", 3) && s[5] == '>' && hex(s[3]) >= 0 && hex(s[4]) >= 0)
+            out[o++] = (char)(hex(s[3]) * 16 + hex(s[4]));
+        else
+            for (uint64_t k = 0; k < sl; k++) {
+                if (k + 2 < sl && !memcmp(s + k, "\xe2\x96\x81", 3)) { out[o++] = ' '; k += 2; }
+                else out[o++] = s[k];
+            }
+        if (i == 0 && strip_first && o > start && out[start] == ' ') {
+            memmove(out + start, out + start + 1, o - start - 1);
+            o--;
+        }
+    }
+    if (out) { out[o] = 0; *len = o; }
+    return out;
+}
