@@ -1,1 +1,2 @@
-# decode (tools)
+# decode (the lead's tools)
+decode_tool(decode decode.c)

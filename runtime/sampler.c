@@ -1,0 +1,112 @@
+#include "runtime/sampler.h"
+#include "kernels/ops.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+sampler_params sampler_defaults(void) {
+    return (sampler_params){.temp = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f,
+                            .repeat_penalty = 1.0f, .repeat_last_n = 64, .seed = 0};
+}
+
+int sampler_init(sampler *s, const sampler_params *p, int n_vocab) {
+    memset(s, 0, sizeof *s);
+    s->p = *p;
+    s->n_vocab = n_vocab;
+    s->rng = p->seed ^ 0x9e3779b97f4a7c15ull;
+    s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
+    return s->cand ? 0 : -1;
+}
+
+void sampler_free(sampler *s) { free(s->cand); free(s->hist); memset(s, 0, sizeof *s); }
+
+void sampler_accept(sampler *s, int32_t token) {
+    if (s->n_hist == s->hist_cap) {
+        int cap = s->hist_cap ? 2 * s->hist_cap : 256;
+        int32_t *h = realloc(s->hist, (size_t)cap * sizeof *h);
+        if (!h) return;                       // the penalty then sees a shorter history
+        s->hist = h; s->hist_cap = cap;
+    }
+    s->hist[s->n_hist++] = token;
+}
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+// llama.cpp's penalty: each distinct recent token's logit is divided (if > 0) or multiplied.
+static void repeat_penalty(sampler *s, float *logits) {
+    int n = s->p.repeat_last_n < 0 ? s->n_hist : s->p.repeat_last_n;
+    if (n > s->n_hist) n = s->n_hist;
+    for (int i = s->n_hist - n; i < s->n_hist; i++) {
+        int32_t t = s->hist[i];
+        int seen = 0;
+        for (int j = s->n_hist - n; j < i && !seen; j++) seen = s->hist[j] == t;
+        if (seen || t < 0 || t >= s->n_vocab) continue;
+        logits[t] = logits[t] > 0 ? logits[t] / s->p.repeat_penalty : logits[t] * s->p.repeat_penalty;
+    }
+}
+
+static int by_logit_desc(const void *a, const void *b) {
+    const candidate *x = a, *y = b;
+    if (x->logit != y->logit) return x->logit < y->logit ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+// Moves the k best candidates to the front, best first: a size-k min-heap (worst on top)
+// over one pass, then a sort of the k. O(n log k).
+static void heap_sift(candidate *h, int k, int i) {
+    for (;;) {
+        int w = i, l = 2 * i + 1, r = l + 1;
+        if (l < k && by_logit_desc(&h[l], &h[w]) > 0) w = l;
+        if (r < k && by_logit_desc(&h[r], &h[w]) > 0) w = r;
+        if (w == i) return;
+        candidate t = h[i]; h[i] = h[w]; h[w] = t;
+        i = w;
+    }
+}
+
+static void top_k(candidate *c, int n, int k) {
+    for (int i = k / 2 - 1; i >= 0; i--) heap_sift(c, k, i);
+    for (int i = k; i < n; i++)
+        if (by_logit_desc(&c[i], &c[0]) < 0) { c[0] = c[i]; heap_sift(c, k, 0); }
+    qsort(c, (size_t)k, sizeof *c, by_logit_desc);
+}
+
+int32_t sampler_sample(sampler *s, float *logits) {
+    if (s->p.repeat_penalty != 1.0f && s->p.repeat_last_n != 0) repeat_penalty(s, logits);
+    if (s->p.temp <= 0) return argmax_f32(logits, s->n_vocab);
+    int n = s->n_vocab;
+    for (int i = 0; i < n; i++)                 // NaN sorts last, keeping the order total
+        s->cand[i] = (candidate){logits[i] == logits[i] ? logits[i] : -INFINITY, i};
+    int k = s->p.top_k > 0 && s->p.top_k < n ? s->p.top_k : n;
+    top_k(s->cand, n, k);
+    n = k;
+    // Probabilities of the remaining candidates at temperature 1 drive top-p and min-p.
+    double max = s->cand[0].logit, sum = 0;
+    for (int i = 0; i < n; i++) sum += exp(s->cand[i].logit - max);
+    if (s->p.top_p < 1.0f) {
+        double cum = 0;
+        for (int i = 0; i < n; i++) {
+            cum += exp(s->cand[i].logit - max) / sum;
+            if (cum >= s->p.top_p) { n = i + 1; break; }
+        }
+    }
+    if (s->p.min_p > 0) {
+        double cut = max + log(s->p.min_p);
+        int keep = 1;
+        while (keep < n && s->cand[keep].logit >= cut) keep++;
+        n = keep;
+    }
+    double total = 0;
+    for (int i = 0; i < n; i++) total += exp((s->cand[i].logit - max) / s->p.temp);
+    double r = (double)(splitmix64(&s->rng) >> 11) * 0x1.0p-53 * total, acc = 0;
+    for (int i = 0; i < n; i++) {
+        acc += exp((s->cand[i].logit - max) / s->p.temp);
+        if (r < acc) return s->cand[i].id;
+    }
+    return s->cand[n - 1].id;
+}

@@ -1,0 +1,304 @@
+// decode: run a llama GGUF model on a prompt and stream the continuation to stdout.
+// stdout holds the prompt exactly as given followed by the generated pieces, nothing else;
+// everything else (timings, warnings, errors) goes to stderr. Exit 0 ok, 1 failure, 2 usage.
+#include "model/llama.h"
+#include "model/tokenizer.h"
+#include "runtime/decoder.h"
+#include "runtime/sampler.h"
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct {
+    const char *model, *prompt, *prompt_file, *dump_logits;
+    long n_predict, n_ctx;
+    int n_threads, no_bos, ignore_eos, seed_set;
+    sampler_params sp;
+} options;
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) { (void)sig; interrupted = 1; }
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int default_threads(void) {
+    cpu_set_t s;
+    return sched_getaffinity(0, sizeof s, &s) == 0 ? CPU_COUNT(&s) : 1;
+}
+
+static void usage(FILE *f) {
+    sampler_params d = sampler_defaults();
+    fprintf(f,
+        "usage: decode -m MODEL [-p PROMPT | -f FILE] [options]\n"
+        "Runs a llama-architecture GGUF model (F32/F16/BF16 weights) on the CPU and streams text.\n\n"
+        "  -m, --model PATH          GGUF model file (required)\n"
+        "  -p, --prompt TEXT         prompt, taken literally (default: empty, BOS only)\n"
+        "  -f, --file PATH           read the prompt from a file, bytes exactly\n"
+        "  -n, --n-predict N         tokens to generate; -1 = until EOS or a full context (default: -1)\n"
+        "  -t, --threads N           threads (default: CPUs available = %d)\n"
+        "  -c, --ctx-size N          context size (default: min(model context_length, 4096))\n"
+        "      --temp T              temperature; 0 = greedy argmax (default: %.2f)\n"
+        "      --top-k N             top-k, <= 0 = off (default: %d)\n"
+        "      --top-p P             top-p, 1.0 = off (default: %.2f)\n"
+        "      --min-p P             min-p, 0.0 = off (default: %.2f)\n"
+        "      --repeat-penalty F    repeat penalty, 1.0 = off (default: %.2f)\n"
+        "      --repeat-last-n N     tokens the penalty looks back; 0 = off, -1 = context (default: %d)\n"
+        "  -s, --seed N              sampling seed (default: random, printed on stderr)\n"
+        "      --no-bos              do not prepend BOS (default: prepend when the model asks or says nothing)\n"
+        "      --ignore-eos          keep generating past EOS\n"
+        "      --dump-logits PATH    write each evaluated position's logits (f32 LE, n_vocab per row)\n"
+        "  -h, --help                this text\n",
+        default_threads(), d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n);
+}
+
+static int usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "decode: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, " (see decode --help)\n");
+    return 2;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_float(const char *s, float *out) {
+    char *end;
+    errno = 0;
+    float v = strtof(s, &end);
+    if (errno || end == s || *end || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+// Returns 0 to run, or an exit status (-1 for a clean --help exit).
+static int parse_args(int argc, char **argv, options *o) {
+    memset(o, 0, sizeof *o);
+    o->n_predict = -1; o->n_threads = default_threads(); o->sp = sampler_defaults();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
+        if (!strcmp(a, "--no-bos")) { o->no_bos = 1; continue; }
+        if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = 1; continue; }
+        if (i + 1 >= argc) return usage_error("option %s needs a value", a);
+        const char *v = argv[++i];
+        long n; float f;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
+        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
+        else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->prompt_file = v;
+        else if (!strcmp(a, "--dump-logits")) o->dump_logits = v;
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
+            if (parse_long(v, -1, INT_MAX, &o->n_predict)) return usage_error("bad -n value '%s'", v);
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            if (parse_long(v, 1, 1024, &n)) return usage_error("bad -t value '%s' (1..1024)", v);
+            o->n_threads = (int)n;
+        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
+            if (parse_long(v, 1, INT_MAX, &o->n_ctx)) return usage_error("bad -c value '%s'", v);
+        } else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) {
+            unsigned long long s; char *end; errno = 0;
+            s = strtoull(v, &end, 10);
+            if (errno || end == v || *end || v[0] == '-') return usage_error("bad seed '%s'", v);
+            o->sp.seed = s; o->seed_set = 1;
+        } else if (!strcmp(a, "--top-k")) {
+            if (parse_long(v, INT_MIN, INT_MAX, &n)) return usage_error("bad --top-k value '%s'", v);
+            o->sp.top_k = (int)n;
+        } else if (!strcmp(a, "--repeat-last-n")) {
+            if (parse_long(v, -1, INT_MAX, &n)) return usage_error("bad --repeat-last-n value '%s'", v);
+            o->sp.repeat_last_n = (int)n;
+        } else if (!strcmp(a, "--temp") || !strcmp(a, "--top-p") || !strcmp(a, "--min-p") ||
+                   !strcmp(a, "--repeat-penalty")) {
+            if (parse_float(v, &f)) return usage_error("bad number '%s'", v);
+            if (!strcmp(a, "--temp")) o->sp.temp = f;
+            else if (!strcmp(a, "--top-p")) {
+                if (f < 0 || f > 1) return usage_error("--top-p must be in [0, 1], got '%s'", v);
+                o->sp.top_p = f;
+            } else if (!strcmp(a, "--min-p")) {
+                if (f < 0 || f > 1) return usage_error("--min-p must be in [0, 1], got '%s'", v);
+                o->sp.min_p = f;
+            } else {
+                if (f <= 0) return usage_error("--repeat-penalty must be positive, got '%s'", v);
+                o->sp.repeat_penalty = f;
+            }
+        } else return usage_error("unknown option '%s'", a);
+    }
+    if (!o->model) return usage_error("%s", "missing -m MODEL");
+    if (o->prompt && o->prompt_file) return usage_error("%s", "give -p or -f, not both");
+    return 0;
+}
+
+// Reads a whole file; *len its size. NULL with errno on failure.
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        char *nb = realloc(buf, cap *= 2);
+        if (!nb) { free(buf); buf = NULL; }
+        else buf = nb;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) { free(buf); return NULL; }
+    *len = n;
+    return buf;
+}
+
+typedef struct {
+    llama_model m; tokenizer *tok; decoder d; sampler s; FILE *dump;
+    double t_load, t_prompt, t_eval; int n_prompt, n_eval;
+} session;
+
+static void print_timings(const session *S) {
+    fprintf(stderr, "\ndecode: load        %10.2f ms\n", S->t_load);
+    if (S->n_prompt)
+        fprintf(stderr, "decode: prompt eval %10.2f ms / %5d tokens (%8.3f ms/token, %9.2f tok/s)\n",
+                S->t_prompt, S->n_prompt, S->t_prompt / S->n_prompt, 1e3 * S->n_prompt / S->t_prompt);
+    if (S->n_eval)
+        fprintf(stderr, "decode: eval        %10.2f ms / %5d tokens (%8.3f ms/token, %9.2f tok/s)\n",
+                S->t_eval, S->n_eval, S->t_eval / S->n_eval, 1e3 * S->n_eval / S->t_eval);
+}
+
+static int emit_piece(const session *S, int32_t id, int strip_space) {
+    char small[256];
+    size_t n = tokenizer_piece(S->tok, id, small, sizeof small);
+    char *buf = small;
+    if (n > sizeof small) {
+        if (!(buf = malloc(n))) return -1;
+        tokenizer_piece(S->tok, id, buf, n);
+    }
+    size_t skip = strip_space && n > 0 && buf[0] == ' ';
+    fwrite(buf + skip, 1, n - skip, stdout);
+    fflush(stdout);
+    if (buf != small) free(buf);
+    return 0;
+}
+
+static int forward(session *S, int32_t tok, int pos) {
+    float *logits = decoder_forward(&S->d, tok, pos);
+    if (S->dump && fwrite(logits, sizeof(float), (size_t)S->m.hp.n_vocab, S->dump) != (size_t)S->m.hp.n_vocab)
+        return -1;
+    return 0;
+}
+
+static int run(session *S, const options *o, const char *prompt, size_t plen) {
+    char err[GGUF_ERR_MAX];
+    double t0 = now_ms();
+    if (llama_model_load(&S->m, o->model, err) || tokenizer_load(&S->tok, &S->m.f, err)) {
+        fprintf(stderr, "decode: %s\n", err);
+        return 1;
+    }
+    const llama_hparams *h = &S->m.hp;
+    if (tokenizer_n_vocab(S->tok) != h->n_vocab) {
+        fprintf(stderr, "decode: %s: tokenizer has %d tokens but the model has %d\n", o->model,
+                tokenizer_n_vocab(S->tok), h->n_vocab);
+        return 1;
+    }
+    long n_ctx = o->n_ctx ? o->n_ctx : (h->n_ctx_train < 4096 ? h->n_ctx_train : 4096);
+    int32_t *ids = NULL; size_t n_ids = 0;
+    if (llama_check_ctx(&S->m, n_ctx, err)) { fprintf(stderr, "decode: %s\n", err); return 1; }
+    int add_bos = !o->no_bos && tokenizer_add_bos(S->tok) && tokenizer_bos(S->tok) >= 0;
+    if (tokenizer_encode(S->tok, prompt, plen, add_bos, &ids, &n_ids)) {
+        fprintf(stderr, "decode: out of memory tokenizing the prompt\n");
+        return 1;
+    }
+    int status = 1;
+    if (n_ids == 0) { fprintf(stderr, "decode: the prompt has no tokens to evaluate (empty prompt with --no-bos)\n"); goto out; }
+    if ((long)n_ids > n_ctx) {
+        fprintf(stderr, "decode: the prompt has %zu tokens but the context holds %ld (-c)\n", n_ids, n_ctx);
+        goto out;
+    }
+    if (decoder_init(&S->d, &S->m, (int)n_ctx, o->n_threads, err)) {
+        fprintf(stderr, "decode: %s\n", err);
+        goto out;
+    }
+    if (sampler_init(&S->s, &o->sp, h->n_vocab)) { fprintf(stderr, "decode: out of memory\n"); goto out; }
+    S->t_load = now_ms() - t0;
+    if (o->sp.temp > 0 && !o->seed_set) fprintf(stderr, "decode: seed %llu\n", (unsigned long long)o->sp.seed);
+    fwrite(prompt, 1, plen, stdout);
+    fflush(stdout);
+
+    t0 = now_ms();
+    for (size_t i = 0; i < n_ids && !interrupted; i++) {
+        if (forward(S, ids[i], (int)i)) goto dump_failed;
+        sampler_accept(&S->s, ids[i]);
+        S->n_prompt++;
+    }
+    S->t_prompt = now_ms() - t0;
+    int pos = (int)n_ids;
+    for (long i = 0; (o->n_predict < 0 || i < o->n_predict) && !interrupted; i++) {
+        int32_t tok = sampler_sample(&S->s, S->d.logits);
+        if (tok == tokenizer_eos(S->tok) && !o->ignore_eos) break;
+        sampler_accept(&S->s, tok);
+        emit_piece(S, tok, plen == 0 && i == 0);
+        if (o->n_predict >= 0 && i + 1 == o->n_predict) break;   // the last token needs no forward
+        if (pos >= n_ctx) { fprintf(stderr, "\ndecode: context full (%ld tokens); stopping\n", n_ctx); break; }
+        t0 = now_ms();
+        if (forward(S, tok, pos++)) goto dump_failed;
+        S->t_eval += now_ms() - t0;
+        S->n_eval++;
+    }
+    if (interrupted) fprintf(stderr, "\ndecode: interrupted\n");
+    print_timings(S);
+    status = 0;
+    goto out;
+dump_failed:
+    fprintf(stderr, "decode: writing %s failed\n", o->dump_logits);
+out:
+    free(ids);
+    return status;
+}
+
+int main(int argc, char **argv) {
+    options o;
+    int r = parse_args(argc, argv, &o);
+    if (r) return r < 0 ? 0 : r;
+    if (!o.seed_set) o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
+    size_t plen = 0;
+    char *file_prompt = NULL;
+    const char *prompt = o.prompt ? o.prompt : "";
+    if (o.prompt_file) {
+        if (!(file_prompt = read_file(o.prompt_file, &plen))) {
+            fprintf(stderr, "decode: %s: %s\n", o.prompt_file, strerror(errno ? errno : EIO));
+            return 1;
+        }
+        prompt = file_prompt;
+    } else plen = strlen(prompt);
+    session S;
+    memset(&S, 0, sizeof S);
+    if (o.dump_logits && !(S.dump = fopen(o.dump_logits, "wb"))) {
+        fprintf(stderr, "decode: %s: %s\n", o.dump_logits, strerror(errno));
+        free(file_prompt);
+        return 1;
+    }
+    struct sigaction sa = {.sa_handler = on_sigint};
+    sigaction(SIGINT, &sa, NULL);
+    int status = run(&S, &o, prompt, plen);
+    if (S.dump && fclose(S.dump) && status == 0) {
+        fprintf(stderr, "decode: writing %s failed\n", o.dump_logits);
+        status = 1;
+    }
+    sampler_free(&S.s);
+    if (S.d.L) decoder_free(&S.d);
+    tokenizer_free(S.tok);
+    llama_model_free(&S.m);
+    free(file_prompt);
+    return status;
+}
