@@ -1,0 +1,149 @@
+// The llama binding rejects every model-level defect with an error naming the problem, and
+// accepts the valid variants (defaults applied, tied output, biases). Each case builds a small
+// model with the writer, then binds it.
+#include "model/gguf_write.h"
+#include "model/llama.h"
+#include "tests/check.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+    const char *arch;
+    int64_t n_layer, n_embd, n_ff, n_head, n_head_kv, ctx, rope_dim, n_vocab;  // -1: key omitted
+    float eps;                                                                 // NaN: key omitted
+    int eps_as_string;
+    const char *omit;             // tensor left out
+    const char *reshape;          // tensor given ne1 + 1
+    const char *quant;            // tensor stored as Q8_0
+    int tokens_delta;             // tokenizer.ggml.tokens count - n_vocab
+    int tie, bias;
+} spec;
+
+static spec valid(void) {
+    return (spec){"llama", 2, 64, 96, 4, 2, 128, -1, 300, 1e-5f, 0, NULL, NULL, NULL, 0, 0, 0};
+}
+
+static void int_key(gguf_writer *w, const char *key, int64_t v) { if (v >= 0) gguf_w_u32(w, key, (uint32_t)v); }
+
+static void tensor(gguf_writer *w, const spec *s, const char *name, int64_t ne0, int64_t ne1, const void *zeros) {
+    if (s->omit && !strcmp(s->omit, name)) return;
+    uint64_t ne[2] = {(uint64_t)ne0, (uint64_t)(ne1 ? ne1 : 1)};
+    if (s->reshape && !strcmp(s->reshape, name)) ne[1]++;
+    uint32_t type = ne1 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+    if (s->quant && !strcmp(s->quant, name)) type = 8;           // Q8_0
+    gguf_w_tensor(w, name, type, ne1 ? 2 : 1, ne, zeros);
+}
+
+static void build(const spec *s, const char *path) {
+    static char zeros[1 << 20];
+    gguf_writer *w = gguf_writer_new(32);
+    CHECK(w);
+    gguf_w_str(w, "general.architecture", s->arch);
+    int_key(w, "llama.block_count", s->n_layer);
+    int_key(w, "llama.embedding_length", s->n_embd);
+    int_key(w, "llama.feed_forward_length", s->n_ff);
+    int_key(w, "llama.attention.head_count", s->n_head);
+    int_key(w, "llama.attention.head_count_kv", s->n_head_kv);
+    int_key(w, "llama.context_length", s->ctx);
+    int_key(w, "llama.rope.dimension_count", s->rope_dim);
+    if (s->eps_as_string) gguf_w_str(w, "llama.attention.layer_norm_rms_epsilon", "1e-5");
+    else if (!isnan(s->eps)) gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", s->eps);
+    int n_tok = (int)s->n_vocab + s->tokens_delta;
+    char **toks = calloc((size_t)n_tok, sizeof *toks);
+    for (int i = 0; i < n_tok; i++) { toks[i] = malloc(16); snprintf(toks[i], 16, "t%d", i); }
+    gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks, (uint64_t)n_tok);
+    int64_t E = s->n_embd > 0 ? s->n_embd : 64, H = s->n_head > 0 ? s->n_head : 4;
+    int64_t hd = E / H, KV = (s->n_head_kv > 0 ? s->n_head_kv : H) * hd, F = s->n_ff > 0 ? s->n_ff : 96;
+    tensor(w, s, "token_embd.weight", E, s->n_vocab, zeros);
+    tensor(w, s, "output_norm.weight", E, 0, zeros);
+    if (!s->tie) tensor(w, s, "output.weight", E, s->n_vocab, zeros);
+    for (int l = 0; l < (s->n_layer > 0 ? s->n_layer : 1); l++) {
+        char n[64];
+#define T(suffix, a, b) (snprintf(n, sizeof n, "blk.%d." suffix, l), tensor(w, s, n, a, b, zeros))
+        T("attn_norm.weight", E, 0); T("attn_q.weight", E, E); T("attn_k.weight", E, KV);
+        T("attn_v.weight", E, KV); T("attn_output.weight", E, E); T("ffn_norm.weight", E, 0);
+        T("ffn_gate.weight", E, F); T("ffn_up.weight", E, F); T("ffn_down.weight", F, E);
+        if (s->bias) { T("attn_q.bias", E, 0); T("attn_k.bias", KV, 0); T("attn_v.bias", KV, 0); }
+#undef T
+    }
+    char err[GGUF_ERR_MAX];
+    CHECKF(gguf_writer_save(w, path, err) == 0, "%s", err);
+    gguf_writer_free(w);
+    for (int i = 0; i < n_tok; i++) free(toks[i]);
+    free(toks);
+}
+
+static int n_cases;
+
+// Binds the model built from s; expect NULL means it must load, else the error must contain it.
+static void expect(const spec *s, const char *path, const char *expect) {
+    build(s, path);
+    llama_model m;
+    char err[GGUF_ERR_MAX] = "";
+    int r = llama_model_load(&m, path, err);
+    if (!expect) {
+        CHECKF(r == 0, "valid model rejected: %s", err);
+        llama_model_free(&m);
+    } else {
+        CHECKF(r != 0, "defect '%s' was accepted", expect);
+        CHECKF(strstr(err, expect) && strstr(err, path), "error for '%s' was: %s", expect, err);
+        CHECK(!strchr(err, '\n'));
+    }
+    n_cases++;
+}
+
+int main(void) {
+    char dir[] = "/tmp/test_llama_load.XXXXXX";
+    CHECK(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    spec s;
+
+    s = valid(); expect(&s, path, NULL);
+    llama_model m; char err[GGUF_ERR_MAX];
+    CHECK(llama_model_load(&m, path, err) == 0);
+    CHECK(m.hp.n_head_kv == 2 && m.hp.head_dim == 16 && m.hp.n_rot == 16);   // rope dim defaults
+    CHECK(m.hp.rope_base == 10000.0f && m.hp.n_vocab == 300 && m.output != m.tok_embd);
+    CHECK(llama_check_ctx(&m, 128, err) == 0);
+    CHECK(llama_check_ctx(&m, 0, err) != 0);
+    CHECK(llama_check_ctx(&m, (int64_t)1 << 40, err) != 0 && strstr(err, "context"));
+    llama_model_free(&m);
+    s = valid(); s.tie = 1; s.bias = 1; expect(&s, path, NULL);
+    CHECK(llama_model_load(&m, path, err) == 0);
+    CHECK(m.output == m.tok_embd && m.layers[1].bq && m.layers[1].bv);
+    llama_model_free(&m);
+    s = valid(); s.n_head_kv = -1; expect(&s, path, NULL);
+
+    s = valid(); s.arch = "gpt2"; expect(&s, path, "architecture 'gpt2' is not supported");
+    s = valid(); s.n_layer = 0; expect(&s, path, "llama.block_count");
+    s = valid(); s.n_layer = -1; expect(&s, path, "missing required key llama.block_count");
+    s = valid(); s.n_embd = -1; expect(&s, path, "llama.embedding_length");
+    s = valid(); s.n_ff = -1; expect(&s, path, "llama.feed_forward_length");
+    s = valid(); s.n_head = -1; expect(&s, path, "llama.attention.head_count");
+    s = valid(); s.n_head = 0; expect(&s, path, "llama.attention.head_count");
+    s = valid(); s.ctx = 0; expect(&s, path, "llama.context_length");
+    s = valid(); s.ctx = -1; expect(&s, path, "llama.context_length");
+    s = valid(); s.n_head = 5; expect(&s, path, "does not divide embedding_length");
+    s = valid(); s.n_head_kv = 3; expect(&s, path, "does not divide head_count");
+    s = valid(); s.rope_dim = 18; expect(&s, path, "rope.dimension_count");
+    s = valid(); s.rope_dim = 7; expect(&s, path, "rope.dimension_count");
+    s = valid(); s.eps = NAN; expect(&s, path, "layer_norm_rms_epsilon");
+    s = valid(); s.eps = -1e-5f; expect(&s, path, "layer_norm_rms_epsilon");
+    s = valid(); s.eps = INFINITY; expect(&s, path, "layer_norm_rms_epsilon");
+    s = valid(); s.eps_as_string = 1; expect(&s, path, "layer_norm_rms_epsilon");
+    s = valid(); s.omit = "token_embd.weight"; expect(&s, path, "missing tensor token_embd.weight");
+    s = valid(); s.omit = "blk.1.ffn_down.weight"; expect(&s, path, "missing tensor blk.1.ffn_down.weight");
+    s = valid(); s.omit = "output_norm.weight"; expect(&s, path, "missing tensor output_norm.weight");
+    s = valid(); s.reshape = "blk.0.attn_k.weight"; expect(&s, path, "tensor blk.0.attn_k.weight has shape");
+    s = valid(); s.reshape = "output.weight"; expect(&s, path, "tensor output.weight has shape");
+    s = valid(); s.quant = "blk.0.attn_q.weight"; expect(&s, path, "blk.0.attn_q.weight has type Q8_0");
+    s = valid(); s.tokens_delta = 1; expect(&s, path, "tokenizer.ggml.tokens has 301 tokens");
+    CHECK(n_cases == 27);
+    unlink(path);
+    rmdir(dir);
+    printf("llama binding: %d cases\n", n_cases);
+    return 0;
+}
