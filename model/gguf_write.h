@@ -23,6 +23,12 @@ void gguf_w_str(gguf_writer *w, const char *key, const char *s);
 void gguf_w_arr_str(gguf_writer *w, const char *key, const char *const *s, uint64_t n);
 void gguf_w_arr_f32(gguf_writer *w, const char *key, const float *v, uint64_t n);
 void gguf_w_arr_i32(gguf_writer *w, const char *key, const int32_t *v, uint64_t n);
+// Any fixed-size scalar type (UINT8 ... FLOAT64, BOOL as one byte), read from v.
+void gguf_w_val(gguf_writer *w, const char *key, uint32_t gguf_type, const void *v);
+// A string of len arbitrary bytes.
+void gguf_w_str_n(gguf_writer *w, const char *key, const char *s, uint64_t len);
+// An array of n fixed-size elements of elem_type.
+void gguf_w_arr(gguf_writer *w, const char *key, uint32_t elem_type, const void *v, uint64_t n);
 // Copies a key/value read by gguf_open (any type, arrays included) under its own key.
 void gguf_w_kv_copy(gguf_writer *w, const gguf_kv *kv);
 
@@ -31,6 +37,8 @@ void gguf_w_tensor(gguf_writer *w, const char *name, uint32_t ggml_type, uint32_
                    const uint64_t *ne, const void *data);
 void gguf_w_set_fill(gguf_writer *w, gguf_fill_fn fill, void *ctx);
 
+// general.alignment is written when the alignment is not 32; setting it to another value, or
+// giving a key or tensor name twice, is an error reported by save.
 // Writes the file (to a temporary name, then renamed). 0 ok, -1 with err filled. Any earlier
 // failed call (OOM, bad argument) is reported here.
 int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]);

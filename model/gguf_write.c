@@ -1,0 +1,346 @@
+// GGUF v3 writer. Key/values are serialized as they are added; tensor infos are kept until
+// save, which streams header and data through one large buffer (big tensors with a data
+// pointer are written straight from it) into a temporary file renamed into place at the end.
+#include "model/gguf_write.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define WBUF_BYTES (8u << 20)
+
+typedef struct {
+    char name[GGUF_NAME_MAX];
+    uint32_t type, n_dims;
+    uint64_t ne[GGUF_MAX_DIMS];
+    uint64_t offset, nbytes;      // offset from the start of the data section
+    const void *data;             // NULL: produced by the fill callback
+} wtensor;
+
+struct gguf_writer {
+    uint32_t alignment;
+    uint8_t *kv; size_t kv_len, kv_cap;   // the serialized key/value section
+    uint64_t n_kv;
+    size_t *key_off; size_t key_cap;      // (n_kv) offset in kv of each key's u64 length
+    int has_alignment;                    // general.alignment was given
+    wtensor *t; uint64_t n_t, t_cap;      // (n_t)
+    uint64_t data_end;                    // end of the last tensor's bytes
+    gguf_fill_fn fill; void *fill_ctx;
+    char err[256];                        // the first failure, reported by save
+};
+
+static void werr(gguf_writer *w, const char *fmt, ...) {
+    if (w->err[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->err, sizeof w->err, fmt, ap);
+    va_end(ap);
+}
+
+// Grows *p (elements of size sz) to hold need elements; 0 ok, -1 (error recorded) on OOM.
+static int grow(gguf_writer *w, void **p, size_t *cap, size_t need, size_t sz) {
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 64;
+    while (c < need) c *= 2;
+    void *q = c <= SIZE_MAX / sz ? realloc(*p, c * sz) : NULL;
+    if (!q) { werr(w, "out of memory"); return -1; }
+    *p = q; *cap = c;
+    return 0;
+}
+
+gguf_writer *gguf_writer_new(uint32_t alignment) {
+    gguf_writer *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->alignment = alignment;
+    if (alignment == 0 || (alignment & (alignment - 1)) || alignment > (1u << 20)) {
+        werr(w, "alignment %u is not a power of two in 1..%u", alignment, 1u << 20);
+        w->alignment = GGUF_DEFAULT_ALIGNMENT;
+    }
+    return w;
+}
+
+void gguf_writer_free(gguf_writer *w) {
+    if (!w) return;
+    free(w->kv);
+    free(w->key_off);
+    free(w->t);
+    free(w);
+}
+
+// ---------------------------------------------------------------- key/values
+
+static void put(gguf_writer *w, const void *p, size_t n) {
+    if (n == 0) return;
+    if (w->kv_len + n < n || grow(w, (void **)&w->kv, &w->kv_cap, w->kv_len + n, 1)) return;
+    memcpy(w->kv + w->kv_len, p, n);
+    w->kv_len += n;
+}
+static void put_u32(gguf_writer *w, uint32_t v) { put(w, &v, 4); }
+static void put_u64(gguf_writer *w, uint64_t v) { put(w, &v, 8); }
+
+// Starts an entry; 0 if the value may follow.
+static int head(gguf_writer *w, const char *key, uint32_t type) {
+    if (w->err[0]) return -1;
+    if (!key || !key[0]) { werr(w, "empty key"); return -1; }
+    if (!strcmp(key, "general.alignment") && type != GGUF_TYPE_UINT32) {
+        werr(w, "general.alignment: must be UINT32, got %s", gguf_type_name(type));
+        return -1;
+    }
+    if (grow(w, (void **)&w->key_off, &w->key_cap, w->n_kv + 1, sizeof *w->key_off)) return -1;
+    w->key_off[w->n_kv++] = w->kv_len;
+    put_u64(w, strlen(key));
+    put(w, key, strlen(key));
+    put_u32(w, type);
+    return 0;
+}
+
+void gguf_w_val(gguf_writer *w, const char *key, uint32_t type, const void *v) {
+    size_t sz = gguf_scalar_type_size(type);
+    if (!sz) { werr(w, "%s: %s is not a fixed-size type", key ? key : "(null)", gguf_type_name(type)); return; }
+    if (key && !strcmp(key, "general.alignment") && type == GGUF_TYPE_UINT32) {
+        uint32_t a;
+        memcpy(&a, v, 4);
+        if (a != w->alignment) { werr(w, "general.alignment: %u differs from the writer's %u", a, w->alignment); return; }
+        w->has_alignment = 1;
+    }
+    if (head(w, key, type) == 0) put(w, v, sz);
+}
+
+void gguf_w_u32(gguf_writer *w, const char *key, uint32_t v) { gguf_w_val(w, key, GGUF_TYPE_UINT32, &v); }
+void gguf_w_i32(gguf_writer *w, const char *key, int32_t v) { gguf_w_val(w, key, GGUF_TYPE_INT32, &v); }
+void gguf_w_u64(gguf_writer *w, const char *key, uint64_t v) { gguf_w_val(w, key, GGUF_TYPE_UINT64, &v); }
+void gguf_w_f32(gguf_writer *w, const char *key, float v) { gguf_w_val(w, key, GGUF_TYPE_FLOAT32, &v); }
+void gguf_w_bool(gguf_writer *w, const char *key, int v) { uint8_t b = v != 0; gguf_w_val(w, key, GGUF_TYPE_BOOL, &b); }
+
+void gguf_w_str_n(gguf_writer *w, const char *key, const char *s, uint64_t len) {
+    if (head(w, key, GGUF_TYPE_STRING)) return;
+    put_u64(w, len);
+    put(w, s, len);
+}
+void gguf_w_str(gguf_writer *w, const char *key, const char *s) { gguf_w_str_n(w, key, s, strlen(s)); }
+
+void gguf_w_arr(gguf_writer *w, const char *key, uint32_t elem_type, const void *v, uint64_t n) {
+    size_t sz = gguf_scalar_type_size(elem_type);
+    if (!sz) { werr(w, "%s: arrays of %s need their own writer call", key ? key : "(null)", gguf_type_name(elem_type)); return; }
+    if (n > SIZE_MAX / sz) { werr(w, "%s: array of %llu elements is too large", key, (unsigned long long)n); return; }
+    if (head(w, key, GGUF_TYPE_ARRAY)) return;
+    put_u32(w, elem_type);
+    put_u64(w, n);
+    put(w, v, (size_t)n * sz);
+}
+void gguf_w_arr_f32(gguf_writer *w, const char *key, const float *v, uint64_t n) { gguf_w_arr(w, key, GGUF_TYPE_FLOAT32, v, n); }
+void gguf_w_arr_i32(gguf_writer *w, const char *key, const int32_t *v, uint64_t n) { gguf_w_arr(w, key, GGUF_TYPE_INT32, v, n); }
+
+void gguf_w_arr_str(gguf_writer *w, const char *key, const char *const *s, uint64_t n) {
+    if (head(w, key, GGUF_TYPE_ARRAY)) return;
+    put_u32(w, GGUF_TYPE_STRING);
+    put_u64(w, n);
+    for (uint64_t i = 0; i < n; i++) {
+        put_u64(w, strlen(s[i]));
+        put(w, s[i], strlen(s[i]));
+    }
+}
+
+// The value's bytes are copied exactly as they lie in the source file.
+void gguf_w_kv_copy(gguf_writer *w, const gguf_kv *kv) {
+    if (kv->type != GGUF_TYPE_ARRAY && kv->type != GGUF_TYPE_STRING) { gguf_w_val(w, kv->key, kv->type, kv->data); return; }
+    uint64_t len;
+    if (head(w, kv->key, kv->type)) return;
+    if (kv->type == GGUF_TYPE_STRING) {
+        memcpy(&len, kv->data, 8);
+        put(w, kv->data, 8 + len);
+        return;
+    }
+    put_u32(w, kv->arr_type);
+    put_u64(w, kv->n);
+    if (kv->arr_type != GGUF_TYPE_STRING) len = kv->n * gguf_scalar_type_size(kv->arr_type);
+    else if (kv->n == 0) len = 0;
+    else { memcpy(&len, kv->data + kv->str_off[kv->n - 1], 8); len += kv->str_off[kv->n - 1] + 8; }
+    put(w, kv->data, len);
+}
+
+// ---------------------------------------------------------------- tensors
+
+void gguf_w_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+                   const uint64_t *ne, const void *data) {
+    if (w->err[0]) return;
+    size_t len = name ? strlen(name) : 0;
+    if (len == 0 || len >= GGUF_NAME_MAX || !gguf_utf8_valid((const uint8_t *)name, len)) {
+        werr(w, "tensor name '%s' must be 1..%d bytes of UTF-8", name ? name : "(null)", GGUF_NAME_MAX - 1);
+        return;
+    }
+    uint64_t blck = ggml_blck_size(type), nb = ggml_type_size(type), a = w->alignment;
+    if (!blck) { werr(w, "%s: unknown tensor type %u", name, type); return; }
+    if (n_dims < 1 || n_dims > GGUF_MAX_DIMS) { werr(w, "%s: n_dims %u is not 1..%d", name, n_dims, GGUF_MAX_DIMS); return; }
+    if (grow(w, (void **)&w->t, &w->t_cap, w->n_t + 1, sizeof *w->t)) return;
+    wtensor *t = &w->t[w->n_t];
+    memcpy(t->name, name, len + 1);
+    t->type = type; t->n_dims = n_dims; t->data = data;
+    for (uint32_t d = 0; d < GGUF_MAX_DIMS; d++) {
+        t->ne[d] = d < n_dims ? ne[d] : 1;
+        if (t->ne[d] > INT64_MAX) { werr(w, "%s: ne[%u] is too large", name, d); return; }
+        if (d == 0 && t->ne[0] % blck) { werr(w, "%s: ne[0] %llu is not a multiple of %llu", name, (unsigned long long)ne[0], (unsigned long long)blck); return; }
+        if (__builtin_mul_overflow(nb, d ? t->ne[d] : t->ne[0] / blck, &nb)) { werr(w, "%s: size overflows", name); return; }
+    }
+    t->nbytes = nb;
+    t->offset = (w->data_end + a - 1) / a * a;
+    if (t->offset < w->data_end || t->offset + nb < t->offset) { werr(w, "%s: data section overflows", name); return; }
+    w->data_end = t->offset + nb;
+    w->n_t++;
+}
+
+void gguf_w_set_fill(gguf_writer *w, gguf_fill_fn fill, void *ctx) { w->fill = fill; w->fill_ctx = ctx; }
+
+// ---------------------------------------------------------------- save
+
+typedef struct { int fd; uint8_t *buf; size_t len; uint64_t pos; int failed; } out;
+
+static void flush(out *o) {
+    for (size_t done = 0; done < o->len && !o->failed;) {
+        ssize_t n = write(o->fd, o->buf + done, o->len - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) { o->failed = errno ? errno : EIO; break; }
+        done += (size_t)n;
+    }
+    o->len = 0;
+}
+
+static void emit(out *o, const void *p, size_t n) {
+    const uint8_t *s = p;
+    if (n == 0) return;
+    o->pos += n;
+    if (n >= WBUF_BYTES) {                  // large: straight from the caller's memory
+        flush(o);
+        for (size_t done = 0; done < n && !o->failed;) {
+            size_t chunk = n - done < (1u << 30) ? n - done : (1u << 30);
+            ssize_t k = write(o->fd, s + done, chunk);
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) { o->failed = errno ? errno : EIO; break; }
+            done += (size_t)k;
+        }
+        return;
+    }
+    if (o->len + n > WBUF_BYTES) flush(o);
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+}
+
+static void pad_to(out *o, uint64_t pos) {
+    static const uint8_t zero[256];
+    while (o->pos < pos) emit(o, zero, pos - o->pos < sizeof zero ? (size_t)(pos - o->pos) : sizeof zero);
+}
+
+static const gguf_writer *sort_w;   // qsort has no context argument
+static int cmp_key(const void *a, const void *b) {
+    const uint8_t *x = sort_w->kv + *(const size_t *)a, *y = sort_w->kv + *(const size_t *)b;
+    uint64_t lx, ly;
+    memcpy(&lx, x, 8); memcpy(&ly, y, 8);
+    int c = memcmp(x + 8, y + 8, lx < ly ? lx : ly);
+    return c ? c : (lx > ly) - (lx < ly);
+}
+static int cmp_name(const void *a, const void *b) { return strcmp(((const wtensor *)a)->name, ((const wtensor *)b)->name); }
+
+// Duplicate keys or tensor names, found on sorted copies.
+static int check_unique(gguf_writer *w) {
+    size_t *k = malloc((w->n_kv + 1) * sizeof *k);
+    wtensor *t = malloc((w->n_t + 1) * sizeof *t);
+    if (!k || !t) { free(k); free(t); werr(w, "out of memory"); return -1; }
+    if (w->n_kv) memcpy(k, w->key_off, w->n_kv * sizeof *k);
+    if (w->n_t) memcpy(t, w->t, w->n_t * sizeof *t);
+    sort_w = w;
+    qsort(k, w->n_kv, sizeof *k, cmp_key);
+    qsort(t, w->n_t, sizeof *t, cmp_name);
+    for (uint64_t i = 1; i < w->n_kv; i++)
+        if (!cmp_key(&k[i - 1], &k[i])) {
+            uint64_t len;
+            memcpy(&len, w->kv + k[i], 8);
+            werr(w, "duplicate key '%.*s'", (int)(len < 200 ? len : 200), (const char *)w->kv + k[i] + 8);
+        }
+    for (uint64_t i = 1; i < w->n_t; i++)
+        if (!strcmp(t[i - 1].name, t[i].name)) werr(w, "duplicate tensor name '%s'", t[i].name);
+    free(k); free(t);
+    return w->err[0] ? -1 : 0;
+}
+
+static void write_file(gguf_writer *w, out *o) {
+    uint32_t v32;
+    uint64_t v64;
+    emit(o, "GGUF", 4);
+    v32 = 3; emit(o, &v32, 4);
+    emit(o, &w->n_t, 8);
+    emit(o, &w->n_kv, 8);
+    emit(o, w->kv, w->kv_len);
+    for (uint64_t i = 0; i < w->n_t; i++) {
+        const wtensor *t = &w->t[i];
+        v64 = strlen(t->name); emit(o, &v64, 8); emit(o, t->name, v64);
+        emit(o, &t->n_dims, 4);
+        emit(o, t->ne, 8 * t->n_dims);
+        emit(o, &t->type, 4);
+        emit(o, &t->offset, 8);
+    }
+    uint64_t data_start = (o->pos + w->alignment - 1) / w->alignment * w->alignment;
+    uint8_t *big = NULL;   // for a filled tensor larger than the free part of the buffer
+    size_t big_cap = 0;
+    for (uint64_t i = 0; i < w->n_t && !o->failed && !w->err[0]; i++) {
+        const wtensor *t = &w->t[i];
+        pad_to(o, data_start + t->offset);
+        if (t->data) { emit(o, t->data, t->nbytes); continue; }
+        if (!w->fill) { werr(w, "tensor %s has no data and no fill callback", t->name); break; }
+        if (t->nbytes > SIZE_MAX) { werr(w, "tensor %s is too large", t->name); break; }
+        if (o->len + t->nbytes > WBUF_BYTES) flush(o);
+        uint8_t *dst = o->buf + o->len;
+        if (t->nbytes > WBUF_BYTES) {
+            if (grow(w, (void **)&big, &big_cap, t->nbytes, 1)) break;
+            dst = big;
+        }
+        if (w->fill(w->fill_ctx, i, dst, t->nbytes)) { werr(w, "tensor %s: the fill callback failed", t->name); break; }
+        if (dst == big) emit(o, big, t->nbytes);
+        else { o->len += t->nbytes; o->pos += t->nbytes; }
+    }
+    free(big);
+    if (w->n_t == 0) pad_to(o, data_start);
+    flush(o);
+}
+
+int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
+    if (!w->err[0] && !w->has_alignment && w->alignment != GGUF_DEFAULT_ALIGNMENT) {
+        gguf_w_u32(w, "general.alignment", w->alignment);
+    }
+    if (!w->err[0]) check_unique(w);
+    if (w->err[0]) { snprintf(err, GGUF_ERR_MAX, "%s: %s", path, w->err); return -1; }
+
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 48);
+    out o = {.fd = -1};
+    if (!tmp || !(o.buf = malloc(WBUF_BYTES))) {
+        free(tmp);
+        snprintf(err, GGUF_ERR_MAX, "%s: out of memory", path);
+        return -1;
+    }
+    // O_EXCL with a fresh name: the mode honours the umask, unlike mkstemp's 0600.
+    static unsigned serial;
+    for (int i = 0; i < 100 && o.fd < 0; i++) {
+        snprintf(tmp, plen + 48, "%s.tmp.%ld.%u", path, (long)getpid(), __atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED));
+        o.fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (o.fd < 0 && errno != EEXIST) break;
+    }
+    if (o.fd < 0) {
+        snprintf(err, GGUF_ERR_MAX, "%s: cannot create a temporary file: %s", path, strerror(errno));
+        free(tmp); free(o.buf);
+        return -1;
+    }
+    write_file(w, &o);
+    if (close(o.fd) && !o.failed) o.failed = errno ? errno : EIO;
+    int rc = -1;
+    if (w->err[0]) snprintf(err, GGUF_ERR_MAX, "%s: %s", path, w->err);
+    else if (o.failed) snprintf(err, GGUF_ERR_MAX, "%s: write failed: %s", path, strerror(o.failed));
+    else if (rename(tmp, path)) snprintf(err, GGUF_ERR_MAX, "%s: cannot rename the temporary file: %s", path, strerror(errno));
+    else rc = 0;
+    if (rc) unlink(tmp);
+    free(tmp); free(o.buf);
+    return rc;
+}
