@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# decode's command-line contract (DESIGN.md): exit codes, one-line errors, stdout holding only
+# the prompt and the pieces, --dump-logits row counts, thread-count invariance of the logits.
+# usage: test_cli.sh BIN_DIR SHARED_DIR
+set -u
+bin=$1; shared=$2
+model=$shared/testdata/models/stories260K.gguf
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cases=0; fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# expect STATUS DESCRIPTION -- command...: exit status and, for failures, exactly one stderr line.
+expect() {
+  local want=$1 what=$2; shift 3
+  cases=$((cases + 1))
+  "$@" >"$tmp/out" 2>"$tmp/err"; local got=$?
+  [ "$got" = "$want" ] || { fail "$what: exit $got, want $want: $(head -c 300 "$tmp/err")"; return; }
+  if [ "$want" != 0 ]; then
+    [ "$(wc -l <"$tmp/err")" = 1 ] || fail "$what: stderr is not one line: $(cat "$tmp/err")"
+    grep -q . "$tmp/out" && fail "$what: wrote to stdout"
+  fi
+}
+d=$bin/decode
+expect 0 "help" -- "$d" --help
+grep -q -- "--repeat-penalty" "$tmp/out" || fail "help lacks --repeat-penalty"
+expect 2 "no args" -- "$d"
+expect 2 "unknown flag" -- "$d" -m "$model" --bogus
+expect 2 "missing value" -- "$d" -m "$model" -n
+expect 2 "bad number" -- "$d" -m "$model" -n 12x
+expect 2 "zero threads" -- "$d" -m "$model" -t 0
+expect 2 "bad temp" -- "$d" -m "$model" --temp nan
+expect 2 "both -p and -f" -- "$d" -m "$model" -p a -f /dev/null
+expect 1 "missing model" -- "$d" -m "$tmp/none.gguf" -p hi
+expect 1 "not a gguf" -- "$d" -m /etc/hostname -p hi
+expect 1 "directory" -- "$d" -m "$tmp" -p hi
+expect 1 "vocab-only file" -- "$d" -m "$shared/testdata/vocab/ggml-vocab-llama-spm.gguf" -p hi
+expect 1 "prompt file missing" -- "$d" -m "$model" -f "$tmp/none.txt"
+expect 1 "context too small" -- "$d" -m "$model" -p "Once upon a time there was" -c 3
+expect 1 "empty prompt without BOS" -- "$d" -m "$model" -p "" --no-bos
+expect 1 "dump path unwritable" -- "$d" -m "$model" -p hi --dump-logits "$tmp/no/such/dir/x"
+
+# stdout is the prompt, exactly, then the pieces; stderr carries the timings.
+prompt='Once upon a  time,	"odd" \n spacing'
+expect 0 "greedy run" -- "$d" -m "$model" -p "$prompt" -n 16 --temp 0 -t 1 --dump-logits "$tmp/l1"
+out=$(cat "$tmp/out"; echo x); out=${out%x}
+[ "${out:0:${#prompt}}" = "$prompt" ] || fail "stdout does not start with the prompt"
+[ ${#out} -gt ${#prompt} ] || fail "nothing generated"
+grep -q "eval" "$tmp/err" || fail "no timing summary on stderr"
+grep -q "{" "$tmp/err" && fail "a '{' on stderr"
+# Rows: P prompt tokens (BOS included) + N - 1.
+p=$("$bin/tokenize" -m "$model" -p "$prompt" | wc -w)
+rows=$(( $(stat -c %s "$tmp/l1") / (512 * 4) ))
+[ "$rows" = $((p + 16 - 1)) ] || fail "dump has $rows rows, want $((p + 15))"
+# Same logits, bit for bit, at 1, 2 and 3 threads (3 > the CPUs of a 2-core machine).
+for t in 2 3; do
+  expect 0 "greedy -t $t" -- "$d" -m "$model" -p "$prompt" -n 16 --temp 0 -t $t --dump-logits "$tmp/l$t"
+  cmp -s "$tmp/l1" "$tmp/l$t" || fail "logits at -t $t differ from -t 1"
+done
+# -p "": BOS only; -n 0 evaluates the prompt and prints nothing else.
+expect 0 "empty prompt" -- "$d" -m "$model" -p "" -n 0 --dump-logits "$tmp/l0"
+[ "$(stat -c %s "$tmp/l0")" = 2048 ] || fail "-p '' -n 0 should dump exactly one row"
+[ -s "$tmp/out" ] && fail "-n 0 printed something"
+# -f reads the file's bytes exactly, and evaluates what tokenize -f prints.
+printf 'Once upon\n' >"$tmp/p.txt"
+expect 0 "prompt file" -- "$d" -m "$model" -f "$tmp/p.txt" -n 1 --temp 0 --dump-logits "$tmp/lf"
+cmp -s <(head -c 10 "$tmp/out") "$tmp/p.txt" || fail "-f prompt not echoed byte for byte"
+pf=$("$bin/tokenize" -m "$model" -f "$tmp/p.txt" | wc -w)
+[ "$(stat -c %s "$tmp/lf")" = $((pf * 2048)) ] || fail "-f dump rows differ from tokenize -f"
+# Sampling is deterministic for a seed.
+expect 0 "seeded a" -- "$d" -m "$model" -p "Once" -n 32 --temp 0.9 -s 42
+cp "$tmp/out" "$tmp/sa"
+expect 0 "seeded b" -- "$d" -m "$model" -p "Once" -n 32 --temp 0.9 -s 42 --repeat-penalty 1.1
+expect 0 "seeded c" -- "$d" -m "$model" -p "Once" -n 32 --temp 0.9 -s 42
+cmp -s "$tmp/out" "$tmp/sa" || fail "same seed, different text"
+
+[ "$cases" = 24 ] || fail "ran $cases cases, expected 24"
+echo "decode cli: $cases cases, $fails failures"
+[ "$fails" = 0 ]
