@@ -1,1 +1,2 @@
 # tokenizer (tests)
+decode_test(test_tokenizer model ${CMAKE_CURRENT_SOURCE_DIR}/test_tokenizer.c)

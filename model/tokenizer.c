@@ -1,0 +1,352 @@
+// SentencePiece-style tokenizer, matching llama.cpp's llm_tokenizer_spm: the text (with a space
+// prefix) has ' ' replaced by U+2581 and is split into UTF-8 characters; the adjacent pair whose
+// concatenation is a vocab piece with the highest score (ties: leftmost) is merged until none is
+// left; symbols that are not pieces become <0xNN> byte tokens. Like SentencePiece, only normal and
+// user-defined pieces are produced, and an unused piece is only a step towards a longer one (it
+// is emitted as the two symbols it was merged from), so control, unknown and byte tokens never
+// come out of text and every encoding decodes back to its text.
+#include "model/tokenizer.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TT_UNDEFINED, TT_NORMAL, TT_UNKNOWN, TT_CONTROL, TT_USER_DEFINED, TT_UNUSED, TT_BYTE, TT_COUNT };
+
+struct tokenizer {
+    int32_t n_vocab;
+    char *text;                 // every piece, back to back
+    uint32_t *off;              // (n_vocab + 1) piece i is text[off[i] .. off[i+1])
+    float *score;               // (n_vocab)
+    uint8_t *type;              // (n_vocab) TT_*
+    int32_t *slot;              // (n_slot) open-addressing hash of pieces -> id, -1 empty
+    uint32_t n_slot;            // power of two >= 2 * n_vocab
+    uint32_t max_len;           // longest piece in bytes: longer pairs need no lookup
+    int32_t byte_tok[256];      // byte fallback: <0xNN>, else the 1-byte piece, else unk
+    int32_t bos, eos, unk;
+    int add_bos, add_space_prefix;
+};
+
+static int fail(char *err, const gguf_file *g, const char *key, const char *fmt, ...) {
+    int n = snprintf(err, GGUF_ERR_MAX, "%s: %s: ", g->path, key);
+    if (n < 0 || n >= GGUF_ERR_MAX) return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err + n, GGUF_ERR_MAX - (size_t)n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static uint32_t hash(const char *s, size_t n) {          // FNV-1a
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
+    return h;
+}
+
+// Id of the piece s[0..n), -1 if none. A repeated piece maps to its last id (as in llama.cpp).
+static int32_t lookup(const tokenizer *t, const char *s, size_t n) {
+    if (n > t->max_len) return -1;
+    for (uint32_t h = hash(s, n) & (t->n_slot - 1);; h = (h + 1) & (t->n_slot - 1)) {
+        int32_t id = t->slot[h];
+        if (id < 0) return -1;
+        if (t->off[id + 1] - t->off[id] == n && memcmp(t->text + t->off[id], s, n) == 0) return id;
+    }
+}
+
+static void insert(tokenizer *t, int32_t id) {
+    const char *s = t->text + t->off[id];
+    size_t n = t->off[id + 1] - t->off[id];
+    uint32_t h = hash(s, n) & (t->n_slot - 1);
+    for (; t->slot[h] >= 0; h = (h + 1) & (t->n_slot - 1)) {
+        int32_t o = t->slot[h];
+        if (t->off[o + 1] - t->off[o] == n && memcmp(t->text + t->off[o], s, n) == 0) break;
+    }
+    t->slot[h] = id;
+}
+
+static int hexval(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+// The byte a <0xNN> piece stands for, or -1.
+static int piece_byte(const char *s, size_t n) {
+    if (n != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>') return -1;
+    int hi = hexval(s[3]), lo = hexval(s[4]);
+    return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+// bos/eos/unk: the key when present (must be a valid id), else llama.cpp's SPM default.
+static int special_id(const gguf_file *g, const char *key, int32_t def, int32_t n_vocab,
+                      int32_t *out, char *err) {
+    int64_t v;
+    int rc = gguf_get_int(g, key, 0, n_vocab - 1, &v, err);
+    if (rc < 0) return -1;
+    *out = rc == 0 ? (int32_t)v : def < n_vocab ? def : -1;
+    return 0;
+}
+
+static int flag(const gguf_file *g, const char *key, int *out, char *err) {
+    *out = 1;
+    return gguf_get_bool(g, key, out, err) < 0 ? -1 : 0;
+}
+
+// The three parallel arrays: tokens (STRING), scores (FLOAT32), token_type (INT32).
+static int load_arrays(tokenizer *t, const gguf_file *g, char *err) {
+    static const char *const keys[3] = {"tokenizer.ggml.tokens", "tokenizer.ggml.scores",
+                                        "tokenizer.ggml.token_type"};
+    static const uint32_t types[3] = {GGUF_TYPE_STRING, GGUF_TYPE_FLOAT32, GGUF_TYPE_INT32};
+    const gguf_kv *kv[3];
+    for (int k = 0; k < 3; k++) {
+        int rc = gguf_get_arr(g, keys[k], types[k], &kv[k], err);
+        if (rc < 0) return -1;
+        if (rc > 0) return fail(err, g, keys[k], "missing");
+    }
+    uint64_t n = kv[0]->n;
+    if (n == 0 || n > INT32_MAX / 2) return fail(err, g, keys[0], "%llu tokens", (unsigned long long)n);
+    for (int k = 1; k < 3; k++)
+        if (kv[k]->n != n)
+            return fail(err, g, keys[k], "%llu elements, but %s has %llu", (unsigned long long)kv[k]->n,
+                        keys[0], (unsigned long long)n);
+    uint64_t bytes = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const char *s; uint64_t len;
+        gguf_arr_str(kv[0], i, &s, &len);
+        bytes += len;                          // each piece lies inside the file: no overflow
+    }
+    if (bytes > UINT32_MAX) return fail(err, g, keys[0], "%llu bytes of pieces", (unsigned long long)bytes);
+    t->n_vocab = (int32_t)n;
+    t->n_slot = 2;
+    while (t->n_slot < 2 * n) t->n_slot *= 2;
+    t->text = malloc(bytes ? bytes : 1);
+    t->off = malloc((n + 1) * sizeof *t->off);
+    t->score = malloc(n * sizeof *t->score);
+    t->type = malloc(n);
+    t->slot = malloc(t->n_slot * sizeof *t->slot);
+    if (!t->text || !t->off || !t->score || !t->type || !t->slot) return fail(err, g, keys[0], "out of memory");
+    memcpy(t->score, kv[1]->data, n * sizeof *t->score);
+    t->off[0] = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        const char *s; uint64_t len;
+        gguf_arr_str(kv[0], i, &s, &len);
+        memcpy(t->text + t->off[i], s, len);
+        t->off[i + 1] = t->off[i] + (uint32_t)len;
+        if (len > t->max_len) t->max_len = (uint32_t)len;
+        int32_t ty;
+        memcpy(&ty, kv[2]->data + 4 * i, 4);
+        if (ty < 0 || ty >= TT_COUNT) return fail(err, g, keys[2], "token %llu has unknown type %d", (unsigned long long)i, ty);
+        if (ty == TT_BYTE && piece_byte(s, len) < 0)
+            return fail(err, g, keys[2], "byte token %llu is not of the form <0xNN>", (unsigned long long)i);
+        if (isnan(t->score[i])) return fail(err, g, keys[1], "score %llu is NaN", (unsigned long long)i);
+        t->type[i] = (uint8_t)ty;
+    }
+    return 0;
+}
+
+int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) {
+    *out = NULL;
+    const char *model; uint64_t model_len;
+    int rc = gguf_get_str(g, "tokenizer.ggml.model", &model, &model_len, err);
+    if (rc < 0) return -1;
+    if (rc > 0) return fail(err, g, "tokenizer.ggml.model", "missing (the file has no tokenizer)");
+    if (model_len != 5 || memcmp(model, "llama", 5) != 0) {
+        char name[64];
+        gguf_escape(name, sizeof name, model, model_len);
+        return fail(err, g, "tokenizer.ggml.model", "tokenizer model '%s' is not supported yet", name);
+    }
+    tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return fail(err, g, "tokenizer.ggml.tokens", "out of memory");
+    if (load_arrays(t, g, err) ||
+        special_id(g, "tokenizer.ggml.bos_token_id", 1, t->n_vocab, &t->bos, err) ||
+        special_id(g, "tokenizer.ggml.eos_token_id", 2, t->n_vocab, &t->eos, err) ||
+        special_id(g, "tokenizer.ggml.unknown_token_id", 0, t->n_vocab, &t->unk, err) ||
+        flag(g, "tokenizer.ggml.add_bos_token", &t->add_bos, err) ||
+        flag(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix, err)) {
+        tokenizer_free(t);
+        return -1;
+    }
+    memset(t->slot, 0xff, t->n_slot * sizeof *t->slot);
+    for (int32_t i = 0; i < t->n_vocab; i++) insert(t, i);
+    for (int b = 0; b < 256; b++) {
+        char hex[7], one = (char)b;
+        snprintf(hex, sizeof hex, "<0x%02X>", b);
+        int32_t id = lookup(t, hex, 6);
+        if (id < 0) id = lookup(t, &one, 1);
+        t->byte_tok[b] = id >= 0 ? id : t->unk;
+    }
+    *out = t;
+    return 0;
+}
+
+void tokenizer_free(tokenizer *t) {
+    if (!t) return;
+    free(t->text); free(t->off); free(t->score); free(t->type); free(t->slot);
+    free(t);
+}
+
+int tokenizer_n_vocab(const tokenizer *t) { return t->n_vocab; }
+int32_t tokenizer_bos(const tokenizer *t) { return t->bos; }
+int32_t tokenizer_eos(const tokenizer *t) { return t->eos; }
+int tokenizer_add_bos(const tokenizer *t) { return t->add_bos; }
+
+// ---- encoding ----
+
+// A symbol: an input character, or the merge of two adjacent symbols (kept for resegmenting
+// unused pieces). Live symbols form a doubly linked list in text order.
+typedef struct {
+    int32_t start, len;         // bytes of the normalized text
+    int32_t prev, next;         // live neighbours, -1 at the ends
+    int32_t left, right;        // the merged pair, -1 for an input character
+    int32_t id;                 // its piece (merges only; input characters are looked up at the end)
+} symbol;
+
+#define DEAD (-2)               // prev of a symbol merged into another
+
+typedef struct { float score; int32_t start, left, right, id; } bigram;
+
+// Max-heap order: higher score first, then the leftmost pair.
+static int before(const bigram *a, const bigram *b) {
+    return a->score > b->score || (a->score == b->score && a->start < b->start);
+}
+
+static void heap_push(bigram *h, size_t *n, bigram b) {
+    size_t i = (*n)++;
+    for (; i > 0 && before(&b, &h[(i - 1) / 2]); i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
+    h[i] = b;
+}
+
+static bigram heap_pop(bigram *h, size_t *n) {
+    bigram top = h[0], last = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && before(&h[c + 1], &h[c])) c++;
+        if (!before(&h[c], &last)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = last;
+    return top;
+}
+
+static int mergeable(const tokenizer *t, int32_t id) {
+    return id >= 0 && (t->type[id] == TT_NORMAL || t->type[id] == TT_USER_DEFINED || t->type[id] == TT_UNUSED);
+}
+
+static void try_pair(const tokenizer *t, const char *s, const symbol *sym, int32_t l, int32_t r,
+                     bigram *heap, size_t *n_heap) {
+    if (l < 0 || r < 0) return;
+    int32_t id = lookup(t, s + sym[l].start, (size_t)(sym[l].len + sym[r].len));
+    if (!mergeable(t, id)) return;
+    heap_push(heap, n_heap, (bigram){t->score[id], sym[l].start, l, r, id});
+}
+
+// Bytes of the UTF-8 character at s[0..n). A byte that does not start a complete sequence is a
+// character by itself (llama.cpp would swallow the following bytes, which can split a U+2581 and
+// break the round trip; on valid UTF-8 both agree).
+static int32_t utf8_len(const uint8_t *s, int32_t n) {
+    int32_t len = s[0] < 0x80 ? 1 : s[0] < 0xc0 ? 0 : s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : s[0] < 0xf8 ? 4 : 0;
+    if (len == 0 || len > n) return 1;
+    for (int32_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80) return 1;
+    return len;
+}
+
+// Appends the tokens of live symbol k; unused pieces and non-pieces are taken apart.
+static void emit(const tokenizer *t, const char *s, const symbol *sym, int32_t k, int32_t *stack,
+                 int32_t *ids, size_t *n_ids) {
+    int32_t top = 0;
+    stack[top++] = k;
+    while (top > 0) {
+        const symbol *y = &sym[stack[--top]];
+        int32_t id = y->left >= 0 ? y->id : lookup(t, s + y->start, (size_t)y->len);
+        if (mergeable(t, id) && t->type[id] != TT_UNUSED) {
+            ids[(*n_ids)++] = id;
+        } else if (y->left >= 0) {
+            stack[top++] = y->right;
+            stack[top++] = y->left;
+        } else {
+            for (int32_t i = 0; i < y->len; i++) ids[(*n_ids)++] = t->byte_tok[(uint8_t)s[y->start + i]];
+        }
+    }
+}
+
+int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos,
+                     int32_t **ids_out, size_t *n_out) {
+    *ids_out = NULL;
+    *n_out = 0;
+    int prefix = t->add_space_prefix && len > 0;
+    size_t n = prefix ? 3 : 0;                           // normalized length: ' ' -> 3 bytes
+    for (size_t i = 0; i < len; i++) n += text[i] == ' ' ? 3 : 1;
+    if (n > INT32_MAX / 3) return -1;                    // symbol and heap indices are int32
+    char *s = malloc(n + 1);
+    int32_t *ids = malloc((n + 1) * sizeof *ids);        // at most one token per byte, plus BOS
+    symbol *sym = malloc((2 * n + 1) * sizeof *sym);     // n characters, at most n - 1 merges
+    bigram *heap = malloc((3 * n + 1) * sizeof *heap);   // n - 1 pairs, two more per merge
+    int32_t *stack = malloc((2 * n + 1) * sizeof *stack);
+    if (!s || !ids || !sym || !heap || !stack) {
+        free(s); free(ids); free(sym); free(heap); free(stack);
+        return -1;
+    }
+    size_t n_ids = 0, n_heap = 0, o = 0;
+    if (add_bos && t->bos >= 0) ids[n_ids++] = t->bos;
+    if (prefix) { memcpy(s, "\xe2\x96\x81", 3); o = 3; }
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == ' ') { memcpy(s + o, "\xe2\x96\x81", 3); o += 3; }
+        else s[o++] = text[i];
+    }
+    int32_t n_sym = 0;
+    for (int32_t off = 0; off < (int32_t)n; n_sym++) {
+        int32_t l = utf8_len((const uint8_t *)s + off, (int32_t)n - off);
+        sym[n_sym] = (symbol){off, l, n_sym - 1, -1, -1, -1, -1};
+        if (n_sym > 0) sym[n_sym - 1].next = n_sym;
+        off += l;
+    }
+    for (int32_t i = 1; i < n_sym; i++) try_pair(t, s, sym, i - 1, i, heap, &n_heap);
+    int32_t head = n_sym > 0 ? 0 : -1;
+    while (n_heap > 0) {
+        bigram b = heap_pop(heap, &n_heap);
+        symbol *l = &sym[b.left], *r = &sym[b.right];
+        if (l->prev == DEAD || r->prev == DEAD) continue;   // a side was merged since
+        int32_t m = n_sym++;
+        sym[m] = (symbol){l->start, l->len + r->len, l->prev, r->next, b.left, b.right, b.id};
+        l->prev = r->prev = DEAD;
+        if (sym[m].prev >= 0) sym[sym[m].prev].next = m; else head = m;
+        if (sym[m].next >= 0) sym[sym[m].next].prev = m;
+        try_pair(t, s, sym, sym[m].prev, m, heap, &n_heap);
+        try_pair(t, s, sym, m, sym[m].next, heap, &n_heap);
+    }
+    for (int32_t k = head; k >= 0; k = sym[k].next) emit(t, s, sym, k, stack, ids, &n_ids);
+    free(s); free(sym); free(heap); free(stack);
+    *ids_out = ids;
+    *n_out = n_ids;
+    return 0;
+}
+
+// ---- decoding ----
+
+size_t tokenizer_piece(const tokenizer *t, int32_t id, char *buf, size_t cap) {
+    if (id < 0 || id >= t->n_vocab) return 0;
+    const char *p = t->text + t->off[id];
+    size_t n = t->off[id + 1] - t->off[id], o = 0;
+    switch (t->type[id]) {
+    case TT_BYTE:
+        if (cap > 0) buf[0] = (char)piece_byte(p, n);
+        return 1;
+    case TT_USER_DEFINED:                  // written as is, as llama.cpp does
+        if (cap > 0) memcpy(buf, p, n < cap ? n : cap);
+        return n;
+    case TT_NORMAL:
+        for (size_t i = 0; i < n; o++) {
+            int space = n - i >= 3 && memcmp(p + i, "\xe2\x96\x81", 3) == 0;
+            if (o < cap) buf[o] = space ? ' ' : p[i];
+            i += space ? 3 : 1;
+        }
+        return o;
+    default:                               // control, unknown, unused, undefined
+        return 0;
+    }
+}

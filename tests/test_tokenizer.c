@@ -1,0 +1,247 @@
+// Tokenizer against llama.cpp's test vectors (llama-spm 32000 vocab) and the stories260K 512
+// vocab: exact ids for all 46 cases, decode round trips, BOS/empty-text rules, piece semantics,
+// refusal of non-SPM vocabs, and the speed of load and of a 1 MB encode.
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "model/gguf.h"
+#include "model/tokenizer.h"
+#include "tests/check.h"
+
+#define VOCAB SHARED_DIR "/testdata/vocab/"
+#define SEP "\n__ggml_vocab_test__\n"
+#define N_CASES 46
+
+// Time bounds hold for optimized builds; sanitizers and -O0 get 10x (still far below quadratic).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__OPTIMIZE__)
+#define SLOW 10.0
+#else
+#define SLOW 1.0
+#endif
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    CHECKF(f, "cannot open %s", path);
+    CHECK(fseek(f, 0, SEEK_END) == 0);
+    long n = ftell(f);
+    CHECK(n >= 0 && fseek(f, 0, SEEK_SET) == 0);
+    char *buf = malloc((size_t)n + 1);
+    CHECK(buf && fread(buf, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    buf[n] = 0;
+    *len = (size_t)n;
+    return buf;
+}
+
+// Loads the tokenizer and closes the file at once: the tokenizer must not need the mapping.
+static int load(const char *path, tokenizer **t, char *err) {
+    gguf_file g;
+    CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
+    int rc = tokenizer_load(t, &g, err);
+    gguf_close(&g);
+    return rc;
+}
+
+static tokenizer *load_ok(const char *path) {
+    char err[GGUF_ERR_MAX];
+    tokenizer *t;
+    CHECKF(load(path, &t, err) == 0, "%s", err);
+    return t;
+}
+
+// Concatenated pieces of ids, NUL-terminated; *len bytes.
+static char *detok(const tokenizer *t, const int32_t *ids, size_t n, size_t *len) {
+    size_t cap = 64, o = 0;
+    char *s = malloc(cap);
+    CHECK(s);
+    for (size_t i = 0; i < n; i++) {
+        size_t k = tokenizer_piece(t, ids[i], s + o, cap - o);
+        if (o + k + 1 > cap) {
+            while (o + k + 1 > cap) cap *= 2;
+            s = realloc(s, cap);
+            CHECK(s);
+            CHECK(tokenizer_piece(t, ids[i], s + o, cap - o) == k);
+        }
+        o += k;
+    }
+    s[o] = 0;
+    *len = o;
+    return s;
+}
+
+// The text decodes back to itself, after the one space the prefix adds.
+static void check_round_trip(const tokenizer *t, const char *text, size_t len, const int32_t *ids,
+                             size_t n, const char *what) {
+    size_t dl;
+    char *d = detok(t, ids, n, &dl);
+    size_t skip = len > 0 ? 1 : 0;
+    CHECKF(dl == len + skip && (!skip || d[0] == ' ') && memcmp(d + skip, text, len) == 0,
+           "%s: round trip gives %zu bytes for %zu", what, dl, len);
+    free(d);
+}
+
+// Runs the .inp/.out pair against vocab; returns the number of cases (all must pass).
+static int run_vectors(const char *vocab, const char *inp, const char *out, int round_trip_only) {
+    tokenizer *t = load_ok(vocab);
+    size_t il, ol = 0;
+    char *in = slurp(inp, &il), *ex = round_trip_only ? NULL : slurp(out, &ol);
+    char *p = in, *end = in + il, *q = ex;
+    int n = 0;
+    while (p < end) {
+        char *sep = strstr(p, SEP);
+        CHECKF(sep, "%s: case %d is not terminated by the separator", inp, n);
+        size_t len = (size_t)(sep - p);
+        int32_t *ids;
+        size_t n_ids;
+        CHECK(tokenizer_encode(t, p, len, 0, &ids, &n_ids) == 0);
+        if (!round_trip_only) {
+            char *eol = strchr(q, '\n');
+            CHECKF(eol, "%s: no line for case %d", out, n);
+            *eol = 0;
+            size_t k = 0;
+            for (char *r = q, *e; ; r = e, k++) {
+                long v = strtol(r, &e, 10);
+                if (e == r) break;
+                CHECKF(k < n_ids && ids[k] == v, "%s case %d: token %zu is %d, expected %ld",
+                       vocab, n, k, k < n_ids ? ids[k] : -1, v);
+            }
+            CHECKF(k == n_ids, "%s case %d: %zu tokens, expected %zu", vocab, n, n_ids, k);
+            q = eol + 1;
+        }
+        check_round_trip(t, p, len, ids, n_ids, vocab);
+        free(ids);
+        p = sep + strlen(SEP);
+        n++;
+    }
+    if (ex) CHECKF(q == ex + ol, "%s: lines left after %d cases", out, n);
+    free(in);
+    free(ex);
+    tokenizer_free(t);
+    return n;
+}
+
+static void check_refused(const char *name, const char *model) {
+    char path[512], err[GGUF_ERR_MAX], want[64];
+    snprintf(path, sizeof path, VOCAB "ggml-vocab-%s.gguf", name);
+    snprintf(want, sizeof want, "tokenizer model '%s' is not supported yet", model);
+    tokenizer *t = (tokenizer *)&t;
+    CHECKF(load(path, &t, err) == -1 && t == NULL, "%s loaded", path);
+    CHECKF(strstr(err, want) && strstr(err, path), "%s: error '%s'", path, err);
+}
+
+static void encode(const tokenizer *t, const char *s, size_t len, int bos, int32_t **ids, size_t *n) {
+    CHECK(tokenizer_encode(t, s, len, bos, ids, n) == 0);
+}
+
+static void check_llama_spm_rules(void) {
+    tokenizer *t = load_ok(VOCAB "ggml-vocab-llama-spm.gguf");
+    CHECK(tokenizer_n_vocab(t) == 32000 && tokenizer_bos(t) == 1 && tokenizer_eos(t) == 2);
+    CHECK(tokenizer_add_bos(t) == 1);
+    int32_t *ids;
+    size_t n;
+    encode(t, "", 0, 1, &ids, &n);                     // empty text: BOS only / nothing
+    CHECK(n == 1 && ids[0] == 1);
+    free(ids);
+    encode(t, "", 0, 0, &ids, &n);
+    CHECK(n == 0);
+    free(ids);
+    encode(t, "Hello world", 11, 1, &ids, &n);
+    CHECK(n == 3 && ids[0] == 1 && ids[1] == 15043 && ids[2] == 3186);
+    free(ids);
+    // Special-token text is plain text; invalid UTF-8 falls back to bytes; all round trip.
+    static const char odd[] = "<s></s><unk><0x41> \xff\xfe\x80 a\xe2\x96 \xf0\x9f\xa6 \xc3";
+    encode(t, odd, sizeof odd - 1, 0, &ids, &n);
+    for (size_t i = 0; i < n; i++) CHECKF(ids[i] > 2, "control/unknown id %d from text", ids[i]);
+    int n_ff = 0;
+    for (size_t i = 0; i < n; i++) n_ff += ids[i] == 3 + 0xff;
+    CHECK(n_ff == 1);
+    check_round_trip(t, odd, sizeof odd - 1, ids, n, "odd bytes");
+    free(ids);
+
+    char buf[16];
+    memset(buf, '#', sizeof buf);
+    CHECK(tokenizer_piece(t, 15043, buf, sizeof buf) == 6 && memcmp(buf, " Hello#", 7) == 0);
+    memset(buf, '#', sizeof buf);
+    CHECK(tokenizer_piece(t, 15043, buf, 2) == 6 && memcmp(buf, " H#", 3) == 0);   // cap respected
+    CHECK(tokenizer_piece(t, 3 + 0x0a, buf, sizeof buf) == 1 && buf[0] == '\n');
+    CHECK(tokenizer_piece(t, 3 + 0xe2, buf, sizeof buf) == 1 && (uint8_t)buf[0] == 0xe2);
+    CHECK(tokenizer_piece(t, 0, buf, sizeof buf) == 0);    // <unk>
+    CHECK(tokenizer_piece(t, 1, buf, sizeof buf) == 0);    // <s>
+    CHECK(tokenizer_piece(t, 2, buf, sizeof buf) == 0);    // </s>
+    CHECK(tokenizer_piece(t, -1, buf, sizeof buf) == 0 && tokenizer_piece(t, 32000, buf, sizeof buf) == 0);
+    tokenizer_free(t);
+}
+
+// Median of 9 loads of the 32000 vocab, and 1 MB encodes (text, one repeated letter, spaces):
+// a quadratic merge loop would take minutes on these.
+static void check_speed(void) {
+    char err[GGUF_ERR_MAX];
+    gguf_file g;
+    CHECKF(gguf_open(&g, VOCAB "ggml-vocab-llama-spm.gguf", err) == 0, "%s", err);
+    double ms[9];
+    for (int r = 0; r < 9; r++) {
+        tokenizer *t;
+        double t0 = now();
+        CHECK(tokenizer_load(&t, &g, err) == 0);
+        ms[r] = 1e3 * (now() - t0);
+        tokenizer_free(t);
+    }
+    gguf_close(&g);
+    for (int i = 1; i < 9; i++)
+        for (int j = i; j > 0 && ms[j] < ms[j - 1]; j--) { double x = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = x; }
+    printf("tokenizer_load llama-spm (32000): median %.2f ms\n", ms[4]);
+    CHECKF(ms[4] < 20 * SLOW, "load takes %.1f ms", ms[4]);
+
+    tokenizer *t = load_ok(VOCAB "ggml-vocab-llama-spm.gguf");
+    size_t il;
+    char *inp = slurp(VOCAB "ggml-vocab-llama-spm.gguf.inp", &il);
+    const size_t len = 1 << 20;
+    char *big = malloc(len);
+    CHECK(big);
+    for (int kind = 0; kind < 3; kind++) {
+        for (size_t i = 0; i < len; i++) big[i] = kind == 0 ? inp[i % il] : kind == 1 ? 'a' : ' ';
+        int32_t *ids;
+        size_t n;
+        double t0 = now();
+        encode(t, big, len, 0, &ids, &n);
+        double s = now() - t0;
+        printf("encode 1 MiB (%s): %zu tokens in %.3f s\n", kind == 0 ? "test text" : kind == 1 ? "'a'" : "' '", n, s);
+        CHECKF(s < SLOW, "1 MiB encode took %.2f s", s);
+        check_round_trip(t, big, len, ids, n, "1 MiB");
+        free(ids);
+    }
+    free(big);
+    free(inp);
+    tokenizer_free(t);
+}
+
+int main(void) {
+    CHECK(run_vectors(VOCAB "ggml-vocab-llama-spm.gguf", VOCAB "ggml-vocab-llama-spm.gguf.inp",
+                      VOCAB "ggml-vocab-llama-spm.gguf.out", 0) == N_CASES);
+    CHECK(run_vectors(SHARED_DIR "/testdata/models/stories260K.gguf",
+                      SHARED_DIR "/testdata/models/stories260K.tok.inp",
+                      SHARED_DIR "/testdata/models/stories260K.tok.out", 0) == N_CASES);
+    // baichuan (SPM, 64000) has no expected ids upstream: it loads and round trips.
+    CHECK(run_vectors(VOCAB "ggml-vocab-baichuan.gguf", VOCAB "ggml-vocab-llama-spm.gguf.inp", NULL, 1) == N_CASES);
+    tokenizer *t = load_ok(VOCAB "ggml-vocab-baichuan.gguf");
+    CHECK(tokenizer_n_vocab(t) == 64000 && tokenizer_bos(t) == 1 && tokenizer_eos(t) == 2);
+    tokenizer_free(t);
+
+    static const char *const bpe[] = {"deepseek-llm", "falcon", "gpt-neox", "mpt", "refact", "starcoder"};
+    for (size_t i = 0; i < sizeof bpe / sizeof *bpe; i++) check_refused(bpe[i], "gpt2");
+    check_refused("bert-bge", "bert");
+
+    check_llama_spm_rules();
+    check_speed();
+    printf("ok: 3 x %d vector cases, 7 refused vocabs\n", N_CASES);
+    return 0;
+}

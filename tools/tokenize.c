@@ -1,0 +1,95 @@
+// tokenize -m FILE.gguf [--no-bos] (-p TEXT | -f FILE): prints the token ids of the text,
+// space-separated on one line. Reads only the tokenizer.* keys, so any architecture works.
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/gguf.h"
+#include "model/tokenizer.h"
+
+static const char usage[] =
+    "usage: tokenize -m FILE.gguf [--no-bos] (-p TEXT | -f FILE)\n"
+    "  -m FILE.gguf  model or vocab-only GGUF (only tokenizer.* keys are read)\n"
+    "  -p TEXT       text to tokenize, taken literally\n"
+    "  -f FILE       tokenize the file's bytes exactly (no newline stripped)\n"
+    "  --no-bos      do not prepend BOS (by default it is prepended when\n"
+    "                tokenizer.ggml.add_bos_token is true or absent)\n"
+    "Prints the ids space-separated on one line.\n";
+
+static int usage_error(const char *msg) {
+    fprintf(stderr, "tokenize: %s\n%s", msg, usage);
+    return 2;
+}
+
+// Whole file into a malloc'ed buffer; NULL with errno set on failure.
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        char *b = realloc(buf, cap * 2);
+        if (!b) { free(buf); buf = NULL; errno = ENOMEM; break; }
+        buf = b;
+        cap *= 2;
+    }
+    if (buf && ferror(f)) { free(buf); buf = NULL; errno = EIO; }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+int main(int argc, char **argv) {
+    const char *model = NULL, *prompt = NULL, *file = NULL;
+    int no_bos = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(usage, stdout); return 0; }
+        if (!strcmp(a, "--no-bos")) { no_bos = 1; continue; }
+        const char **dst = !strcmp(a, "-m") || !strcmp(a, "--model") ? &model
+                         : !strcmp(a, "-p") || !strcmp(a, "--prompt") ? &prompt
+                         : !strcmp(a, "-f") || !strcmp(a, "--file") ? &file : NULL;
+        if (!dst) {
+            fprintf(stderr, "tokenize: unknown argument '%s'\n%s", a, usage);
+            return 2;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "tokenize: %s needs a value\n%s", a, usage);
+            return 2;
+        }
+        *dst = argv[++i];
+    }
+    if (!model) return usage_error("-m is required");
+    if (!prompt == !file) return usage_error("give exactly one of -p and -f");
+
+    char *fbuf = NULL;
+    size_t len = 0;
+    if (file) {
+        fbuf = read_file(file, &len);
+        if (!fbuf) { fprintf(stderr, "tokenize: %s: %s\n", file, strerror(errno)); return 1; }
+    } else {
+        len = strlen(prompt);
+    }
+    char err[GGUF_ERR_MAX];
+    gguf_file g;
+    tokenizer *t = NULL;
+    if (gguf_open(&g, model, err)) { fprintf(stderr, "tokenize: %s\n", err); free(fbuf); return 1; }
+    int rc = tokenizer_load(&t, &g, err);
+    gguf_close(&g);
+    if (rc) { fprintf(stderr, "tokenize: %s\n", err); free(fbuf); return 1; }
+
+    int32_t *ids;
+    size_t n;
+    rc = tokenizer_encode(t, file ? fbuf : prompt, len, !no_bos && tokenizer_add_bos(t), &ids, &n);
+    free(fbuf);
+    tokenizer_free(t);
+    if (rc) { fprintf(stderr, "tokenize: out of memory\n"); return 1; }
+    for (size_t i = 0; i < n; i++) printf(i ? " %d" : "%d", (int)ids[i]);
+    putchar('\n');
+    free(ids);
+    if (fflush(stdout) || ferror(stdout)) { fprintf(stderr, "tokenize: writing stdout failed\n"); return 1; }
+    return 0;
+}
