@@ -1,1 +1,2 @@
-# synth (tests)
+# synth (tests): gguf-synth's files (label model).
+decode_test(test_synth model test_synth.c decode_util.c)

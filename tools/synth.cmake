@@ -1,1 +1,2 @@
 # synth (tools)
+decode_tool(gguf-synth ${CMAKE_CURRENT_SOURCE_DIR}/gguf-synth.c)

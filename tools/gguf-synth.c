@@ -1,0 +1,366 @@
+// gguf-synth: writes a llama-architecture GGUF v3 with deterministic random weights and a valid
+// SentencePiece-style vocabulary, for tests and benchmarks of shapes no real file has.
+// Every tensor's values depend only on (seed, tensor name), and f16/bf16 files hold the f32
+// values rounded, so the same seed gives the same model in every dtype, tied or not.
+// Tensor bytes are generated during the save (the writer's fill callback): a 2 GB model needs
+// no 2 GB buffer.
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kernels/fp.h"
+#include "model/gguf_write.h"
+
+static void usage(void) {
+    printf(
+        "usage: gguf-synth OUT [options]\n"
+        "  --n-embd N     embedding width (default 64)\n"
+        "  --n-layer N    blocks (default 2)\n"
+        "  --n-head N     query heads; head_dim = n_embd / n_head (default 4)\n"
+        "  --n-kv-head N  key/value heads, dividing n_head (default n_head)\n"
+        "  --n-ff N       feed-forward width (default 3 * n_embd)\n"
+        "  --n-vocab N    vocabulary size, >= 260 (default 512)\n"
+        "  --ctx N        llama.context_length (default 256)\n"
+        "  --dtype T      f32|f16|bf16 for 2-D weights; norms and biases stay f32 (default f32)\n"
+        "  --seed S       weights depend only on the seed and the tensor name (default 1)\n"
+        "  --rope-base F  llama.rope.freq_base (default 10000)\n"
+        "  --tie          no output.weight: the head reuses token_embd.weight\n"
+        "  --bias         add f32 blk.N.attn_{q,k,v}.bias\n"
+        "  --help\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random numbers: splitmix64 seeds a xoshiro256+ stream per tensor.
+
+static uint64_t splitmix64(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+typedef struct { uint64_t s[4]; } rng;
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t rng_next(rng *r) {
+    uint64_t *s = r->s, out = s[0] + s[3], t = s[1] << 17;
+    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
+    s[2] ^= t; s[3] = rotl(s[3], 45);
+    return out;
+}
+
+static void rng_seed(rng *r, uint64_t seed, const char *name) {
+    uint64_t h = 0xcbf29ce484222325ull;              // FNV-1a of the name, mixed with the seed
+    for (const char *p = name; *p; p++) h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+    uint64_t s = seed ^ h;
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&s);
+}
+
+// Uniform in [-1, 1) from the top 24 bits: exact in f32.
+static float unit(uint64_t bits) { return (float)((int32_t)(bits >> 40) - (1 << 23)) * 0x1p-23f; }
+
+// ---------------------------------------------------------------------------------------------
+// Tensors
+
+typedef struct {
+    char name[GGUF_NAME_MAX];
+    uint32_t type, n_dims;
+    uint64_t ne[2];
+    float mean, amp;          // values are mean + amp * uniform[-1, 1)
+} tensor_spec;
+
+typedef struct { const tensor_spec *t; uint64_t seed; } fill_ctx;
+
+static int fill(void *vctx, uint64_t index, void *dst, size_t nbytes) {
+    const fill_ctx *c = vctx;
+    const tensor_spec *t = &c->t[index];
+    rng r;
+    rng_seed(&r, c->seed, t->name);
+    size_t n = t->ne[0] * t->ne[1];
+    if (nbytes != n * (t->type == GGML_TYPE_F32 ? 4 : 2)) return -1;
+    if (t->type == GGML_TYPE_F32) {
+        float *y = dst;
+        for (size_t i = 0; i < n; i++) y[i] = t->mean + t->amp * unit(rng_next(&r));
+    } else {
+        uint16_t *y = dst;
+        int bf = t->type == GGML_TYPE_BF16;
+        for (size_t i = 0; i < n; i++) {
+            float v = t->mean + t->amp * unit(rng_next(&r));
+            y[i] = bf ? f32_to_bf16(v) : f32_to_f16(v);
+        }
+    }
+    return 0;
+}
+
+// Uniform with standard deviation std: amplitude std * sqrt(3).
+static void add(tensor_spec *t, int *n, uint32_t type, uint64_t ne0, uint64_t ne1, float mean,
+                float std, const char *fmt, int layer) {
+    tensor_spec *s = &t[(*n)++];
+    snprintf(s->name, sizeof s->name, fmt, layer);
+    s->type = type;
+    s->n_dims = ne1 > 1 ? 2 : 1;
+    s->ne[0] = ne0; s->ne[1] = ne1;
+    s->mean = mean;
+    s->amp = std * sqrtf(3.0f);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Vocabulary: <unk>, <s>, </s>, 256 byte tokens, then normal tokens, as a BPE vocab is built:
+// single characters, a few words with every prefix (so merges can reach them), then random
+// merges of earlier letter tokens. The list depends only on n_vocab (a prefix of any longer one).
+
+#define SP "\xe2\x96\x81"    // U+2581, SentencePiece's space
+
+typedef struct {
+    char **tok; int n, cap;
+    uint64_t *hash; uint32_t hcap;   // open addressing over tok indices + 1
+    uint32_t *slot;
+} vocab;
+
+static uint64_t str_hash(const char *s) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+    return h;
+}
+
+// Adds s unless present or the vocab is full; 1 if added.
+static int vocab_add(vocab *v, const char *s) {
+    if (v->n == v->cap) return 0;
+    uint32_t i = (uint32_t)str_hash(s) & (v->hcap - 1);
+    for (; v->slot[i]; i = (i + 1) & (v->hcap - 1))
+        if (!strcmp(v->tok[v->slot[i] - 1], s)) return 0;
+    if (!(v->tok[v->n] = strdup(s))) return 0;
+    v->slot[i] = (uint32_t)++v->n;
+    return 1;
+}
+
+// Letters only, optionally after one leading U+2581 (upper case only first): a word or its start.
+static int is_word(const char *s, int lower) {
+    if (!strncmp(s, SP, 3)) s += 3;
+    if (!*s) return 0;
+    for (int i = 0; s[i]; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (!lower && i == 0 && s[i] >= 'A' && s[i] <= 'Z'))) return 0;
+    return 1;
+}
+
+// An earlier normal token, biased towards early (short) ones as BPE merge ranks are.
+static const char *pick(vocab *v, uint64_t *s) {
+    double u = (double)(splitmix64(s) >> 11) * 0x1p-53;
+    return v->tok[259 + (int)((v->n - 259) * u * u)];
+}
+
+static int build_vocab(vocab *v, int n_vocab) {
+    static const char *words[] = {"the", "Hello", "world", "and", "was", "a", "to", "The",
+        "Once", "upon", "time", "there", "little", "girl", "named", "Lily", "She", "he", "play",
+        "in", "it", "of", "day", "said", "big", "ball", "mom", "happy", "with", "her"};
+    v->cap = n_vocab;
+    for (v->hcap = 16; v->hcap < 2u * (uint32_t)n_vocab; v->hcap *= 2) {}
+    v->tok = calloc((size_t)n_vocab, sizeof *v->tok);
+    v->slot = calloc(v->hcap, sizeof *v->slot);
+    if (!v->tok || !v->slot) return -1;
+    char buf[64];
+    vocab_add(v, "<unk>"); vocab_add(v, "<s>"); vocab_add(v, "</s>");
+    for (int b = 0; b < 256; b++) { snprintf(buf, sizeof buf, "<0x%02X>", b); vocab_add(v, buf); }
+    vocab_add(v, SP);
+    for (int c = 'a'; c <= 'z'; c++) { buf[0] = (char)c; buf[1] = 0; vocab_add(v, buf); }
+    for (int c = 'A'; c <= 'Z'; c++) { buf[0] = (char)c; buf[1] = 0; vocab_add(v, buf); }
+    for (size_t w = 0; w < sizeof words / sizeof *words; w++) {
+        size_t len = strlen(words[w]);
+        for (size_t k = 1; k <= len; k++) {
+            snprintf(buf, sizeof buf, SP "%.*s", (int)k, words[w]);
+            vocab_add(v, buf);
+        }
+    }
+    for (const char *p = "0123456789.,!?'\"-:;()"; *p; p++) { buf[0] = *p; buf[1] = 0; vocab_add(v, buf); }
+    uint64_t s = 0x5eed;                     // the vocab does not depend on --seed
+    while (v->n < n_vocab) {
+        int added = 0;
+        for (int tries = 0; tries < 64 && !added; tries++) {
+            const char *a = pick(v, &s), *b = pick(v, &s);
+            if (!is_word(a, 0) || !is_word(b, 1) || !strncmp(b, SP, 3) || strlen(a) + strlen(b) > 16) continue;
+            snprintf(buf, sizeof buf, "%s%s", a, b);
+            added = vocab_add(v, buf);
+        }
+        if (!added) {                        // digits never occur in merges: always new
+            snprintf(buf, sizeof buf, SP "%d", v->n);
+            if (!vocab_add(v, buf)) return -1;
+        }
+    }
+    return 0;
+}
+
+static void vocab_free(vocab *v) {
+    for (int i = 0; i < v->n; i++) free(v->tok[i]);
+    free(v->tok); free(v->slot);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+typedef struct {
+    const char *out;
+    long long n_embd, n_layer, n_head, n_kv, n_ff, n_vocab, ctx;
+    uint32_t type;
+    uint64_t seed;
+    float rope_base;
+    int tie, bias;
+} args;
+
+// Parses a decimal integer argument; 0 on success.
+static int parse_ll(const char *s, long long *v) {
+    char *end;
+    errno = 0;
+    *v = strtoll(s, &end, 10);
+    return errno || end == s || *end;
+}
+
+#define HINT " (gguf-synth --help for usage)\n"
+
+// 0 ok, 2 usage error (one line on stderr), 3 --help.
+static int parse_args(args *a, int argc, char **argv) {
+    *a = (args){0, 64, 2, 4, -1, -1, 512, 256, GGML_TYPE_F32, 1, 10000.0f, 0, 0};
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        long long *dst = !strcmp(f, "--n-embd") ? &a->n_embd : !strcmp(f, "--n-layer") ? &a->n_layer
+                       : !strcmp(f, "--n-head") ? &a->n_head : !strcmp(f, "--n-kv-head") ? &a->n_kv
+                       : !strcmp(f, "--n-ff") ? &a->n_ff : !strcmp(f, "--n-vocab") ? &a->n_vocab
+                       : !strcmp(f, "--ctx") ? &a->ctx : NULL;
+        int takes_value = dst || !strcmp(f, "--seed") || !strcmp(f, "--rope-base") || !strcmp(f, "--dtype");
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) return 3;
+        else if (!strcmp(f, "--tie")) a->tie = 1;
+        else if (!strcmp(f, "--bias")) a->bias = 1;
+        else if (takes_value && !val) { fprintf(stderr, "gguf-synth: %s needs a value" HINT, f); return 2; }
+        else if (dst) {
+            if (parse_ll(val, dst)) { fprintf(stderr, "gguf-synth: %s: not an integer: '%s'" HINT, f, val); return 2; }
+            i++;
+        } else if (!strcmp(f, "--seed")) {
+            char *end; errno = 0;
+            a->seed = strtoull(val, &end, 0);
+            if (errno || end == val || *end || val[0] == '-') { fprintf(stderr, "gguf-synth: --seed: bad value '%s'" HINT, val); return 2; }
+            i++;
+        } else if (!strcmp(f, "--rope-base")) {
+            char *end;
+            a->rope_base = strtof(val, &end);
+            if (end == val || *end) { fprintf(stderr, "gguf-synth: --rope-base: bad value '%s'" HINT, val); return 2; }
+            i++;
+        } else if (!strcmp(f, "--dtype")) {
+            a->type = !strcmp(val, "f32") ? GGML_TYPE_F32 : !strcmp(val, "f16") ? GGML_TYPE_F16
+                    : !strcmp(val, "bf16") ? GGML_TYPE_BF16 : GGML_TYPE_COUNT;
+            if (a->type == GGML_TYPE_COUNT) { fprintf(stderr, "gguf-synth: --dtype: expected f32, f16 or bf16, got '%s'" HINT, val); return 2; }
+            i++;
+        } else if (f[0] == '-' && f[1]) { fprintf(stderr, "gguf-synth: unknown option %s" HINT, f); return 2; }
+        else if (!a->out) a->out = f;
+        else { fprintf(stderr, "gguf-synth: more than one output path" HINT); return 2; }
+    }
+    if (!a->out) { fprintf(stderr, "gguf-synth: no output path" HINT); return 2; }
+    if (a->n_kv < 0) a->n_kv = a->n_head;
+    if (a->n_ff < 0) a->n_ff = 3 * a->n_embd;
+    return 0;
+}
+
+// The shape problem, or NULL.
+static const char *check_args(const args *a) {
+    const long long lim = 1 << 20;
+    if (a->n_embd < 1 || a->n_layer < 1 || a->n_head < 1 || a->n_kv < 1 || a->n_ff < 1 || a->ctx < 1)
+        return "every size must be at least 1";
+    if (a->n_embd > lim || a->n_layer > 4096 || a->n_head > a->n_embd || a->n_ff > lim ||
+        a->n_vocab > (1 << 24) || a->ctx > (1ll << 31) - 1)
+        return "a size is too large (n_embd, n_ff <= 2^20, n_layer <= 4096, n_vocab <= 2^24)";
+    if (a->n_vocab < 260) return "--n-vocab must be at least 260 (3 special + 256 byte tokens + 1)";
+    if (a->n_embd % a->n_head) return "--n-head must divide --n-embd";
+    if (a->n_head % a->n_kv) return "--n-kv-head must divide --n-head";
+    if ((a->n_embd / a->n_head) % 2) return "head_dim (n_embd / n_head) must be even for RoPE";
+    if (!(a->rope_base > 0) || isinf(a->rope_base)) return "--rope-base must be positive and finite";
+    return NULL;
+}
+
+static int write_model(const args *a, char err[GGUF_ERR_MAX]) {
+    uint64_t E = (uint64_t)a->n_embd, F = (uint64_t)a->n_ff, V = (uint64_t)a->n_vocab;
+    uint64_t hd = E / (uint64_t)a->n_head, Q = hd * (uint64_t)a->n_head, KV = hd * (uint64_t)a->n_kv;
+    uint32_t T = a->type;
+    int per_layer = 9 + 3 * a->bias, n = 0;
+    tensor_spec *t = calloc(3 + (size_t)a->n_layer * (size_t)per_layer, sizeof *t);
+    vocab v = {0};
+    gguf_writer *w = gguf_writer_new(GGUF_DEFAULT_ALIGNMENT);
+    float *scores = calloc((size_t)V, sizeof *scores);
+    int32_t *types = calloc((size_t)V, sizeof *types);
+    if (!t || !w || !scores || !types || build_vocab(&v, (int)V)) {
+        snprintf(err, GGUF_ERR_MAX, "%s: out of memory", a->out);
+        free(t); free(scores); free(types); vocab_free(&v); gguf_writer_free(w);
+        return -1;
+    }
+    // Scales: fan-in 1/sqrt(in) keeps activations O(1); embeddings and head at 2/sqrt(n_embd) give
+    // logits with standard deviation about 2, so top-1 is clear but not certain.
+    float s_emb = 2.0f / sqrtf((float)E);
+    add(t, &n, T, E, V, 0, s_emb, "token_embd.weight", 0);
+    add(t, &n, GGML_TYPE_F32, E, 1, 1, 0.1f, "output_norm.weight", 0);
+    if (!a->tie) add(t, &n, T, E, V, 0, s_emb, "output.weight", 0);
+    for (int l = 0; l < a->n_layer; l++) {
+        float si = 1 / sqrtf((float)E), so = 1 / sqrtf((float)Q), sf = 1 / sqrtf((float)F);
+        add(t, &n, T, E, Q, 0, si, "blk.%d.attn_q.weight", l);
+        add(t, &n, T, E, KV, 0, si, "blk.%d.attn_k.weight", l);
+        add(t, &n, T, E, KV, 0, si, "blk.%d.attn_v.weight", l);
+        add(t, &n, T, Q, E, 0, so, "blk.%d.attn_output.weight", l);
+        add(t, &n, GGML_TYPE_F32, E, 1, 1, 0.1f, "blk.%d.attn_norm.weight", l);
+        add(t, &n, T, E, F, 0, si, "blk.%d.ffn_gate.weight", l);
+        add(t, &n, T, F, E, 0, sf, "blk.%d.ffn_down.weight", l);
+        add(t, &n, T, E, F, 0, si, "blk.%d.ffn_up.weight", l);
+        add(t, &n, GGML_TYPE_F32, E, 1, 1, 0.1f, "blk.%d.ffn_norm.weight", l);
+        if (a->bias) {
+            add(t, &n, GGML_TYPE_F32, Q, 1, 0, 0.2f, "blk.%d.attn_q.bias", l);
+            add(t, &n, GGML_TYPE_F32, KV, 1, 0, 0.2f, "blk.%d.attn_k.bias", l);
+            add(t, &n, GGML_TYPE_F32, KV, 1, 0, 0.2f, "blk.%d.attn_v.bias", l);
+        }
+    }
+
+    char name[128];
+    snprintf(name, sizeof name, "synth e%lld l%lld h%lld kv%lld ff%lld v%lld %s seed %" PRIu64,
+             a->n_embd, a->n_layer, a->n_head, a->n_kv, a->n_ff, a->n_vocab,
+             ggml_type_name(T), a->seed);
+    gguf_w_str(w, "general.architecture", "llama");
+    gguf_w_str(w, "general.name", name);
+    gguf_w_u32(w, "general.file_type", T == GGML_TYPE_F32 ? 0 : T == GGML_TYPE_F16 ? 1 : 32);
+    gguf_w_u32(w, "llama.context_length", (uint32_t)a->ctx);
+    gguf_w_u32(w, "llama.embedding_length", (uint32_t)E);
+    gguf_w_u32(w, "llama.block_count", (uint32_t)a->n_layer);
+    gguf_w_u32(w, "llama.feed_forward_length", (uint32_t)F);
+    gguf_w_u32(w, "llama.attention.head_count", (uint32_t)a->n_head);
+    gguf_w_u32(w, "llama.attention.head_count_kv", (uint32_t)a->n_kv);
+    gguf_w_u32(w, "llama.rope.dimension_count", (uint32_t)hd);
+    gguf_w_f32(w, "llama.rope.freq_base", a->rope_base);
+    gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    for (uint64_t i = 0; i < V; i++) {
+        types[i] = i == 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : 1;
+        scores[i] = i < 259 ? 0.0f : -(float)(i - 259);
+    }
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)v.tok, V);
+    gguf_w_arr_f32(w, "tokenizer.ggml.scores", scores, V);
+    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", types, V);
+    gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    gguf_w_bool(w, "tokenizer.ggml.add_eos_token", 0);
+    for (int i = 0; i < n; i++) gguf_w_tensor(w, t[i].name, t[i].type, t[i].n_dims, t[i].ne, NULL);
+    fill_ctx fc = {t, a->seed};
+    gguf_w_set_fill(w, fill, &fc);
+    int rc = gguf_writer_save(w, a->out, err);
+    gguf_writer_free(w);
+    free(t); free(scores); free(types); vocab_free(&v);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    args a;
+    int rc = parse_args(&a, argc, argv);
+    if (rc == 3) { usage(); return 0; }
+    if (rc) return 2;
+    const char *bad = check_args(&a);
+    if (bad) { fprintf(stderr, "gguf-synth: %s\n", bad); return 1; }
+    char err[GGUF_ERR_MAX];
+    if (write_model(&a, err)) { fprintf(stderr, "gguf-synth: %s\n", err); return 1; }
+    return 0;
+}
