@@ -1,3 +1,7 @@
 # gguf (tests)
 decode_test(test_gguf_read model test_gguf_read.c)
 decode_test(test_gguf_write model test_gguf_write.c)
+decode_test(test_gguf_convert model test_gguf_convert.c)
+add_dependencies(test_gguf_convert gguf-convert)
+decode_test(test_gguf_info model test_gguf_info.c)
+add_dependencies(test_gguf_info gguf-info)

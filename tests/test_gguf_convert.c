@@ -1,0 +1,163 @@
+// gguf-convert round trips through BIN_DIR/gguf-convert: f32 -> f16 -> f32 and f32 -> bf16 ->
+// f32 give exactly the kernels/fp.h roundings of the originals (NaN stays NaN, inf stays inf,
+// overflow becomes inf), 1-D tensors stay f32 bit for bit, metadata is copied and
+// general.file_type set (appended when absent, replaced in place when present).
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include "kernels/fp.h"
+#include "model/gguf.h"
+#include "model/gguf_write.h"
+#include "tests/check.h"
+
+#define NW (32 * 8)     // elements of the 2-D weight
+static float orig[NW], norm[32], w3[4 * 2 * 3];
+static char dir[] = "/tmp/test_gguf_convert.XXXXXX";
+
+static int run(const char *fmt, const char *a, const char *b, const char *type) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, fmt, BIN_DIR, a, b, type);
+    int st = system(cmd);
+    CHECKF(st != -1 && WIFEXITED(st), "%s: ended by a signal", cmd);
+    return WEXITSTATUS(st);
+}
+
+static void make_input(const char *path, int with_ftype, uint32_t wtype) {
+    char err[GGUF_ERR_MAX];
+    gguf_writer *w = gguf_writer_new(32);
+    gguf_w_str(w, "general.architecture", "llama");
+    if (with_ftype) gguf_w_u32(w, "general.file_type", 7);
+    const char *toks[] = {"a", "b", "c"};
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", toks, 3);
+    gguf_w_u32(w, "llama.block_count", 1);
+    uint64_t ne_w[2] = {32, 8}, ne_n[1] = {32}, ne_3[3] = {4, 2, 3};
+    static uint16_t half[NW];
+    for (int i = 0; i < NW; i++) half[i] = wtype == GGML_TYPE_F16 ? f32_to_f16(orig[i]) : f32_to_bf16(orig[i]);
+    gguf_w_tensor(w, "blk.0.w", wtype, 2, ne_w, wtype == GGML_TYPE_F32 ? (const void *)orig : half);
+    gguf_w_tensor(w, "blk.0.norm", GGML_TYPE_F32, 1, ne_n, norm);
+    gguf_w_tensor(w, "blk.0.w3", GGML_TYPE_F32, 3, ne_3, w3);
+    CHECKF(gguf_writer_save(w, path, err) == 0, "%s", err);
+    gguf_writer_free(w);
+}
+
+static int same_float(float a, float b) { return (isnan(a) && isnan(b)) || fp_bits(a) == fp_bits(b); }
+
+// Opens path and checks types, metadata and that every value equals want(orig).
+static void check_file(const char *path, uint32_t wtype, uint32_t ftype, uint64_t n_kv, float (*want)(float)) {
+    char err[GGUF_ERR_MAX];
+    gguf_file g;
+    int64_t v;
+    const char *s; uint64_t len;
+    const gguf_kv *kv;
+    CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
+    CHECK(g.n_kv == n_kv && g.n_tensors == 3);
+    CHECK(gguf_get_int(&g, "general.file_type", 0, 1000, &v, err) == 0 && v == ftype);
+    CHECK(gguf_find_kv(&g, "general.file_type")->type == GGUF_TYPE_UINT32);
+    CHECK(gguf_get_str(&g, "general.architecture", &s, &len, err) == 0 && len == 5 && !memcmp(s, "llama", 5));
+    CHECK(gguf_get_arr(&g, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &kv, err) == 0 && kv->n == 3);
+    const gguf_tensor *tw = gguf_find_tensor(&g, "blk.0.w"), *tn = gguf_find_tensor(&g, "blk.0.norm"),
+                      *t3 = gguf_find_tensor(&g, "blk.0.w3");
+    CHECK(tw && tn && t3 && tw->type == wtype && tn->type == GGML_TYPE_F32 && t3->type == wtype);
+    CHECK(tw->ne[0] == 32 && tw->ne[1] == 8 && t3->n_dims == 3 && t3->ne[2] == 3);
+    CHECK(!memcmp(tn->data, norm, sizeof norm));
+    for (int i = 0; i < NW; i++) {
+        float got;
+        uint16_t h;
+        if (wtype == GGML_TYPE_F32) memcpy(&got, (const float *)tw->data + i, 4);
+        else { memcpy(&h, (const uint16_t *)tw->data + i, 2); got = wtype == GGML_TYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h); }
+        CHECKF(same_float(got, want(orig[i])), "%s [%d]: %.9g from %.9g, want %.9g", path, i, got, orig[i], want(orig[i]));
+    }
+    gguf_close(&g);
+}
+
+static float via_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
+static float via_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+static float via_bf16_f16(float x) { return via_f16(via_bf16(x)); }
+static float ident(float x) { return x; }
+
+int main(void) {
+    static const float special[] = {0.0f, -0.0f, 1.0f, -1.0f, NAN, -NAN, INFINITY, -INFINITY,
+        65504.0f, 65519.0f, 65520.0f, 1e6f, 3.4e38f, -3.4e38f, 1e-8f, 5.96e-8f, 2.98e-8f, 1e-40f,
+        6.1035156e-05f, 1.00048828125f /* f16 tie -> even */, 1.00146484375f, 1.00390625f /* bf16 tie */,
+        1.01171875f, 0.333333343f, -2.71828175f};
+    int ns = (int)(sizeof special / sizeof *special);
+    uint32_t rng = 12345;
+    for (int i = 0; i < NW; i++) {
+        rng = rng * 1664525u + 1013904223u;
+        orig[i] = i < ns ? special[i] : fp_from_bits((rng & 0x807fffffu) | ((uint32_t)(100 + (rng >> 25) % 60) << 23));
+    }
+    orig[NW - 1] = fp_from_bits(0x7f800001);   // a signalling NaN
+    for (int i = 0; i < 32; i++) norm[i] = 1.0f + (float)i / 3;
+    for (int i = 0; i < 24; i++) w3[i] = orig[i * 7];
+    CHECK(isnan(orig[4]) && isinf(orig[6]));
+
+    char in[300], f16[300], bf16[300], back[300], bad[300];
+    CHECK(mkdtemp(dir));
+    snprintf(in, sizeof in, "%s/in.gguf", dir);
+    snprintf(f16, sizeof f16, "%s/f16.gguf", dir);
+    snprintf(bf16, sizeof bf16, "%s/bf16.gguf", dir);
+    snprintf(back, sizeof back, "%s/back.gguf", dir);
+    snprintf(bad, sizeof bad, "%s/q.gguf", dir);
+    int cases = 0;
+
+    make_input(in, 0, GGML_TYPE_F32);   // no general.file_type: appended (3 keys -> 4)
+    CHECK(run("%s/gguf-convert %s %s --type %s", in, f16, "f16") == 0);
+    check_file(f16, GGML_TYPE_F16, 1, 4, via_f16); cases++;
+    CHECK(run("%s/gguf-convert %s %s --type %s", f16, back, "f32") == 0);
+    check_file(back, GGML_TYPE_F32, 0, 4, via_f16); cases++;
+    CHECK(run("%s/gguf-convert %s %s --type %s", in, bf16, "bf16") == 0);
+    check_file(bf16, GGML_TYPE_BF16, 32, 4, via_bf16); cases++;
+    CHECK(run("%s/gguf-convert %s %s --type %s", bf16, back, "f32") == 0);
+    check_file(back, GGML_TYPE_F32, 0, 4, via_bf16); cases++;
+    CHECK(run("%s/gguf-convert %s %s --type %s", bf16, back, "f16") == 0);
+    check_file(back, GGML_TYPE_F16, 1, 4, via_bf16_f16); cases++;
+    CHECK(run("%s/gguf-convert %s %s --type %s", in, back, "f32") == 0);   // f32 -> f32: bit for bit
+    check_file(back, GGML_TYPE_F32, 0, 4, ident); cases++;
+
+    make_input(in, 1, GGML_TYPE_F32);   // general.file_type present: replaced, still 4 keys
+    CHECK(run("%s/gguf-convert %s %s --type %s", in, f16, "f16") == 0);
+    check_file(f16, GGML_TYPE_F16, 1, 4, via_f16); cases++;
+    make_input(in, 1, GGML_TYPE_F16);   // f16 input to f16 output: bits copied
+    CHECK(run("%s/gguf-convert %s %s --type %s", in, f16, "f16") == 0);
+    check_file(f16, GGML_TYPE_F16, 1, 4, via_f16); cases++;
+
+    // Failures: a quantized tensor, a missing file (exit 1); usage errors (exit 2).
+    gguf_writer *w = gguf_writer_new(32);
+    uint64_t ne[2] = {32, 2};
+    static uint8_t q[2 * 34];
+    gguf_w_tensor(w, "q", 8 /* Q8_0 */, 2, ne, q);
+    char err[GGUF_ERR_MAX];
+    CHECKF(gguf_writer_save(w, bad, err) == 0, "%s", err);
+    gguf_writer_free(w);
+    CHECK(run("%s/gguf-convert %s %s --type %s 2>/dev/null", bad, back, "f16") == 1); cases++;
+    CHECK(run("%s/gguf-convert %s %s --type %s 2>/dev/null", "/nonexistent.gguf", back, "f16") == 1); cases++;
+    CHECK(run("%s/gguf-convert %s %s --type %s 2>/dev/null", in, back, "q4_0") == 2); cases++;
+    CHECK(run("%s/gguf-convert %s %s %s 2>/dev/null", in, back, "") == 2); cases++;
+    CHECK(run("%s/gguf-convert --help >/dev/null %s%s%s", "", "", "") == 0); cases++;
+
+    // stories260K to f16: 2-D weights become F16, norms stay F32.
+    CHECK(run("%s/gguf-convert %s %s --type %s", SHARED_DIR "/testdata/models/stories260K.gguf", f16, "f16") == 0);
+    gguf_file g, o;
+    CHECKF(gguf_open(&g, f16, err) == 0, "%s", err);
+    CHECKF(gguf_open(&o, SHARED_DIR "/testdata/models/stories260K.gguf", err) == 0, "%s", err);
+    CHECK(g.n_tensors == 48 && g.n_kv == 20);
+    for (uint64_t i = 0; i < 48; i++) {
+        const gguf_tensor *t = &g.tensors[i], *u = &o.tensors[i];
+        CHECK(!strcmp(t->name, u->name) && t->type == (u->n_dims == 2 ? GGML_TYPE_F16 : GGML_TYPE_F32));
+        for (uint64_t k = 0; k < u->ne[0] * u->ne[1]; k++) {
+            float x = ((const float *)u->data)[k], y;
+            if (t->type == GGML_TYPE_F16) { uint16_t h; memcpy(&h, (const uint8_t *)t->data + 2 * k, 2); y = f16_to_f32(h); }
+            else y = ((const float *)t->data)[k];
+            CHECK(same_float(y, t->type == GGML_TYPE_F16 ? via_f16(x) : x));
+        }
+    }
+    gguf_close(&g); gguf_close(&o);
+    cases++;
+    CHECK(cases == 14);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+    printf("test_gguf_convert: %d cases ok\n", cases);
+    return 0;
+}

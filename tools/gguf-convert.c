@@ -1,0 +1,114 @@
+// gguf-convert IN OUT --type f32|f16|bf16: rewrites the weights (tensors of 2+ dims) of an
+// F32/F16/BF16 model in one float type; 1-D tensors (norms, biases) become f32. Rounding is to
+// nearest even and NaN stays NaN (kernels/fp.h). Metadata is copied, general.file_type set.
+// Exit 0 ok, 1 failure (one line on stderr), 2 usage.
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kernels/fp.h"
+#include "model/gguf.h"
+#include "model/gguf_write.h"
+
+#define FTYPE_ALL_F32 0       // llama.cpp's llama_ftype values
+#define FTYPE_MOSTLY_F16 1
+#define FTYPE_MOSTLY_BF16 32
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: gguf-convert IN OUT --type f32|f16|bf16\n"
+               "Converts the 2-D (and higher) F32/F16/BF16 weights of IN to the given type;\n"
+               "1-D tensors are stored as f32. Metadata is copied and general.file_type set.\n");
+}
+
+static float load(uint32_t type, const uint8_t *p, size_t i) {
+    uint16_t h;
+    float f;
+    if (type == GGML_TYPE_F32) { memcpy(&f, p + 4 * i, 4); return f; }
+    memcpy(&h, p + 2 * i, 2);
+    return type == GGML_TYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+static void store(uint32_t type, uint8_t *p, size_t i, float f) {
+    uint16_t h;
+    if (type == GGML_TYPE_F32) { memcpy(p + 4 * i, &f, 4); return; }
+    h = type == GGML_TYPE_F16 ? f32_to_f16(f) : f32_to_bf16(f);
+    memcpy(p + 2 * i, &h, 2);
+}
+
+typedef struct { const gguf_file *in; const uint32_t *to; } job;   // to: (n_tensors) target types
+
+static int fill(void *ctx, uint64_t index, void *dst, size_t nbytes) {
+    const job *j = ctx;
+    const gguf_tensor *t = &j->in->tensors[index];
+    uint32_t to = j->to[index];
+    if (t->type == to) { memcpy(dst, t->data, nbytes); return 0; }   // bit-exact, NaN payloads too
+    size_t n = nbytes / ggml_type_size(to);
+    for (size_t i = 0; i < n; i++) store(to, dst, i, load(t->type, t->data, i));
+    return 0;
+}
+
+static int convert(const char *in_path, const char *out_path, uint32_t type, uint32_t ftype, char *err) {
+    gguf_file g;
+    if (gguf_open(&g, in_path, err)) return -1;
+    int rc = -1;
+    uint32_t *to = calloc(g.n_tensors + 1, sizeof *to);
+    gguf_writer *w = gguf_writer_new(g.alignment);
+    if (!to || !w) { snprintf(err, GGUF_ERR_MAX, "%s: out of memory", in_path); goto out; }
+    int have_ftype = 0;
+    for (uint64_t i = 0; i < g.n_kv; i++) {
+        if (strcmp(g.kv[i].key, "general.file_type")) { gguf_w_kv_copy(w, &g.kv[i]); continue; }
+        gguf_w_u32(w, "general.file_type", ftype);   // in place, keeping the key order
+        have_ftype = 1;
+    }
+    if (!have_ftype) gguf_w_u32(w, "general.file_type", ftype);
+    for (uint64_t i = 0; i < g.n_tensors; i++) {
+        const gguf_tensor *t = &g.tensors[i];
+        if (t->type != GGML_TYPE_F32 && t->type != GGML_TYPE_F16 && t->type != GGML_TYPE_BF16) {
+            snprintf(err, GGUF_ERR_MAX, "%s: tensor %s: type %s cannot be converted (only F32, F16, BF16)",
+                     in_path, t->name, ggml_type_name(t->type));
+            goto out;
+        }
+        to[i] = t->n_dims >= 2 ? type : GGML_TYPE_F32;
+        gguf_w_tensor(w, t->name, to[i], t->n_dims, t->ne, NULL);
+    }
+    job j = {&g, to};
+    gguf_w_set_fill(w, fill, &j);
+    rc = gguf_writer_save(w, out_path, err);
+out:
+    gguf_writer_free(w);
+    free(to);
+    gguf_close(&g);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    const char *paths[2] = {0}, *type_s = NULL;
+    int n_paths = 0;
+    signal(SIGPIPE, SIG_IGN);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
+        if (!strcmp(argv[i], "--type")) {
+            if (++i == argc) { fprintf(stderr, "gguf-convert: --type needs a value\n"); return 2; }
+            type_s = argv[i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "gguf-convert: unknown option %s\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else if (n_paths < 2) {
+            paths[n_paths++] = argv[i];
+        } else {
+            fprintf(stderr, "gguf-convert: too many arguments\n");
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (n_paths != 2 || !type_s) { usage(stderr); return 2; }
+    uint32_t type, ftype;
+    if (!strcmp(type_s, "f32")) { type = GGML_TYPE_F32; ftype = FTYPE_ALL_F32; }
+    else if (!strcmp(type_s, "f16")) { type = GGML_TYPE_F16; ftype = FTYPE_MOSTLY_F16; }
+    else if (!strcmp(type_s, "bf16")) { type = GGML_TYPE_BF16; ftype = FTYPE_MOSTLY_BF16; }
+    else { fprintf(stderr, "gguf-convert: --type must be f32, f16 or bf16, not '%s'\n", type_s); return 2; }
+    char err[GGUF_ERR_MAX];
+    if (convert(paths[0], paths[1], type, ftype, err)) { fprintf(stderr, "gguf-convert: %s\n", err); return 1; }
+    return 0;
+}
