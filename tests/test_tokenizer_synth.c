@@ -1,0 +1,182 @@
+// Tokenizer rules on a small hand-made vocab: merge order (highest score, ties leftmost),
+// control pieces never formed from text, unused pieces only as merge steps, user-defined
+// pieces, byte fallback to <0xNN> or unk, the metadata flags and their defaults; then every
+// malformed tokenizer.* key refused with an error naming the file and the key.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model/gguf_write.h"
+#include "model/tokenizer.h"
+#include "tests/check.h"
+
+#define U "\xe2\x96\x81"   // U+2581, SentencePiece's space
+enum { UNK, BOS, EOS, SP, LT, S, GT, LT_S, A, B, C, AB, ABC, AA, BYTE_41, UD_X, D, E, F, DE, EF, X, N_TOK };
+static const struct { const char *piece; int32_t type; float score; } vocab[N_TOK] = {
+    [UNK] = {"<unk>", 2, 0},  [BOS] = {"<s>", 3, 0},   [EOS] = {"</s>", 3, 0},
+    [SP] = {U, 1, -1},        [LT] = {"<", 1, -2},     [S] = {"s", 1, -3},
+    [GT] = {">", 1, -4},      [LT_S] = {"<s", 1, -5},  [A] = {"a", 1, -6},
+    [B] = {"b", 1, -7},       [C] = {"c", 1, -8},      [AB] = {"ab", 5, 0},        // unused
+    [ABC] = {"abc", 1, -1},   [AA] = {"aa", 1, -9},    [BYTE_41] = {"<0x41>", 6, 0},
+    [UD_X] = {U "x", 4, 0},   [D] = {"d", 1, -10},     [E] = {"e", 1, -11},         // user-defined
+    [F] = {"f", 1, -12},      [DE] = {"de", 1, -14},   [EF] = {"ef", 1, -13},
+    [X] = {"x", 1, -15},
+};
+
+// Ways to damage the metadata; M_OK and M_FLAGS are valid files.
+enum { M_OK, M_FLAGS, M_NO_MODEL, M_GPT2, M_ODD_MODEL, M_NO_TOKENS, M_NO_TYPES, M_SCORES_I32,
+       M_TYPES_U32, M_TOKENS_SCALAR, M_SHORT_SCORES, M_EMPTY, M_BAD_TYPE, M_BAD_BYTE, M_NAN,
+       M_BOS_RANGE, M_EOS_NONE, M_UNK_NEG, M_BOS_STR, M_ADD_BOS_U32, M_PREFIX_STR, M_COUNT };
+
+static void build(const char *path, int m) {
+    const char *tok[N_TOK];
+    float score[N_TOK];
+    int32_t type[N_TOK];
+    for (int i = 0; i < N_TOK; i++) { tok[i] = vocab[i].piece; score[i] = vocab[i].score; type[i] = vocab[i].type; }
+    if (m == M_BAD_TYPE) type[S] = 7;
+    if (m == M_BAD_BYTE) type[A] = 6;
+    if (m == M_NAN) score[LT] = NAN;
+    uint64_t n = m == M_EMPTY ? 0 : N_TOK;
+    gguf_writer *w = gguf_writer_new(32);
+    CHECK(w);
+    gguf_w_str(w, "general.architecture", "llama");
+    if (m == M_GPT2) gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    else if (m == M_ODD_MODEL) gguf_w_str_n(w, "tokenizer.ggml.model", "ll\x01" "a\n", 5);
+    else if (m != M_NO_MODEL) gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    if (m == M_TOKENS_SCALAR) gguf_w_str(w, "tokenizer.ggml.tokens", "a");
+    else if (m != M_NO_TOKENS) gguf_w_arr_str(w, "tokenizer.ggml.tokens", tok, n);
+    if (m == M_SCORES_I32) gguf_w_arr_i32(w, "tokenizer.ggml.scores", type, n);
+    else gguf_w_arr_f32(w, "tokenizer.ggml.scores", score, m == M_SHORT_SCORES ? n - 1 : n);
+    if (m == M_TYPES_U32) gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_UINT32, type, n);
+    else if (m != M_NO_TYPES) gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, n);
+    if (m == M_FLAGS) {          // no ids (llama.cpp's defaults apply), both flags false
+        gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 0);
+        gguf_w_bool(w, "tokenizer.ggml.add_space_prefix", 0);
+    } else {                     // ids of any integer width; "none" ids of other roles are ignored
+        uint8_t bos = BOS; uint16_t unk = UNK; int64_t eos = EOS;
+        if (m == M_BOS_STR) gguf_w_str(w, "tokenizer.ggml.bos_token_id", "1");
+        else if (m == M_BOS_RANGE) gguf_w_u32(w, "tokenizer.ggml.bos_token_id", N_TOK);
+        else gguf_w_val(w, "tokenizer.ggml.bos_token_id", GGUF_TYPE_UINT8, &bos);
+        if (m == M_EOS_NONE) gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 0xFFFFFFFFu);
+        else gguf_w_val(w, "tokenizer.ggml.eos_token_id", GGUF_TYPE_INT64, &eos);
+        if (m == M_UNK_NEG) gguf_w_i32(w, "tokenizer.ggml.unknown_token_id", -1);
+        else gguf_w_val(w, "tokenizer.ggml.unknown_token_id", GGUF_TYPE_UINT16, &unk);
+        gguf_w_u32(w, "tokenizer.ggml.padding_token_id", 0xFFFFFFFFu);
+        gguf_w_u32(w, "tokenizer.ggml.seperator_token_id", 0xFFFFFFFFu);
+        if (m == M_ADD_BOS_U32) gguf_w_u32(w, "tokenizer.ggml.add_bos_token", 1);
+        if (m == M_PREFIX_STR) gguf_w_str(w, "tokenizer.ggml.add_space_prefix", "true");
+    }
+    char err[GGUF_ERR_MAX];
+    CHECKF(gguf_writer_save(w, path, err) == 0, "%s", err);
+    gguf_writer_free(w);
+}
+
+static int load(const char *path, int m, tokenizer **t, char *err) {
+    build(path, m);
+    gguf_file g;
+    CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
+    int rc = tokenizer_load(t, &g, err);
+    gguf_close(&g);
+    return rc;
+}
+
+// Encodes text and compares with the n expected ids.
+static void expect(const tokenizer *t, const char *text, int bos, int n, const int32_t *want) {
+    int32_t *ids;
+    size_t n_ids;
+    CHECK(tokenizer_encode(t, text, strlen(text), bos, &ids, &n_ids) == 0);
+    int same = n_ids == (size_t)n;
+    for (int i = 0; same && i < n; i++) same = ids[i] == want[i];
+    if (!same) {
+        fprintf(stderr, "'%s' gives", text);
+        for (size_t i = 0; i < n_ids; i++) fprintf(stderr, " %d", ids[i]);
+        fprintf(stderr, ", expected");
+        for (int i = 0; i < n; i++) fprintf(stderr, " %d", want[i]);
+        fputc('\n', stderr);
+    }
+    CHECK(same);
+    free(ids);
+}
+#define EXPECT(t, text, bos, ...) do { const int32_t w_[] = {__VA_ARGS__}; \
+    expect(t, text, bos, (int)(sizeof w_ / sizeof *w_), w_); } while (0)
+
+static void check_piece(const tokenizer *t, int32_t id, const char *want, size_t n) {
+    char buf[16];
+    CHECKF(tokenizer_piece(t, id, buf, sizeof buf) == n && memcmp(buf, want, n) == 0, "piece %d", id);
+}
+
+static void check_rules(const char *path) {
+    char err[GGUF_ERR_MAX];
+    tokenizer *t;
+    CHECKF(load(path, M_OK, &t, err) == 0, "%s", err);
+    CHECK(tokenizer_n_vocab(t) == N_TOK && tokenizer_bos(t) == BOS && tokenizer_eos(t) == EOS);
+    CHECK(tokenizer_add_bos(t) == 1);
+    EXPECT(t, "<s>", 0, SP, LT_S, GT);          // "<s" + ">" would be the control piece <s>
+    EXPECT(t, "ab", 0, SP, A, B);               // unused "ab" is taken apart ...
+    EXPECT(t, "abc", 0, SP, ABC);               // ... but leads to "abc"
+    EXPECT(t, "aab", 0, SP, A, A, B);           // "ab" (score 0) beats "aa" (-9)
+    EXPECT(t, "aaa", 0, SP, AA, A);             // equal scores: leftmost pair first
+    EXPECT(t, "def", 0, SP, D, EF);             // "ef" (-13) beats "de" (-14)
+    EXPECT(t, "A", 0, SP, BYTE_41);             // byte fallback
+    EXPECT(t, "Z", 0, SP, UNK);                 // no <0x5A>, no "Z": unk
+    EXPECT(t, "\xe2", 1, BOS, SP, UNK);         // a truncated character is a byte
+    EXPECT(t, "x", 0, UD_X);                    // user-defined piece "▁x"
+    EXPECT(t, "", 1, BOS);
+    check_piece(t, SP, " ", 1);
+    check_piece(t, UD_X, U "x", 4);             // user-defined: written as stored
+    check_piece(t, BYTE_41, "A", 1);
+    check_piece(t, AB, "", 0);                  // unused, control, unknown: nothing
+    check_piece(t, BOS, "", 0);
+    check_piece(t, UNK, "", 0);
+    tokenizer_free(t);
+
+    CHECKF(load(path, M_FLAGS, &t, err) == 0, "%s", err);
+    CHECK(tokenizer_add_bos(t) == 0 && tokenizer_bos(t) == 1 && tokenizer_eos(t) == 2);
+    EXPECT(t, "ab c", 0, A, B, SP, C);          // no space prefix
+    EXPECT(t, "ab", 1, BOS, A, B);              // the caller decides about BOS
+    tokenizer_free(t);
+}
+
+static const struct { int m; const char *key, *problem; } bad[] = {
+    {M_NO_MODEL, "tokenizer.ggml.model", "missing"},
+    {M_GPT2, "tokenizer.ggml.model", "tokenizer model 'gpt2' is not supported yet"},
+    {M_ODD_MODEL, "tokenizer.ggml.model", "tokenizer model 'll\\x01a\\x0a' is not supported yet"},
+    {M_NO_TOKENS, "tokenizer.ggml.tokens", "missing"},
+    {M_NO_TYPES, "tokenizer.ggml.token_type", "missing"},
+    {M_SCORES_I32, "tokenizer.ggml.scores", "FLOAT32"},
+    {M_TYPES_U32, "tokenizer.ggml.token_type", "INT32"},
+    {M_TOKENS_SCALAR, "tokenizer.ggml.tokens", "expected ARRAY"},
+    {M_SHORT_SCORES, "tokenizer.ggml.scores", "21 elements, but tokenizer.ggml.tokens has 22"},
+    {M_EMPTY, "tokenizer.ggml.tokens", "0 tokens"},
+    {M_BAD_TYPE, "tokenizer.ggml.token_type", "token 5 has unknown type 7"},
+    {M_BAD_BYTE, "tokenizer.ggml.token_type", "byte token 8 is not of the form <0xNN>"},
+    {M_NAN, "tokenizer.ggml.scores", "score 4 is NaN"},
+    {M_BOS_RANGE, "tokenizer.ggml.bos_token_id", "out of range"},
+    {M_EOS_NONE, "tokenizer.ggml.eos_token_id", "out of range"},
+    {M_UNK_NEG, "tokenizer.ggml.unknown_token_id", "out of range"},
+    {M_BOS_STR, "tokenizer.ggml.bos_token_id", "integer"},
+    {M_ADD_BOS_U32, "tokenizer.ggml.add_bos_token", "BOOL"},
+    {M_PREFIX_STR, "tokenizer.ggml.add_space_prefix", "BOOL"},
+};
+
+int main(void) {
+    char dir[] = "/tmp/test_tokenizer_synth.XXXXXX", path[64];
+    CHECK(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/v.gguf", dir);
+    check_rules(path);
+    int n_bad = (int)(sizeof bad / sizeof *bad);
+    CHECK(n_bad == M_COUNT - 2);
+    for (int i = 0; i < n_bad; i++) {
+        char err[GGUF_ERR_MAX], want[160];
+        tokenizer *t = (tokenizer *)&want;   // must be reset to NULL
+        snprintf(want, sizeof want, "%s: %s: ", path, bad[i].key);
+        CHECKF(load(path, bad[i].m, &t, err) == -1 && t == NULL, "case %d loaded", bad[i].m);
+        CHECKF(strstr(err, want) && strstr(err, bad[i].problem), "case %d: error '%s'", bad[i].m, err);
+    }
+    unlink(path);
+    rmdir(dir);
+    printf("ok: rules, %d malformed vocabs refused\n", n_bad);
+    return 0;
+}
