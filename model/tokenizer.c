@@ -4,7 +4,8 @@
 // left; symbols that are not pieces become <0xNN> byte tokens. Like SentencePiece, only normal and
 // user-defined pieces are produced, and an unused piece is only a step towards a longer one (it
 // is emitted as the two symbols it was merged from), so control, unknown and byte tokens never
-// come out of text and every encoding decodes back to its text.
+// come out of text and every encoding decodes back to its text. User-defined pieces merge like
+// normal ones (llama.cpp first splits the text at them; no SPM vocab here has any).
 #include "model/tokenizer.h"
 
 #include <math.h>
