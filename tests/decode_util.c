@@ -3,11 +3,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "tests/check.h"
 
 int run_tool(const char *const *argv, const char *out_path) {
     fflush(stdout); fflush(stderr);
@@ -140,4 +142,31 @@ char *render_ids(const gguf_file *g, const int32_t *ids, size_t n, int strip_fir
     }
     if (out) { out[o] = 0; *len = o; }
     return out;
+}
+
+int check_row(const float *d, const double *r, int n, const char *what, int row, row_stats *st) {
+    int da = 0, ra = 0, r2 = -1;
+    double scale = 0, diff = 0;
+    for (int i = 0; i < n; i++) {
+        CHECKF(isfinite(d[i]), "%s row %d: logit %d is %g", what, row, i, d[i]);
+        scale = fmax(scale, fabs(r[i]));
+        diff = fmax(diff, fabs(d[i] - r[i]));
+        if (d[i] > d[da]) da = i;
+        if (r[i] > r[ra]) ra = i;
+    }
+    for (int i = 0; i < n; i++) if (i != ra && (r2 < 0 || r[i] > r[r2])) r2 = i;
+    double tol = 1e-4 * scale;
+    CHECKF(diff <= tol, "%s row %d: max |decode - reference| = %.3g > %.3g (1e-4 x max |logit|)",
+           what, row, diff, tol);
+    st->worst = fmax(st->worst, scale > 0 ? diff / scale : diff);
+    st->rows++;
+    if (r2 >= 0 && r[ra] - r[r2] <= tol) {
+        st->near_ties++;
+        printf("NOTE %s row %d: reference top-2 margin %.3g (ids %d, %d) is within the tolerance %.3g;"
+               " decode chose %d\n", what, row, r[ra] - r[r2], ra, r2, tol, da);
+        CHECKF(da == ra || da == r2, "%s row %d: decode argmax %d is neither %d nor %d", what, row, da, ra, r2);
+    } else
+        CHECKF(da == ra, "%s row %d: decode argmax %d (%.6f), reference %d (%.6f, margin %.3g)", what,
+               row, da, d[da], ra, r[ra], r2 >= 0 ? r[ra] - r[r2] : 0.0);
+    return da;
 }

@@ -1,6 +1,7 @@
 // Helpers for tests that run the project's executables: spawn a tool with stdout captured to a
-// file, a scratch directory under $TMPDIR (default /tmp), whole-file reads, id lists, and the
-// llama2.c rendering of token ids (the oracle for decode's stdout, independent of the tokenizer).
+// file, a scratch directory under $TMPDIR (default /tmp), whole-file reads, id lists, the
+// llama2.c rendering of token ids (the oracle for decode's stdout, independent of the tokenizer),
+// and the comparison of dumped logit rows with the float64 reference.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -25,3 +26,13 @@ int32_t *parse_ids(const char *s, size_t *n);
 // control and unknown tokens -> nothing; a leading space of the first piece dropped when
 // strip_first. malloc'ed, NUL-terminated beyond *len.
 char *render_ids(const gguf_file *g, const int32_t *ids, size_t n, int strip_first, size_t *len);
+
+// Logit rows from decode --dump-logits against the float64 reference.
+typedef struct {
+    int rows, near_ties;      // rows checked; rows whose reference top-2 margin was within tol
+    double worst;             // largest max|d - r| / max|r| seen
+} row_stats;
+// Checks one dumped row: max |d - r| <= 1e-4 * max |r|, and d's argmax (ties to the lowest id)
+// equal to r's. When r's top-2 margin is itself within that tolerance the two may swap: such a
+// row is printed as a NOTE, counted, and r's runner-up is accepted. Returns d's argmax.
+int check_row(const float *d, const double *r, int n, const char *what, int row, row_stats *st);

@@ -1,0 +1,124 @@
+// decode --dump-logits on gguf-synth models of awkward shapes against the float64 reference:
+// n_embd, n_ff and vocab off multiples of 64, head_dim 24/48/80/128, GQA 1/2/4/8, tied and
+// separate heads, q/k/v biases, another rope base, f32/f16/bf16. The prompt ids come from
+// tokenize, the generated ids from the argmax of each dumped row; the reference evaluates the
+// same ids and every row must agree within 1e-4 x max |logit| with the same argmax. stdout must
+// be the prompt followed by the generated pieces.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "tests/check.h"
+#include "tests/decode_util.h"
+#include "tests/ref_forward.h"
+
+typedef struct {
+    const char *embd, *layer, *head, *kv, *ff, *vocab, *dtype, *extra;   // extra: a flag or NULL
+    int gqa, hd, tie;          // what the case stands for, checked against the file
+    const char *prompt, *n;
+} model_case;
+
+static const model_case cases[] = {
+    {"72", "2", "3", "3", "200", "300", "f32", "--bias", 1, 24, 0, "Hello world", "8"},
+    {"96", "2", "4", "2", "256", "517", "f16", "--tie", 2, 24, 1, "Hello world", "8"},
+    {"192", "2", "4", "1", "320", "701", "bf16", NULL, 4, 48, 0, "Hello world", "8"},
+    {"384", "2", "8", "1", "520", "1000", "f16", NULL, 8, 48, 0, "Hello world", "8"},
+    {"160", "2", "2", "1", "432", "333", "f32", "--tie", 2, 80, 1, "Hello world", "8"},
+    {"320", "2", "4", "4", "864", "449", "bf16", NULL, 1, 80, 0, "the little girl", "8"},
+    {"256", "2", "2", "1", "688", "600", "bf16", "--tie", 2, 128, 1, "Hello world", "8"},
+    {"512", "1", "4", "1", "1000", "390", "f16", NULL, 4, 128, 0, "Hello world", "8"},
+    {"120", "3", "5", "5", "328", "777", "bf16", "--bias", 1, 24, 0, "Hello world", "8"},
+    {"144", "4", "6", "3", "392", "555", "f32", "--rope-base=500000", 2, 24, 0,
+     "Once upon a time there was a little girl named Lily. She said: \"Hello world!\"", "40"},
+};
+#define N_CASES (int)(sizeof cases / sizeof *cases)
+
+static char *dir;
+
+// Returns the number of rows checked.
+static int run_case(int ci, row_stats *st) {
+    const model_case *c = &cases[ci];
+    char name[64], tag[96];
+    snprintf(name, sizeof name, "m%d.gguf", ci);
+    char *model = path_join(dir, name), *out = path_join(dir, "out.txt"), *dump = path_join(dir, "dump.bin");
+    char seed[16];
+    snprintf(seed, sizeof seed, "%d", 100 + ci);
+    const char *sv[24] = {bin_path("gguf-synth", 0), model, "--n-embd", c->embd, "--n-layer", c->layer,
+        "--n-head", c->head, "--n-kv-head", c->kv, "--n-ff", c->ff, "--n-vocab", c->vocab, "--ctx", "128",
+        "--dtype", c->dtype, "--seed", seed};
+    int n = 20;
+    if (c->extra && !strncmp(c->extra, "--rope-base=", 12)) { sv[n++] = "--rope-base"; sv[n++] = c->extra + 12; }
+    else if (c->extra) sv[n++] = c->extra;
+    sv[n] = NULL;
+    CHECKF(run_tool(sv, NULL) == 0, "case %d: gguf-synth failed", ci);
+    snprintf(tag, sizeof tag, "case %d (e%s hd%d gqa%d %s%s)", ci, c->embd, c->hd, c->gqa, c->dtype,
+             c->tie ? " tied" : "");
+
+    ref_model m;
+    char err[GGUF_ERR_MAX];
+    CHECKF(ref_load(&m, model, 128, err) == 0, "%s", err);
+    CHECKF(m.head_dim == c->hd && m.n_head / m.n_kv == c->gqa && (m.output == NULL) == c->tie, "%s: shape", tag);
+
+    const char *tv[] = {bin_path("tokenize", 1), "-m", model, "-p", c->prompt, NULL};
+    CHECKF(run_tool(tv, out) == 0, "%s: tokenize failed", tag);
+    size_t len, P;
+    char *s = read_all(out, &len);
+    int32_t *prompt = s ? parse_ids(s, &P) : NULL;
+    CHECKF(prompt && P >= 2 && prompt[0] == 1, "%s: tokenize output", tag);
+    free(s);
+
+    const char *dv[] = {bin_path("decode", 2), "-m", model, "-p", c->prompt, "-n", c->n, "--temp", "0",
+                        "--dump-logits", dump, NULL};
+    CHECKF(run_tool(dv, out) == 0, "%s: decode failed", tag);
+    size_t dump_len, out_len;
+    float *rows = (float *)read_all(dump, &dump_len);
+    char *text = read_all(out, &out_len);
+    CHECK(rows && text);
+    size_t row_bytes = (size_t)m.n_vocab * sizeof(float);
+    CHECKF(dump_len % row_bytes == 0, "%s: dump is not whole rows", tag);
+    int n_rows = (int)(dump_len / row_bytes), N = atoi(c->n), token = prompt[0];
+    int32_t gen[64];
+    int n_gen = 0, pos = 0;
+    for (;; pos++) {                       // P prompt rows, then one per generated token but the last
+        CHECKF(pos < n_rows, "%s: only %d rows dumped", tag, n_rows);
+        const double *lg = ref_forward(&m, token, pos);
+        CHECK(lg);
+        int next = check_row(rows + (size_t)pos * m.n_vocab, lg, m.n_vocab, tag, pos, st);
+        if ((size_t)pos + 1 < P) { token = prompt[pos + 1]; continue; }
+        if (next == 2) break;              // EOS ends the generation, printing nothing
+        gen[n_gen++] = next;
+        if (n_gen == N) break;
+        token = next;
+    }
+    CHECKF(n_rows == pos + 1, "%s: %d rows dumped, expected %d", tag, n_rows, pos + 1);
+    if (n_gen == N) CHECK(n_rows == (int)P + N - 1);
+
+    gguf_file g;
+    CHECKF(gguf_open(&g, model, err) == 0, "%s", err);
+    size_t plen = strlen(c->prompt), glen;
+    char *pieces = render_ids(&g, gen, (size_t)n_gen, 0, &glen);
+    CHECK(pieces);
+    CHECKF(out_len == plen + glen && !memcmp(text, c->prompt, plen) && !memcmp(text + plen, pieces, glen),
+           "%s: stdout is not the prompt followed by the generated pieces", tag);
+    printf("%s: P %zu, generated %d, %d rows\n", tag, P, n_gen, n_rows);
+    gguf_close(&g);
+    ref_free(&m);
+    free(pieces); free(text); free(rows); free(prompt);
+    unlink(model);
+    free(model); free(out); free(dump);
+    return n_rows;
+}
+
+int main(void) {
+    CHECK((dir = scratch_dir()));
+    row_stats st = {0};
+    int rows = 0, models = 0;
+    for (int i = 0; i < N_CASES; i++, models++) rows += run_case(i, &st);
+    CHECK(models == 10 && st.rows == rows);
+    CHECKF(rows >= 9 * 10 + 40, "only %d rows compared", rows);
+    printf("%d models, %d rows, worst |d-r|/max|r| %.2g, %d near-ties noted\n", models, rows, st.worst,
+           st.near_ties);
+    scratch_remove(dir);
+    return 0;
+}
