@@ -91,7 +91,7 @@ int main(void) {
     free(got);
 
     const char *types[] = {"f16", "bf16"};
-    int checked = 1;
+    int checked = 1, rows = f32.st.rows;
     for (int t = 0; t < 2; t++, checked++) {
         char name[32];
         snprintf(name, sizeof name, "stories260K-%s.gguf", types[t]);
@@ -100,6 +100,7 @@ int main(void) {
         CHECKF(run_tool(argv, NULL) == 0, "gguf-convert --type %s failed", types[t]);
         run_result r;
         run_model(conv, types[t], &r);
+        rows += r.st.rows;
         int p = 0;
         while (p < r.n && p < f32.n && r.ids[p] == f32.ids[p]) p++;
         if (p == f32.n && r.n == f32.n)
@@ -112,7 +113,7 @@ int main(void) {
                    r.margin[p], f32.ids[p], f32.margin[p]);
         free(conv);
     }
-    CHECK(checked == 3);
+    CHECK(checked == 3 && rows == 3 * N_GEN);
     free(out); free(ids); free(txt);
     scratch_remove(dir);
     return 0;
