@@ -107,7 +107,7 @@ static int fail(rd *r, const char *fmt, ...) {
 
 static void set_ctx(rd *r, const char *what, uint64_t i, const char *name, size_t len) {
     int n = snprintf(r->ctx, sizeof r->ctx, "%s %llu", what, (unsigned long long)i);
-    if (name && n > 0 && (size_t)n + 4 < sizeof r->ctx) {
+    if (name && len && n > 0 && (size_t)n + 4 < sizeof r->ctx) {
         r->ctx[n++] = ' '; r->ctx[n++] = '(';
         n += (int)gguf_escape(r->ctx + n, sizeof r->ctx - (size_t)n - 1, name, len);
         r->ctx[n++] = ')'; r->ctx[n] = 0;
@@ -324,7 +324,8 @@ static int place_tensors(rd *r, gguf_file *g) {
         set_ctx(r, "tensor", i, t->name, strlen(t->name));
         if (t->offset % a) return fail(r, "offset %llu is not a multiple of the alignment %llu", (unsigned long long)t->offset, (unsigned long long)a);
         if (t->offset < end)
-            return fail(r, "offset %llu overlaps the previous tensor, which ends at %llu", (unsigned long long)t->offset, (unsigned long long)end);
+            return fail(r, "offset %llu is before the end of the previous tensor (%llu): overlapping or out of order",
+                        (unsigned long long)t->offset, (unsigned long long)end);
         if (t->offset > room || t->nbytes > room - t->offset)
             return fail(r, "data [%llu, +%llu) lies past the end of the file (%llu data bytes)",
                         (unsigned long long)t->offset, (unsigned long long)t->nbytes, (unsigned long long)room);
