@@ -26,3 +26,10 @@ void f16_to_f32_row(const uint16_t *src, float *dst, size_t n);
 void bf16_to_f32_row(const uint16_t *src, float *dst, size_t n);
 void f32_to_f16_row(const float *src, uint16_t *dst, size_t n);
 void f32_to_bf16_row(const float *src, uint16_t *dst, size_t n);
+
+// Scalar reference of attention's SIMD path (same bits): dot products over head_dim in eight
+// lanes reduced ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) then the tail; V summed with fmaf, p
+// ascending. Both return without writing when n_pos, n_head, n_head_kv or head_dim is not
+// positive or n_head % n_head_kv != 0.
+void attention_ref(float *out, const float *q, const float *k, const float *v, int n_pos,
+                   int n_head, int n_head_kv, int head_dim, size_t kv_stride, float *scratch);

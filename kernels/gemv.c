@@ -1,0 +1,276 @@
+// GEMV at M = 1. The canonical order (DESIGN.md, Numerics) is written once, in dot_canon; the
+// AVX2 path builds every output in exactly that order, only in a different register, so both
+// give the same bits. At M = 1 each weight is read once, so the kernel's job is to keep one
+// memory operation per FMA: eight ymm accumulators stay live for a whole KSEG segment and reach
+// memory once per segment.
+//
+// Bounds (hard checks, also under NDEBUG): an unknown dt, j0 + w > ldb, or a tile range outside
+// [0, gemv_n_tiles(n)] makes the call return without reading or writing anything.
+#include "kernels/gemv.h"
+#include "kernels/fp.h"
+#include "model/gguf.h"
+#include "runtime/cpu.h"
+#include <math.h>
+#include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+// Bytes per weight; 0 for a type these kernels do not handle.
+static size_t wsize(uint32_t dt) {
+    if (dt == GGML_TYPE_F32) return 4;
+    if (dt == GGML_TYPE_F16 || dt == GGML_TYPE_BF16) return 2;
+    return 0;
+}
+
+static inline float wload(uint32_t dt, const void *w, size_t i) {
+    if (dt == GGML_TYPE_F32) return ((const float *)w)[i];
+    uint16_t h = ((const uint16_t *)w)[i];
+    return dt == GGML_TYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+// The canonical order, the only scalar statement of it: sum_p x[p] * w[p * stride].
+// Segments of KSEG summed with fmaf from 0, p ascending; segment sums folded left to right.
+static float dot_canon(uint32_t dt, const float *x, const void *w, size_t k, size_t stride) {
+    float y = 0.0f;
+    for (size_t s0 = 0; s0 < k; s0 += GEMV_KSEG) {
+        size_t s1 = k - s0 > GEMV_KSEG ? s0 + GEMV_KSEG : k;
+        float s = 0.0f;
+        for (size_t p = s0; p < s1; p++) s = fmaf(x[p], wload(dt, w, p * stride), s);
+        y = s0 == 0 ? s : y + s;
+    }
+    return y;
+}
+
+static int stripe_ok(uint32_t dt, size_t ldb, size_t j0, size_t w) {
+    return wsize(dt) && j0 <= ldb && w <= ldb - j0;
+}
+static int tiles_ok(uint32_t dt, size_t n, size_t t0, size_t t1) {
+    return wsize(dt) && t0 <= t1 && t1 <= gemv_n_tiles(n);
+}
+static const void *at(uint32_t dt, const void *base, size_t i) {
+    return (const char *)base + i * wsize(dt);
+}
+
+void gemv_stripe_ref(uint32_t dt, const float *x, const void *B, size_t k, size_t ldb,
+                     size_t j0, size_t w, float *y) {
+    if (!stripe_ok(dt, ldb, j0, w)) return;
+    for (size_t i = 0; i < w; i++) y[i] = dot_canon(dt, x, at(dt, B, j0 + i), k, ldb);
+}
+
+// Packed layout: tile t is the K x TILE block at element t * k * TILE; row p of it holds the
+// weights of outputs t*TILE .. t*TILE+63 for input p (zero beyond n).
+size_t gemv_packed_bytes(uint32_t dt, size_t k, size_t n) {
+    size_t es = wsize(dt), nt = gemv_n_tiles(n);
+    if (!es || (k && nt > SIZE_MAX / GEMV_TILE / es / k)) return 0;
+    return nt * k * GEMV_TILE * es;
+}
+
+void gemv_packed_ref(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
+                     size_t t0, size_t t1, float *y) {
+    if (!tiles_ok(dt, n, t0, t1)) return;
+    for (size_t j = t0 * GEMV_TILE; j < t1 * GEMV_TILE && j < n; j++) {
+        size_t t = j / GEMV_TILE, c = j % GEMV_TILE;
+        y[j] = dot_canon(dt, x, at(dt, P, t * k * GEMV_TILE + c), k, GEMV_TILE);
+    }
+}
+
+void gemv_rows_ref(uint32_t dt, const float *x, const void *W, size_t k, size_t n, float *y) {
+    if (!wsize(dt)) return;
+    for (size_t j = 0; j < n; j++) y[j] = dot_canon(dt, x, at(dt, W, j * k), k, 1);
+}
+
+// ---- packing: a blocked transpose, 8 x 8 blocks of 16-bit or 4 x 4 of 32-bit in SSE2 ----
+
+// One block of R rows (outputs j) by R inputs p: dst[p][c] = src[c][p], src stride k, dst TILE.
+#define PACK_BLOCK_SCALAR(T)                                                                   \
+    static void pack_block_##T(const T *src, size_t k, T *dst, int rows, int cols) {           \
+        for (int p = 0; p < cols; p++)                                                         \
+            for (int c = 0; c < rows; c++) dst[(size_t)p * GEMV_TILE + c] = src[(size_t)c * k + p]; \
+    }
+PACK_BLOCK_SCALAR(uint16_t)
+PACK_BLOCK_SCALAR(uint32_t)
+
+#if defined(__SSE2__)
+static void transpose8_u16(const uint16_t *src, size_t k, uint16_t *dst) {
+    __m128i r[8], a[8], b[8];
+    for (int i = 0; i < 8; i++) r[i] = _mm_loadu_si128((const __m128i *)(src + i * k));
+    for (int i = 0; i < 4; i++) {
+        a[2 * i] = _mm_unpacklo_epi16(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm_unpackhi_epi16(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++)
+        for (int h = 0; h < 2; h++) {
+            b[4 * i + 2 * h] = _mm_unpacklo_epi32(a[4 * i + h], a[4 * i + 2 + h]);
+            b[4 * i + 2 * h + 1] = _mm_unpackhi_epi32(a[4 * i + h], a[4 * i + 2 + h]);
+        }
+    for (int i = 0; i < 4; i++) {
+        _mm_storeu_si128((__m128i *)(dst + (2 * i) * GEMV_TILE), _mm_unpacklo_epi64(b[i], b[4 + i]));
+        _mm_storeu_si128((__m128i *)(dst + (2 * i + 1) * GEMV_TILE), _mm_unpackhi_epi64(b[i], b[4 + i]));
+    }
+}
+static void transpose4_u32(const uint32_t *src, size_t k, uint32_t *dst) {
+    __m128 r0 = _mm_loadu_ps((const float *)src), r1 = _mm_loadu_ps((const float *)(src + k));
+    __m128 r2 = _mm_loadu_ps((const float *)(src + 2 * k)), r3 = _mm_loadu_ps((const float *)(src + 3 * k));
+    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+    _mm_storeu_ps((float *)dst, r0);
+    _mm_storeu_ps((float *)(dst + GEMV_TILE), r1);
+    _mm_storeu_ps((float *)(dst + 2 * GEMV_TILE), r2);
+    _mm_storeu_ps((float *)(dst + 3 * GEMV_TILE), r3);
+}
+#endif
+
+// Packs tile t: R x R blocks where whole, the scalar block on the ragged edges, zeros past n.
+#define PACK_TILE(T, R, BLOCK)                                                                 \
+    static void pack_tile_##T(const T *W, size_t k, size_t n, T *P, size_t t) {                \
+        size_t j0 = t * GEMV_TILE, rows = n - j0 < GEMV_TILE ? n - j0 : GEMV_TILE;             \
+        T *dst = P + t * k * GEMV_TILE;                                                        \
+        for (size_t p = 0; p < k; p += R) {                                                    \
+            int cols = k - p < R ? (int)(k - p) : R;                                           \
+            for (size_t c = 0; c < rows; c += R) {                                             \
+                int rr = rows - c < R ? (int)(rows - c) : R;                                   \
+                const T *s = W + (j0 + c) * k + p;                                             \
+                if (rr == R && cols == R) BLOCK(s, k, dst + p * GEMV_TILE + c);                \
+                else pack_block_##T(s, k, dst + p * GEMV_TILE + c, rr, cols);                  \
+            }                                                                                  \
+            if (rows < GEMV_TILE)                                                              \
+                for (int q = 0; q < cols; q++)                                                 \
+                    memset(dst + (p + q) * GEMV_TILE + rows, 0, (GEMV_TILE - rows) * sizeof(T)); \
+        }                                                                                      \
+    }
+#if defined(__SSE2__)
+PACK_TILE(uint16_t, 8, transpose8_u16)
+PACK_TILE(uint32_t, 4, transpose4_u32)
+#else
+#define BLOCK_SCALAR16(s, k, d) pack_block_uint16_t(s, k, d, 8, 8)
+#define BLOCK_SCALAR32(s, k, d) pack_block_uint32_t(s, k, d, 4, 4)
+PACK_TILE(uint16_t, 8, BLOCK_SCALAR16)
+PACK_TILE(uint32_t, 4, BLOCK_SCALAR32)
+#endif
+
+void gemv_pack(uint32_t dt, const void *W, size_t k, size_t n, void *P, size_t t0, size_t t1) {
+    if (!tiles_ok(dt, n, t0, t1)) return;
+    for (size_t t = t0; t < t1; t++) {
+        if (wsize(dt) == 2) pack_tile_uint16_t(W, k, n, P, t);
+        else pack_tile_uint32_t(W, k, n, P, t);
+    }
+}
+
+// ---- AVX2 + FMA + F16C: one body, instantiated per weight format ----
+#if defined(__x86_64__)
+#define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define INL static inline __attribute__((always_inline)) AVX2
+
+enum { F_F32, F_F16, F_BF16 };
+
+// Eight weights starting at element i, widened exactly to f32.
+INL __m256 load8(int f, const void *w, size_t i) {
+    if (f == F_F32) return _mm256_loadu_ps((const float *)w + i);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+    if (f == F_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+// y[0 .. 8*nv) over columns [0, 8*nv) of w (ld elements per row p): nv accumulators live for a
+// whole segment, then folded into y once. With pf > 0 the rows are contiguous (packed) and the
+// stream is prefetched pf bytes ahead.
+INL void cols(int f, int nv, int pf, const float *x, const void *w, size_t k, size_t ld, float *y) {
+    const size_t es = f == F_F32 ? 4 : 2;
+    if (k == 0)
+        for (int v = 0; v < nv; v++) _mm256_storeu_ps(y + 8 * v, _mm256_setzero_ps());
+    for (size_t s0 = 0; s0 < k; s0 += GEMV_KSEG) {
+        size_t s1 = k - s0 > GEMV_KSEG ? s0 + GEMV_KSEG : k;
+        __m256 a[8];
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++) a[v] = _mm256_setzero_ps();
+        for (size_t p = s0; p < s1; p++) {
+            __m256 xv = _mm256_broadcast_ss(x + p);
+            size_t r = p * ld;
+            if (pf)
+                for (int l = 0; l < (int)(8 * nv * es); l += 64)
+                    _mm_prefetch((const char *)w + r * es + pf + l, _MM_HINT_T0);
+#pragma GCC unroll 8
+            for (int v = 0; v < nv; v++) a[v] = _mm256_fmadd_ps(xv, load8(f, w, r + 8 * v), a[v]);
+        }
+#pragma GCC unroll 8
+        for (int v = 0; v < nv; v++)
+            _mm256_storeu_ps(y + 8 * v, s0 == 0 ? a[v] : _mm256_add_ps(_mm256_loadu_ps(y + 8 * v), a[v]));
+    }
+}
+
+INL void stripe_body(int f, uint32_t dt, const float *x, const void *B, size_t k, size_t ldb,
+                     size_t j0, size_t w, float *y) {
+    const size_t es = f == F_F32 ? 4 : 2;
+    const char *b = (const char *)B + j0 * es;
+    size_t i = 0;
+    for (; i + GEMV_TILE <= w; i += GEMV_TILE) cols(f, 8, 0, x, b + i * es, k, ldb, y + i);
+    for (; i + 8 <= w; i += 8) cols(f, 1, 0, x, b + i * es, k, ldb, y + i);
+    for (; i < w; i++) y[i] = dot_canon(dt, x, b + i * es, k, ldb);
+}
+
+#define GEMV_PF 1024     // bytes ahead in the packed stream (measured with gemv-bench)
+
+INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, size_t t0,
+                     size_t t1, float *y) {
+    const size_t es = f == F_F32 ? 4 : 2;
+    for (size_t t = t0; t < t1; t++) {
+        const char *tile = (const char *)P + t * k * GEMV_TILE * es;
+        size_t j = t * GEMV_TILE;
+        if (n - j >= GEMV_TILE) {
+            cols(f, 8, GEMV_PF, x, tile, k, GEMV_TILE, y + j);
+        } else {                                  // the zero-padded last tile
+            float tmp[GEMV_TILE];
+            cols(f, 8, GEMV_PF, x, tile, k, GEMV_TILE, tmp);
+            memcpy(y + j, tmp, (n - j) * sizeof(float));
+        }
+    }
+}
+
+#define INSTANTIATE(name, F, DT)                                                               \
+    static AVX2 void stripe_##name(const float *x, const void *B, size_t k, size_t ldb,        \
+                                   size_t j0, size_t w, float *y) {                           \
+        stripe_body(F, DT, x, B, k, ldb, j0, w, y);                                            \
+    }                                                                                          \
+    static AVX2 void packed_##name(const float *x, const void *P, size_t k, size_t n,          \
+                                   size_t t0, size_t t1, float *y) {                          \
+        packed_body(F, x, P, k, n, t0, t1, y);                                                 \
+    }
+INSTANTIATE(f32, F_F32, GGML_TYPE_F32)
+INSTANTIATE(f16, F_F16, GGML_TYPE_F16)
+INSTANTIATE(bf16, F_BF16, GGML_TYPE_BF16)
+#endif
+
+void gemv_stripe(uint32_t dt, const float *x, const void *B, size_t k, size_t ldb, size_t j0,
+                 size_t w, float *y) {
+    if (!stripe_ok(dt, ldb, j0, w)) return;
+#if defined(__x86_64__)
+    if (cpu_simd_enabled()) {
+        if (dt == GGML_TYPE_F32) stripe_f32(x, B, k, ldb, j0, w, y);
+        else if (dt == GGML_TYPE_F16) stripe_f16(x, B, k, ldb, j0, w, y);
+        else stripe_bf16(x, B, k, ldb, j0, w, y);
+        return;
+    }
+#endif
+    gemv_stripe_ref(dt, x, B, k, ldb, j0, w, y);
+}
+
+void gemv_packed(uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t t0,
+                 size_t t1, float *y) {
+    if (!tiles_ok(dt, n, t0, t1)) return;
+#if defined(__x86_64__)
+    if (cpu_simd_enabled()) {
+        if (dt == GGML_TYPE_F32) packed_f32(x, P, k, n, t0, t1, y);
+        else if (dt == GGML_TYPE_F16) packed_f16(x, P, k, n, t0, t1, y);
+        else packed_bf16(x, P, k, n, t0, t1, y);
+        return;
+    }
+#endif
+    gemv_packed_ref(dt, x, P, k, n, t0, t1, y);
+}
+
+const char *gemv_isa(void) {
+#if defined(__x86_64__)
+    if (cpu_simd_enabled()) return "avx2";
+#endif
+    return "scalar";
+}

@@ -1,0 +1,215 @@
+// Small kernels: each against float64 with a stated tolerance (u = 2^-24), plus the exact facts
+// (aliasing, untouched dims, ties, NaN rules); attention's AVX2 path against attention_ref bit
+// for bit. Every loop counts its cases.
+#include "kernels/ops.h"
+#include "test_kernel_util.h"
+#include "tests/check.h"
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define U 0x1p-24
+
+// RMSNorm: x*x (u), float64 sum, cast (u), + eps (u), sqrtf and 1/ (u), two products (2u): 8u.
+static size_t test_rmsnorm(void) {
+    const int ns[] = {1, 7, 64, 288, 2048, 4099};
+    size_t cases = 0;
+    for (int c = 0; c < 6; c++)
+        for (int scale = 0; scale < 3; scale++, cases++) {
+            int n = ns[c];
+            float *x = malloc(n * 4), *w = malloc(n * 4), *o = malloc(n * 4);
+            CHECK(x && w && o);
+            float mag = scale == 0 ? 1.0f : scale == 1 ? 1e-3f : 300.0f;
+            for (int i = 0; i < n; i++) x[i] = rng_sym(mag), w[i] = rng_sym(2.0f);
+            rmsnorm(o, x, w, n, 1e-5f);
+            double ss = 0;
+            for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+            double r = 1.0 / sqrt(ss / n + 1e-5);
+            for (int i = 0; i < n; i++) {
+                double o64 = x[i] * r * w[i];
+                CHECKF(fabs(o[i] - o64) <= 8 * U * fabs(o64) + 1e-37, "n=%d i=%d %.9g vs %.17g", n, i, o[i], o64);
+            }
+            float *o2 = malloc(n * 4);
+            memcpy(o2, x, n * 4);
+            rmsnorm(o2, o2, w, n, 1e-5f);                     // in place: same bits
+            CHECK(memcmp(o, o2, n * 4) == 0);
+            free(x), free(w), free(o), free(o2);
+        }
+    return cases;
+}
+
+// RoPE: theta_i = pos * s^i with s = powf(base, -2/n_rot) multiplied up in f32: relative error
+// <= (2i + 2)(1 + 2 ln(base) / n_rot) u; cosf/sinf and the rotation add <= 6u of |x0| + |x1|.
+static size_t test_rope(void) {
+    const int hds[] = {8, 64, 128, 100}, poss[] = {0, 1, 7, 100, 4095};
+    const float bases[] = {10000.0f, 500000.0f};
+    size_t cases = 0;
+    for (int a = 0; a < 4; a++)
+        for (int nr = 0; nr < 3; nr++)
+            for (int ip = 0; ip < 5; ip++)
+                for (int ib = 0; ib < 2; ib++)
+                    for (int neox = 0; neox < 2; neox++, cases++) {
+                        int hd = hds[a], n_rot = nr == 0 ? hd : nr == 1 ? hd / 2 : (hd / 4) & ~1;
+                        int nh = 3, pos = poss[ip];
+                        float base = bases[ib], v[3 * 128], v0[3 * 128];
+                        for (int i = 0; i < nh * hd; i++) v[i] = v0[i] = rng_sym(3.0f);
+                        rope(v, nh, hd, n_rot, pos, base, neox);
+                        int half = n_rot / 2;
+                        double L = 1 + 2 * log(base) / n_rot;
+                        for (int h = 0; h < nh; h++) {
+                            const float *x = v0 + h * hd, *y = v + h * hd;
+                            for (int d = n_rot; d < hd; d++) CHECK(fp_bits(y[d]) == fp_bits(x[d]));
+                            for (int i = 0; i < half; i++) {
+                                int ia = neox ? i : 2 * i, ib2 = neox ? i + half : 2 * i + 1;
+                                double th = pos * pow(base, -2.0 * i / n_rot);
+                                double y0 = x[ia] * cos(th) - x[ib2] * sin(th), y1 = x[ia] * sin(th) + x[ib2] * cos(th);
+                                double tol = (fabs(x[ia]) + fabs(x[ib2])) * ((2 * i + 2) * L * U * th + 6 * U);
+                                CHECKF(fabs(y[ia] - y0) <= tol && fabs(y[ib2] - y1) <= tol,
+                                       "hd=%d n_rot=%d pos=%d neox=%d i=%d: %g %g vs %g %g tol %g", hd, n_rot, pos,
+                                       neox, i, y[ia], y[ib2], y0, y1, tol);
+                                if (pos == 0) CHECK(y[ia] == x[ia] && y[ib2] == x[ib2]);
+                            }
+                        }
+                    }
+    float v[8] = {1, 2, 3, 4, 5, 6, 7, 8}, w[8];                // invalid n_rot: untouched
+    memcpy(w, v, sizeof v);
+    rope(v, 1, 8, 3, 5, 10000.0f, 0);
+    rope(v, 1, 8, 10, 5, 10000.0f, 1);
+    CHECK(memcmp(v, w, sizeof v) == 0);
+    return cases + 1;
+}
+
+// Softmax: x - m (u |x - m|), expf (2u), float64 sum, reciprocal and product (2u) per weight,
+// and the sum inherits the worst: (6 + 2 max|x - m|) u relative.
+static size_t test_softmax(void) {
+    const int ns[] = {1, 2, 7, 100, 4099};
+    size_t cases = 0;
+    for (int c = 0; c < 5; c++)
+        for (int s = 0; s < 3; s++, cases++) {
+            int n = ns[c];
+            float *x = malloc(n * 4), *x0 = malloc(n * 4);
+            float mag = s == 0 ? 1.0f : s == 1 ? 30.0f : 200.0f;
+            for (int i = 0; i < n; i++) x[i] = x0[i] = rng_sym(mag);
+            if (n > 3) x[3] = x0[3] = -INFINITY;
+            softmax(x, n);
+            double m = -INFINITY, sum = 0, spread = 0, total = 0;
+            for (int i = 0; i < n; i++) m = x0[i] > m ? x0[i] : m;
+            for (int i = 0; i < n; i++) {
+                sum += exp(x0[i] - m);
+                if (isfinite(x0[i])) spread = fmax(spread, m - x0[i]);
+            }
+            for (int i = 0; i < n; i++) {
+                double w64 = exp(x0[i] - m) / sum;
+                CHECKF(fabs(x[i] - w64) <= (6 + 2 * spread) * U * w64 + 1e-37, "n=%d i=%d %g vs %g", n, i, x[i], w64);
+                total += x[i];
+            }
+            CHECK(fabs(total - 1) <= (n + 6 + 2 * spread) * U);
+            if (n > 3) CHECK(fp_bits(x[3]) == 0);
+            free(x), free(x0);
+        }
+    return cases;
+}
+
+static size_t test_swiglu(void) {
+    size_t cases = 0;
+    for (int n = 1; n <= 300; n += 23, cases++) {
+        float g[300], u[300], o[300], o2[300];
+        for (int i = 0; i < n; i++) g[i] = rng_sym(i % 3 ? 8.0f : 120.0f), u[i] = rng_sym(2.0f);
+        if (n > 2) g[0] = -200.0f, g[1] = 200.0f;
+        swiglu(o, g, u, n);
+        // expf, +, /, * : 8u; where expf(-g) overflows (g < -88.72) the result is 0 and the true
+        // value is below 89 e^-88.72 |up| < 1e-36
+        for (int i = 0; i < n; i++) {
+            double o64 = (double)g[i] / (1 + exp(-(double)g[i])) * u[i];
+            CHECKF(fabs(o[i] - o64) <= 8 * U * fabs(o64) + 1e-36, "i=%d g=%g %g vs %g", i, g[i], o[i], o64);
+        }
+        memcpy(o2, g, sizeof g);
+        swiglu(o2, o2, u, n);                                    // o may alias gate
+        CHECK(memcmp(o, o2, n * 4) == 0);
+    }
+    return cases;
+}
+
+static size_t test_argmax(void) {
+    float a[] = {1, 3, 3, 2}, b[] = {NAN, -1, NAN, -1}, c[] = {NAN, NAN}, d[] = {-INFINITY, -INFINITY};
+    float e[] = {-0.0f, 0.0f}, f[] = {1, INFINITY, NAN, INFINITY};
+    CHECK(argmax_f32(a, 4) == 1);            // ties to the lowest index
+    CHECK(argmax_f32(b, 4) == 1);            // NaN never wins
+    CHECK(argmax_f32(c, 2) == 0);            // all NaN: index 0
+    CHECK(argmax_f32(d, 2) == 0);
+    CHECK(argmax_f32(e, 2) == 0);            // -0 == 0: a tie
+    CHECK(argmax_f32(f, 4) == 1);
+    CHECK(argmax_f32(a, 0) == -1);
+    float big[5000];
+    for (int i = 0; i < 5000; i++) big[i] = rng_sym(1.0f);
+    big[4321] = 2.0f, big[4999] = 2.0f;
+    CHECK(argmax_f32(big, 5000) == 4321);
+    return 8;
+}
+
+// Attention: AVX2 vs attention_ref bit for bit, then float64. Scores carry (hd + 4) u scale
+// sum|q k| (E); softmax weights move by 2E + (6 + 2 spread) u relative; the V sum adds n_pos u.
+static size_t test_attention(void) {
+    const int hds[] = {8, 12, 64, 72, 100, 128}, nps[] = {1, 2, 17, 300};
+    const int heads[][2] = {{1, 1}, {4, 1}, {6, 2}, {8, 8}};
+    size_t cases = 0;
+    for (int a = 0; a < 6; a++)
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 4; c++, cases++) {
+                int hd = hds[a], np = nps[b], nh = heads[c][0], nkv = heads[c][1];
+                size_t stride = (size_t)nkv * hd + (cases & 1) * 3;
+                float *q = malloc(nh * hd * 4), *k = malloc(np * stride * 4), *v = malloc(np * stride * 4);
+                float *o = malloc(nh * hd * 4), *or = malloc(nh * hd * 4), *sc = malloc(np * 4);
+                CHECK(q && k && v && o && or && sc);
+                for (int i = 0; i < nh * hd; i++) q[i] = rng_sym(1.0f);
+                for (size_t i = 0; i < np * stride; i++) k[i] = rng_sym(1.0f), v[i] = rng_sym(1.0f);
+                attention(o, q, k, v, np, nh, nkv, hd, stride, sc);
+                attention_ref(or, q, k, v, np, nh, nkv, hd, stride, sc);
+                for (int i = 0; i < nh * hd; i++)
+                    CHECKF(same_f32(o[i], or[i]), "hd=%d np=%d nh=%d i=%d: %.9g vs ref %.9g", hd, np, nh, i, o[i], or[i]);
+                double *s = malloc(np * sizeof(double));
+                for (int h = 0; h < nh; h++) {
+                    size_t kv = (size_t)(h / (nh / nkv)) * hd;
+                    double m = -INFINITY, E = 0, sum = 0, spread = 0;
+                    for (int p = 0; p < np; p++) {
+                        double d = 0, ad = 0;
+                        for (int i = 0; i < hd; i++) {
+                            double t = (double)q[h * hd + i] * k[p * stride + kv + i];
+                            d += t, ad += fabs(t);
+                        }
+                        s[p] = d / sqrt(hd);
+                        E = fmax(E, (hd + 4) * U * ad / sqrt(hd));
+                        m = fmax(m, s[p]);
+                    }
+                    for (int p = 0; p < np; p++) sum += exp(s[p] - m), spread = fmax(spread, m - s[p]);
+                    double dw = 2 * E + (6 + 2 * spread) * U;
+                    for (int i = 0; i < hd; i++) {
+                        double o64 = 0, mag = 0;
+                        for (int p = 0; p < np; p++) {
+                            double w = exp(s[p] - m) / sum, vv = v[p * stride + kv + i];
+                            o64 += w * vv, mag += w * fabs(vv);
+                        }
+                        double tol = 1.1 * (dw + np * U) * mag + 1e-30;
+                        CHECKF(fabs(o[h * hd + i] - o64) <= tol, "hd=%d np=%d h=%d i=%d: %.9g vs %.17g tol %g", hd,
+                               np, h, i, o[h * hd + i], o64, tol);
+                    }
+                }
+                free(s), free(q), free(k), free(v), free(o), free(or), free(sc);
+            }
+    float sentinel[8] = {7, 7, 7, 7, 7, 7, 7, 7}, z[8] = {0}, scr[4];
+    attention(sentinel, z, z, z, 1, 3, 2, 1, 2, scr);          // 3 % 2 != 0: untouched
+    attention(sentinel, z, z, z, 0, 1, 1, 8, 8, scr);          // no positions: untouched
+    for (int i = 0; i < 8; i++) CHECK(sentinel[i] == 7);
+    return cases + 1;
+}
+
+int main(void) {
+    size_t n[6] = {test_rmsnorm(), test_rope(), test_softmax(), test_swiglu(), test_argmax(), test_attention()};
+    const size_t want[6] = {18, 241, 15, 14, 8, 97};
+    const char *names[6] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention"};
+    for (int i = 0; i < 6; i++) {
+        CHECKF(n[i] == want[i], "%s ran %zu cases, expected %zu", names[i], n[i], want[i]);
+        printf("%s: %zu cases\n", names[i], n[i]);
+    }
+    return 0;
+}

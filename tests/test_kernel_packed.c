@@ -1,0 +1,107 @@
+// Packed-tile layout and kernel: the divisibility facts the layout rests on; gemv_pack against
+// the layout's definition element by element (whole, and tile range by tile range); gemv_packed
+// (AVX2 when available) against gemv_packed_ref and gemv_rows_ref (the GGUF-layout reference) bit
+// for bit, for every N in 1 .. 2*TILE+9 (crossing each tile boundary), K in {1, 7, 255, 256, 257,
+// 1000, 4099}, f16, bf16 and f32 with special values; tile sub-ranges write only their outputs.
+#include "kernels/gemv.h"
+#include "test_kernel_util.h"
+#include "tests/check.h"
+#include <stdlib.h>
+#include <string.h>
+
+// A tile row is whole cache lines (no line shared by two rows or two tiles, so every tile starts
+// 64-byte aligned in a 64-byte aligned buffer), a tile is whole 8-lane blocks, and a segment
+// boundary falls on a whole number of rows.
+_Static_assert(GEMV_TILE % 8 == 0, "a tile is whole 8-lane ymm blocks");
+_Static_assert(GEMV_TILE / 8 <= 8, "one accumulator per block, at most 8 live (16 ymm total)");
+_Static_assert((GEMV_TILE * 2) % 64 == 0, "an f16/bf16 tile row is whole cache lines");
+_Static_assert((GEMV_TILE * 4) % 64 == 0, "an f32 tile row is whole cache lines");
+_Static_assert(GEMV_KSEG % 8 == 0, "a segment is whole 8-element blocks");
+
+static const size_t Ks[] = {1, 7, 255, 256, 257, 1000, 4099};
+static const uint32_t DTs[] = {GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_F32};
+#define NK (sizeof Ks / sizeof *Ks)
+#define NMAX (2 * GEMV_TILE + 9)
+#define GUARD 4
+
+static size_t layout_facts(void) {
+    size_t n = 0;
+    for (size_t d = 0; d < 3; d++)
+        for (size_t k = 1; k <= 300; k += 37)
+            for (size_t nn = 1; nn <= 300; nn += 29, n++) {
+                size_t es = dt_size(DTs[d]), nt = gemv_n_tiles(nn);
+                CHECK(nt * GEMV_TILE >= nn && (nt - 1) * GEMV_TILE < nn);
+                CHECK(gemv_packed_bytes(DTs[d], k, nn) == nt * k * GEMV_TILE * es);
+                CHECK((k * GEMV_TILE * es) % 64 == 0);          // each tile starts aligned
+            }
+    CHECK(gemv_n_tiles(0) == 0 && gemv_packed_bytes(GGML_TYPE_F16, 5, 0) == 0);
+    CHECK(gemv_packed_bytes(GGML_TYPE_F16, SIZE_MAX / 64, 200) == 0);   // overflow reported as 0
+    CHECK(gemv_packed_bytes(7, 64, 64) == 0);                           // unknown type
+    return n + 3;
+}
+
+int main(void) {
+    size_t facts = layout_facts(), cases = 0, pack_elems = 0;
+    CHECKF(facts == 3 * 9 * 11 + 3, "%zu layout cases", facts);
+    float y[NMAX + GUARD], yr[NMAX + GUARD], yp[NMAX + GUARD];
+    for (size_t d = 0; d < 3; d++)
+        for (size_t ik = 0; ik < NK; ik++)
+            for (size_t n = 1; n <= NMAX; n++) {
+                uint32_t dt = DTs[d];
+                size_t k = Ks[ik], es = dt_size(dt), nt = gemv_n_tiles(n), bytes = gemv_packed_bytes(dt, k, n);
+                float *x = malloc(k * sizeof(float));
+                void *W = malloc(n * k * es), *P = aligned_alloc(64, bytes), *P2 = aligned_alloc(64, bytes);
+                CHECK(x && W && P && P2);
+                for (size_t p = 0; p < k; p++) x[p] = act_value();
+                for (size_t j = 0; j < n; j++)
+                    for (size_t p = 0; p < k; p++) put_bits(dt, W, j * k + p, weight_bits(dt, j));
+                memset(P, 0xa5, bytes);
+                memset(P2, 0x5a, bytes);
+                gemv_pack(dt, W, k, n, P, 0, nt);
+                for (size_t t = nt; t-- > 0;) gemv_pack(dt, W, k, n, P2, t, t + 1);   // any order
+                for (size_t t = 0; t < nt; t++)
+                    for (size_t p = 0; p < k; p++)
+                        for (size_t c = 0; c < GEMV_TILE; c++, pack_elems++) {
+                            size_t j = t * GEMV_TILE + c, e = (t * k + p) * GEMV_TILE + c;
+                            uint32_t want = j < n ? (es == 4 ? ((uint32_t *)W)[j * k + p] : ((uint16_t *)W)[j * k + p]) : 0;
+                            uint32_t got = es == 4 ? ((uint32_t *)P)[e] : ((uint16_t *)P)[e];
+                            CHECKF(got == want, "%s k=%zu n=%zu t=%zu p=%zu c=%zu", dt_name(dt), k, n, t, p, c);
+                        }
+                CHECK(memcmp(P, P2, bytes) == 0);
+
+                gemv_rows_ref(dt, x, W, k, n, yr);
+                for (size_t i = 0; i < NMAX + GUARD; i++) y[i] = yp[i] = -777.0f;
+                gemv_packed(dt, x, P, k, n, 0, nt, y);
+                gemv_packed_ref(dt, x, P, k, n, 0, nt, yp);
+                for (size_t j = 0; j < n; j++) {
+                    CHECKF(same_f32(y[j], yr[j]), "%s k=%zu n=%zu j=%zu: %.9g vs rows ref %.9g", dt_name(dt), k, n, j, y[j], yr[j]);
+                    CHECK(same_f32(yp[j], yr[j]));
+                }
+                for (size_t i = n; i < NMAX + GUARD; i++) CHECK(y[i] == -777.0f && yp[i] == -777.0f);
+                // one tile at a time: each call writes exactly its own outputs
+                for (size_t t = 0; t < nt; t++) {
+                    for (size_t i = 0; i < NMAX + GUARD; i++) y[i] = -777.0f;
+                    gemv_packed(dt, x, P, k, n, t, t + 1, y);
+                    for (size_t i = 0; i < NMAX + GUARD; i++) {
+                        int mine = i >= t * GEMV_TILE && i < (t + 1) * GEMV_TILE && i < n;
+                        CHECK(mine ? same_f32(y[i], yr[i]) : y[i] == -777.0f);
+                    }
+                }
+                // bad tile ranges touch nothing
+                for (size_t i = 0; i < NMAX + GUARD; i++) y[i] = -777.0f;
+                gemv_packed(dt, x, P, k, n, 0, nt + 1, y);
+                gemv_packed(dt, x, P, k, n, 1, 0, y);
+                gemv_pack(dt, W, k, n, P, nt, nt + 1);
+                for (size_t i = 0; i < NMAX + GUARD; i++) CHECK(y[i] == -777.0f);
+                CHECK(memcmp(P, P2, bytes) == 0);
+                cases++;
+                free(x);
+                free(W);
+                free(P);
+                free(P2);
+            }
+    CHECKF(cases == 3 * NK * NMAX, "ran %zu packed cases", cases);
+    printf("packed: %zu layout facts, %zu cases bit-identical, %zu packed elements checked\n", facts,
+           cases, pack_elems);
+    return 0;
+}

@@ -1,0 +1,82 @@
+// Shared helpers of the kernel tests: a seeded generator, weights with special values by format,
+// and "same bits" where any NaN equals any NaN.
+#pragma once
+#include "kernels/fp.h"
+#include "model/gguf.h"
+#include <math.h>
+#include <stdint.h>
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static inline uint64_t rng_u64(void) {            // splitmix64
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static inline double rng_unit(void) { return (rng_u64() >> 11) * (1.0 / 9007199254740992.0); }
+static inline float rng_sym(float a) { return (float)((2.0 * rng_unit() - 1.0) * a); }
+
+static inline int same_f32(float a, float b) {
+    return (isnan(a) && isnan(b)) || fp_bits(a) == fp_bits(b);
+}
+
+static inline size_t dt_size(uint32_t dt) { return dt == GGML_TYPE_F32 ? 4 : 2; }
+static inline const char *dt_name(uint32_t dt) {
+    return dt == GGML_TYPE_F32 ? "f32" : dt == GGML_TYPE_F16 ? "f16" : "bf16";
+}
+
+// Special weights, as bits of the format: what each class means is the same across formats.
+enum { W_NAN, W_SNAN, W_INF, W_NINF, W_ZERO, W_NZERO, W_SUB, W_LARGE };
+static inline uint32_t special_bits(uint32_t dt, int cls) {
+    uint32_t sub = (uint32_t)rng_u64();
+    uint32_t sign = (rng_u64() & 1) ? (dt == GGML_TYPE_F32 ? 0x80000000u : 0x8000u) : 0;
+    if (dt == GGML_TYPE_F32) {
+        const uint32_t v[] = {0x7fc00000u, 0x7f800001u, 0x7f800000u, 0xff800000u, 0, 0x80000000u,
+                              sign | (1 + sub % 0x7fffffu), sign | 0x7f7fffffu};
+        return v[cls];
+    }
+    if (dt == GGML_TYPE_F16) {
+        const uint32_t v[] = {0x7e00, 0x7c01, 0x7c00, 0xfc00, 0, 0x8000, sign | (1 + sub % 0x3ff),
+                              sign | 0x7bff};
+        return v[cls];
+    }
+    const uint32_t v[] = {0x7fc0, 0x7f81, 0x7f80, 0xff80, 0, 0x8000, sign | (1 + sub % 0x7f),
+                          sign | 0x7f7f};
+    return v[cls];
+}
+static inline uint32_t value_bits(uint32_t dt, float f) {
+    return dt == GGML_TYPE_F32 ? fp_bits(f) : dt == GGML_TYPE_F16 ? f32_to_f16(f) : f32_to_bf16(f);
+}
+static inline void put_bits(uint32_t dt, void *buf, size_t i, uint32_t bits) {
+    if (dt == GGML_TYPE_F32) ((uint32_t *)buf)[i] = bits;
+    else ((uint16_t *)buf)[i] = (uint16_t)bits;
+}
+static inline double get_w(uint32_t dt, const void *buf, size_t i) {
+    if (dt == GGML_TYPE_F32) return ((const float *)buf)[i];
+    uint16_t h = ((const uint16_t *)buf)[i];
+    return dt == GGML_TYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+// A weight for output column j: ordinary values with zeros, -0 and subnormals everywhere; NaN,
+// infinities and the format's largest values only in some columns, so that most outputs stay
+// finite and the float64 check has something to check.
+static inline uint32_t weight_bits(uint32_t dt, size_t j) {
+    uint64_t r = rng_u64() % 1000;
+    if (j % 13 == 3 && r < 4) return special_bits(dt, r < 2 ? W_NAN : W_SNAN);
+    if (j % 17 == 5 && r < 6) return special_bits(dt, W_INF);
+    if (j % 19 == 7 && r < 6) return special_bits(dt, r < 3 ? W_INF : W_NINF);
+    if (j % 7 == 2 && r < 20) return special_bits(dt, W_LARGE);
+    if (r < 50) return special_bits(dt, W_ZERO);
+    if (r < 70) return special_bits(dt, W_NZERO);
+    if (r < 120) return special_bits(dt, W_SUB);
+    return value_bits(dt, rng_sym(1.0f));
+}
+
+// Activations: mostly [-2, 2], with zeros, -0 and f32 subnormals.
+static inline float act_value(void) {
+    uint64_t r = rng_u64() % 100;
+    if (r < 3) return 0.0f;
+    if (r < 5) return -0.0f;
+    if (r < 7) return fp_from_bits((uint32_t)(1 + rng_u64() % 0x7fffff) | (r & 1) << 31);
+    return rng_sym(2.0f);
+}
