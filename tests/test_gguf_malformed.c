@@ -2,7 +2,8 @@
 // then named mutations of the header, key/values, alignment and tensor infos, then typed getters
 // asked for the wrong type or range. Each must be refused with a one-line error naming the file,
 // through gguf_open_mem (on an exact-size heap copy, so a sanitizer sees any over-read) and
-// through gguf_open.
+// through gguf_open. With GGUF_SEED_DIR set, every crafted file is also left there as a seed
+// corpus for tests/fuzz_gguf.c.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ static struct {              // where the builder put each field
 } at;
 static char tmp_path[] = "/tmp/test_gguf_malformed.XXXXXX";
 static int n_cases;
+static const char *seed_dir;   // GGUF_SEED_DIR: where to leave the crafted files as a fuzzing corpus
 
 static void put(const void *p, size_t n) { CHECK(N + n <= sizeof B); memcpy(B + N, p, n); N += n; }
 static void p32(uint32_t v) { put(&v, 4); }
@@ -120,10 +122,21 @@ static void check_err(const char *desc, const char *err, const char *name, const
     CHECKF(!want || strstr(err, want), "%s: error '%s' lacks '%s'", desc, err, want);
 }
 
+static void save_seed(const char *desc) {
+    char path[512];
+    if (!seed_dir) return;
+    snprintf(path, sizeof path, "%s/%03d-", seed_dir, n_cases);
+    for (size_t i = strlen(path), k = 0; desc[k] && i + 1 < sizeof path; k++, i++)   // desc as a file name
+        path[i] = (desc[k] >= 'a' && desc[k] <= 'z') || (desc[k] >= '0' && desc[k] <= '9') ? desc[k] : '_', path[i + 1] = 0;
+    FILE *f = fopen(path, "wb");
+    CHECKF(f && fwrite(B, 1, N, f) == N && fclose(f) == 0, "%s", path);
+}
+
 // The current B must be refused, in memory and from a file, with an error containing want.
 static void reject(const char *desc, const char *want) {
     char err[GGUF_ERR_MAX];
     gguf_file g;
+    save_seed(desc);
     CHECKF(open_prefix(N, &g, err) == -1, "%s: accepted", desc);
     check_err(desc, err, "mal.gguf", want);
     if (getenv("VERBOSE")) fprintf(stderr, "%-38s %s\n", desc, err);
@@ -139,6 +152,7 @@ static void accept(const char *desc) {
     char err[GGUF_ERR_MAX];
     gguf_file g;
     CHECKF(open_prefix(N, &g, err) == 0, "%s: refused: %s", desc, err);
+    save_seed(desc);
 }
 
 // A getter on the valid base file that must return -1 with an error naming the key.
@@ -278,12 +292,14 @@ static void getter_cases(spec s) {
     gguf_close(&g);
     // Tokens stored as INT32 instead of STRING: the file is fine, the tokenizer's request is not.
     s = base(); s.tok_type = GGUF_TYPE_INT32; build(&s);
+    save_seed("tokens int32");
     CHECKF(gguf_open_mem(&g, B, N, "mal.gguf", err) == 0, "%s", err);
     reject_get("tokens stored as INT32", gguf_get_arr(&g, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &kv, err), err, "INT32");
     gguf_close(&g);
 }
 
 int main(void) {
+    seed_dir = getenv("GGUF_SEED_DIR");
     int fd = mkstemp(tmp_path);
     CHECK(fd >= 0);
     close(fd);
