@@ -12,7 +12,6 @@
 #include <unistd.h>
 #include <errno.h>
 
-#define GGUF_MAX_ALIGNMENT (1u << 20)  // ggml writes 32; a bigger one only pads, 1 MiB is plenty
 #define MIN_KV_BYTES 14                // u64 key length, 1-byte key, u32 type, 1-byte value
 #define MIN_TENSOR_BYTES 33            // u64 name length, 1-byte name, u32 n_dims, 1 ne, u32 type, u64 offset
 
@@ -178,6 +177,7 @@ static int parse_kv(rd *r, gguf_kv *kv, uint64_t i) {
     set_ctx(r, "kv", i, NULL, 0);
     if (rd_str(r, "key", &key, &klen)) return -1;
     if (klen == 0) return fail(r, "empty key");
+    if (klen > GGUF_MAX_KEY) return fail(r, "key is %llu bytes, the limit is %d", (unsigned long long)klen, GGUF_MAX_KEY);
     if (memchr(key, 0, klen)) return fail(r, "key contains a NUL byte");
     if (!(kv->key = malloc(klen + 1))) return fail(r, "out of memory for the key");
     memcpy(kv->key, key, klen);
@@ -287,6 +287,9 @@ static int parse_header(rd *r, gguf_file *g) {
     if (rd_u64(r, "n_tensors", &g->n_tensors) || rd_u64(r, "n_kv", &g->n_kv)) return -1;
     uint64_t nt = g->n_tensors, nk = g->n_kv;
     g->n_tensors = g->n_kv = 0;   // count only what has been parsed, for cleanup
+    if (nk > GGUF_MAX_KV) return fail(r, "n_kv: %llu keys, the limit is %u", (unsigned long long)nk, GGUF_MAX_KV);
+    if (nt > GGUF_MAX_TENSORS)
+        return fail(r, "n_tensors: %llu tensors, the limit is %u", (unsigned long long)nt, GGUF_MAX_TENSORS);
     if (nk > left(r) / MIN_KV_BYTES)
         return fail(r, "n_kv: %llu entries cannot fit in the %llu bytes left", (unsigned long long)nk, (unsigned long long)left(r));
     if (nt > left(r) / MIN_TENSOR_BYTES || nk * MIN_KV_BYTES + nt * MIN_TENSOR_BYTES > left(r))

@@ -1,8 +1,9 @@
 // GGUF reader: v2 and v3 (v1 rejected), read through mmap, never trusting the file.
 // gguf_open validates the whole header (every length and count against the bytes left, size
 // arithmetic overflow-checked, n_dims 1..4, known types, aligned in-file non-overlapping
-// offsets, no duplicate/empty/NUL keys or names, names < 64 bytes and valid UTF-8, alignment a
-// bounded UINT32 power of two, nested arrays rejected) before it allocates anything sized by it.
+// offsets, no duplicate/empty/NUL keys or names, keys <= 65535 bytes, names < 64 bytes and valid
+// UTF-8, alignment a bounded UINT32 power of two, nested arrays rejected, counts capped below)
+// before it allocates anything sized by it.
 // Errors are one line, "PATH: what: problem", written to err; the library never exits or aborts.
 #pragma once
 #include <stddef.h>
@@ -12,6 +13,12 @@
 #define GGUF_NAME_MAX 64          // tensor names are shorter than this (ggml's GGML_MAX_NAME)
 #define GGUF_MAX_DIMS 4
 #define GGUF_DEFAULT_ALIGNMENT 32
+#define GGUF_MAX_ALIGNMENT (1u << 20)   // general.alignment bound: ggml writes 32, 1 MiB is plenty
+#define GGUF_MAX_KEY 65535              // key length limit of the GGUF spec
+// Far above any real model (hundreds of keys, ~10^5 tensors), and they keep the reader's own
+// memory under ~150 MB whatever a crafted file claims.
+#define GGUF_MAX_KV (1u << 19)
+#define GGUF_MAX_TENSORS (1u << 19)
 
 enum gguf_type {                  // metadata value types, numbered as in the file
     GGUF_TYPE_UINT8 = 0, GGUF_TYPE_INT8 = 1, GGUF_TYPE_UINT16 = 2, GGUF_TYPE_INT16 = 3,

@@ -56,8 +56,8 @@ gguf_writer *gguf_writer_new(uint32_t alignment) {
     gguf_writer *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->alignment = alignment;
-    if (alignment == 0 || (alignment & (alignment - 1)) || alignment > (1u << 20)) {
-        werr(w, "alignment %u is not a power of two in 1..%u", alignment, 1u << 20);
+    if (alignment == 0 || (alignment & (alignment - 1)) || alignment > GGUF_MAX_ALIGNMENT) {
+        werr(w, "alignment %u is not a power of two in 1..%u", alignment, GGUF_MAX_ALIGNMENT);
         w->alignment = GGUF_DEFAULT_ALIGNMENT;
     }
     return w;
@@ -86,6 +86,7 @@ static void put_u64(gguf_writer *w, uint64_t v) { put(w, &v, 8); }
 static int head(gguf_writer *w, const char *key, uint32_t type) {
     if (w->err[0]) return -1;
     if (!key || !key[0]) { werr(w, "empty key"); return -1; }
+    if (strlen(key) > GGUF_MAX_KEY) { werr(w, "key of %zu bytes, the limit is %d", strlen(key), GGUF_MAX_KEY); return -1; }
     if (!strcmp(key, "general.alignment") && type != GGUF_TYPE_UINT32) {
         werr(w, "general.alignment: must be UINT32, got %s", gguf_type_name(type));
         return -1;
@@ -310,6 +311,9 @@ int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
     if (!w->err[0] && !w->has_alignment && w->alignment != GGUF_DEFAULT_ALIGNMENT) {
         gguf_w_u32(w, "general.alignment", w->alignment);
     }
+    if (w->n_kv > GGUF_MAX_KV || w->n_t > GGUF_MAX_TENSORS)
+        werr(w, "%llu keys and %llu tensors: the limits are %u and %u", (unsigned long long)w->n_kv,
+             (unsigned long long)w->n_t, GGUF_MAX_KV, GGUF_MAX_TENSORS);
     if (!w->err[0]) check_unique(w);
     if (w->err[0]) { snprintf(err, GGUF_ERR_MAX, "%s: %s", path, w->err); return -1; }
 

@@ -25,7 +25,7 @@ typedef struct {
     const uint8_t *extra; size_t extra_len;   // one more raw kv, counted in n_kv
 } spec;
 
-static uint8_t B[1 << 16];   // the file being built
+static uint8_t B[1 << 18];   // the file being built
 static size_t N;
 static struct {              // where the builder put each field
     size_t n_tensors, n_kv, key_len[NKV], type[NKV], val[NKV], arr_n[NKV];
@@ -177,6 +177,8 @@ static void header_cases(spec s) {
     s = base(); build(&s); patch64(at.n_tensors, 1ull << 63); reject("n_tensors 2^63", "n_tensors");
     s = base(); build(&s); patch64(at.n_tensors, UINT64_MAX); reject("n_tensors 2^64-1", "n_tensors");
     s = base(); build(&s); patch64(at.n_tensors, NT + 1); reject("n_tensors one too many", NULL);
+    s = base(); build(&s); patch64(at.n_kv, GGUF_MAX_KV + 1); reject("n_kv over the cap", "limit");
+    s = base(); build(&s); patch64(at.n_tensors, GGUF_MAX_TENSORS + 1); reject("n_tensors over the cap", "limit");
 }
 
 static void kv_cases(spec s) {
@@ -184,6 +186,10 @@ static void kv_cases(spec s) {
     s = base(); build(&s); patch64(at.key_len[5], UINT64_MAX); reject("key length 2^64-1", "key");
     s = base(); build(&s); patch64(at.key_len[5], N); reject("key longer than the file", "key");
     s = base(); s.key_len[5] = 0; build(&s); reject("empty key", "empty key");
+    static char long_key[GGUF_MAX_KEY + 1];
+    memset(long_key, 'k', sizeof long_key);
+    s = base(); s.key[5] = long_key; s.key_len[5] = GGUF_MAX_KEY; build(&s); accept("key of 65535 bytes");
+    s = base(); s.key[5] = long_key; s.key_len[5] = GGUF_MAX_KEY + 1; build(&s); reject("key of 65536 bytes", "limit");
     s = base(); s.key[5] = "llama\0block_count"; s.key_len[5] = 17; build(&s); reject("key with NUL", "NUL");
     s = base(); s.key[7] = "t.u8"; s.key_len[7] = 4; build(&s); reject("duplicate key", "duplicate key");
     s = base(); build(&s); patch32(at.type[5], GGUF_TYPE_COUNT); reject("kv type 13", "type");
@@ -327,7 +333,7 @@ int main(void) {
     int n_files = n_cases;
     getter_cases(s);
     unlink(tmp_path);
-    CHECK(n_header == 14 && n_files == 75 && n_cases == 93);
+    CHECK(n_header == 16 && n_files == 78 && n_cases == 96);
     CHECK(n_cases >= 40);
     printf("test_gguf_malformed: %d prefixes and %d crafted cases (%d files, %d getter calls) rejected\n",
            n_prefix, n_cases, n_files, n_cases - n_files);
