@@ -235,34 +235,33 @@ static void pad_to(out *o, uint64_t pos) {
     while (o->pos < pos) emit(o, zero, pos - o->pos < sizeof zero ? (size_t)(pos - o->pos) : sizeof zero);
 }
 
-static const gguf_writer *sort_w;   // qsort has no context argument
+// Keys are compared as they lie in the kv buffer: u64 length, then the bytes.
 static int cmp_key(const void *a, const void *b) {
-    const uint8_t *x = sort_w->kv + *(const size_t *)a, *y = sort_w->kv + *(const size_t *)b;
+    const uint8_t *x = *(const uint8_t *const *)a, *y = *(const uint8_t *const *)b;
     uint64_t lx, ly;
     memcpy(&lx, x, 8); memcpy(&ly, y, 8);
     int c = memcmp(x + 8, y + 8, lx < ly ? lx : ly);
     return c ? c : (lx > ly) - (lx < ly);
 }
-static int cmp_name(const void *a, const void *b) { return strcmp(((const wtensor *)a)->name, ((const wtensor *)b)->name); }
+static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-// Duplicate keys or tensor names, found on sorted copies.
+// Duplicate keys or tensor names, found on sorted arrays of pointers.
 static int check_unique(gguf_writer *w) {
-    size_t *k = malloc((w->n_kv + 1) * sizeof *k);
-    wtensor *t = malloc((w->n_t + 1) * sizeof *t);
+    const uint8_t **k = malloc((w->n_kv + 1) * sizeof *k);
+    const char **t = malloc((w->n_t + 1) * sizeof *t);
     if (!k || !t) { free(k); free(t); werr(w, "out of memory"); return -1; }
-    if (w->n_kv) memcpy(k, w->key_off, w->n_kv * sizeof *k);
-    if (w->n_t) memcpy(t, w->t, w->n_t * sizeof *t);
-    sort_w = w;
+    for (uint64_t i = 0; i < w->n_kv; i++) k[i] = w->kv + w->key_off[i];
+    for (uint64_t i = 0; i < w->n_t; i++) t[i] = w->t[i].name;
     qsort(k, w->n_kv, sizeof *k, cmp_key);
     qsort(t, w->n_t, sizeof *t, cmp_name);
     for (uint64_t i = 1; i < w->n_kv; i++)
         if (!cmp_key(&k[i - 1], &k[i])) {
             uint64_t len;
-            memcpy(&len, w->kv + k[i], 8);
-            werr(w, "duplicate key '%.*s'", (int)(len < 200 ? len : 200), (const char *)w->kv + k[i] + 8);
+            memcpy(&len, k[i], 8);
+            werr(w, "duplicate key '%.*s'", (int)(len < 200 ? len : 200), (const char *)k[i] + 8);
         }
     for (uint64_t i = 1; i < w->n_t; i++)
-        if (!strcmp(t[i - 1].name, t[i].name)) werr(w, "duplicate tensor name '%s'", t[i].name);
+        if (!strcmp(t[i - 1], t[i])) werr(w, "duplicate tensor name '%s'", t[i]);
     free(k); free(t);
     return w->err[0] ? -1 : 0;
 }
