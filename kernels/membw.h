@@ -1,5 +1,5 @@
-// Sustained read bandwidth, the roofline a GEMV at M = 1 is measured against (tools/roofline,
-// tools/gemv-bench). Each thread sums its share of the buffer as 32-bit integers with AVX2
+// Benchmark support for tools/roofline and tools/gemv-bench. Sustained read bandwidth is the
+// roofline a GEMV at M = 1 is measured against. Each thread sums its share of the buffer as 32-bit integers with AVX2
 // loads (scalar without AVX2), so every byte is read and no float denormal stalls the loop.
 #pragma once
 #include <stddef.h>
@@ -12,3 +12,10 @@ uint32_t membw_sum(const void *buf, size_t bytes);
 // into units of `unit` bytes (bytes a multiple of unit) and thread i of T takes units
 // [i*U/T, (i+1)*U/T), the same split gemv-bench gives a GEMV's tiles. One pool_run per pass.
 double membw_pass_seconds(pool *pl, const void *buf, size_t bytes, size_t unit, int reps);
+
+// Monotonic seconds.
+double membw_now(void);
+// Median of v[0..n) (sorts v); n >= 1.
+double membw_median(double *v, int n);
+// Parses "1,2,4" into out (at most max values, each in [lo, hi]); returns the count, or -1.
+int membw_parse_ints(const char *s, int *out, int max, int lo, int hi);

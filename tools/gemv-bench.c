@@ -1,0 +1,220 @@
+// gemv-bench: the packed-tile GEMV (decode's kernel) on square cells k = n whose weights sit in
+// L2, L3 or DRAM, against the read roofline of the same bytes on the same threads measured in the
+// same run. Threads split the GEMV by tile ranges (each thread one contiguous stream); the
+// roofline pass reads the packed buffer itself with the same split. Each trial times enough
+// back-to-back calls to last ~20 ms; the cell, its null control (the identical measurement
+// repeated, interleaved: its distance from the cell row is this run's noise) and the roofline
+// rotate within a trial. Rows report medians. Every result is checked against gemv_packed_ref.
+// stdout holds only the table (-o csv|json|md); packing speed and progress go to stderr.
+#include "kernels/fp.h"
+#include "kernels/gemv.h"
+#include "kernels/membw.h"
+#include "model/gguf.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+static const struct { const char *name; size_t k; } CELLS[] = {
+    {"l2_512", 512}, {"l2_1024", 1024}, {"l3_2048", 2048}, {"l3_3584", 3584}, {"dram_8192", 8192}};
+#define NCELL 5
+#define MAXT 64
+#define MAXTRIAL 101
+
+typedef struct {
+    char cell[32];
+    const char *dtype;
+    size_t k, n;
+    int threads;
+    double ms, gbps, roof, pct;
+} row;
+
+typedef struct {
+    uint32_t dt;
+    const float *x;
+    const void *W;
+    void *P;
+    size_t k, n, nt;
+    float *y;
+} job;
+
+static void gemv_fn(void *c, int tid, int nth) {
+    job *j = c;
+    gemv_packed(j->dt, j->x, j->P, j->k, j->n, j->nt * tid / nth, j->nt * (tid + 1) / nth, j->y);
+}
+static void pack_fn(void *c, int tid, int nth) {       // the thread that reads a tile packs it
+    job *j = c;
+    gemv_pack(j->dt, j->W, j->k, j->n, j->P, j->nt * tid / nth, j->nt * (tid + 1) / nth);
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: gemv-bench [-t THREADS] [-o csv|json|md] [-c CELLS] [-d TYPES] [-r TRIALS]\n"
+               "  -t LIST   thread counts, e.g. 1,2 (default 1,2)\n"
+               "  -o FMT    csv (default): cell,dtype,k,n,threads,median_ms,gbps,roofline_gbps,pct_roofline\n"
+               "  -c LIST   cells among l2_512,l2_1024,l3_2048,l3_3584,dram_8192 (default all)\n"
+               "  -d LIST   weight types among f16,bf16,f32 (default f16,bf16)\n"
+               "  -r N      trials, median reported (default 9, at least 7)\n"
+               "stdout: the table only; stderr: packing GB/s (weight bytes packed per second) and progress\n");
+}
+
+static uint64_t rng = 0x243f6a8885a308d3ull;
+static float rnd(void) {                               // xorshift64, uniform in [-1, 1)
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (float)((double)(rng >> 11) / 4503599627370496.0 - 1.0);
+}
+
+static double time_calls(pool *pl, job *j, int reps) {
+    double t = membw_now();
+    for (int r = 0; r < reps; r++) pool_run(pl, gemv_fn, j);
+    return (membw_now() - t) / reps;
+}
+
+// One cell, one type, one thread count: two rows (the cell and CELL/null). 0 ok, 1 failure.
+static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *dname, const void *W,
+                 const float *x, size_t k, int trials, row *out) {
+    size_t n = k, es = dt == GGML_TYPE_F32 ? 4 : 2, bytes = gemv_packed_bytes(dt, k, n);
+    // Whole 2 MiB pages, transparent huge pages asked for: first touch faults 512x less often
+    // (cold packing of dram_8192 went from 2.2 to 6 GB/s here).
+    size_t huge = 2u << 20, alloc = (bytes + huge - 1) / huge * huge;
+    job j = {dt, x, W, aligned_alloc(huge, alloc), k, n, gemv_n_tiles(n), malloc(n * sizeof(float))};
+    if (j.P) madvise(j.P, alloc, MADV_HUGEPAGE);        // a hint: refusal is harmless
+    float *yr = malloc(n * sizeof(float));
+    if (!j.P || !j.y || !yr) { fprintf(stderr, "gemv-bench: out of memory (%zu bytes)\n", bytes); return 1; }
+    double t0 = membw_now();
+    pool_run(pl, pack_fn, &j);                         // cold: first touch of fresh pages
+    double cold = membw_now() - t0, warm[3];
+    for (int r = 0; r < 3; r++) {
+        t0 = membw_now();
+        pool_run(pl, pack_fn, &j);
+        warm[r] = membw_now() - t0;
+    }
+    fprintf(stderr, "pack %s %s t=%d: %.2f GB/s cold (first touch), %.2f GB/s warm\n", cell, dname, nth,
+            k * n * es / cold / 1e9, k * n * es / membw_median(warm, 3) / 1e9);
+
+    double one = time_calls(pl, &j, 1);
+    one = time_calls(pl, &j, 1);
+    int reps = one >= 0.02 ? 1 : (int)(0.02 / (one > 1e-7 ? one : 1e-7)) + 1;
+    double tc[MAXTRIAL], tn[MAXTRIAL], tr[MAXTRIAL];
+    for (int r = 0; r < trials; r++)
+        for (int q = 0; q < 3; q++) {                   // rotate the order within a trial
+            int which = (q + r) % 3;
+            if (which == 0) tc[r] = time_calls(pl, &j, reps);
+            else if (which == 1) tn[r] = time_calls(pl, &j, reps);
+            else tr[r] = membw_pass_seconds(pl, j.P, bytes, k * GEMV_TILE * es, reps) / reps;
+        }
+    gemv_packed_ref(dt, x, j.P, k, n, 0, j.nt, yr);
+    int bad = memcmp(j.y, yr, n * sizeof(float)) != 0;
+    if (bad) fprintf(stderr, "gemv-bench: %s %s t=%d: result differs from gemv_packed_ref\n", cell, dname, nth);
+    double roof = k * n * es / membw_median(tr, trials) / 1e9;
+    double med[2] = {membw_median(tc, trials), membw_median(tn, trials)};
+    for (int i = 0; i < 2; i++) {
+        row *o = out + i;
+        snprintf(o->cell, sizeof o->cell, "%s%s", cell, i ? "/null" : "");
+        o->dtype = dname, o->k = k, o->n = n, o->threads = nth;
+        o->ms = med[i] * 1e3;
+        o->gbps = k * n * es / med[i] / 1e9;
+        o->roof = roof;
+        o->pct = 100.0 * o->gbps / roof;
+    }
+    fprintf(stderr, "%s %s t=%d: %.1f GB/s, roofline %.1f GB/s (%.1f%%), %d calls per trial\n", cell, dname,
+            nth, out[0].gbps, roof, out[0].pct, reps);
+    free(j.P);
+    free(j.y);
+    free(yr);
+    return bad;
+}
+
+static void print(const row *r, int n, const char *fmt) {
+    if (!strcmp(fmt, "csv")) {
+        printf("cell,dtype,k,n,threads,median_ms,gbps,roofline_gbps,pct_roofline\n");
+        for (int i = 0; i < n; i++)
+            printf("%s,%s,%zu,%zu,%d,%.4f,%.1f,%.1f,%.1f\n", r[i].cell, r[i].dtype, r[i].k, r[i].n,
+                   r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct);
+    } else if (!strcmp(fmt, "json")) {
+        printf("[");
+        for (int i = 0; i < n; i++)
+            printf("%s{\"cell\":\"%s\",\"dtype\":\"%s\",\"k\":%zu,\"n\":%zu,\"threads\":%d,\"median_ms\":%.4f,"
+                   "\"gbps\":%.1f,\"roofline_gbps\":%.1f,\"pct_roofline\":%.1f}", i ? "," : "", r[i].cell,
+                   r[i].dtype, r[i].k, r[i].n, r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct);
+        printf("]\n");
+    } else {
+        printf("| cell | dtype | k | n | threads | median ms | GB/s | roofline GB/s | %% of roofline |\n"
+               "|---|---|---|---|---|---|---|---|---|\n");
+        for (int i = 0; i < n; i++)
+            printf("| %s | %s | %zu | %zu | %d | %.4f | %.1f | %.1f | %.1f |\n", r[i].cell, r[i].dtype,
+                   r[i].k, r[i].n, r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct);
+    }
+}
+
+// Parses a comma list of names from `all` into a mask; 0 on an unknown name.
+static unsigned parse_names(const char *s, const char *const *all, int n_all) {
+    unsigned mask = 0;
+    char buf[256];
+    if (strlen(s) >= sizeof buf) return 0;
+    strcpy(buf, s);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int i = 0;
+        while (i < n_all && strcmp(t, all[i])) i++;
+        if (i == n_all) return 0;
+        mask |= 1u << i;
+    }
+    return mask;
+}
+
+int main(int argc, char **argv) {
+    static const char *const cell_names[NCELL] = {"l2_512", "l2_1024", "l3_2048", "l3_3584", "dram_8192"};
+    static const char *const dt_names[3] = {"f16", "bf16", "f32"};
+    const uint32_t dts[3] = {GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_F32};
+    int th[MAXT] = {1, 2}, nth = 2, trials = 9;
+    unsigned cells = 0x1f, types = 0x3;
+    const char *fmt = "csv";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        int ok = v != NULL;
+        if (ok && !strcmp(a, "-t")) ok = (nth = membw_parse_ints(v, th, MAXT, 1, 1024)) > 0;
+        else if (ok && !strcmp(a, "-r")) ok = membw_parse_ints(v, &trials, 1, 7, MAXTRIAL) == 1;
+        else if (ok && !strcmp(a, "-c")) ok = (cells = parse_names(v, cell_names, NCELL)) != 0;
+        else if (ok && !strcmp(a, "-d")) ok = (types = parse_names(v, dt_names, 3)) != 0;
+        else if (ok && !strcmp(a, "-o")) ok = !strcmp(fmt = v, "csv") || !strcmp(v, "json") || !strcmp(v, "md");
+        else ok = 0;
+        if (!ok) {
+            fprintf(stderr, "gemv-bench: bad or incomplete option '%s'%s%s (see --help)\n", a, v ? " " : "", v ? v : "");
+            return 2;
+        }
+        i++;
+    }
+    fprintf(stderr, "gemv-bench: isa %s, %d trials\n", gemv_isa(), trials);
+    row rows[NCELL * 3 * MAXT * 2];
+    int nrow = 0, fail = 0;
+    for (int c = 0; c < NCELL; c++) {
+        if (!(cells >> c & 1)) continue;
+        size_t k = CELLS[c].k, n = k;
+        float *x = malloc(k * sizeof(float)), *wf = malloc(k * n * sizeof(float));
+        if (!x || !wf) { fprintf(stderr, "gemv-bench: out of memory\n"); return 1; }
+        for (size_t i = 0; i < k; i++) x[i] = rnd();
+        for (size_t i = 0; i < k * n; i++) wf[i] = rnd();
+        for (int d = 0; d < 3; d++) {
+            if (!(types >> d & 1)) continue;
+            void *W = wf;                               // GGUF layout: n rows of k
+            if (dts[d] != GGML_TYPE_F32) {
+                uint16_t *h = malloc(k * n * 2);
+                if (!h) { fprintf(stderr, "gemv-bench: out of memory\n"); return 1; }
+                for (size_t i = 0; i < k * n; i++) h[i] = dts[d] == GGML_TYPE_F16 ? f32_to_f16(wf[i]) : f32_to_bf16(wf[i]);
+                W = h;
+            }
+            for (int t = 0; t < nth; t++) {
+                pool *pl = pool_create(th[t]);
+                if (!pl) { fprintf(stderr, "gemv-bench: cannot start %d threads\n", th[t]); return 1; }
+                fail |= bench(pl, th[t], CELLS[c].name, dts[d], dt_names[d], W, x, k, trials, rows + nrow);
+                nrow += 2;
+                pool_destroy(pl);
+            }
+            if (W != wf) free(W);
+        }
+        free(x);
+        free(wf);
+    }
+    print(rows, nrow, fmt);
+    return fail;
+}

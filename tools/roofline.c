@@ -1,0 +1,91 @@
+// roofline: sustained read bandwidth for each working-set size and thread count. Every thread
+// sums its contiguous share of one buffer with AVX2 loads (kernels/membw.h); a trial is enough
+// back-to-back passes to last ~20 ms; reported are the median and the best trial in 1e9 bytes/s.
+#include "kernels/membw.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXL 32
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: roofline [-t THREADS] [-s SIZES] [-r TRIALS] [-o md|csv]\n"
+               "  -t LIST   thread counts, e.g. 1,2 (default 1,2)\n"
+               "  -s LIST   working-set sizes with K, M or G suffix (default 256K,768K,8M,24M,1G)\n"
+               "  -r N      trials per point, median and best reported (default 7)\n"
+               "  -o FMT    md (default) or csv: size_bytes,threads,median_gbps,best_gbps\n");
+}
+
+static int parse_sizes(const char *s, size_t *out) {
+    int n = 0;
+    for (;;) {
+        char *end;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (end == s || n == MAXL) return -1;
+        int sh = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+        if (sh) end++;
+        if (v == 0 || v > (1ull << 40) >> sh) return -1;
+        out[n++] = (size_t)(v << sh) / 256 * 256;              // whole 256-byte blocks
+        if (out[n - 1] == 0) return -1;
+        if (*end == 0) return n;
+        if (*end != ',') return -1;
+        s = end + 1;
+    }
+}
+
+typedef struct { char *buf; size_t bytes; } touch_ctx;
+
+static void touch_fn(void *c, int tid, int nt) {               // first touch by the reader
+    touch_ctx *a = c;
+    size_t u = a->bytes / 64, u0 = u * tid / nt, u1 = u * (tid + 1) / nt;
+    memset(a->buf + u0 * 64, 1, (u1 - u0) * 64);
+}
+
+int main(int argc, char **argv) {
+    int th[MAXL] = {1, 2}, nth = 2, trials = 7, csv = 0;
+    size_t sz[MAXL] = {256 << 10, 768 << 10, 8 << 20, 24 << 20, 1 << 30};
+    int nsz = 5;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        int ok = v != NULL;
+        if (ok && !strcmp(a, "-t")) ok = (nth = membw_parse_ints(v, th, MAXL, 1, 1024)) > 0;
+        else if (ok && !strcmp(a, "-s")) ok = (nsz = parse_sizes(v, sz)) > 0;
+        else if (ok && !strcmp(a, "-r")) ok = membw_parse_ints(v, &trials, 1, 1, 1000) == 1;
+        else if (ok && !strcmp(a, "-o")) ok = !strcmp(v, "md") || (csv = !strcmp(v, "csv"));
+        else ok = 0;
+        if (!ok) {
+            fprintf(stderr, "roofline: bad or incomplete option '%s' (see --help)\n", a);
+            return 2;
+        }
+        i++;
+    }
+    printf(csv ? "size_bytes,threads,median_gbps,best_gbps\n"
+               : "| working set | threads | median GB/s | best GB/s |\n|---|---|---|---|\n");
+    for (int s = 0; s < nsz; s++) {
+        void *buf = aligned_alloc(64, sz[s]);
+        if (!buf) { fprintf(stderr, "roofline: cannot allocate %zu bytes\n", sz[s]); return 1; }
+        for (int t = 0; t < nth; t++) {
+            pool *pl = pool_create(th[t]);
+            if (!pl) { fprintf(stderr, "roofline: cannot start %d threads\n", th[t]); return 1; }
+            touch_ctx tc = {buf, sz[s]};
+            pool_run(pl, touch_fn, &tc);
+            double one = membw_pass_seconds(pl, buf, sz[s], 64, 1);     // warm-up and calibration
+            int reps = one > 0.02 ? 1 : (int)(0.02 / (one > 1e-7 ? one : 1e-7)) + 1;
+            double g[1000], best = 0;
+            for (int r = 0; r < trials; r++) {
+                g[r] = sz[s] * reps / membw_pass_seconds(pl, buf, sz[s], 64, reps) / 1e9;
+                best = g[r] > best ? g[r] : best;
+            }
+            double med = membw_median(g, trials);
+            if (csv) printf("%zu,%d,%.1f,%.1f\n", sz[s], th[t], med, best);
+            else if (sz[s] >= 1 << 30) printf("| %.0f GiB | %d | %.1f | %.1f |\n", sz[s] / 1073741824.0, th[t], med, best);
+            else if (sz[s] >= 1 << 20) printf("| %.0f MiB | %d | %.1f | %.1f |\n", sz[s] / 1048576.0, th[t], med, best);
+            else printf("| %.0f KiB | %d | %.1f | %.1f |\n", sz[s] / 1024.0, th[t], med, best);
+            fflush(stdout);
+            pool_destroy(pl);
+        }
+        free(buf);
+    }
+    return 0;
+}
