@@ -190,8 +190,8 @@ INL void unshuffle(__m256 *lo, __m256 *hi) {
 }
 
 // y[0 .. 8*nv) over columns [0, 8*nv) of w (ld elements per row p), nv 1 or even: nv
-// accumulators live for a whole segment, then folded into y once. With pf > 0 the rows are contiguous (packed) and the
-// stream is prefetched pf bytes ahead.
+// accumulators live for a whole segment, then folded into y once. With pf > 0 the rows are
+// contiguous (packed) and the stream is prefetched pf bytes ahead (a prefetch never faults).
 INL void cols(int f, int nv, int pf, const float *x, const void *w, size_t k, size_t ld, float *y) {
     const size_t es = f == F_F32 ? 4 : 2;
     if (k == 0)

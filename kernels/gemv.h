@@ -36,3 +36,13 @@ void gemv_rows_ref(uint32_t dt, const float *x, const void *W, size_t k, size_t 
 
 // Name of the SIMD path the dispatch picked ("avx2" or "scalar").
 const char *gemv_isa(void);
+
+// Contract details (kernels/gemv.c; tests/test_kernel_stripe.c, test_kernel_packed.c):
+// - Bounds are checked on every path, also under NDEBUG: an unknown dt, j0 > ldb or
+//   w > ldb - j0 (stripe), or a range other than t0 <= t1 <= gemv_n_tiles(n) (packed, pack) makes
+//   the call return without reading or writing anything. The caller still owes the buffer sizes:
+//   B holds (k-1)*ldb + j0 + w elements, W n*k, P gemv_packed_bytes, x k floats, y the outputs.
+// - k = 0 gives y = 0 (the empty sum). gemv_packed_bytes is 0 for an unknown dt or on overflow.
+// - Alignment: none is required for correctness (unaligned loads); 64-byte aligned P puts every
+//   tile row on whole cache lines, which the bandwidth figures assume.
+// - Threads: calls on disjoint tile ranges (or disjoint output columns) may run concurrently.

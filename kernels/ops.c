@@ -82,13 +82,16 @@ static float dot_ref(const float *a, const float *b, int n) {
     return s;
 }
 
+static void scores_ref(float *s, const float *q, const float *k, size_t stride, int n_pos, int hd,
+                       float scale) {
+    for (int p = 0; p < n_pos; p++) s[p] = dot_ref(q, k + (size_t)p * stride, hd) * scale;
+}
+
 // One query head: scores, softmax, then out[d] = sum_p a[p] * v[p][d] with fmaf, p ascending.
-#define ATTN_HEAD(DOT, VSUM)                                                                   \
+#define ATTN_HEAD(SCORES, VSUM)                                                                \
     for (int h = 0; h < n_head; h++) {                                                         \
         size_t kv = (size_t)(h / (n_head / n_head_kv)) * head_dim;                             \
-        const float *qh = q + (size_t)h * head_dim;                                            \
-        for (int p = 0; p < n_pos; p++)                                                        \
-            scratch[p] = DOT(qh, k + (size_t)p * kv_stride + kv, head_dim) * scale;            \
+        SCORES(scratch, q + (size_t)h * head_dim, k + kv, kv_stride, n_pos, head_dim, scale);  \
         softmax(scratch, n_pos);                                                               \
         VSUM(out + (size_t)h * head_dim, scratch, v + kv, n_pos, head_dim, kv_stride);         \
     }
@@ -109,20 +112,41 @@ void attention_ref(float *out, const float *q, const float *k, const float *v, i
                    int n_head, int n_head_kv, int head_dim, size_t kv_stride, float *scratch) {
     if (!attn_ok(n_pos, n_head, n_head_kv, head_dim)) return;
     const float scale = 1.0f / sqrtf((float)head_dim);
-    ATTN_HEAD(dot_ref, vsum_ref)
+    ATTN_HEAD(scores_ref, vsum_ref)
 }
 
 #if defined(__x86_64__)
-static inline AVX2 float dot_avx2(const float *a, const float *b, int n) {
-    __m256 acc = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+// dot_ref's order: the lanes of acc reduced ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), then the
+// tail a[i..n) * b[i..n) with fmaf in order.
+static inline AVX2 float dot_finish(__m256 acc, const float *a, const float *b, int i, int n) {
     __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
     __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
     float s = _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
     for (; i < n; i++) s = fmaf(a[i], b[i], s);
     return s;
+}
+
+// Four positions at a time: four independent FMA chains share each load of q.
+static AVX2 void scores_avx2(float *s, const float *q, const float *k, size_t stride, int n_pos,
+                             int hd, float scale) {
+    int p = 0, nb = hd / 8 * 8;
+    for (; p + 4 <= n_pos; p += 4) {
+        const float *kp[4];
+        __m256 acc[4];
+        for (int j = 0; j < 4; j++) kp[j] = k + (size_t)(p + j) * stride, acc[j] = _mm256_setzero_ps();
+        for (int i = 0; i < nb; i += 8) {
+            __m256 qv = _mm256_loadu_ps(q + i);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kp[j] + i), acc[j]);
+        }
+        for (int j = 0; j < 4; j++) s[p + j] = dot_finish(acc[j], q, kp[j], nb, hd) * scale;
+    }
+    for (; p < n_pos; p++) {
+        const float *kp = k + (size_t)p * stride;
+        __m256 acc = _mm256_setzero_ps();
+        for (int i = 0; i < nb; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kp + i), acc);
+        s[p] = dot_finish(acc, q, kp, nb, hd) * scale;
+    }
 }
 
 // nv * 8 output dims at once, accumulators in registers across all positions.
@@ -151,7 +175,7 @@ static AVX2 void vsum_avx2(float *o, const float *a, const float *v, int n_pos, 
 static AVX2 void attention_avx2(float *out, const float *q, const float *k, const float *v,
         int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, float *scratch) {
     const float scale = 1.0f / sqrtf((float)head_dim);
-    ATTN_HEAD(dot_avx2, vsum_avx2)
+    ATTN_HEAD(scores_avx2, vsum_avx2)
 }
 #endif
 
