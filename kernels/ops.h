@@ -33,3 +33,11 @@ void f32_to_bf16_row(const float *src, uint16_t *dst, size_t n);
 // positive or n_head % n_head_kv != 0.
 void attention_ref(float *out, const float *q, const float *k, const float *v, int n_pos,
                    int n_head, int n_head_kv, int head_dim, size_t kv_stride, float *scratch);
+
+// Contract details (kernels/ops.c; tests/test_kernel_ops.c, test_kernel_convert.c):
+// - rmsnorm, softmax, swiglu follow ggml's CPU arithmetic (f64 sums where ggml has them); rope
+//   builds theta_i = pos * s^i with s = powf(base, -2/n_rot) as a running f32 product, as ggml
+//   does; rope leaves v unchanged unless n_rot is even and 0 < n_rot <= head_dim.
+// - argmax_f32 returns -1 when n <= 0.
+// - Row conversions may run in place only when src and dst are the same array of 4-byte
+//   elements read before written (they are not: never alias them).
