@@ -39,5 +39,5 @@ void attention_ref(float *out, const float *q, const float *k, const float *v, i
 //   builds theta_i = pos * s^i with s = powf(base, -2/n_rot) as a running f32 product, as ggml
 //   does; rope leaves v unchanged unless n_rot is even and 0 < n_rot <= head_dim.
 // - argmax_f32 returns -1 when n <= 0.
-// - Row conversions may run in place only when src and dst are the same array of 4-byte
-//   elements read before written (they are not: never alias them).
+// - Row conversions: src and dst must not overlap. NaN payloads may differ between the F16C
+//   path (quiets signalling NaNs) and fp.h (keeps them); every other value is bit-identical.
