@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 static const struct { const char *name; size_t k; } CELLS[] = {
     {"l2_512", 512}, {"l2_1024", 1024}, {"l3_2048", 2048}, {"l3_3584", 3584}, {"dram_8192", 8192}};
@@ -73,11 +72,9 @@ static double time_calls(pool *pl, job *j, int reps) {
 static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *dname, const void *W,
                  const float *x, size_t k, int trials, row *out) {
     size_t n = k, es = dt == GGML_TYPE_F32 ? 4 : 2, bytes = gemv_packed_bytes(dt, k, n);
-    // Whole 2 MiB pages, transparent huge pages asked for: first touch faults 512x less often
-    // (cold packing of dram_8192 went from 2.2 to 6 GB/s here).
-    size_t huge = 2u << 20, alloc = (bytes + huge - 1) / huge * huge;
-    job j = {dt, x, W, aligned_alloc(huge, alloc), k, n, gemv_n_tiles(n), malloc(n * sizeof(float))};
-    if (j.P) madvise(j.P, alloc, MADV_HUGEPAGE);        // a hint: refusal is harmless
+    // Plain pages: MADV_HUGEPAGE made cold packing of dram_8192 anywhere from 0.7 to 6 GB/s here
+    // (direct compaction on fault) against a steady 2.2, and left the GEMV's share unchanged.
+    job j = {dt, x, W, aligned_alloc(64, bytes), k, n, gemv_n_tiles(n), malloc(n * sizeof(float))};
     float *yr = malloc(n * sizeof(float));
     if (!j.P || !j.y || !yr) { fprintf(stderr, "gemv-bench: out of memory (%zu bytes)\n", bytes); return 1; }
     double t0 = membw_now();
