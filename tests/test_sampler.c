@@ -1,0 +1,80 @@
+// Sampler: greedy is the argmax of the raw logits (ties to the lowest id); top-k 1, top-p ~0 and
+// min-p 1 all reduce to the argmax at any temperature; the repeat penalty follows llama.cpp
+// (divide positive logits, multiply negative ones, each token once); plain sampling follows the
+// softmax at the temperature; a seed fixes the draw.
+#include "runtime/sampler.h"
+#include "tests/check.h"
+#include <math.h>
+#include <string.h>
+
+static int draw(sampler_params p, const float *logits, int n) {
+    sampler s;
+    CHECK(sampler_init(&s, &p, n) == 0);
+    float l[16];
+    memcpy(l, logits, sizeof(float) * (size_t)n);
+    int t = sampler_sample(&s, l);
+    sampler_free(&s);
+    return t;
+}
+
+int main(void) {
+    int cases = 0;
+    const float tie[6] = {1.0f, 3.0f, -2.0f, 3.0f, 0.5f, 2.9f};
+    sampler_params g = sampler_defaults();
+    g.temp = 0;
+    CHECK(draw(g, tie, 6) == 1); cases++;
+    const float nan_first[4] = {NAN, 1.0f, 2.0f, NAN};
+    CHECK(draw(g, nan_first, 4) == 2); cases++;
+
+    // Each truncation alone leaves only the best candidate, whatever the seed.
+    const float lead[6] = {1.0f, 3.0f, -2.0f, 2.5f, 0.5f, 2.9f};
+    for (uint64_t seed = 0; seed < 50; seed++) {
+        sampler_params p = sampler_defaults();
+        p.seed = seed; p.temp = 5.0f; p.top_p = 1.0f; p.min_p = 0.0f;
+        p.top_k = 1; CHECK(draw(p, lead, 6) == 1);
+        p.top_k = 0; p.top_p = 1e-6f; CHECK(draw(p, lead, 6) == 1);
+        p.top_p = 1.0f; p.min_p = 1.0f; CHECK(draw(p, lead, 6) == 1);
+        p.min_p = 0; p.top_k = 2; int t = draw(p, lead, 6); CHECK(t == 1 || t == 5);
+        cases += 4;
+    }
+
+    // Repeat penalty: 3.0 -> 1.5 for id 1 (seen twice, penalised once), -2 -> -4 for id 2.
+    sampler s;
+    sampler_params p = g;
+    p.repeat_penalty = 2.0f; p.repeat_last_n = 3;
+    CHECK(sampler_init(&s, &p, 6) == 0);
+    sampler_accept(&s, 5); sampler_accept(&s, 1); sampler_accept(&s, 2); sampler_accept(&s, 1);
+    float l[6];
+    memcpy(l, tie, sizeof l);
+    CHECK(sampler_sample(&s, l) == 3);                   // id 1 fell below id 3; id 5 is outside the window
+    CHECK(l[1] == 1.5f && l[2] == -4.0f && l[5] == 2.9f && l[3] == 3.0f);
+    sampler_free(&s);
+    cases += 2;
+
+    // Frequencies of plain sampling at temperature 0.5 match the softmax of logits / 0.5.
+    const float lg[3] = {0.0f, 0.5f, 1.0f};
+    p = sampler_defaults();
+    p.temp = 0.5f; p.top_k = 0; p.top_p = 1.0f; p.min_p = 0.0f; p.seed = 7;
+    CHECK(sampler_init(&s, &p, 3) == 0);
+    int hits[3] = {0, 0, 0}, N = 60000;
+    for (int i = 0; i < N; i++) { memcpy(l, lg, sizeof lg); hits[sampler_sample(&s, l)]++; }
+    sampler_free(&s);
+    double z = exp(0.0) + exp(1.0) + exp(2.0);
+    for (int i = 0; i < 3; i++) {
+        double want = exp(2.0 * lg[i]) / z, got = (double)hits[i] / N;
+        // 5 standard deviations of a binomial proportion: fails by chance with p < 1e-6.
+        CHECKF(fabs(got - want) < 5 * sqrt(want * (1 - want) / N), "id %d: %f vs %f", i, got, want);
+        cases++;
+    }
+    // Same seed, same draws.
+    int a[64], b[64];
+    for (int pass = 0; pass < 2; pass++) {
+        CHECK(sampler_init(&s, &p, 3) == 0);
+        for (int i = 0; i < 64; i++) { memcpy(l, lg, sizeof lg); (pass ? b : a)[i] = sampler_sample(&s, l); }
+        sampler_free(&s);
+    }
+    CHECK(memcmp(a, b, sizeof a) == 0); cases++;
+    CHECK(cases == 208);
+    printf("sampler: %d cases\n", cases);
+    return 0;
+}
