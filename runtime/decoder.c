@@ -11,6 +11,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#define HUGE_PAGE ((size_t)2 << 20)
+
 // Up to three GEMVs run as one pool job: their tiles are concatenated and split evenly.
 typedef struct { pmat *w; const void *src; const float *x; float *y; } mv;
 typedef struct { mv m[3]; int n; int pack; } group;
@@ -61,8 +63,12 @@ static float *to_f32(const gguf_tensor *t) {               // small 1-D tensors 
 
 static int alloc_pmat(pmat *p, const gguf_tensor *t) {
     p->dt = t->type; p->k = t->ne[0]; p->n = t->ne[1];
-    size_t bytes = (gemv_packed_bytes(p->dt, p->k, p->n) + 63) & ~(size_t)63;
-    p->p = aligned_alloc(64, bytes);                       // untouched until the packer writes it
+    size_t bytes = gemv_packed_bytes(p->dt, p->k, p->n);
+    // Big matrices on 2 MiB pages: a weight stream then walks one TLB entry per 2 MiB, not 512.
+    size_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 64;
+    bytes = (bytes + align - 1) & ~(align - 1);
+    p->p = aligned_alloc(align, bytes);                    // untouched until the packer writes it
+    if (p->p && align == HUGE_PAGE) madvise(p->p, bytes, MADV_HUGEPAGE);
     return p->p ? 0 : -1;
 }
 
