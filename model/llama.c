@@ -50,13 +50,36 @@ static int bind(const gguf_file *f, const char *name, int optional, int allow_ha
                     allow_half ? "F32, F16, BF16" : "F32");
     uint32_t want_dims = ne1 ? 2 : 1;
     int shape_ok = (uint64_t)ne0 == t->ne[0] && (ne1 ? (uint64_t)ne1 == t->ne[1] : t->ne[1] == 1) &&
-                   t->ne[2] == 1 && t->ne[3] == 1 && t->n_dims <= 2;
+                   t->ne[2] == 1 && t->ne[3] == 1;   // trailing dims of 1 are allowed, as in ggml
     if (!shape_ok) {
         return fail(err, f, "tensor %s has shape [%llu, %llu, %llu, %llu]; expected [%lld%s%lld]",
                     name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
                     (unsigned long long)t->ne[2], (unsigned long long)t->ne[3], (long long)ne0,
                     want_dims == 2 ? ", " : "", want_dims == 2 ? (long long)ne1 : 0LL);
     }
+    return 0;
+}
+
+// RoPE scaling (linear, YaRN, llama 3's rope_freqs) changes every logit; refuse it rather than
+// silently computing plain RoPE.
+static int check_rope_scaling(const gguf_file *f, char *err) {
+    const char *type; uint64_t tlen;
+    int r = gguf_get_str(f, "llama.rope.scaling.type", &type, &tlen, err);
+    if (r < 0) return -1;
+    if (r == 0 && !(tlen == 4 && !memcmp(type, "none", 4))) {
+        char shown[40];
+        gguf_escape(shown, sizeof shown, type, tlen > 24 ? 24 : tlen);
+        return fail(err, f, "llama.rope.scaling.type '%s' is not supported", shown);
+    }
+    const char *factors[] = {"llama.rope.scale_linear", "llama.rope.scaling.factor"};
+    for (int i = 0; i < 2; i++) {
+        float v = 1.0f;
+        if (gguf_get_f32(f, factors[i], &v, err) < 0) return -1;
+        if (v != 1.0f && !(i == 1 && r == 0))  // a factor with type "none" is inert
+            return fail(err, f, "%s = %g: RoPE scaling is not supported", factors[i], v);
+    }
+    if (gguf_find_tensor(f, "rope_freqs.weight"))
+        return fail(err, f, "tensor rope_freqs.weight (RoPE frequency scaling) is not supported");
     return 0;
 }
 
@@ -67,9 +90,11 @@ static int bind_hparams(llama_model *m, char *err) {
     int r = gguf_get_str(f, "general.architecture", &arch, &alen, err);
     if (r < 0) return -1;
     if (r == 1) return fail(err, f, "missing required key general.architecture");
-    if (alen != 5 || memcmp(arch, "llama", 5) != 0)
-        return fail(err, f, "architecture '%.*s' is not supported (only llama)",
-                    (int)(alen > 64 ? 64 : alen), arch);
+    if (alen != 5 || memcmp(arch, "llama", 5) != 0) {
+        char shown[80];                          // escaped: file bytes never reach the terminal raw
+        gguf_escape(shown, sizeof shown, arch, alen > 64 ? 64 : alen);
+        return fail(err, f, "architecture '%s' is not supported (only llama)", shown);
+    }
     if (get_int(f, "llama.block_count", 1, LAYER_MAX, -1, &h->n_layer, err) ||
         get_int(f, "llama.embedding_length", 1, DIM_MAX, -1, &h->n_embd, err) ||
         get_int(f, "llama.feed_forward_length", 1, DIM_MAX, -1, &h->n_ff, err) ||
@@ -99,6 +124,7 @@ static int bind_hparams(llama_model *m, char *err) {
     if (gguf_get_f32(f, "llama.rope.freq_base", &h->rope_base, err) < 0) return -1;
     if (!(isfinite(h->rope_base) && h->rope_base > 0))
         return fail(err, f, "llama.rope.freq_base %g must be finite and positive", h->rope_base);
+    if (check_rope_scaling(f, err)) return -1;
     r = gguf_get_f32(f, "llama.attention.layer_norm_rms_epsilon", &h->rms_eps, err);
     if (r < 0) return -1;
     if (r == 1) return fail(err, f, "missing required key llama.attention.layer_norm_rms_epsilon");

@@ -19,10 +19,15 @@ typedef struct {
     const char *quant;            // tensor stored as Q8_0
     int tokens_delta;             // tokenizer.ggml.tokens count - n_vocab
     int tie, bias;
+    const char *scaling_type;     // llama.rope.scaling.type, NULL: absent
+    float scaling_factor;         // llama.rope.scaling.factor, 0: absent
+    int rope_freqs;               // add a rope_freqs.weight tensor
+    int out_3d;                   // store output.weight as [E, vocab, 1]
 } spec;
 
 static spec valid(void) {
-    return (spec){"llama", 2, 64, 96, 4, 2, 128, -1, 300, 1e-5f, 0, NULL, NULL, NULL, 0, 0, 0};
+    return (spec){"llama", 2, 64, 96, 4, 2, 128, -1, 300, 1e-5f, 0, NULL, NULL, NULL, 0, 0, 0,
+                  NULL, 0, 0, 0};
 }
 
 static void int_key(gguf_writer *w, const char *key, int64_t v) { if (v >= 0) gguf_w_u32(w, key, (uint32_t)v); }
@@ -33,7 +38,9 @@ static void tensor(gguf_writer *w, const spec *s, const char *name, int64_t ne0,
     if (s->reshape && !strcmp(s->reshape, name)) ne[1]++;
     uint32_t type = ne1 ? GGML_TYPE_F16 : GGML_TYPE_F32;
     if (s->quant && !strcmp(s->quant, name)) type = 8;           // Q8_0
-    gguf_w_tensor(w, name, type, ne1 ? 2 : 1, ne, zeros);
+    uint64_t ne3[3] = {ne[0], ne[1], 1};
+    if (s->out_3d && !strcmp(name, "output.weight")) gguf_w_tensor(w, name, type, 3, ne3, zeros);
+    else gguf_w_tensor(w, name, type, ne1 ? 2 : 1, ne, zeros);
 }
 
 static void build(const spec *s, const char *path) {
@@ -50,6 +57,8 @@ static void build(const spec *s, const char *path) {
     int_key(w, "llama.rope.dimension_count", s->rope_dim);
     if (s->eps_as_string) gguf_w_str(w, "llama.attention.layer_norm_rms_epsilon", "1e-5");
     else if (!isnan(s->eps)) gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", s->eps);
+    if (s->scaling_type) gguf_w_str(w, "llama.rope.scaling.type", s->scaling_type);
+    if (s->scaling_factor) gguf_w_f32(w, "llama.rope.scaling.factor", s->scaling_factor);
     int n_tok = (int)s->n_vocab + s->tokens_delta;
     char **toks = calloc((size_t)n_tok, sizeof *toks);
     for (int i = 0; i < n_tok; i++) { toks[i] = malloc(16); snprintf(toks[i], 16, "t%d", i); }
@@ -59,6 +68,7 @@ static void build(const spec *s, const char *path) {
     int64_t hd = E / H, KV = (s->n_head_kv > 0 ? s->n_head_kv : H) * hd, F = s->n_ff > 0 ? s->n_ff : 96;
     tensor(w, s, "token_embd.weight", E, s->n_vocab, zeros);
     tensor(w, s, "output_norm.weight", E, 0, zeros);
+    if (s->rope_freqs) tensor(w, s, "rope_freqs.weight", E / H / 2, 0, zeros);
     if (!s->tie) tensor(w, s, "output.weight", E, s->n_vocab, zeros);
     for (int l = 0; l < (s->n_layer > 0 ? s->n_layer : 1); l++) {
         char n[64];
@@ -117,7 +127,14 @@ int main(void) {
     llama_model_free(&m);
     s = valid(); s.n_head_kv = -1; expect(&s, path, NULL);
 
+    s = valid(); s.scaling_type = "none"; s.scaling_factor = 4.0f; expect(&s, path, NULL);
+    s = valid(); s.out_3d = 1; expect(&s, path, NULL);
+
     s = valid(); s.arch = "gpt2"; expect(&s, path, "architecture 'gpt2' is not supported");
+    s = valid(); s.arch = "lla\nma\x1b"; expect(&s, path, "architecture 'lla\\x0ama\\x1b' is not supported");
+    s = valid(); s.scaling_type = "linear"; s.scaling_factor = 4.0f; expect(&s, path, "scaling.type 'linear'");
+    s = valid(); s.scaling_factor = 2.0f; expect(&s, path, "llama.rope.scaling.factor = 2");
+    s = valid(); s.rope_freqs = 1; expect(&s, path, "rope_freqs.weight");
     s = valid(); s.n_layer = 0; expect(&s, path, "llama.block_count");
     s = valid(); s.n_layer = -1; expect(&s, path, "missing required key llama.block_count");
     s = valid(); s.n_embd = -1; expect(&s, path, "llama.embedding_length");
@@ -141,7 +158,7 @@ int main(void) {
     s = valid(); s.reshape = "output.weight"; expect(&s, path, "tensor output.weight has shape");
     s = valid(); s.quant = "blk.0.attn_q.weight"; expect(&s, path, "blk.0.attn_q.weight has type Q8_0");
     s = valid(); s.tokens_delta = 1; expect(&s, path, "tokenizer.ggml.tokens has 301 tokens");
-    CHECK(n_cases == 27);
+    CHECK(n_cases == 33);
     unlink(path);
     rmdir(dir);
     printf("llama binding: %d cases\n", n_cases);
