@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#define WORKER_STACK (512 << 10)
 #define SPIN_ITERS 4000           // ~10-20 us of pause before a thread sleeps
 
 struct pool {
@@ -92,15 +93,19 @@ pool *pool_create(int n_threads) {
         pin(p, pthread_self(), 0);
         p->caller_pinned = 1;
     }
+    pthread_attr_t attr;                 // workers need little stack: keep many threads cheap
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, WORKER_STACK);
     for (int i = 1; i < n_threads; i++) {
         worker_arg *a = malloc(sizeof *a);
-        if (!a) { p->n = i; pool_destroy(p); return NULL; }
+        if (!a) { p->n = i; pthread_attr_destroy(&attr); pool_destroy(p); return NULL; }
         a->p = p; a->tid = i;
-        if (pthread_create(&p->threads[i - 1], NULL, worker, a) != 0) {
-            free(a); p->n = i; pool_destroy(p); return NULL;
+        if (pthread_create(&p->threads[i - 1], &attr, worker, a) != 0) {
+            free(a); p->n = i; pthread_attr_destroy(&attr); pool_destroy(p); return NULL;
         }
         pin(p, p->threads[i - 1], i);
     }
+    pthread_attr_destroy(&attr);
     return p;
 }
 
