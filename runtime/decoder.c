@@ -86,8 +86,34 @@ static int pack_group(decoder *d, pmat **dst, const gguf_tensor **src, int n) {
 
 #define ALLOC(ptr, count) ((ptr) = calloc((size_t)(count), sizeof *(ptr)))
 
+// Tiles pad each matrix to a multiple of 64 outputs. Real models lose almost nothing to it, but a
+// crafted shape (n_embd 2, n_ff 2^20) would blow a small file up 32x: refuse that up front.
+static int check_padding(const llama_model *m, char *err) {
+    double raw = 0, packed = 0;
+    const gguf_tensor *all[8];
+    for (int l = -1; l < m->hp.n_layer; l++) {
+        const llama_layer *s = l >= 0 ? &m->layers[l] : NULL;
+        int n = 0;
+        if (s) { all[n++] = s->wq; all[n++] = s->wk; all[n++] = s->wv; all[n++] = s->wo;
+                 all[n++] = s->ffn_gate; all[n++] = s->ffn_up; all[n++] = s->ffn_down; }
+        else all[n++] = m->output;
+        for (int i = 0; i < n; i++) {
+            raw += (double)all[i]->nbytes;
+            packed += (double)gemv_packed_bytes(all[i]->type, all[i]->ne[0], all[i]->ne[1]);
+        }
+    }
+    if (packed > 2 * raw + (64 << 20)) {
+        snprintf(err, GGUF_ERR_MAX, "%s: matrices this narrow would take %.0f MiB once padded to "
+                 "64-output tiles (%.0f MiB in the file); not supported",
+                 m->f.path ? m->f.path : "model", packed / (1 << 20), raw / (1 << 20));
+        return -1;
+    }
+    return 0;
+}
+
 int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, char err[GGUF_ERR_MAX]) {
     memset(d, 0, sizeof *d);
+    if (check_padding(m, err)) return -1;
     d->m = m; d->hp = m->hp; d->n_ctx = n_ctx;
     const llama_hparams *h = &d->hp;
     size_t E = h->n_embd, Q = (size_t)h->n_head * h->head_dim, KV = (size_t)h->n_head_kv * h->head_dim;
