@@ -24,6 +24,7 @@ expect 0 "help" -- "$d" --help
 grep -q -- "--repeat-penalty" "$tmp/out" || fail "help lacks --repeat-penalty"
 expect 2 "no args" -- "$d"
 expect 2 "unknown flag" -- "$d" -m "$model" --bogus
+grep -q "unknown option '--bogus'" "$tmp/err" || fail "unknown last flag not named: $(cat "$tmp/err")"
 expect 2 "missing value" -- "$d" -m "$model" -n
 expect 2 "bad number" -- "$d" -m "$model" -n 12x
 expect 2 "zero threads" -- "$d" -m "$model" -t 0
@@ -55,10 +56,27 @@ for t in 2 3; do
   expect 0 "greedy -t $t" -- "$d" -m "$model" -p "$prompt" -n 16 --temp 0 -t $t --dump-logits "$tmp/l$t"
   cmp -s "$tmp/l1" "$tmp/l$t" || fail "logits at -t $t differ from -t 1"
 done
-# -p "": BOS only; -n 0 evaluates the prompt and prints nothing else.
-expect 0 "empty prompt" -- "$d" -m "$model" -p "" -n 0 --dump-logits "$tmp/l0"
-[ "$(stat -c %s "$tmp/l0")" = 2048 ] || fail "-p '' -n 0 should dump exactly one row"
+# -p "": BOS only. -n N always dumps P + N - 1 rows: -n 1 one row, -n 0 none.
+expect 0 "empty prompt" -- "$d" -m "$model" -p "" -n 1 --dump-logits "$tmp/l0"
+[ "$(stat -c %s "$tmp/l0")" = 2048 ] || fail "-p '' -n 1 should dump exactly one row"
+expect 0 "empty prompt, -n 0" -- "$d" -m "$model" -p "" -n 0 --dump-logits "$tmp/l0"
+[ "$(stat -c %s "$tmp/l0")" = 0 ] || fail "-p '' -n 0 should dump no row"
 [ -s "$tmp/out" ] && fail "-n 0 printed something"
+expect 0 "prompt, -n 0" -- "$d" -m "$model" -p "Once upon a time" -n 0 --dump-logits "$tmp/l0"
+[ "$(stat -c %s "$tmp/l0")" = $(( ($("$bin/tokenize" -m "$model" -p "Once upon a time" | wc -w) - 1) * 2048 )) ] ||
+  fail "-n 0 should dump P - 1 rows"
+# Many more threads than CPUs is allowed.
+expect 0 "64 threads" -- "$d" -m "$model" -p "Once" -n 4 --temp 0 -t 64
+# A closed, full or broken stdout is a one-line failure, never a signal.
+cases=$((cases + 3))
+"$d" -m "$model" -p "Once" -n 8 --temp 0 >&- 2>"$tmp/err"; st=$?
+[ "$st" = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ] || fail "closed stdout: exit $st: $(cat "$tmp/err")"
+"$d" -m "$model" -p "Once" -n 8 --temp 0 >/dev/full 2>"$tmp/err"; st=$?
+[ "$st" = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ] || fail "full stdout: exit $st: $(cat "$tmp/err")"
+# The reader of a pipe leaving early: whether decode notices depends on timing, a signal never.
+"$d" -m "$model" -p "Once" -n 2000 --ignore-eos --temp 0 2>/dev/null | head -c 1 >/dev/null
+st=${PIPESTATUS[0]}
+[ "$st" -le 1 ] || fail "broken pipe: exit $st"
 # -f reads the file's bytes exactly, and evaluates what tokenize -f prints.
 printf 'Once upon\n' >"$tmp/p.txt"
 expect 0 "prompt file" -- "$d" -m "$model" -f "$tmp/p.txt" -n 1 --temp 0 --dump-logits "$tmp/lf"
@@ -72,6 +90,6 @@ expect 0 "seeded b" -- "$d" -m "$model" -p "Once" -n 32 --temp 0.9 -s 42 --repea
 expect 0 "seeded c" -- "$d" -m "$model" -p "Once" -n 32 --temp 0.9 -s 42
 cmp -s "$tmp/out" "$tmp/sa" || fail "same seed, different text"
 
-[ "$cases" = 24 ] || fail "ran $cases cases, expected 24"
+[ "$cases" = 30 ] || fail "ran $cases cases, expected 30"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

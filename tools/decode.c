@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#define MAX_THREADS 4096          // more than the CPUs is fine; threads are pinned round-robin
+
 typedef struct {
     const char *model, *prompt, *prompt_file, *dump_logits;
     long n_predict, n_ctx;
@@ -95,6 +97,13 @@ static int parse_args(int argc, char **argv, options *o) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
         if (!strcmp(a, "--no-bos")) { o->no_bos = 1; continue; }
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = 1; continue; }
+        static const char *valued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file",
+            "--dump-logits", "-n", "--n-predict", "-t", "--threads", "-c", "--ctx-size", "-s",
+            "--seed", "--top-k", "--repeat-last-n", "--temp", "--top-p", "--min-p",
+            "--repeat-penalty"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
+        if (!known) return usage_error("unknown option '%s'", a);
         if (i + 1 >= argc) return usage_error("option %s needs a value", a);
         const char *v = argv[++i];
         long n; float f;
@@ -105,7 +114,7 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
             if (parse_long(v, -1, INT_MAX, &o->n_predict)) return usage_error("bad -n value '%s'", v);
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            if (parse_long(v, 1, 1024, &n)) return usage_error("bad -t value '%s' (1..1024)", v);
+            if (parse_long(v, 1, MAX_THREADS, &n)) return usage_error("bad -t value '%s' (1..4096)", v);
             o->n_threads = (int)n;
         } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
             if (parse_long(v, 1, INT_MAX, &o->n_ctx)) return usage_error("bad -c value '%s'", v);
@@ -134,7 +143,7 @@ static int parse_args(int argc, char **argv, options *o) {
                 if (f <= 0) return usage_error("--repeat-penalty must be positive, got '%s'", v);
                 o->sp.repeat_penalty = f;
             }
-        } else return usage_error("unknown option '%s'", a);
+        }
     }
     if (!o->model) return usage_error("%s", "missing -m MODEL");
     if (o->prompt && o->prompt_file) return usage_error("%s", "give -p or -f, not both");
@@ -185,10 +194,9 @@ static int emit_piece(const session *S, int32_t id, int strip_space) {
         tokenizer_piece(S->tok, id, buf, n);
     }
     size_t skip = strip_space && n > 0 && buf[0] == ' ';
-    fwrite(buf + skip, 1, n - skip, stdout);
-    fflush(stdout);
+    int bad = fwrite(buf + skip, 1, n - skip, stdout) != n - skip || fflush(stdout) != 0;
     if (buf != small) free(buf);
-    return 0;
+    return bad ? -1 : 0;
 }
 
 static int forward(session *S, int32_t tok, int pos) {
@@ -232,11 +240,13 @@ static int run(session *S, const options *o, const char *prompt, size_t plen) {
     if (sampler_init(&S->s, &o->sp, h->n_vocab)) { fprintf(stderr, "decode: out of memory\n"); goto out; }
     S->t_load = now_ms() - t0;
     if (o->sp.temp > 0 && !o->seed_set) fprintf(stderr, "decode: seed %llu\n", (unsigned long long)o->sp.seed);
-    fwrite(prompt, 1, plen, stdout);
-    fflush(stdout);
+    if (fwrite(prompt, 1, plen, stdout) != plen || fflush(stdout) != 0) goto stdout_failed;
 
+    // The last prompt position's logits only pick the first new token: -n 0 skips it, so the
+    // dump always holds P + N - 1 rows.
+    size_t n_eval = o->n_predict == 0 ? n_ids - 1 : n_ids;
     t0 = now_ms();
-    for (size_t i = 0; i < n_ids && !interrupted; i++) {
+    for (size_t i = 0; i < n_eval && !interrupted; i++) {
         if (forward(S, ids[i], (int)i)) goto dump_failed;
         sampler_accept(&S->s, ids[i]);
         S->n_prompt++;
@@ -247,7 +257,7 @@ static int run(session *S, const options *o, const char *prompt, size_t plen) {
         int32_t tok = sampler_sample(&S->s, S->d.logits);
         if (tok == tokenizer_eos(S->tok) && !o->ignore_eos) break;
         sampler_accept(&S->s, tok);
-        emit_piece(S, tok, plen == 0 && i == 0);
+        if (emit_piece(S, tok, plen == 0 && i == 0)) goto stdout_failed;
         if (o->n_predict >= 0 && i + 1 == o->n_predict) break;   // the last token needs no forward
         if (pos >= n_ctx) { fprintf(stderr, "\ndecode: context full (%ld tokens); stopping\n", n_ctx); break; }
         t0 = now_ms();
@@ -261,6 +271,9 @@ static int run(session *S, const options *o, const char *prompt, size_t plen) {
     goto out;
 dump_failed:
     fprintf(stderr, "decode: writing %s failed\n", o->dump_logits);
+    goto out;
+stdout_failed:
+    fprintf(stderr, "decode: writing to stdout failed: %s\n", strerror(errno));
 out:
     free(ids);
     return status;
@@ -290,6 +303,7 @@ int main(int argc, char **argv) {
     }
     struct sigaction sa = {.sa_handler = on_sigint};
     sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);            // a closed stdout is a write error, not a signal
     int status = run(&S, &o, prompt, plen);
     if (S.dump && fclose(S.dump) && status == 0) {
         fprintf(stderr, "decode: writing %s failed\n", o.dump_logits);
