@@ -233,28 +233,44 @@ static int parse_tensor(rd *r, gguf_tensor *t, uint64_t i) {
     return 0;
 }
 
-// Index of an entry whose name equals an earlier one, -1 if none, -2 when out of memory.
-// A hash set keeps this linear: a file may hold a million keys.
-static int64_t find_dup(uint64_t n, const char *(*name)(const void *, uint64_t), const void *arr) {
-    uint64_t cap = 16;
-    while (cap < 2 * n) cap *= 2;
-    uint64_t *slot = calloc(cap, sizeof *slot);   // index + 1, 0 = empty
-    if (!slot) return -2;
-    int64_t dup = -1;
-    for (uint64_t i = 0; i < n && dup < 0; i++) {
-        const char *s = name(arr, i);
-        uint64_t h = 1469598103934665603ull;
-        for (const char *c = s; *c; c++) h = (h ^ (uint8_t)*c) * 1099511628211ull;
-        for (uint64_t j = h & (cap - 1);; j = (j + 1) & (cap - 1)) {
-            if (!slot[j]) { slot[j] = i + 1; break; }
-            if (!strcmp(name(arr, slot[j] - 1), s)) { dup = (int64_t)i; break; }
+void gguf_sort_idx(uint32_t *idx, uint32_t *tmp, size_t n, gguf_idx_cmp cmp, const void *ctx) {
+    uint32_t *src = idx, *dst = tmp;
+    for (size_t w = 1; w < n; w *= 2) {             // bottom-up: runs of w merged into runs of 2w
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) dst[k++] = cmp(ctx, src[j], src[i]) < 0 ? src[j++] : src[i++];
+            while (i < mid) dst[k++] = src[i++];
+            while (j < hi) dst[k++] = src[j++];
         }
+        uint32_t *t = src; src = dst; dst = t;
     }
-    free(slot);
-    return dup;
+    if (src != idx) memcpy(idx, src, n * sizeof *idx);
 }
+
 static const char *kv_name(const void *a, uint64_t i) { return ((const gguf_kv *)a)[i].key; }
 static const char *tensor_name(const void *a, uint64_t i) { return ((const gguf_tensor *)a)[i].name; }
+typedef struct { const char *(*name)(const void *, uint64_t); const void *arr; } names;
+static int cmp_names(const void *ctx, uint32_t a, uint32_t b) {
+    const names *c = ctx;
+    return strcmp(c->name(c->arr, a), c->name(c->arr, b));
+}
+
+// The smallest index whose name equals an earlier entry's, -1 if none, -2 when out of memory.
+// Sorting (not hashing) keeps this O(n log n) for any file.
+static int64_t find_dup(uint64_t n, const char *(*name)(const void *, uint64_t), const void *arr) {
+    uint32_t *idx = malloc((n + 1) * sizeof *idx), *tmp = malloc((n + 1) * sizeof *tmp);
+    if (!idx || !tmp) { free(idx); free(tmp); return -2; }
+    for (uint64_t i = 0; i < n; i++) idx[i] = (uint32_t)i;   // n <= 2^19
+    names c = {name, arr};
+    gguf_sort_idx(idx, tmp, n, cmp_names, &c);
+    free(tmp);
+    int64_t dup = -1;
+    for (uint64_t i = 1; i < n; i++)       // the sort is stable: equal names in index order
+        if (!strcmp(name(arr, idx[i - 1]), name(arr, idx[i])) && (dup < 0 || idx[i] < dup)) dup = idx[i];
+    free(idx);
+    return dup;
+}
 
 // ---------------------------------------------------------------- the whole file
 

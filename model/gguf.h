@@ -96,3 +96,7 @@ int gguf_utf8_valid(const uint8_t *s, size_t n);     // 1 if s is well-formed UT
 // Copies s into dst (cap bytes, NUL-terminated) with control bytes, '\\' and non-ASCII bytes
 // written as \xNN / \\, so file contents can't drive a terminal; stops early at cap. Returns length.
 size_t gguf_escape(char *dst, size_t cap, const char *s, size_t len);
+// Stable merge sort of idx[0..n) (cmp < 0: a goes first), O(n log n) compares whatever the
+// input, unlike a hash or a quicksort a crafted file can degrade; tmp holds n entries.
+typedef int (*gguf_idx_cmp)(const void *ctx, uint32_t a, uint32_t b);
+void gguf_sort_idx(uint32_t *idx, uint32_t *tmp, size_t n, gguf_idx_cmp cmp, const void *ctx);

@@ -236,33 +236,40 @@ static void pad_to(out *o, uint64_t pos) {
 }
 
 // Keys are compared as they lie in the kv buffer: u64 length, then the bytes.
-static int cmp_key(const void *a, const void *b) {
-    const uint8_t *x = *(const uint8_t *const *)a, *y = *(const uint8_t *const *)b;
+static int cmp_key(const void *ctx, uint32_t a, uint32_t b) {
+    const gguf_writer *w = ctx;
+    const uint8_t *x = w->kv + w->key_off[a], *y = w->kv + w->key_off[b];
     uint64_t lx, ly;
     memcpy(&lx, x, 8); memcpy(&ly, y, 8);
     int c = memcmp(x + 8, y + 8, lx < ly ? lx : ly);
     return c ? c : (lx > ly) - (lx < ly);
 }
-static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+static int cmp_name(const void *ctx, uint32_t a, uint32_t b) {
+    const gguf_writer *w = ctx;
+    return strcmp(w->t[a].name, w->t[b].name);
+}
 
-// Duplicate keys or tensor names, found on sorted arrays of pointers.
+// Duplicate keys or tensor names, found as neighbours in sorted index arrays (the reader's
+// merge sort: O(n log n) whatever the names). Counts are at most 2^19 here.
 static int check_unique(gguf_writer *w) {
-    const uint8_t **k = malloc((w->n_kv + 1) * sizeof *k);
-    const char **t = malloc((w->n_t + 1) * sizeof *t);
-    if (!k || !t) { free(k); free(t); werr(w, "out of memory"); return -1; }
-    for (uint64_t i = 0; i < w->n_kv; i++) k[i] = w->kv + w->key_off[i];
-    for (uint64_t i = 0; i < w->n_t; i++) t[i] = w->t[i].name;
-    qsort(k, w->n_kv, sizeof *k, cmp_key);
-    qsort(t, w->n_t, sizeof *t, cmp_name);
+    uint64_t n = w->n_kv > w->n_t ? w->n_kv : w->n_t;
+    uint32_t *k = malloc((w->n_kv + 1) * sizeof *k), *t = malloc((w->n_t + 1) * sizeof *t);
+    uint32_t *tmp = malloc((n + 1) * sizeof *tmp);
+    if (!k || !t || !tmp) { free(k); free(t); free(tmp); werr(w, "out of memory"); return -1; }
+    for (uint64_t i = 0; i < w->n_kv; i++) k[i] = (uint32_t)i;
+    for (uint64_t i = 0; i < w->n_t; i++) t[i] = (uint32_t)i;
+    gguf_sort_idx(k, tmp, w->n_kv, cmp_key, w);
+    gguf_sort_idx(t, tmp, w->n_t, cmp_name, w);
     for (uint64_t i = 1; i < w->n_kv; i++)
-        if (!cmp_key(&k[i - 1], &k[i])) {
+        if (!cmp_key(w, k[i - 1], k[i])) {
+            const uint8_t *key = w->kv + w->key_off[k[i]];
             uint64_t len;
-            memcpy(&len, k[i], 8);
-            werr(w, "duplicate key '%.*s'", (int)(len < 200 ? len : 200), (const char *)k[i] + 8);
+            memcpy(&len, key, 8);
+            werr(w, "duplicate key '%.*s'", (int)(len < 200 ? len : 200), (const char *)key + 8);
         }
     for (uint64_t i = 1; i < w->n_t; i++)
-        if (!strcmp(t[i - 1], t[i])) werr(w, "duplicate tensor name '%s'", t[i]);
-    free(k); free(t);
+        if (!cmp_name(w, t[i - 1], t[i])) werr(w, "duplicate tensor name '%s'", w->t[t[i]].name);
+    free(k); free(t); free(tmp);
     return w->err[0] ? -1 : 0;
 }
 

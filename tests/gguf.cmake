@@ -6,6 +6,7 @@ add_dependencies(test_gguf_convert gguf-convert)
 decode_test(test_gguf_info model test_gguf_info.c)
 add_dependencies(test_gguf_info gguf-info)
 decode_test(test_gguf_malformed model test_gguf_malformed.c)
+decode_test(test_gguf_scale model test_gguf_scale.c)
 # libFuzzer target for the reader, clang only and not a ctest (docs/fuzzing.md). gguf.c is
 # compiled into it so the fuzzer's coverage and sanitizers instrument the parser itself.
 if(CMAKE_C_COMPILER_ID MATCHES "Clang" AND NOT SANITIZE MATCHES "thread")
