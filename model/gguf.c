@@ -256,9 +256,11 @@ static int cmp_names(const void *ctx, uint32_t a, uint32_t b) {
     return strcmp(c->name(c->arr, a), c->name(c->arr, b));
 }
 
-// The smallest index whose name equals an earlier entry's, -1 if none, -2 when out of memory.
-// Sorting (not hashing) keeps this O(n log n) for any file.
-static int64_t find_dup(uint64_t n, const char *(*name)(const void *, uint64_t), const void *arr) {
+// Sorts the n entries' indices into *out; returns the smallest index whose name equals an
+// earlier entry's, -1 if none, -2 when out of memory. Sorting (not hashing) keeps this
+// O(n log n) for any file.
+static int64_t build_index(uint64_t n, const char *(*name)(const void *, uint64_t), const void *arr,
+                           uint32_t **out) {
     uint32_t *idx = malloc((n + 1) * sizeof *idx), *tmp = malloc((n + 1) * sizeof *tmp);
     if (!idx || !tmp) { free(idx); free(tmp); return -2; }
     for (uint64_t i = 0; i < n; i++) idx[i] = (uint32_t)i;   // n <= 2^19
@@ -268,8 +270,20 @@ static int64_t find_dup(uint64_t n, const char *(*name)(const void *, uint64_t),
     int64_t dup = -1;
     for (uint64_t i = 1; i < n; i++)       // the sort is stable: equal names in index order
         if (!strcmp(name(arr, idx[i - 1]), name(arr, idx[i])) && (dup < 0 || idx[i] < dup)) dup = idx[i];
-    free(idx);
+    *out = idx;
     return dup;
+}
+
+static int64_t search(uint64_t n, const uint32_t *idx, const char *(*name)(const void *, uint64_t),
+                      const void *arr, const char *s) {
+    uint64_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(name(arr, idx[mid]), s);
+        if (c == 0) return idx[mid];
+        if (c < 0) lo = mid + 1; else hi = mid;
+    }
+    return -1;
 }
 
 // ---------------------------------------------------------------- the whole file
@@ -316,14 +330,14 @@ static int parse_header(rd *r, gguf_file *g) {
     for (; g->n_kv < nk; g->n_kv++)
         if (parse_kv(r, &g->kv[g->n_kv], g->n_kv)) { g->n_kv++; return -1; }  // release frees it
     r->ctx[0] = 0;
-    int64_t d = find_dup(g->n_kv, kv_name, g->kv);
+    int64_t d = build_index(g->n_kv, kv_name, g->kv, &g->kv_index);
     if (d == -2) return fail(r, "out of memory");
     if (d >= 0) { set_ctx(r, "kv", (uint64_t)d, g->kv[d].key, strlen(g->kv[d].key)); return fail(r, "duplicate key"); }
     if (parse_alignment(r, g)) return -1;
     for (; g->n_tensors < nt; g->n_tensors++)
         if (parse_tensor(r, &g->tensors[g->n_tensors], g->n_tensors)) return -1;
     r->ctx[0] = 0;
-    d = find_dup(g->n_tensors, tensor_name, g->tensors);
+    d = build_index(g->n_tensors, tensor_name, g->tensors, &g->tensor_index);
     if (d == -2) return fail(r, "out of memory");
     if (d >= 0) { set_ctx(r, "tensor", (uint64_t)d, g->tensors[d].name, strlen(g->tensors[d].name)); return fail(r, "duplicate tensor name"); }
     return 0;
@@ -361,6 +375,8 @@ static void release(gguf_file *g) {
     }
     free(g->kv);
     free(g->tensors);
+    free(g->kv_index);
+    free(g->tensor_index);
     free(g->path);
     if (g->mapped && g->map) munmap((void *)g->map, g->size);
     memset(g, 0, sizeof *g);
@@ -403,15 +419,13 @@ void gguf_close(gguf_file *g) { release(g); }
 // ---------------------------------------------------------------- lookups and typed getters
 
 const gguf_kv *gguf_find_kv(const gguf_file *g, const char *key) {
-    for (uint64_t i = 0; i < g->n_kv; i++)
-        if (!strcmp(g->kv[i].key, key)) return &g->kv[i];
-    return NULL;
+    int64_t i = search(g->n_kv, g->kv_index, kv_name, g->kv, key);
+    return i < 0 ? NULL : &g->kv[i];
 }
 
 const gguf_tensor *gguf_find_tensor(const gguf_file *g, const char *name) {
-    for (uint64_t i = 0; i < g->n_tensors; i++)
-        if (!strcmp(g->tensors[i].name, name)) return &g->tensors[i];
-    return NULL;
+    int64_t i = search(g->n_tensors, g->tensor_index, tensor_name, g->tensors, name);
+    return i < 0 ? NULL : &g->tensors[i];
 }
 
 static int kv_fail(const gguf_file *g, const gguf_kv *kv, char *err, const char *fmt, ...) {

@@ -60,6 +60,10 @@ typedef struct {
     uint64_t data_offset;         // start of the tensor data section
     uint64_t n_kv;       gguf_kv *kv;            // (n_kv)
     uint64_t n_tensors;  gguf_tensor *tensors;   // (n_tensors)
+    // Indices sorted by key / name (strcmp order, ties by index), built by gguf_open: the
+    // duplicate check compares neighbours and the find functions binary-search them.
+    uint32_t *kv_index;           // (n_kv)
+    uint32_t *tensor_index;       // (n_tensors)
 } gguf_file;
 
 // 0 on success; -1 with err filled. On failure *g needs no gguf_close.
@@ -74,7 +78,8 @@ const char *ggml_type_name(uint32_t ggml_type);      // "F32", "F16", "BF16", "Q
 size_t ggml_type_size(uint32_t ggml_type);
 size_t ggml_blck_size(uint32_t ggml_type);
 
-const gguf_kv *gguf_find_kv(const gguf_file *g, const char *key);        // NULL if absent
+// NULL if absent. O(log n) string compares.
+const gguf_kv *gguf_find_kv(const gguf_file *g, const char *key);
 const gguf_tensor *gguf_find_tensor(const gguf_file *g, const char *name);
 
 // Typed getters: 0 ok, 1 key absent (err untouched, *out untouched), -1 present with the wrong
