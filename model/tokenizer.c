@@ -22,8 +22,11 @@ struct tokenizer {
     uint32_t *off;              // (n_vocab + 1) piece i is text[off[i] .. off[i+1])
     float *score;               // (n_vocab)
     uint8_t *type;              // (n_vocab) TT_*
-    int32_t *slot;              // (n_slot) open-addressing hash of pieces -> id, -1 empty
-    uint32_t n_slot;            // power of two >= 2 * n_vocab
+    // Pieces by hash: bucket b holds ids sorted[bucket[b] .. bucket[b+1]) in (length, bytes, id)
+    // order, searched by bisection, so even a vocab whose hashes all collide costs O(log n) a lookup.
+    uint32_t *bucket;           // (n_bucket + 1)
+    uint32_t *sorted;           // (n_vocab)
+    uint32_t n_bucket;          // power of two >= n_vocab
     uint32_t max_len;           // longest piece in bytes: longer pairs need no lookup
     int32_t byte_tok[256];      // byte fallback: <0xNN>, else the 1-byte piece, else unk
     int32_t bos, eos, unk;
@@ -46,25 +49,47 @@ static uint32_t hash(const char *s, size_t n) {          // FNV-1a
     return h;
 }
 
+// Piece id against s[0..n) in (length, bytes) order.
+static int cmp_piece(const tokenizer *t, uint32_t id, const char *s, size_t n) {
+    size_t len = t->off[id + 1] - t->off[id];
+    return len != n ? (len > n) - (len < n) : memcmp(t->text + t->off[id], s, n);
+}
+
+static int cmp_ids(const void *ctx, uint32_t a, uint32_t b) {
+    const tokenizer *t = ctx;
+    return cmp_piece(t, a, t->text + t->off[b], t->off[b + 1] - t->off[b]);
+}
+
 // Id of the piece s[0..n), -1 if none. A repeated piece maps to its last id (as in llama.cpp).
 static int32_t lookup(const tokenizer *t, const char *s, size_t n) {
     if (n > t->max_len) return -1;
-    for (uint32_t h = hash(s, n) & (t->n_slot - 1);; h = (h + 1) & (t->n_slot - 1)) {
-        int32_t id = t->slot[h];
-        if (id < 0) return -1;
-        if (t->off[id + 1] - t->off[id] == n && memcmp(t->text + t->off[id], s, n) == 0) return id;
+    uint32_t b = hash(s, n) & (t->n_bucket - 1), first = t->bucket[b], lo = first, hi = t->bucket[b + 1];
+    while (lo < hi) {                   // lo: the first entry after s
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (cmp_piece(t, t->sorted[mid], s, n) <= 0) lo = mid + 1; else hi = mid;
     }
+    return lo > first && cmp_piece(t, t->sorted[lo - 1], s, n) == 0 ? (int32_t)t->sorted[lo - 1] : -1;
 }
 
-static void insert(tokenizer *t, int32_t id) {
-    const char *s = t->text + t->off[id];
-    size_t n = t->off[id + 1] - t->off[id];
-    uint32_t h = hash(s, n) & (t->n_slot - 1);
-    for (; t->slot[h] >= 0; h = (h + 1) & (t->n_slot - 1)) {
-        int32_t o = t->slot[h];
-        if (t->off[o + 1] - t->off[o] == n && memcmp(t->text + t->off[o], s, n) == 0) break;
+// Counting sort of the ids by bucket (stable: ids ascending), then each bucket by piece.
+static int index_pieces(tokenizer *t) {
+    uint32_t n = (uint32_t)t->n_vocab, *hb = malloc(n * sizeof *hb);
+    uint32_t *tmp = malloc(t->n_bucket * sizeof *tmp);      // n_bucket >= n
+    if (!hb || !tmp) { free(hb); free(tmp); return -1; }
+    memset(t->bucket, 0, (t->n_bucket + 1) * sizeof *t->bucket);
+    for (uint32_t i = 0; i < n; i++) {
+        hb[i] = hash(t->text + t->off[i], t->off[i + 1] - t->off[i]) & (t->n_bucket - 1);
+        t->bucket[hb[i] + 1]++;
     }
-    t->slot[h] = id;
+    for (uint32_t b = 0; b < t->n_bucket; b++) t->bucket[b + 1] += t->bucket[b];
+    memcpy(tmp, t->bucket, t->n_bucket * sizeof *tmp);       // next free entry of each bucket
+    for (uint32_t i = 0; i < n; i++) t->sorted[tmp[hb[i]]++] = i;
+    for (uint32_t b = 0; b < t->n_bucket; b++) {
+        uint32_t lo = t->bucket[b], k = t->bucket[b + 1] - lo;
+        if (k > 1) gguf_sort_idx(t->sorted + lo, tmp, k, cmp_ids, t);
+    }
+    free(hb); free(tmp);
+    return 0;
 }
 
 static int hexval(char c) {
@@ -119,14 +144,16 @@ static int load_arrays(tokenizer *t, const gguf_file *g, char *err) {
     }
     if (bytes > UINT32_MAX) return fail(err, g, keys[0], "%llu bytes of pieces", (unsigned long long)bytes);
     t->n_vocab = (int32_t)n;
-    t->n_slot = 2;
-    while (t->n_slot < 2 * n) t->n_slot *= 2;
+    t->n_bucket = 1;
+    while (t->n_bucket < n) t->n_bucket *= 2;
     t->text = malloc(bytes ? bytes : 1);
     t->off = malloc((n + 1) * sizeof *t->off);
     t->score = malloc(n * sizeof *t->score);
     t->type = malloc(n);
-    t->slot = malloc(t->n_slot * sizeof *t->slot);
-    if (!t->text || !t->off || !t->score || !t->type || !t->slot) return fail(err, g, keys[0], "out of memory");
+    t->bucket = malloc((t->n_bucket + 1) * sizeof *t->bucket);
+    t->sorted = malloc(n * sizeof *t->sorted);
+    if (!t->text || !t->off || !t->score || !t->type || !t->bucket || !t->sorted)
+        return fail(err, g, keys[0], "out of memory");
     memcpy(t->score, kv[1]->data, n * sizeof *t->score);
     t->off[0] = 0;
     for (uint64_t i = 0; i < n; i++) {
@@ -164,12 +191,11 @@ int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) 
         special_id(g, "tokenizer.ggml.eos_token_id", 2, t->n_vocab, &t->eos, err) ||
         special_id(g, "tokenizer.ggml.unknown_token_id", 0, t->n_vocab, &t->unk, err) ||
         flag(g, "tokenizer.ggml.add_bos_token", &t->add_bos, err) ||
-        flag(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix, err)) {
+        flag(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix, err) ||
+        (index_pieces(t) && fail(err, g, "tokenizer.ggml.tokens", "out of memory"))) {
         tokenizer_free(t);
         return -1;
     }
-    memset(t->slot, 0xff, t->n_slot * sizeof *t->slot);
-    for (int32_t i = 0; i < t->n_vocab; i++) insert(t, i);
     for (int b = 0; b < 256; b++) {
         char hex[7], one = (char)b;
         snprintf(hex, sizeof hex, "<0x%02X>", b);
@@ -183,7 +209,7 @@ int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) 
 
 void tokenizer_free(tokenizer *t) {
     if (!t) return;
-    free(t->text); free(t->off); free(t->score); free(t->type); free(t->slot);
+    free(t->text); free(t->off); free(t->score); free(t->type); free(t->bucket); free(t->sorted);
     free(t);
 }
 

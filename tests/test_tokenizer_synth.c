@@ -6,11 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "model/gguf_write.h"
 #include "model/tokenizer.h"
 #include "tests/check.h"
+#include "tests/flood.h"
 
 #define U "\xe2\x96\x81"   // U+2581, SentencePiece's space
 enum { UNK, BOS, EOS, SP, LT, S, GT, LT_S, A, B, C, AB, ABC, AA, BYTE_41, UD_X, D, E, F, DE, EF, X, N_TOK };
@@ -161,11 +163,88 @@ static const struct { int m; const char *key, *problem; } bad[] = {
     {M_PREFIX_STR, "tokenizer.ggml.add_space_prefix", "BOOL"},
 };
 
+// Optimized builds; sanitizers and -O0 get 10x (a quadratic table still takes far longer).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__OPTIMIZE__)
+#define SLOW 10.0
+#else
+#define SLOW 1.0
+#endif
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// 60000 pieces whose 32-bit FNV-1a hashes collide (an open-addressing piece table turns
+// quadratic: seconds to load). Five of them get every prefix as a piece so that encoding the
+// piece merges step by step into it, each lookup going through the colliding pieces; the first
+// one is repeated at the end (the last id wins), and a one-byte change is not found.
+#define NF 60000
+static void check_flood(const char *path) {
+    static char fl[NF][FLOOD_LEN + 1];
+    CHECK(flood_strings(fl, NF, 2166136261u, 16777619u) == NF);
+    int pick[5], n_pick = 0;
+    for (int i = 0; i < NF && n_pick < 5; i += 1000) {          // no 'k' after the first byte
+        if (!memchr(fl[i] + 1, 'k', FLOOD_LEN - 1)) pick[n_pick++] = i;
+    }
+    CHECK(n_pick == 5);
+    enum { N_ALL = 3 + NF + 5 * (FLOOD_LEN - 1) + 1 };
+    static const char *tok[N_ALL];
+    static char pre[5][FLOOD_LEN - 1][FLOOD_LEN];
+    static float score[N_ALL];
+    static int32_t type[N_ALL];
+    int n = 0;
+    tok[n++] = "<unk>"; tok[n++] = "<s>"; tok[n++] = "</s>";
+    for (int i = 0; i < NF; i++) tok[n++] = fl[i];
+    for (int p = 0; p < 5; p++)
+        for (int k = 1; k < FLOOD_LEN; k++) {
+            memcpy(pre[p][k - 1], fl[pick[p]], (size_t)k);
+            tok[n++] = pre[p][k - 1];
+        }
+    tok[n++] = fl[pick[0]];
+    CHECK(n == N_ALL);
+    for (int i = 0; i < n; i++) type[i] = i == 0 ? 2 : i < 3 ? 3 : 1;
+    gguf_writer *w = gguf_writer_new(32);
+    CHECK(w);
+    gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", tok, (uint64_t)n);
+    gguf_w_arr_f32(w, "tokenizer.ggml.scores", score, (uint64_t)n);
+    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, (uint64_t)n);
+    gguf_w_bool(w, "tokenizer.ggml.add_space_prefix", 0);
+    char err[GGUF_ERR_MAX];
+    CHECKF(gguf_writer_save(w, path, err) == 0, "%s", err);
+    gguf_writer_free(w);
+
+    gguf_file g;
+    tokenizer *t;
+    CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
+    double t0 = now();
+    CHECKF(tokenizer_load(&t, &g, err) == 0, "%s", err);
+    double s = now() - t0;
+    gguf_close(&g);
+    printf("tokenizer_load of %d colliding pieces: %.3f s\n", NF, s);
+    CHECKF(s < 0.5 * SLOW, "load took %.2f s", s);
+    EXPECT(t, fl[pick[0]], 0, N_ALL - 1);                       // the repeated piece: last id
+    for (int p = 1; p < 5; p++) EXPECT(t, fl[pick[p]], 1, BOS, 3 + pick[p]);
+    char miss[FLOOD_LEN + 1];
+    memcpy(miss, fl[pick[1]], sizeof miss);
+    for (miss[6] = 1; miss[6] < 127; miss[6]++) {                // a last byte no piece has
+        int found = 0;
+        for (int i = 0; i < NF && !found; i++) found = !memcmp(fl[i], miss, FLOOD_LEN);
+        if (!found) break;
+    }
+    EXPECT(t, miss, 0, 3 + NF + 1 * (FLOOD_LEN - 1) + 5, UNK);  // its 6-byte prefix, then unk
+    tokenizer_free(t);
+    unlink(path);
+}
+
 int main(void) {
     char dir[] = "/tmp/test_tokenizer_synth.XXXXXX", path[64];
     CHECK(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/v.gguf", dir);
     check_rules(path);
+    check_flood(path);
     int n_bad = (int)(sizeof bad / sizeof *bad);
     CHECK(n_bad == M_COUNT - 2);
     for (int i = 0; i < n_bad; i++) {
