@@ -119,21 +119,23 @@ static int flag(const gguf_file *g, const char *key, int *out, char *err) {
     return gguf_get_bool(g, key, out, err) < 0 ? -1 : 0;
 }
 
-// The three parallel arrays: tokens (STRING), scores (FLOAT32), token_type (INT32).
+// The three parallel arrays: tokens (STRING), scores (FLOAT32), token_type (INT32). As in
+// llama.cpp, scores and token_type may be absent: every score is then 0, every type normal
+// (so <0xNN> pieces still serve the byte fallback, found by their text, and print as written).
 static int load_arrays(tokenizer *t, const gguf_file *g, char *err) {
     static const char *const keys[3] = {"tokenizer.ggml.tokens", "tokenizer.ggml.scores",
                                         "tokenizer.ggml.token_type"};
     static const uint32_t types[3] = {GGUF_TYPE_STRING, GGUF_TYPE_FLOAT32, GGUF_TYPE_INT32};
-    const gguf_kv *kv[3];
+    const gguf_kv *kv[3] = {NULL, NULL, NULL};
     for (int k = 0; k < 3; k++) {
         int rc = gguf_get_arr(g, keys[k], types[k], &kv[k], err);
         if (rc < 0) return -1;
-        if (rc > 0) return fail(err, g, keys[k], "missing");
+        if (rc > 0 && k == 0) return fail(err, g, keys[k], "missing");
     }
     uint64_t n = kv[0]->n;
     if (n == 0 || n > INT32_MAX / 2) return fail(err, g, keys[0], "%llu tokens", (unsigned long long)n);
     for (int k = 1; k < 3; k++)
-        if (kv[k]->n != n)
+        if (kv[k] && kv[k]->n != n)
             return fail(err, g, keys[k], "%llu elements, but %s has %llu", (unsigned long long)kv[k]->n,
                         keys[0], (unsigned long long)n);
     uint64_t bytes = 0;
@@ -154,7 +156,8 @@ static int load_arrays(tokenizer *t, const gguf_file *g, char *err) {
     t->sorted = malloc(n * sizeof *t->sorted);
     if (!t->text || !t->off || !t->score || !t->type || !t->bucket || !t->sorted)
         return fail(err, g, keys[0], "out of memory");
-    memcpy(t->score, kv[1]->data, n * sizeof *t->score);
+    if (kv[1]) memcpy(t->score, kv[1]->data, n * sizeof *t->score);
+    else memset(t->score, 0, n * sizeof *t->score);
     t->off[0] = 0;
     for (uint64_t i = 0; i < n; i++) {
         const char *s; uint64_t len;
@@ -162,8 +165,8 @@ static int load_arrays(tokenizer *t, const gguf_file *g, char *err) {
         memcpy(t->text + t->off[i], s, len);
         t->off[i + 1] = t->off[i] + (uint32_t)len;
         if (len > t->max_len) t->max_len = (uint32_t)len;
-        int32_t ty;
-        memcpy(&ty, kv[2]->data + 4 * i, 4);
+        int32_t ty = TT_NORMAL;
+        if (kv[2]) memcpy(&ty, kv[2]->data + 4 * i, 4);
         if (ty < 0 || ty >= TT_COUNT) return fail(err, g, keys[2], "token %llu has unknown type %d", (unsigned long long)i, ty);
         if (ty == TT_BYTE && piece_byte(s, len) < 0)
             return fail(err, g, keys[2], "byte token %llu is not of the form <0xNN>", (unsigned long long)i);

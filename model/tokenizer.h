@@ -18,6 +18,7 @@ int32_t tokenizer_eos(const tokenizer *t);    // -1 if none
 int tokenizer_add_bos(const tokenizer *t);    // tokenizer.ggml.add_bos_token, true when absent
 
 // Tokenizes len bytes of text (special-token text is not parsed), BOS first when add_bos.
+// tokenizer.ggml.add_eos_token is not read: appending EOS is left to the caller.
 // *ids is malloc'ed (free it); 0 ok, -1 on allocation failure.
 int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos,
                      int32_t **ids, size_t *n_ids);

@@ -27,10 +27,12 @@ static const struct { const char *piece; int32_t type; float score; } vocab[N_TO
     [X] = {"x", 1, -15},
 };
 
-// Ways to damage the metadata; M_OK and M_FLAGS are valid files.
-enum { M_OK, M_FLAGS, M_NO_MODEL, M_GPT2, M_ODD_MODEL, M_NO_TOKENS, M_NO_TYPES, M_SCORES_I32,
-       M_TYPES_U32, M_TOKENS_SCALAR, M_SHORT_SCORES, M_EMPTY, M_BAD_TYPE, M_BAD_BYTE, M_NAN,
-       M_BOS_RANGE, M_EOS_NONE, M_UNK_NEG, M_BOS_STR, M_ADD_BOS_U32, M_PREFIX_STR, M_COUNT };
+// Ways to change the metadata; the first N_VALID are valid files (without scores or token
+// types, llama.cpp's defaults apply: scores 0, every piece normal).
+enum { M_OK, M_FLAGS, M_NO_SCORES, M_NO_TYPES, N_VALID, M_NO_MODEL = N_VALID, M_GPT2, M_ODD_MODEL,
+       M_NO_TOKENS, M_SCORES_I32, M_TYPES_U32, M_TOKENS_SCALAR, M_SHORT_SCORES, M_SHORT_TYPES, M_EMPTY,
+       M_BAD_TYPE, M_BAD_BYTE, M_NAN, M_BOS_RANGE, M_EOS_NONE, M_UNK_NEG, M_BOS_STR, M_ADD_BOS_U32,
+       M_PREFIX_STR, M_COUNT };
 
 static void build(const char *path, int m) {
     const char *tok[N_TOK];
@@ -50,9 +52,9 @@ static void build(const char *path, int m) {
     if (m == M_TOKENS_SCALAR) gguf_w_str(w, "tokenizer.ggml.tokens", "a");
     else if (m != M_NO_TOKENS) gguf_w_arr_str(w, "tokenizer.ggml.tokens", tok, n);
     if (m == M_SCORES_I32) gguf_w_arr_i32(w, "tokenizer.ggml.scores", type, n);
-    else gguf_w_arr_f32(w, "tokenizer.ggml.scores", score, m == M_SHORT_SCORES ? n - 1 : n);
+    else if (m != M_NO_SCORES) gguf_w_arr_f32(w, "tokenizer.ggml.scores", score, m == M_SHORT_SCORES ? n - 1 : n);
     if (m == M_TYPES_U32) gguf_w_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_UINT32, type, n);
-    else if (m != M_NO_TYPES) gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, n);
+    else if (m != M_NO_TYPES) gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, m == M_SHORT_TYPES ? n - 1 : n);
     if (m == M_FLAGS) {          // no ids (llama.cpp's defaults apply), both flags false
         gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 0);
         gguf_w_bool(w, "tokenizer.ggml.add_space_prefix", 0);
@@ -139,6 +141,24 @@ static void check_rules(const char *path) {
     EXPECT(t, "ab c", 0, A, B, SP, C);          // no space prefix
     EXPECT(t, "ab", 1, BOS, A, B);              // the caller decides about BOS
     tokenizer_free(t);
+
+    CHECKF(load(path, M_NO_SCORES, &t, err) == 0, "%s", err);    // every score 0: leftmost first
+    EXPECT(t, "def", 0, SP, DE, F);             // "de" before "ef" (with scores: SP, D, EF)
+    EXPECT(t, "aab", 0, SP, AA, B);             // "aa" before the unused "ab"
+    EXPECT(t, "<s>", 0, SP, LT_S, GT);          // types still apply: control <s> never formed
+    EXPECT(t, "A", 0, SP, BYTE_41);
+    tokenizer_free(t);
+
+    CHECKF(load(path, M_NO_TYPES, &t, err) == 0, "%s", err);     // every piece normal
+    CHECK(tokenizer_bos(t) == BOS && tokenizer_eos(t) == EOS);
+    EXPECT(t, "<s>", 0, SP, BOS);               // "<s" + ">" is a normal piece now
+    EXPECT(t, "ab", 0, SP, AB);                 // "ab" is no longer unused
+    EXPECT(t, "A", 0, SP, BYTE_41);             // byte fallback finds <0x41> by its text
+    EXPECT(t, "Z", 0, SP, UNK);
+    check_piece(t, BYTE_41, "<0x41>", 6);       // a normal piece prints as written (llama.cpp)
+    check_piece(t, UNK, "<unk>", 5);
+    check_piece(t, BOS, "<s>", 3);
+    tokenizer_free(t);
 }
 
 static const struct { int m; const char *key, *problem; } bad[] = {
@@ -146,11 +166,11 @@ static const struct { int m; const char *key, *problem; } bad[] = {
     {M_GPT2, "tokenizer.ggml.model", "tokenizer model 'gpt2' is not supported yet"},
     {M_ODD_MODEL, "tokenizer.ggml.model", "tokenizer model 'll\\x01a\\x0a' is not supported yet"},
     {M_NO_TOKENS, "tokenizer.ggml.tokens", "missing"},
-    {M_NO_TYPES, "tokenizer.ggml.token_type", "missing"},
     {M_SCORES_I32, "tokenizer.ggml.scores", "FLOAT32"},
     {M_TYPES_U32, "tokenizer.ggml.token_type", "INT32"},
     {M_TOKENS_SCALAR, "tokenizer.ggml.tokens", "expected ARRAY"},
     {M_SHORT_SCORES, "tokenizer.ggml.scores", "21 elements, but tokenizer.ggml.tokens has 22"},
+    {M_SHORT_TYPES, "tokenizer.ggml.token_type", "21 elements, but tokenizer.ggml.tokens has 22"},
     {M_EMPTY, "tokenizer.ggml.tokens", "0 tokens"},
     {M_BAD_TYPE, "tokenizer.ggml.token_type", "token 5 has unknown type 7"},
     {M_BAD_BYTE, "tokenizer.ggml.token_type", "byte token 8 is not of the form <0xNN>"},
@@ -246,7 +266,8 @@ int main(void) {
     check_rules(path);
     check_flood(path);
     int n_bad = (int)(sizeof bad / sizeof *bad);
-    CHECK(n_bad == M_COUNT - 2);
+    CHECK(n_bad == M_COUNT - N_VALID);
+    for (int i = 0; i < n_bad; i++) CHECK(bad[i].m == N_VALID + i);
     for (int i = 0; i < n_bad; i++) {
         char err[GGUF_ERR_MAX], want[160];
         tokenizer *t = (tokenizer *)&want;   // must be reset to NULL
