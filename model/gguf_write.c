@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define WBUF_BYTES (8u << 20)
@@ -313,6 +314,37 @@ static void write_file(gguf_writer *w, out *o) {
     flush(o);
 }
 
+// The file to replace: path itself, or for a symbolic link the file it leads to (the link is
+// kept). An existing non-regular file (directory, FIFO, device) is refused before anything is
+// written: renaming over it would replace the node itself. NULL with err filled on failure.
+static char *out_target(const char *path, char *err) {
+    struct stat st;
+    char *p;
+    if (lstat(path, &st)) {
+        if (errno != ENOENT) { snprintf(err, GGUF_ERR_MAX, "%s: cannot stat: %s", path, strerror(errno)); return NULL; }
+        p = strdup(path);                            // a new file
+    } else {
+        int link = S_ISLNK(st.st_mode);
+        if (link && stat(path, &st)) {
+            snprintf(err, GGUF_ERR_MAX, "%s: symbolic link to a missing or unreachable file: %s", path, strerror(errno));
+            return NULL;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            snprintf(err, GGUF_ERR_MAX, "%s: exists and is not a regular file (%s)", path,
+                     S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a socket");
+            return NULL;
+        }
+        if (link && !(p = realpath(path, NULL))) {
+            snprintf(err, GGUF_ERR_MAX, "%s: cannot resolve the link: %s", path, strerror(errno));
+            return NULL;
+        }
+        if (!link) p = strdup(path);
+    }
+    if (!p) snprintf(err, GGUF_ERR_MAX, "%s: out of memory", path);
+    return p;
+}
+
 int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
     if (!w->err[0] && !w->has_alignment && w->alignment != GGUF_DEFAULT_ALIGNMENT) {
         gguf_w_u32(w, "general.alignment", w->alignment);
@@ -322,25 +354,27 @@ int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
              (unsigned long long)w->n_t, GGUF_MAX_KV, GGUF_MAX_TENSORS);
     if (!w->err[0]) check_unique(w);
     if (w->err[0]) { snprintf(err, GGUF_ERR_MAX, "%s: %s", path, w->err); return -1; }
+    char *dst = out_target(path, err);
+    if (!dst) return -1;
 
-    size_t plen = strlen(path);
+    size_t plen = strlen(dst);
     char *tmp = malloc(plen + 48);
     out o = {.fd = -1};
     if (!tmp || !(o.buf = malloc(WBUF_BYTES))) {
-        free(tmp);
+        free(tmp); free(dst);
         snprintf(err, GGUF_ERR_MAX, "%s: out of memory", path);
         return -1;
     }
     // O_EXCL with a fresh name: the mode honours the umask, unlike mkstemp's 0600.
     static unsigned serial;
     for (int i = 0; i < 100 && o.fd < 0; i++) {
-        snprintf(tmp, plen + 48, "%s.tmp.%ld.%u", path, (long)getpid(), __atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED));
+        snprintf(tmp, plen + 48, "%s.tmp.%ld.%u", dst, (long)getpid(), __atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED));
         o.fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (o.fd < 0 && errno != EEXIST) break;
     }
     if (o.fd < 0) {
         snprintf(err, GGUF_ERR_MAX, "%s: cannot create a temporary file: %s", path, strerror(errno));
-        free(tmp); free(o.buf);
+        free(tmp); free(o.buf); free(dst);
         return -1;
     }
     write_file(w, &o);
@@ -348,9 +382,9 @@ int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
     int rc = -1;
     if (w->err[0]) snprintf(err, GGUF_ERR_MAX, "%s: %s", path, w->err);
     else if (o.failed) snprintf(err, GGUF_ERR_MAX, "%s: write failed: %s", path, strerror(o.failed));
-    else if (rename(tmp, path)) snprintf(err, GGUF_ERR_MAX, "%s: cannot rename the temporary file: %s", path, strerror(errno));
+    else if (rename(tmp, dst)) snprintf(err, GGUF_ERR_MAX, "%s: cannot rename the temporary file: %s", path, strerror(errno));
     else rc = 0;
     if (rc) unlink(tmp);
-    free(tmp); free(o.buf);
+    free(tmp); free(o.buf); free(dst);
     return rc;
 }

@@ -40,5 +40,7 @@ void gguf_w_set_fill(gguf_writer *w, gguf_fill_fn fill, void *ctx);
 // general.alignment is written when the alignment is not 32; setting it to another value, or
 // giving a key or tensor name twice, is an error reported by save.
 // Writes the file (to a temporary name, then renamed). 0 ok, -1 with err filled. Any earlier
-// failed call (OOM, bad argument) is reported here.
+// failed call (OOM, bad argument) is reported here. An existing path must be a regular file, or
+// a symbolic link to one: the link is kept and the file it leads to replaced. Directories,
+// FIFOs, devices and dangling links are refused before anything is written.
 int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]);

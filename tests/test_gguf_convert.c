@@ -1,11 +1,15 @@
 // gguf-convert round trips through BIN_DIR/gguf-convert: f32 -> f16 -> f32 and f32 -> bf16 ->
 // f32 give exactly the kernels/fp.h roundings of the originals (NaN stays NaN, inf stays inf,
 // overflow becomes inf), 1-D tensors stay f32 bit for bit, metadata is copied and
-// general.file_type set (appended when absent, replaced in place when present).
+// general.file_type set (appended when absent, replaced in place when present). An OUT that is a
+// FIFO, a directory or a dangling link is refused and left as it was; a link to a regular file
+// is written through.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include "kernels/fp.h"
 #include "model/gguf.h"
 #include "model/gguf_write.h"
@@ -21,6 +25,69 @@ static int run(const char *fmt, const char *a, const char *b, const char *type) 
     int st = system(cmd);
     CHECKF(st != -1 && WIFEXITED(st), "%s: ended by a signal", cmd);
     return WEXITSTATUS(st);
+}
+
+static char errbuf[4096];
+static void make_input(const char *path, int with_ftype, uint32_t wtype);
+static void check_file(const char *path, uint32_t wtype, uint32_t ftype, uint64_t n_kv, float (*want)(float));
+static float via_f16(float x);
+
+// Runs gguf-convert with args (already shell-quoted), stdout discarded and stderr kept in errbuf;
+// returns the exit status.
+static int run_args(const char *args) {
+    char cmd[2048], path[400];
+    snprintf(path, sizeof path, "%s/stderr", dir);
+    snprintf(cmd, sizeof cmd, "'%s/gguf-convert' %s >/dev/null 2>'%s'", BIN_DIR, args, path);
+    int st = system(cmd);
+    CHECKF(st != -1 && WIFEXITED(st), "%s: ended by a signal", cmd);
+    FILE *f = fopen(path, "rb");
+    CHECK(f);
+    size_t n = fread(errbuf, 1, sizeof errbuf - 1, f);
+    fclose(f);
+    errbuf[n] = 0;
+    return WEXITSTATUS(st);
+}
+
+// errbuf is exactly one line starting "gguf-convert: " and containing want.
+static void check_one_line(const char *want) {
+    size_t n = strlen(errbuf);
+    CHECKF(n > 0 && strchr(errbuf, '\n') == errbuf + n - 1 && !strncmp(errbuf, "gguf-convert: ", 14) &&
+           strstr(errbuf, want), "stderr '%s', expected one line with '%s'", errbuf, want);
+}
+
+// gguf-convert IN OUT --type f16 where OUT is not a plain new or regular file.
+static void check_out_nodes(const char *in, int *cases) {
+    char fifo[300], sub[300], target[300], link[300], dangle[300], fifo_link[300], args[1400];
+    struct stat st;
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    snprintf(target, sizeof target, "%s/target.gguf", dir);
+    snprintf(link, sizeof link, "%s/link.gguf", dir);
+    snprintf(dangle, sizeof dangle, "%s/dangle.gguf", dir);
+    snprintf(fifo_link, sizeof fifo_link, "%s/fifo_link", dir);
+    CHECK(mkfifo(fifo, 0600) == 0 && mkdir(sub, 0700) == 0);
+    CHECK(symlink("target.gguf", link) == 0 && symlink("missing.gguf", dangle) == 0 && symlink("fifo", fifo_link) == 0);
+    static const struct { const char *out, *problem; mode_t kind; } bad[] = {
+        {"fifo", "not a regular file (a FIFO)", S_IFIFO}, {"sub", "not a regular file (a directory)", S_IFDIR},
+        {"dangle.gguf", "symbolic link to a missing", S_IFLNK}, {"fifo_link", "not a regular file (a FIFO)", S_IFLNK},
+    };
+    for (int i = 0; i < 4; i++, (*cases)++) {
+        char out[300];
+        snprintf(out, sizeof out, "%s/%s", dir, bad[i].out);
+        snprintf(args, sizeof args, "'%s' '%s' --type f16", in, out);
+        CHECKF(run_args(args) == 1, "OUT %s accepted", bad[i].out);
+        check_one_line(bad[i].problem);
+        CHECK(lstat(out, &st) == 0 && (st.st_mode & S_IFMT) == bad[i].kind);   // left as it was
+    }
+    make_input(target, 0, GGML_TYPE_F32);      // a link to a regular file: written through
+    snprintf(args, sizeof args, "'%s' '%s' --type f16", in, link);
+    CHECKF(run_args(args) == 0, "%s", errbuf);
+    CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+    check_file(target, GGML_TYPE_F16, 1, 4, via_f16);
+    (*cases)++;
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -q tmp", dir);   // no temporary file left behind
+    CHECK(system(cmd) != 0);
 }
 
 static void make_input(const char *path, int with_ftype, uint32_t wtype) {
@@ -136,6 +203,9 @@ int main(void) {
     CHECK(run("%s/gguf-convert %s %s %s 2>/dev/null", in, back, "") == 2); cases++;
     CHECK(run("%s/gguf-convert --help >/dev/null %s%s%s", "", "", "") == 0); cases++;
 
+    make_input(in, 0, GGML_TYPE_F32);
+    check_out_nodes(in, &cases);
+
     // stories260K to f16: 2-D weights become F16, norms stay F32.
     CHECK(run("%s/gguf-convert %s %s --type %s", SHARED_DIR "/testdata/models/stories260K.gguf", f16, "f16") == 0);
     gguf_file g, o;
@@ -154,7 +224,7 @@ int main(void) {
     }
     gguf_close(&g); gguf_close(&o);
     cases++;
-    CHECK(cases == 14);
+    CHECK(cases == 19);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);

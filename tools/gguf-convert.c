@@ -1,6 +1,8 @@
 // gguf-convert IN OUT --type f32|f16|bf16: rewrites the weights (tensors of 2+ dims) of an
 // F32/F16/BF16 model in one float type; 1-D tensors (norms, biases) become f32. Rounding is to
 // nearest even and NaN stays NaN (kernels/fp.h). Metadata is copied, general.file_type set.
+// OUT is written to a temporary file renamed over it: an existing OUT must be a regular file or
+// a symbolic link to one (the link is kept, its target replaced); anything else is refused.
 // Exit 0 ok, 1 failure (one line on stderr), 2 usage.
 #include <signal.h>
 #include <stdio.h>
@@ -17,7 +19,8 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: gguf-convert IN OUT --type f32|f16|bf16\n"
                "Converts the 2-D (and higher) F32/F16/BF16 weights of IN to the given type;\n"
-               "1-D tensors are stored as f32. Metadata is copied and general.file_type set.\n");
+               "1-D tensors are stored as f32. Metadata is copied and general.file_type set.\n"
+               "An existing OUT must be a regular file or a symbolic link to one (written through).\n");
 }
 
 static float load(uint32_t type, const uint8_t *p, size_t i) {
