@@ -202,6 +202,17 @@ int main(void) {
     CHECK(run("%s/gguf-convert %s %s --type %s 2>/dev/null", in, back, "q4_0") == 2); cases++;
     CHECK(run("%s/gguf-convert %s %s %s 2>/dev/null", in, back, "") == 2); cases++;
     CHECK(run("%s/gguf-convert --help >/dev/null %s%s%s", "", "", "") == 0); cases++;
+    // Every usage error is one stderr line; --help prints the usage on stdout only.
+    static const struct { const char *args, *problem; } usage_bad[] = {
+        {"a b --type q4_0", "--type must be f32, f16 or bf16"}, {"a b", "needs --type"},
+        {"a --type f16", "needs IN and OUT"}, {"", "needs IN and OUT"}, {"a b c --type f16", "too many arguments"},
+        {"a b --type", "--type needs a value"}, {"--bogus a b --type f16", "unknown option --bogus"},
+    };
+    for (int i = 0; i < 7; i++, cases++) {
+        CHECKF(run_args(usage_bad[i].args) == 2, "gguf-convert %s", usage_bad[i].args);
+        check_one_line(usage_bad[i].problem);
+    }
+    CHECK(run_args("--help") == 0 && errbuf[0] == 0);
 
     make_input(in, 0, GGML_TYPE_F32);
     check_out_nodes(in, &cases);
@@ -224,7 +235,7 @@ int main(void) {
     }
     gguf_close(&g); gguf_close(&o);
     cases++;
-    CHECK(cases == 19);
+    CHECK(cases == 26);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);

@@ -1,6 +1,6 @@
 // BIN_DIR/gguf-info as a user runs it: stories260K (exit 0, the summary lines), a defective file
 // and a directory (exit 1, exactly one stderr line, nothing on stdout), escaping of control
-// bytes, usage errors (exit 2).
+// bytes, usage errors (exit 2, one stderr line; --help prints the usage on stdout).
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -87,13 +87,17 @@ int main(void) {
     CHECK(strstr(out, "evil\\x1b]0;key = \\x1b[31mred\\x0d\\x0aline two\\x07") && strstr(out, "\"\\x1b[2J\", \"ok\""));
     cases++;
 
-    CHECK(info("--help") == 0 && strstr(out, "usage"));
+    CHECK(info("--help") == 0 && strstr(out, "usage") && strstr(out, "--all") && errtxt[0] == 0);
     cases++;
     CHECK(info("") == 2 && strstr(errtxt, "usage"));
+    check_one_error_line("no FILE");
     cases++;
     CHECK(info("--bogus x.gguf") == 2);
+    check_one_error_line("--bogus");
+    CHECK(strstr(errtxt, "--bogus"));
     cases++;
     CHECK(info("a.gguf b.gguf") == 2);
+    check_one_error_line("two files");
     cases++;
     CHECK(cases == 9);
     snprintf(args, sizeof args, "rm -rf '%s'", dir);

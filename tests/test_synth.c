@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include "kernels/fp.h"
 #include "tests/check.h"
 #include "tests/decode_util.h"
@@ -24,6 +26,28 @@ static int synth(const char *out, ...) {
     char *log = path_join(dir, "stdout.txt");
     int rc = run_tool(argv, log);
     free(log);
+    return rc;
+}
+
+// synth(out, a, b) (b may be NULL) with the tool's stderr captured: it must be exactly one line
+// "gguf-synth: ...". Returns the status.
+static int synth_err(const char *out, const char *a, const char *b) {
+    char *path = path_join(dir, "stderr.txt");
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(saved >= 0 && fd >= 0 && dup2(fd, 2) == 2);
+    close(fd);
+    int rc = synth(out, a, b, NULL);
+    CHECK(dup2(saved, 2) == 2);
+    close(saved);
+    size_t n;
+    char *e = read_all(path, &n);
+    CHECK(e);
+    CHECKF(n > 12 && !strncmp(e, "gguf-synth: ", 12) && e[n - 1] == '\n' && !memchr(e, '\n', n - 1),
+           "gguf-synth %s %s: stderr '%s'", a ? a : "", b ? b : "", e);
+    free(e);
+    unlink(path);
+    free(path);
     return rc;
 }
 
@@ -200,25 +224,27 @@ int main(void) {
 #define SHAPE "--n-embd", "48", "--n-layer", "2", "--n-head", "4", "--n-kv-head", "2", "--n-ff", "80", \
               "--n-vocab", "300", "--ctx", "64"
 
-    // Usage errors exit 2, impossible shapes 1, and neither leaves a file.
+    // Usage errors (bad flags, values outside an option's range) exit 2, impossible shapes 1,
+    // each with one stderr line, and neither leaves a file.
     int cases = 0;
     CHECK(synth("--help", NULL) == 0); cases++;
     const char *const usage_bad[][4] = {{"--n-embd", "x"}, {"--n-embd", "12x"}, {"--dtype", "q4_0"},
-        {"--seed", "-1"}, {"--frobnicate"}, {"--n-layer"}, {"--rope-base", "fast"}, {"extra-path"}};
+        {"--seed", "-1"}, {"--frobnicate"}, {"--n-layer"}, {"--rope-base", "fast"}, {"extra-path"},
+        {"--n-vocab", "259"}, {"--n-embd", "0"}, {"--n-ff", "0"}, {"--n-layer", "0"}, {"--ctx", "0"},
+        {"--rope-base", "-1"}, {"--n-layer", "4097"}, {"--n-embd", "1048577"}};
     for (size_t i = 0; i < sizeof usage_bad / sizeof *usage_bad; i++, cases++)
-        CHECKF(synth(bad, usage_bad[i][0], usage_bad[i][1], NULL) == 2, "%s", usage_bad[i][0]);
+        CHECKF(synth_err(bad, usage_bad[i][0], usage_bad[i][1]) == 2, "%s", usage_bad[i][0]);
     const char *const argv0[] = {bin_path("gguf-synth", 0), NULL};
     CHECK(run_tool(argv0, NULL) == 2); cases++;
-    const char *const shape_bad[][2] = {{"--n-head", "5"}, {"--n-kv-head", "3"}, {"--n-vocab", "259"},
-        {"--n-embd", "0"}, {"--n-ff", "0"}, {"--n-layer", "0"}, {"--ctx", "0"}, {"--n-head", "64"},
-        {"--rope-base", "-1"}};
+    const char *const shape_bad[][2] = {{"--n-head", "5"}, {"--n-kv-head", "3"}, {"--n-head", "64"},
+        {"--n-head", "128"}};
     for (size_t i = 0; i < sizeof shape_bad / sizeof *shape_bad; i++, cases++)
-        CHECKF(synth(bad, shape_bad[i][0], shape_bad[i][1], NULL) == 1, "%s %s", shape_bad[i][0], shape_bad[i][1]);
+        CHECKF(synth_err(bad, shape_bad[i][0], shape_bad[i][1]) == 1, "%s %s", shape_bad[i][0], shape_bad[i][1]);
     char *nodir = path_join(dir, "missing/x.gguf");
-    CHECK(synth(nodir, NULL) == 1); cases++;
+    CHECK(synth_err(nodir, NULL, NULL) == 1); cases++;
     free(nodir);
     CHECK(!exists(bad));
-    CHECK(cases == 20);
+    CHECK(cases == 23);
 
     // One model, and the same again, another seed, f16, bf16, tied, without biases.
     CHECK(synth(f32, SHAPE, "--seed", "7", "--bias", NULL) == 0);

@@ -23,6 +23,12 @@ static void usage(FILE *f) {
                "An existing OUT must be a regular file or a symbolic link to one (written through).\n");
 }
 
+// One line on stderr, exit status 2; --help prints the full usage.
+static int usage_error(const char *msg, const char *arg) {
+    fprintf(stderr, "gguf-convert: %s%s%s (gguf-convert --help for usage)\n", msg, arg ? " " : "", arg ? arg : "");
+    return 2;
+}
+
 static float load(uint32_t type, const uint8_t *p, size_t i) {
     uint16_t h;
     float f;
@@ -91,21 +97,18 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
         if (!strcmp(argv[i], "--type")) {
-            if (++i == argc) { fprintf(stderr, "gguf-convert: --type needs a value\n"); return 2; }
+            if (++i == argc) return usage_error("--type needs a value", NULL);
             type_s = argv[i];
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "gguf-convert: unknown option %s\n", argv[i]);
-            usage(stderr);
-            return 2;
+            return usage_error("unknown option", argv[i]);
         } else if (n_paths < 2) {
             paths[n_paths++] = argv[i];
         } else {
-            fprintf(stderr, "gguf-convert: too many arguments\n");
-            usage(stderr);
-            return 2;
+            return usage_error("too many arguments", NULL);
         }
     }
-    if (n_paths != 2 || !type_s) { usage(stderr); return 2; }
+    if (n_paths != 2) return usage_error("needs IN and OUT", NULL);
+    if (!type_s) return usage_error("needs --type f32|f16|bf16", NULL);
     uint32_t type, ftype;
     if (!strcmp(type_s, "f32")) { type = GGML_TYPE_F32; ftype = FTYPE_ALL_F32; }
     else if (!strcmp(type_s, "f16")) { type = GGML_TYPE_F16; ftype = FTYPE_MOSTLY_F16; }

@@ -10,6 +10,12 @@
 #define KV_SHOW 4096        // without --all, longer lists are cut (a crafted file may hold millions)
 #define TENSOR_SHOW 65536
 
+// One line on stderr, exit status 2; --help prints the full usage.
+static int usage_error(const char *msg, const char *arg) {
+    fprintf(stderr, "gguf-info: %s%s%s (gguf-info --help for usage)\n", msg, arg ? " " : "", arg ? arg : "");
+    return 2;
+}
+
 static void usage(FILE *f) {
     fprintf(f, "usage: gguf-info [--all] FILE\n"
                "Prints a GGUF file's header, metadata and tensor table.\n"
@@ -100,11 +106,11 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
         else if (!strcmp(argv[i], "--all")) all = 1;
-        else if (argv[i][0] == '-' && argv[i][1]) { fprintf(stderr, "gguf-info: unknown option %s\n", argv[i]); usage(stderr); return 2; }
-        else if (path) { fprintf(stderr, "gguf-info: more than one FILE\n"); usage(stderr); return 2; }
+        else if (argv[i][0] == '-' && argv[i][1]) return usage_error("unknown option", argv[i]);
+        else if (path) return usage_error("more than one FILE", NULL);
         else path = argv[i];
     }
-    if (!path) { usage(stderr); return 2; }
+    if (!path) return usage_error("no FILE given", NULL);
 
     gguf_file g;
     char err[GGUF_ERR_MAX];

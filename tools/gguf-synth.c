@@ -3,7 +3,8 @@
 // Every tensor's values depend only on (seed, tensor name), and f16/bf16 files hold the f32
 // values rounded, so the same seed gives the same model in every dtype, tied or not.
 // Tensor bytes are generated during the save (the writer's fill callback): a 2 GB model needs
-// no 2 GB buffer.
+// no 2 GB buffer. Exit 0 ok; 2 for a usage error (bad flag, a value outside its option's range);
+// 1 for sizes that do not fit together or a failed write; one line on stderr either way.
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -260,19 +261,25 @@ static int parse_args(args *a, int argc, char **argv) {
     return 0;
 }
 
-// The shape problem, or NULL.
-static const char *check_args(const args *a) {
+// A value outside its option's range (a usage error, exit 2), or NULL.
+static const char *check_values(const args *a) {
     const long long lim = 1 << 20;
     if (a->n_embd < 1 || a->n_layer < 1 || a->n_head < 1 || a->n_kv < 1 || a->n_ff < 1 || a->ctx < 1)
         return "every size must be at least 1";
-    if (a->n_embd > lim || a->n_layer > 4096 || a->n_head > a->n_embd || a->n_ff > lim ||
+    if (a->n_embd > lim || a->n_layer > 4096 || a->n_ff > lim || a->n_head > lim || a->n_kv > lim ||
         a->n_vocab > (1 << 24) || a->ctx > (1ll << 31) - 1)
-        return "a size is too large (n_embd, n_ff <= 2^20, n_layer <= 4096, n_vocab <= 2^24)";
+        return "a size is too large (n_embd, n_ff, n_head <= 2^20, n_layer <= 4096, n_vocab <= 2^24, ctx < 2^31)";
     if (a->n_vocab < 260) return "--n-vocab must be at least 260 (3 special + 256 byte tokens + 1)";
+    if (!(a->rope_base > 0) || isinf(a->rope_base)) return "--rope-base must be positive and finite";
+    return NULL;
+}
+
+// Sizes that do not fit together (exit 1), or NULL.
+static const char *check_shape(const args *a) {
+    if (a->n_head > a->n_embd) return "--n-head must not exceed --n-embd";
     if (a->n_embd % a->n_head) return "--n-head must divide --n-embd";
     if (a->n_head % a->n_kv) return "--n-kv-head must divide --n-head";
     if ((a->n_embd / a->n_head) % 2) return "head_dim (n_embd / n_head) must be even for RoPE";
-    if (!(a->rope_base > 0) || isinf(a->rope_base)) return "--rope-base must be positive and finite";
     return NULL;
 }
 
@@ -358,8 +365,9 @@ int main(int argc, char **argv) {
     int rc = parse_args(&a, argc, argv);
     if (rc == 3) { usage(); return 0; }
     if (rc) return 2;
-    const char *bad = check_args(&a);
-    if (bad) { fprintf(stderr, "gguf-synth: %s\n", bad); return 1; }
+    const char *bad = check_values(&a);
+    if (bad) { fprintf(stderr, "gguf-synth: %s" HINT, bad); return 2; }
+    if ((bad = check_shape(&a))) { fprintf(stderr, "gguf-synth: %s\n", bad); return 1; }
     char err[GGUF_ERR_MAX];
     if (write_model(&a, err)) { fprintf(stderr, "gguf-synth: %s\n", err); return 1; }
     return 0;

@@ -1,6 +1,7 @@
 // tokenize -m FILE.gguf [--no-bos] (-p TEXT | -f FILE): prints the token ids of the text,
 // space-separated on one line. Reads only the tokenizer.* keys, so any architecture works.
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,14 @@ static const char usage[] =
     "                tokenizer.ggml.add_bos_token is true or absent)\n"
     "Prints the ids space-separated on one line.\n";
 
-static int usage_error(const char *msg) {
-    fprintf(stderr, "tokenize: %s\n%s", msg, usage);
+// One line on stderr, exit status 2; --help prints the full usage.
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tokenize: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(" (tokenize --help for usage)\n", stderr);
+    va_end(ap);
     return 2;
 }
 
@@ -52,14 +59,8 @@ int main(int argc, char **argv) {
         const char **dst = !strcmp(a, "-m") || !strcmp(a, "--model") ? &model
                          : !strcmp(a, "-p") || !strcmp(a, "--prompt") ? &prompt
                          : !strcmp(a, "-f") || !strcmp(a, "--file") ? &file : NULL;
-        if (!dst) {
-            fprintf(stderr, "tokenize: unknown argument '%s'\n%s", a, usage);
-            return 2;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "tokenize: %s needs a value\n%s", a, usage);
-            return 2;
-        }
+        if (!dst) return usage_error("unknown argument '%s'", a);
+        if (i + 1 >= argc) return usage_error("%s needs a value", a);
         *dst = argv[++i];
     }
     if (!model) return usage_error("-m is required");
