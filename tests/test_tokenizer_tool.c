@@ -1,6 +1,7 @@
 // The tokenize tool: ids on one line equal to the library's encoding (file bytes taken exactly,
 // NUL and trailing newline included), BOS rules, empty input, and exit codes 0 / 1 / 2 with a
-// one-line "tokenize: ..." error (usage errors too; --help prints the usage on stdout).
+// one-line "tokenize: ..." error (usage errors too; --help prints the usage on stdout); a
+// directory for -f, a full stdout and a stdout closed early (| head -c1: exit 1, not SIGPIPE).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,24 @@ static void check_error(int want_status, const char *args, const char *needle) {
     CHECKF(strchr(err, '\n') == err + strlen(err) - 1, "not one line: '%s'", err);   // usage errors too
 }
 
+// Runs a shell command line (stderr of the tool to dir/err) and checks its one-line error.
+static void check_shell(const char *cmd, const char *status_file, const char *needle) {
+    int st = system(cmd);
+    CHECKF(st != -1 && WIFEXITED(st), "%s did not exit normally", cmd);
+    int code = WEXITSTATUS(st);
+    if (status_file) {                      // the tool's own status, written by the shell
+        char buf[32];
+        read_into(status_file, buf, sizeof buf);
+        code = atoi(buf);
+    }
+    char p[128];
+    snprintf(p, sizeof p, "%s/err", dir);
+    read_into(p, err, sizeof err);
+    CHECKF(code == 1, "%s: status %d, expected 1", cmd, code);
+    CHECKF(strncmp(err, "tokenize: ", 10) == 0 && strstr(err, needle), "%s: stderr '%s'", cmd, err);
+    CHECKF(strchr(err, '\n') == err + strlen(err) - 1, "not one line: '%s'", err);
+}
+
 int main(void) {
     CHECK(mkdtemp(dir));
     CHECK(!strchr(SHARED_DIR, '\'') && !strchr(BIN_DIR, '\''));
@@ -107,6 +126,24 @@ int main(void) {
     check_error(1, "-m '" SHARED_DIR "/testdata/vocab/ggml-vocab-falcon.gguf' -p a",
                 "tokenizer model 'gpt2' is not supported yet");
     check_error(1, "-m '" SPM "' -f /nonexistent.txt", "/nonexistent.txt");
+    snprintf(args, sizeof args, "-m '%s' -f '%s'", SPM, dir);
+    check_error(1, args, "Is a directory");
+
+    // Write errors: a full stdout, and a reader that stops after one byte (the ids of 1 MiB of
+    // text are far more than a pipe holds, so the tool sees the pipe closed while writing).
+    char cmd[2048], big[160], status[160];
+    snprintf(cmd, sizeof cmd, "'%s/tokenize' -m '%s' -p 'Hello world' >/dev/full 2>'%s/err'", BIN_DIR, SPM, dir);
+    check_shell(cmd, NULL, "writing stdout failed: No space left on device");
+    snprintf(big, sizeof big, "%s/big", dir);
+    snprintf(status, sizeof status, "%s/status", dir);
+    static char text1m[1 << 20];
+    for (size_t i = 0; i < sizeof text1m; i++) text1m[i] = "Hello world, once upon a time. "[i % 31];
+    write_file(big, text1m, sizeof text1m);
+    snprintf(cmd, sizeof cmd, "{ '%s/tokenize' -m '%s' -f '%s' 2>'%s/err'; echo $? >'%s'; } | head -c1 >/dev/null",
+             BIN_DIR, SPM, big, dir, status);
+    check_shell(cmd, status, "writing stdout failed: Broken pipe");
+    unlink(big);
+    unlink(status);
 
     char p[160];
     snprintf(p, sizeof p, "%s/out", dir); unlink(p);

@@ -1,10 +1,13 @@
 // tokenize -m FILE.gguf [--no-bos] (-p TEXT | -f FILE): prints the token ids of the text,
 // space-separated on one line. Reads only the tokenizer.* keys, so any architecture works.
+// Exit 0 ok, 1 failure (a closed or full stdout included), 2 usage; one line on stderr.
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "model/gguf.h"
 #include "model/tokenizer.h"
@@ -33,18 +36,22 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 static char *read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) { fclose(f); errno = EISDIR; return NULL; }
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
+    int e = ENOMEM;
     while (buf) {
         n += fread(buf + n, 1, cap - n, f);
         if (n < cap) break;
         char *b = realloc(buf, cap * 2);
-        if (!b) { free(buf); buf = NULL; errno = ENOMEM; break; }
+        if (!b) { free(buf); buf = NULL; break; }
         buf = b;
         cap *= 2;
     }
-    if (buf && ferror(f)) { free(buf); buf = NULL; errno = EIO; }
+    if (buf && ferror(f)) { e = errno ? errno : EIO; free(buf); buf = NULL; }
     fclose(f);
+    if (!buf) errno = e;
     *len = n;
     return buf;
 }
@@ -52,6 +59,7 @@ static char *read_file(const char *path, size_t *len) {
 int main(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *file = NULL;
     int no_bos = 0;
+    signal(SIGPIPE, SIG_IGN);   // `tokenize ... | head` ends with an error, never a signal
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(usage, stdout); return 0; }
@@ -88,9 +96,14 @@ int main(int argc, char **argv) {
     free(fbuf);
     tokenizer_free(t);
     if (rc) { fprintf(stderr, "tokenize: out of memory\n"); return 1; }
-    for (size_t i = 0; i < n; i++) printf(i ? " %d" : "%d", (int)ids[i]);
-    putchar('\n');
+    int werr = 0;                           // the first write error: stop there
+    for (size_t i = 0; i < n && !werr; i++)
+        if (printf(i ? " %d" : "%d", (int)ids[i]) < 0) werr = errno;
+    if (!werr && (putchar('\n') == EOF || fflush(stdout))) werr = errno;
     free(ids);
-    if (fflush(stdout) || ferror(stdout)) { fprintf(stderr, "tokenize: writing stdout failed\n"); return 1; }
+    if (werr || ferror(stdout)) {
+        fprintf(stderr, "tokenize: writing stdout failed: %s\n", strerror(werr ? werr : EIO));
+        return 1;
+    }
     return 0;
 }
