@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 #include "kernels/fp.h"
 #include "tests/check.h"
@@ -14,14 +16,10 @@
 
 static char *dir;
 
-// Runs gguf-synth OUT args... (NULL-terminated), stdout to a scratch file; returns the status.
-static int synth(const char *out, ...) {
+static int vsynth(const char *out, va_list ap) {
     const char *argv[40] = {bin_path("gguf-synth", 0), out};
     int n = 2;
-    va_list ap;
-    va_start(ap, out);
     for (const char *a; (a = va_arg(ap, const char *)) && n < 39;) argv[n++] = a;
-    va_end(ap);
     argv[n] = NULL;
     char *log = path_join(dir, "stdout.txt");
     int rc = run_tool(argv, log);
@@ -29,26 +27,44 @@ static int synth(const char *out, ...) {
     return rc;
 }
 
-// synth(out, a, b) (b may be NULL) with the tool's stderr captured: it must be exactly one line
+// Runs gguf-synth OUT args... (NULL-terminated), stdout to a scratch file; returns the status.
+static int synth(const char *out, ...) {
+    va_list ap;
+    va_start(ap, out);
+    int rc = vsynth(out, ap);
+    va_end(ap);
+    return rc;
+}
+
+// synth(out, args..., NULL) with the tool's stderr captured: it must be exactly one line
 // "gguf-synth: ...". Returns the status.
-static int synth_err(const char *out, const char *a, const char *b) {
+static int synth_err(const char *out, ...) {
     char *path = path_join(dir, "stderr.txt");
     fflush(stderr);
     int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     CHECK(saved >= 0 && fd >= 0 && dup2(fd, 2) == 2);
     close(fd);
-    int rc = synth(out, a, b, NULL);
+    va_list ap;
+    va_start(ap, out);
+    int rc = vsynth(out, ap);
+    va_end(ap);
     CHECK(dup2(saved, 2) == 2);
     close(saved);
     size_t n;
     char *e = read_all(path, &n);
     CHECK(e);
     CHECKF(n > 12 && !strncmp(e, "gguf-synth: ", 12) && e[n - 1] == '\n' && !memchr(e, '\n', n - 1),
-           "gguf-synth %s %s: stderr '%s'", a ? a : "", b ? b : "", e);
+           "gguf-synth %s: stderr '%s'", out, e);
     free(e);
     unlink(path);
     free(path);
     return rc;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 static int64_t get_int(const gguf_file *g, const char *key) {
@@ -233,18 +249,30 @@ int main(void) {
         {"--n-vocab", "259"}, {"--n-embd", "0"}, {"--n-ff", "0"}, {"--n-layer", "0"}, {"--ctx", "0"},
         {"--rope-base", "-1"}, {"--n-layer", "4097"}, {"--n-embd", "1048577"}};
     for (size_t i = 0; i < sizeof usage_bad / sizeof *usage_bad; i++, cases++)
-        CHECKF(synth_err(bad, usage_bad[i][0], usage_bad[i][1]) == 2, "%s", usage_bad[i][0]);
+        CHECKF(synth_err(bad, usage_bad[i][0], usage_bad[i][1], NULL) == 2, "%s", usage_bad[i][0]);
     const char *const argv0[] = {bin_path("gguf-synth", 0), NULL};
     CHECK(run_tool(argv0, NULL) == 2); cases++;
     const char *const shape_bad[][2] = {{"--n-head", "5"}, {"--n-kv-head", "3"}, {"--n-head", "64"},
         {"--n-head", "128"}};
     for (size_t i = 0; i < sizeof shape_bad / sizeof *shape_bad; i++, cases++)
-        CHECKF(synth_err(bad, shape_bad[i][0], shape_bad[i][1]) == 1, "%s %s", shape_bad[i][0], shape_bad[i][1]);
+        CHECKF(synth_err(bad, shape_bad[i][0], shape_bad[i][1], NULL) == 1, "%s %s", shape_bad[i][0], shape_bad[i][1]);
     char *nodir = path_join(dir, "missing/x.gguf");
-    CHECK(synth_err(nodir, NULL, NULL) == 1); cases++;
+    CHECK(synth_err(nodir, NULL) == 1); cases++;
     free(nodir);
+    // Within every option's limit but ~1.3e17 bytes in all: refused at once, nothing written
+    // (generating tensors until the disk or memory gives out took seconds and gigabytes).
+    double t0 = now();
+    CHECK(synth_err(bad, "--n-embd", "1048576", "--n-layer", "4096", "--n-ff", "1048576", NULL) == 1); cases++;
+    double t_big = now() - t0;
+    CHECKF(t_big < 1.0, "refusing a 1.3e17-byte model took %.2f s", t_big);
     CHECK(!exists(bad));
-    CHECK(cases == 23);
+    DIR *d = opendir(dir);                                      // no temporary file either
+    CHECK(d);
+    int n_files = 0;
+    for (struct dirent *e; (e = readdir(d));) n_files += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    CHECKF(n_files == 1, "%d files in the scratch directory", n_files);   // stdout.txt
+    CHECK(cases == 24);
 
     // One model, and the same again, another seed, f16, bf16, tied, without biases.
     CHECK(synth(f32, SHAPE, "--seed", "7", "--bias", NULL) == 0);

@@ -4,13 +4,16 @@
 // values rounded, so the same seed gives the same model in every dtype, tied or not.
 // Tensor bytes are generated during the save (the writer's fill callback): a 2 GB model needs
 // no 2 GB buffer. Exit 0 ok; 2 for a usage error (bad flag, a value outside its option's range);
-// 1 for sizes that do not fit together or a failed write; one line on stderr either way.
+// 1 for sizes that do not fit together, a model larger than OUT's free disk space (or a tensor
+// larger than half the memory), or a failed write; one line on stderr either way.
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 #include "kernels/fp.h"
 #include "model/gguf_write.h"
 
@@ -283,6 +286,42 @@ static const char *check_shape(const args *a) {
     return NULL;
 }
 
+// Refuses, before anything is generated, a model whose file cannot fit in the free space of
+// OUT's file system, or whose largest tensor (generated whole in memory by the writer's fill)
+// exceeds half the physical memory. With the option limits the sums stay far below 2^64.
+static int check_size(const args *a, char err[GGUF_ERR_MAX]) {
+    uint64_t E = (uint64_t)a->n_embd, F = (uint64_t)a->n_ff, V = (uint64_t)a->n_vocab;
+    uint64_t hd = E / (uint64_t)a->n_head, Q = hd * (uint64_t)a->n_head, KV = hd * (uint64_t)a->n_kv;
+    uint64_t es = a->type == GGML_TYPE_F32 ? 4 : 2;
+    uint64_t layer = es * (2 * E * Q + 2 * E * KV + 3 * E * F) + 4 * (2 * E + (a->bias ? Q + 2 * KV : 0));
+    uint64_t total = es * E * V * (a->tie ? 1 : 2) + 4 * E + layer * (uint64_t)a->n_layer;
+    uint64_t largest = es * (E * V > E * F ? E * V : E * F);
+    size_t len = strlen(a->out);
+    char *dir = malloc(len + 2);
+    if (!dir) { snprintf(err, GGUF_ERR_MAX, "%s: out of memory", a->out); return -1; }
+    memcpy(dir, a->out, len + 1);
+    char *slash = strrchr(dir, '/');
+    if (!slash) strcpy(dir, ".");
+    else slash[slash == dir] = 0;                  // "/x" -> "/", "d/x" -> "d"
+    struct statvfs fs;
+    int have_fs = statvfs(dir, &fs) == 0;          // a missing directory is the writer's error
+    free(dir);
+    uint64_t room = have_fs ? (uint64_t)fs.f_bavail * fs.f_frsize : UINT64_MAX;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t mem = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+    if (total > room) {
+        snprintf(err, GGUF_ERR_MAX, "%s: the model needs %.3g bytes, its file system has %.3g free",
+                 a->out, (double)total, (double)room);
+        return -1;
+    }
+    if (largest > mem / 2) {
+        snprintf(err, GGUF_ERR_MAX, "%s: the largest tensor needs %.3g bytes in memory, half the machine's is %.3g",
+                 a->out, (double)largest, (double)(mem / 2));
+        return -1;
+    }
+    return 0;
+}
+
 static int write_model(const args *a, char err[GGUF_ERR_MAX]) {
     uint64_t E = (uint64_t)a->n_embd, F = (uint64_t)a->n_ff, V = (uint64_t)a->n_vocab;
     uint64_t hd = E / (uint64_t)a->n_head, Q = hd * (uint64_t)a->n_head, KV = hd * (uint64_t)a->n_kv;
@@ -369,6 +408,6 @@ int main(int argc, char **argv) {
     if (bad) { fprintf(stderr, "gguf-synth: %s" HINT, bad); return 2; }
     if ((bad = check_shape(&a))) { fprintf(stderr, "gguf-synth: %s\n", bad); return 1; }
     char err[GGUF_ERR_MAX];
-    if (write_model(&a, err)) { fprintf(stderr, "gguf-synth: %s\n", err); return 1; }
+    if (check_size(&a, err) || write_model(&a, err)) { fprintf(stderr, "gguf-synth: %s\n", err); return 1; }
     return 0;
 }
