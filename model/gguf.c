@@ -93,13 +93,28 @@ typedef struct {
     char ctx[160];                // "kv 3 (general.name)": what is being read, for errors
 } rd;
 
-static int fail(rd *r, const char *fmt, ...) {
-    if (!r->err) return -1;
-    int n = snprintf(r->err, GGUF_ERR_MAX, "%s: %s%s", r->path, r->ctx, r->ctx[0] ? ": " : "");
+static int vfail(char *err, const char *path, const char *field, const char *fmt, va_list ap) {
+    if (!err) return -1;
+    if (!path) path = "(memory)";
+    int n = field ? snprintf(err, GGUF_ERR_MAX, "%s: %s: ", path, field)
+                  : snprintf(err, GGUF_ERR_MAX, "%s: ", path);
     if (n < 0 || n >= GGUF_ERR_MAX) return -1;
+    vsnprintf(err + n, GGUF_ERR_MAX - (size_t)n, fmt, ap);
+    return -1;
+}
+
+int gguf_fail(char err[GGUF_ERR_MAX], const char *path, const char *field, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->err + n, GGUF_ERR_MAX - (size_t)n, fmt, ap);
+    vfail(err, path, field, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int fail(rd *r, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(r->err, r->path, r->ctx[0] ? r->ctx : NULL, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -429,14 +444,11 @@ const gguf_tensor *gguf_find_tensor(const gguf_file *g, const char *name) {
 }
 
 static int kv_fail(const gguf_file *g, const gguf_kv *kv, char *err, const char *fmt, ...) {
-    if (!err) return -1;
     char key[96];
     gguf_escape(key, sizeof key, kv->key, strlen(kv->key));
-    int n = snprintf(err, GGUF_ERR_MAX, "%s: %s: ", g->path, key);
-    if (n < 0 || n >= GGUF_ERR_MAX) return -1;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err + n, GGUF_ERR_MAX - (size_t)n, fmt, ap);
+    vfail(err, g->path, key, fmt, ap);
     va_end(ap);
     return -1;
 }

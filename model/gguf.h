@@ -6,6 +6,7 @@
 // before it allocates anything sized by it.
 // Errors are one line, "PATH: what: problem", written to err; the library never exits or aborts.
 #pragma once
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -71,6 +72,11 @@ int gguf_open(gguf_file *g, const char *path, char err[GGUF_ERR_MAX]);
 // Same over a caller-owned buffer that must outlive g (tests, fuzzing); name is used in errors.
 int gguf_open_mem(gguf_file *g, const void *buf, size_t size, const char *name, char err[GGUF_ERR_MAX]);
 void gguf_close(gguf_file *g);
+
+// Writes "PATH: FIELD: message" (FIELD may be NULL) into err and returns -1: the one error
+// format of the model/ libraries.
+int gguf_fail(char err[GGUF_ERR_MAX], const char *path, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 const char *gguf_type_name(uint32_t gguf_type);      // "UINT32", ... or "?"
 const char *ggml_type_name(uint32_t ggml_type);      // "F32", "F16", "BF16", "Q4_0", ... or "?"

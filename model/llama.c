@@ -2,7 +2,6 @@
 // name with the type and shape they imply. Everything a later stage indexes with is checked here.
 #include "model/llama.h"
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,16 +10,6 @@
 #define DIM_MAX (1 << 20)          // bounds on sizes no real llama comes near
 #define LAYER_MAX 4096
 
-static int fail(char *err, const gguf_file *f, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = snprintf(err, GGUF_ERR_MAX, "%s: ", f->path ? f->path : "model");
-    if (n < 0 || n >= GGUF_ERR_MAX) n = 0;
-    vsnprintf(err + n, GGUF_ERR_MAX - (size_t)n, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 // Integer hyperparameter in [lo, hi]; def < lo means required.
 static int get_int(const gguf_file *f, const char *key, int64_t lo, int64_t hi, int64_t def,
                    int *out, char *err) {
@@ -28,7 +17,7 @@ static int get_int(const gguf_file *f, const char *key, int64_t lo, int64_t hi, 
     int r = gguf_get_int(f, key, lo, hi, &v, err);
     if (r < 0) return -1;
     if (r == 1) {
-        if (def < lo) return fail(err, f, "missing required key %s", key);
+        if (def < lo) return gguf_fail(err, f->path, NULL, "missing required key %s", key);
         v = def;
     }
     *out = (int)v;
@@ -42,17 +31,17 @@ static int bind(const gguf_file *f, const char *name, int optional, int allow_ha
                 int64_t ne1, const gguf_tensor **out, char *err) {
     const gguf_tensor *t = gguf_find_tensor(f, name);
     *out = t;
-    if (!t) return optional ? 0 : fail(err, f, "missing tensor %s", name);
+    if (!t) return optional ? 0 : gguf_fail(err, f->path, NULL, "missing tensor %s", name);
     int ok_type = t->type == GGML_TYPE_F32 ||
                   (allow_half && (t->type == GGML_TYPE_F16 || t->type == GGML_TYPE_BF16));
     if (!ok_type)
-        return fail(err, f, "tensor %s has type %s; supported: %s", name, tname(t),
+        return gguf_fail(err, f->path, NULL, "tensor %s has type %s; supported: %s", name, tname(t),
                     allow_half ? "F32, F16, BF16" : "F32");
     uint32_t want_dims = ne1 ? 2 : 1;
     int shape_ok = (uint64_t)ne0 == t->ne[0] && (ne1 ? (uint64_t)ne1 == t->ne[1] : t->ne[1] == 1) &&
                    t->ne[2] == 1 && t->ne[3] == 1;   // trailing dims of 1 are allowed, as in ggml
     if (!shape_ok) {
-        return fail(err, f, "tensor %s has shape [%llu, %llu, %llu, %llu]; expected [%lld%s%lld]",
+        return gguf_fail(err, f->path, NULL, "tensor %s has shape [%llu, %llu, %llu, %llu]; expected [%lld%s%lld]",
                     name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
                     (unsigned long long)t->ne[2], (unsigned long long)t->ne[3], (long long)ne0,
                     want_dims == 2 ? ", " : "", want_dims == 2 ? (long long)ne1 : 0LL);
@@ -69,17 +58,17 @@ static int check_rope_scaling(const gguf_file *f, char *err) {
     if (r == 0 && !(tlen == 4 && !memcmp(type, "none", 4))) {
         char shown[40];
         gguf_escape(shown, sizeof shown, type, tlen > 24 ? 24 : tlen);
-        return fail(err, f, "llama.rope.scaling.type '%s' is not supported", shown);
+        return gguf_fail(err, f->path, NULL, "llama.rope.scaling.type '%s' is not supported", shown);
     }
     const char *factors[] = {"llama.rope.scale_linear", "llama.rope.scaling.factor"};
     for (int i = 0; i < 2; i++) {
         float v = 1.0f;
         if (gguf_get_f32(f, factors[i], &v, err) < 0) return -1;
         if (v != 1.0f && !(i == 1 && r == 0))  // a factor with type "none" is inert
-            return fail(err, f, "%s = %g: RoPE scaling is not supported", factors[i], v);
+            return gguf_fail(err, f->path, NULL, "%s = %g: RoPE scaling is not supported", factors[i], v);
     }
     if (gguf_find_tensor(f, "rope_freqs.weight"))
-        return fail(err, f, "tensor rope_freqs.weight (RoPE frequency scaling) is not supported");
+        return gguf_fail(err, f->path, NULL, "tensor rope_freqs.weight (RoPE frequency scaling) is not supported");
     return 0;
 }
 
@@ -89,11 +78,11 @@ static int bind_hparams(llama_model *m, char *err) {
     const char *arch; uint64_t alen;
     int r = gguf_get_str(f, "general.architecture", &arch, &alen, err);
     if (r < 0) return -1;
-    if (r == 1) return fail(err, f, "missing required key general.architecture");
+    if (r == 1) return gguf_fail(err, f->path, NULL, "missing required key general.architecture");
     if (alen != 5 || memcmp(arch, "llama", 5) != 0) {
         char shown[80];                          // escaped: file bytes never reach the terminal raw
         gguf_escape(shown, sizeof shown, arch, alen > 64 ? 64 : alen);
-        return fail(err, f, "architecture '%s' is not supported (only llama)", shown);
+        return gguf_fail(err, f->path, NULL, "architecture '%s' is not supported (only llama)", shown);
     }
     if (get_int(f, "llama.block_count", 1, LAYER_MAX, -1, &h->n_layer, err) ||
         get_int(f, "llama.embedding_length", 1, DIM_MAX, -1, &h->n_embd, err) ||
@@ -103,33 +92,33 @@ static int bind_hparams(llama_model *m, char *err) {
         get_int(f, "llama.context_length", 1, INT32_MAX, -1, &h->n_ctx_train, err))
         return -1;
     if (h->n_embd % h->n_head)
-        return fail(err, f, "llama.attention.head_count %d does not divide embedding_length %d",
+        return gguf_fail(err, f->path, NULL, "llama.attention.head_count %d does not divide embedding_length %d",
                     h->n_head, h->n_embd);
     if (h->n_head % h->n_head_kv)
-        return fail(err, f, "llama.attention.head_count_kv %d does not divide head_count %d",
+        return gguf_fail(err, f->path, NULL, "llama.attention.head_count_kv %d does not divide head_count %d",
                     h->n_head_kv, h->n_head);
     if (get_int(f, "llama.attention.key_length", 1, DIM_MAX, h->n_embd / h->n_head, &h->head_dim, err))
         return -1;
     int vlen = 0;
     if (get_int(f, "llama.attention.value_length", 1, DIM_MAX, h->head_dim, &vlen, err)) return -1;
     if (vlen != h->head_dim)
-        return fail(err, f, "llama.attention.value_length %d differs from key_length %d", vlen, h->head_dim);
+        return gguf_fail(err, f->path, NULL, "llama.attention.value_length %d differs from key_length %d", vlen, h->head_dim);
     if ((int64_t)h->n_head * h->head_dim > DIM_MAX)
-        return fail(err, f, "head_count x key_length is too large");
+        return gguf_fail(err, f->path, NULL, "head_count x key_length is too large");
     if (get_int(f, "llama.rope.dimension_count", 1, DIM_MAX, h->head_dim, &h->n_rot, err)) return -1;
     if (h->n_rot > h->head_dim || h->n_rot % 2)
-        return fail(err, f, "llama.rope.dimension_count %d must be even and <= head dim %d",
+        return gguf_fail(err, f->path, NULL, "llama.rope.dimension_count %d must be even and <= head dim %d",
                     h->n_rot, h->head_dim);
     h->rope_base = 10000.0f;
     if (gguf_get_f32(f, "llama.rope.freq_base", &h->rope_base, err) < 0) return -1;
     if (!(isfinite(h->rope_base) && h->rope_base > 0))
-        return fail(err, f, "llama.rope.freq_base %g must be finite and positive", h->rope_base);
+        return gguf_fail(err, f->path, NULL, "llama.rope.freq_base %g must be finite and positive", h->rope_base);
     if (check_rope_scaling(f, err)) return -1;
     r = gguf_get_f32(f, "llama.attention.layer_norm_rms_epsilon", &h->rms_eps, err);
     if (r < 0) return -1;
-    if (r == 1) return fail(err, f, "missing required key llama.attention.layer_norm_rms_epsilon");
+    if (r == 1) return gguf_fail(err, f->path, NULL, "missing required key llama.attention.layer_norm_rms_epsilon");
     if (!(isfinite(h->rms_eps) && h->rms_eps > 0))
-        return fail(err, f, "llama.attention.layer_norm_rms_epsilon %g must be finite and positive",
+        return gguf_fail(err, f->path, NULL, "llama.attention.layer_norm_rms_epsilon %g must be finite and positive",
                     h->rms_eps);
     return 0;
 }
@@ -138,15 +127,15 @@ static int bind_tensors(llama_model *m, char *err) {
     const gguf_file *f = &m->f;
     llama_hparams *h = &m->hp;
     const gguf_tensor *te = gguf_find_tensor(f, "token_embd.weight");
-    if (!te) return fail(err, f, "missing tensor token_embd.weight");
+    if (!te) return gguf_fail(err, f->path, NULL, "missing tensor token_embd.weight");
     if (te->ne[1] < 1 || te->ne[1] > INT32_MAX)
-        return fail(err, f, "tensor token_embd.weight has an absurd vocabulary size");
+        return gguf_fail(err, f->path, NULL, "tensor token_embd.weight has an absurd vocabulary size");
     h->n_vocab = (int)te->ne[1];
     const gguf_kv *toks;
     int r = gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &toks, err);
     if (r < 0) return -1;
     if (r == 0 && toks->n != (uint64_t)h->n_vocab)
-        return fail(err, f, "tokenizer.ggml.tokens has %llu tokens but token_embd.weight has %d rows",
+        return gguf_fail(err, f->path, NULL, "tokenizer.ggml.tokens has %llu tokens but token_embd.weight has %d rows",
                     (unsigned long long)toks->n, h->n_vocab);
     int64_t E = h->n_embd, Q = (int64_t)h->n_head * h->head_dim, KV = (int64_t)h->n_head_kv * h->head_dim;
     if (bind(f, "token_embd.weight", 0, 1, E, h->n_vocab, &m->tok_embd, err) ||
@@ -155,7 +144,7 @@ static int bind_tensors(llama_model *m, char *err) {
         return -1;
     if (!m->output) m->output = m->tok_embd;
     m->layers = calloc((size_t)h->n_layer, sizeof *m->layers);
-    if (!m->layers) return fail(err, f, "out of memory");
+    if (!m->layers) return gguf_fail(err, f->path, NULL, "out of memory");
     for (int i = 0; i < h->n_layer; i++) {
         llama_layer *L = &m->layers[i];
         struct { const char *name; int opt, half; int64_t ne0, ne1; const gguf_tensor **dst; } t[] = {
@@ -199,13 +188,13 @@ void llama_model_free(llama_model *m) {
 
 int llama_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX]) {
     const llama_hparams *h = &m->hp;
-    if (n_ctx < 1) return fail(err, &m->f, "context size %lld must be at least 1", (long long)n_ctx);
-    if (n_ctx > INT32_MAX) return fail(err, &m->f, "context size %lld is too large", (long long)n_ctx);
+    if (n_ctx < 1) return gguf_fail(err, m->f.path, NULL, "context size %lld must be at least 1", (long long)n_ctx);
+    if (n_ctx > INT32_MAX) return gguf_fail(err, m->f.path, NULL, "context size %lld is too large", (long long)n_ctx);
     // K and V, f32: n_layer * n_ctx * n_head_kv * head_dim * 2 * 4 bytes (each factor < 2^31).
     double bytes = 8.0 * h->n_layer * (double)n_ctx * h->n_head_kv * h->head_dim;
     double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (mem > 0 && bytes > mem * 0.9)
-        return fail(err, &m->f, "context size %lld needs a %.1f GiB KV cache; this machine has %.1f GiB",
+        return gguf_fail(err, m->f.path, NULL, "context size %lld needs a %.1f GiB KV cache; this machine has %.1f GiB",
                     (long long)n_ctx, bytes / (1 << 30), mem / (1 << 30));
     return 0;
 }

@@ -9,7 +9,6 @@
 #include "model/tokenizer.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,16 +31,6 @@ struct tokenizer {
     int32_t bos, eos, unk;
     int add_bos, add_space_prefix;
 };
-
-static int fail(char *err, const gguf_file *g, const char *key, const char *fmt, ...) {
-    int n = snprintf(err, GGUF_ERR_MAX, "%s: %s: ", g->path, key);
-    if (n < 0 || n >= GGUF_ERR_MAX) return -1;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err + n, GGUF_ERR_MAX - (size_t)n, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static uint32_t hash(const char *s, size_t n) {          // FNV-1a
     uint32_t h = 2166136261u;
@@ -130,13 +119,13 @@ static int load_arrays(tokenizer *t, const gguf_file *g, char *err) {
     for (int k = 0; k < 3; k++) {
         int rc = gguf_get_arr(g, keys[k], types[k], &kv[k], err);
         if (rc < 0) return -1;
-        if (rc > 0 && k == 0) return fail(err, g, keys[k], "missing");
+        if (rc > 0 && k == 0) return gguf_fail(err, g->path, keys[k], "missing");
     }
     uint64_t n = kv[0]->n;
-    if (n == 0 || n > INT32_MAX / 2) return fail(err, g, keys[0], "%llu tokens", (unsigned long long)n);
+    if (n == 0 || n > INT32_MAX / 2) return gguf_fail(err, g->path, keys[0], "%llu tokens", (unsigned long long)n);
     for (int k = 1; k < 3; k++)
         if (kv[k] && kv[k]->n != n)
-            return fail(err, g, keys[k], "%llu elements, but %s has %llu", (unsigned long long)kv[k]->n,
+            return gguf_fail(err, g->path, keys[k], "%llu elements, but %s has %llu", (unsigned long long)kv[k]->n,
                         keys[0], (unsigned long long)n);
     uint64_t bytes = 0;
     for (uint64_t i = 0; i < n; i++) {
@@ -144,7 +133,7 @@ static int load_arrays(tokenizer *t, const gguf_file *g, char *err) {
         gguf_arr_str(kv[0], i, &s, &len);
         bytes += len;                          // each piece lies inside the file: no overflow
     }
-    if (bytes > UINT32_MAX) return fail(err, g, keys[0], "%llu bytes of pieces", (unsigned long long)bytes);
+    if (bytes > UINT32_MAX) return gguf_fail(err, g->path, keys[0], "%llu bytes of pieces", (unsigned long long)bytes);
     t->n_vocab = (int32_t)n;
     t->n_bucket = 1;
     while (t->n_bucket < n) t->n_bucket *= 2;
@@ -155,7 +144,7 @@ static int load_arrays(tokenizer *t, const gguf_file *g, char *err) {
     t->bucket = malloc((t->n_bucket + 1) * sizeof *t->bucket);
     t->sorted = malloc(n * sizeof *t->sorted);
     if (!t->text || !t->off || !t->score || !t->type || !t->bucket || !t->sorted)
-        return fail(err, g, keys[0], "out of memory");
+        return gguf_fail(err, g->path, keys[0], "out of memory");
     if (kv[1]) memcpy(t->score, kv[1]->data, n * sizeof *t->score);
     else memset(t->score, 0, n * sizeof *t->score);
     t->off[0] = 0;
@@ -167,10 +156,10 @@ static int load_arrays(tokenizer *t, const gguf_file *g, char *err) {
         if (len > t->max_len) t->max_len = (uint32_t)len;
         int32_t ty = TT_NORMAL;
         if (kv[2]) memcpy(&ty, kv[2]->data + 4 * i, 4);
-        if (ty < 0 || ty >= TT_COUNT) return fail(err, g, keys[2], "token %llu has unknown type %d", (unsigned long long)i, ty);
+        if (ty < 0 || ty >= TT_COUNT) return gguf_fail(err, g->path, keys[2], "token %llu has unknown type %d", (unsigned long long)i, ty);
         if (ty == TT_BYTE && piece_byte(s, len) < 0)
-            return fail(err, g, keys[2], "byte token %llu is not of the form <0xNN>", (unsigned long long)i);
-        if (isnan(t->score[i])) return fail(err, g, keys[1], "score %llu is NaN", (unsigned long long)i);
+            return gguf_fail(err, g->path, keys[2], "byte token %llu is not of the form <0xNN>", (unsigned long long)i);
+        if (isnan(t->score[i])) return gguf_fail(err, g->path, keys[1], "score %llu is NaN", (unsigned long long)i);
         t->type[i] = (uint8_t)ty;
     }
     return 0;
@@ -181,21 +170,21 @@ int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) 
     const char *model; uint64_t model_len;
     int rc = gguf_get_str(g, "tokenizer.ggml.model", &model, &model_len, err);
     if (rc < 0) return -1;
-    if (rc > 0) return fail(err, g, "tokenizer.ggml.model", "missing (the file has no tokenizer)");
+    if (rc > 0) return gguf_fail(err, g->path, "tokenizer.ggml.model", "missing (the file has no tokenizer)");
     if (model_len != 5 || memcmp(model, "llama", 5) != 0) {
         char name[64];
         gguf_escape(name, sizeof name, model, model_len);
-        return fail(err, g, "tokenizer.ggml.model", "tokenizer model '%s' is not supported yet", name);
+        return gguf_fail(err, g->path, "tokenizer.ggml.model", "tokenizer model '%s' is not supported yet", name);
     }
     tokenizer *t = calloc(1, sizeof *t);
-    if (!t) return fail(err, g, "tokenizer.ggml.tokens", "out of memory");
+    if (!t) return gguf_fail(err, g->path, "tokenizer.ggml.tokens", "out of memory");
     if (load_arrays(t, g, err) ||
         special_id(g, "tokenizer.ggml.bos_token_id", 1, t->n_vocab, &t->bos, err) ||
         special_id(g, "tokenizer.ggml.eos_token_id", 2, t->n_vocab, &t->eos, err) ||
         special_id(g, "tokenizer.ggml.unknown_token_id", 0, t->n_vocab, &t->unk, err) ||
         flag(g, "tokenizer.ggml.add_bos_token", &t->add_bos, err) ||
         flag(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix, err) ||
-        (index_pieces(t) && fail(err, g, "tokenizer.ggml.tokens", "out of memory"))) {
+        (index_pieces(t) && gguf_fail(err, g->path, "tokenizer.ggml.tokens", "out of memory"))) {
         tokenizer_free(t);
         return -1;
     }

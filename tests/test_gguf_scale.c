@@ -12,18 +12,6 @@
 
 #define N 60000
 
-// Optimized builds; sanitizers and -O0 get 10x (a quadratic pass still takes far longer).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__OPTIMIZE__)
-#define SLOW 10.0
-#else
-#define SLOW 1.0
-#endif
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static char (*str)[FLOOD_LEN + 1];
 static uint8_t *B;

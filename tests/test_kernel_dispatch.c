@@ -24,12 +24,6 @@ static int f16c_witness(void) {
     return b == 0x7fc02000u;
 }
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 // Best-of-5 time of the packed kernel over the scalar reference on a 512 x 512 f16 matrix.
 static double speed_ratio(void) {
     enum { K = 512, N = 512 };

@@ -61,12 +61,6 @@ static int synth_err(const char *out, ...) {
     return rc;
 }
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int64_t get_int(const gguf_file *g, const char *key) {
     char err[GGUF_ERR_MAX];
     int64_t v;

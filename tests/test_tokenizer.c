@@ -15,18 +15,6 @@
 #define SEP "\n__ggml_vocab_test__\n"
 #define N_CASES 46
 
-// Time bounds hold for optimized builds; sanitizers and -O0 get 10x (still far below quadratic).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__OPTIMIZE__)
-#define SLOW 10.0
-#else
-#define SLOW 1.0
-#endif
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static char *slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");

@@ -183,18 +183,6 @@ static const struct { int m; const char *key, *problem; } bad[] = {
     {M_PREFIX_STR, "tokenizer.ggml.add_space_prefix", "BOOL"},
 };
 
-// Optimized builds; sanitizers and -O0 get 10x (a quadratic table still takes far longer).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !defined(__OPTIMIZE__)
-#define SLOW 10.0
-#else
-#define SLOW 1.0
-#endif
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 // 60000 pieces whose 32-bit FNV-1a hashes collide (an open-addressing piece table turns
 // quadratic: seconds to load). Five of them get every prefix as a piece so that encoding the
