@@ -1,87 +1,10 @@
 // Test helpers (see decode_util.h).
 #include "tests/decode_util.h"
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include "tests/check.h"
-
-int run_tool(const char *const *argv, const char *out_path) {
-    fflush(stdout); fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) return 127;
-    if (pid == 0) {
-        if (out_path) {
-            int fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            if (fd < 0 || dup2(fd, 1) < 0) _exit(127);
-            close(fd);
-        }
-        execv(argv[0], (char *const *)argv);
-        fprintf(stderr, "run_tool: cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0) if (errno != EINTR) return 127;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-const char *bin_path(const char *name, int slot) {
-    static char buf[8][4096];
-    snprintf(buf[slot & 7], sizeof buf[0], "%s/%s", BIN_DIR, name);
-    return buf[slot & 7];
-}
-
-char *scratch_dir(void) {
-    const char *t = getenv("TMPDIR");
-    char *d = path_join(t && *t ? t : "/tmp", "decode-test-XXXXXX");
-    if (d && !mkdtemp(d)) { free(d); return NULL; }
-    return d;
-}
-
-void scratch_remove(char *dir) {
-    if (!dir) return;
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char *p = path_join(dir, e->d_name);
-        if (p) unlink(p);
-        free(p);
-    }
-    if (d) closedir(d);
-    rmdir(dir);
-    free(dir);
-}
-
-char *path_join(const char *dir, const char *name) {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    if (p) snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
-char *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0, got;
-    char *buf = malloc(cap + 1);
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *b = realloc(buf, 2 * cap + 1);
-            if (!b) { free(buf); buf = NULL; break; }
-            buf = b; cap *= 2;
-        }
-    }
-    fclose(f);
-    if (buf) { buf[n] = 0; *len = n; }
-    return buf;
-}
 
 int32_t *parse_ids(const char *s, size_t *n) {
     size_t cap = 16;

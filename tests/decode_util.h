@@ -1,24 +1,12 @@
-// Helpers for tests that run the project's executables: spawn a tool with stdout captured to a
-// file, a scratch directory under $TMPDIR (default /tmp), whole-file reads, id lists, the
+// Helpers for the decode tests (running tools, scratch files: tool_util.h): id lists, the
 // llama2.c rendering of token ids (the oracle for decode's stdout, independent of the tokenizer),
 // and the comparison of dumped logit rows with the float64 reference.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
 #include "model/gguf.h"
+#include "tests/tool_util.h"
 
-// Runs argv (NULL-terminated; argv[0] a path, no shell) with stdout written to out_path (NULL:
-// inherited) and stderr inherited. Returns the exit status, or 128 + signal number.
-int run_tool(const char *const *argv, const char *out_path);
-// BIN_DIR/name in a static buffer per call slot (slot 0..7).
-const char *bin_path(const char *name, int slot);
-
-char *scratch_dir(void);                       // mkdtemp'ed; free() the string
-void scratch_remove(char *dir);                // removes its files and itself, frees dir
-char *path_join(const char *dir, const char *name);   // malloc'ed "dir/name"
-
-// Whole file, NUL-terminated beyond *len; NULL if unreadable.
-char *read_all(const char *path, size_t *len);
 // Space-separated decimal ids; *n gets the count. malloc'ed; NULL on a malformed list.
 int32_t *parse_ids(const char *s, size_t *n);
 

@@ -1,6 +1,6 @@
 # kernel (tests)
 decode_test(test_kernel_stripe kernel test_kernel_stripe.c)
 decode_test(test_kernel_packed kernel test_kernel_packed.c)
-decode_test(test_kernel_dispatch kernel test_kernel_dispatch.c)
+decode_test(test_kernel_dispatch kernel test_kernel_dispatch.c tool_util.c)
 decode_test(test_kernel_convert kernel test_kernel_convert.c)
 decode_test(test_kernel_ops kernel test_kernel_ops.c)

@@ -1,2 +1,2 @@
 # synth (tests): gguf-synth's files (label model).
-decode_test(test_synth model test_synth.c decode_util.c)
+decode_test(test_synth model test_synth.c tool_util.c)

@@ -30,7 +30,7 @@ static void run_model(const char *model, const char *tag, run_result *res) {
     char *out = path_join(dir, "out.txt"), *dump = path_join(dir, "logits.bin");
     const char *argv[] = {bin_path("decode", 0), "-m", model, "-p", "", "-n", "256", "--temp", "0",
                           "--dump-logits", dump, NULL};
-    CHECKF(run_tool(argv, out) == 0, "%s: decode failed", tag);
+    CHECKF(run_capture(argv, out, NULL) == 0, "%s: decode failed", tag);
     size_t out_len, dump_len;
     char *text = read_all(out, &out_len);
     float *rows = (float *)read_all(dump, &dump_len);
@@ -97,7 +97,7 @@ int main(void) {
         snprintf(name, sizeof name, "stories260K-%s.gguf", types[t]);
         char *conv = path_join(dir, name);
         const char *argv[] = {bin_path("gguf-convert", 1), MODELS "stories260K.gguf", conv, "--type", types[t], NULL};
-        CHECKF(run_tool(argv, NULL) == 0, "gguf-convert --type %s failed", types[t]);
+        CHECKF(run_capture(argv, NULL, NULL) == 0, "gguf-convert --type %s failed", types[t]);
         run_result r;
         run_model(conv, types[t], &r);
         rows += r.st.rows;

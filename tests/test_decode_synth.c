@@ -51,7 +51,7 @@ static int run_case(int ci, row_stats *st) {
     if (c->extra && !strncmp(c->extra, "--rope-base=", 12)) { sv[n++] = "--rope-base"; sv[n++] = c->extra + 12; }
     else if (c->extra) sv[n++] = c->extra;
     sv[n] = NULL;
-    CHECKF(run_tool(sv, NULL) == 0, "case %d: gguf-synth failed", ci);
+    CHECKF(run_capture(sv, NULL, NULL) == 0, "case %d: gguf-synth failed", ci);
     snprintf(tag, sizeof tag, "case %d (e%s hd%d gqa%d %s%s)", ci, c->embd, c->hd, c->gqa, c->dtype,
              c->tie ? " tied" : "");
 
@@ -61,7 +61,7 @@ static int run_case(int ci, row_stats *st) {
     CHECKF(m.head_dim == c->hd && m.n_head / m.n_kv == c->gqa && (m.output == NULL) == c->tie, "%s: shape", tag);
 
     const char *tv[] = {bin_path("tokenize", 1), "-m", model, "-p", c->prompt, NULL};
-    CHECKF(run_tool(tv, out) == 0, "%s: tokenize failed", tag);
+    CHECKF(run_capture(tv, out, NULL) == 0, "%s: tokenize failed", tag);
     size_t len, P;
     char *s = read_all(out, &len);
     int32_t *prompt = s ? parse_ids(s, &P) : NULL;
@@ -70,7 +70,7 @@ static int run_case(int ci, row_stats *st) {
 
     const char *dv[] = {bin_path("decode", 2), "-m", model, "-p", c->prompt, "-n", c->n, "--temp", "0",
                         "--dump-logits", dump, NULL};
-    CHECKF(run_tool(dv, out) == 0, "%s: decode failed", tag);
+    CHECKF(run_capture(dv, out, NULL) == 0, "%s: decode failed", tag);
     size_t dump_len, out_len;
     float *rows = (float *)read_all(dump, &dump_len);
     char *text = read_all(out, &out_len);

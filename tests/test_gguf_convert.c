@@ -8,56 +8,36 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "kernels/fp.h"
 #include "model/gguf.h"
 #include "model/gguf_write.h"
 #include "tests/check.h"
+#include "tests/tool_util.h"
 
 #define NW (32 * 8)     // elements of the 2-D weight
 static float orig[NW], norm[32], w3[4 * 2 * 3];
-static char dir[] = "/tmp/test_gguf_convert.XXXXXX";
 
-static int run(const char *fmt, const char *a, const char *b, const char *type) {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, fmt, BIN_DIR, a, b, type);
-    int st = system(cmd);
-    CHECKF(st != -1 && WIFEXITED(st), "%s: ended by a signal", cmd);
-    return WEXITSTATUS(st);
-}
+static char *dir;
+static tool_run r;
+// BIN_DIR/gguf-convert ARGS..., NULL as an argv; convert(ARGS..., NULL) runs it with stdout and
+// stderr kept in r and gives the exit status.
+#define CONVERT(...) ((const char *const[]){BIN_DIR "/gguf-convert", __VA_ARGS__})
+#define convert(...) run_read(CONVERT(__VA_ARGS__), dir, &r)
 
-static char errbuf[4096];
 static void make_input(const char *path, int with_ftype, uint32_t wtype);
 static void check_file(const char *path, uint32_t wtype, uint32_t ftype, uint64_t n_kv, float (*want)(float));
 static float via_f16(float x);
 
-// Runs gguf-convert with args (already shell-quoted), stdout discarded and stderr kept in errbuf;
-// returns the exit status.
-static int run_args(const char *args) {
-    char cmd[2048], path[400];
-    snprintf(path, sizeof path, "%s/stderr", dir);
-    snprintf(cmd, sizeof cmd, "'%s/gguf-convert' %s >/dev/null 2>'%s'", BIN_DIR, args, path);
-    int st = system(cmd);
-    CHECKF(st != -1 && WIFEXITED(st), "%s: ended by a signal", cmd);
-    FILE *f = fopen(path, "rb");
-    CHECK(f);
-    size_t n = fread(errbuf, 1, sizeof errbuf - 1, f);
-    fclose(f);
-    errbuf[n] = 0;
-    return WEXITSTATUS(st);
-}
-
-// errbuf is exactly one line starting "gguf-convert: " and containing want.
+// r.err is exactly one line starting "gguf-convert: " and containing want.
 static void check_one_line(const char *want) {
-    size_t n = strlen(errbuf);
-    CHECKF(n > 0 && strchr(errbuf, '\n') == errbuf + n - 1 && !strncmp(errbuf, "gguf-convert: ", 14) &&
-           strstr(errbuf, want), "stderr '%s', expected one line with '%s'", errbuf, want);
+    CHECKF(one_line_error(r.err, r.err_len, "gguf-convert: ", want), "stderr '%s', expected one line with '%s'",
+           r.err, want);
 }
 
 // gguf-convert IN OUT --type f16 where OUT is not a plain new or regular file.
 static void check_out_nodes(const char *in, int *cases) {
-    char fifo[300], sub[300], target[300], link[300], dangle[300], fifo_link[300], args[1400];
+    char fifo[300], sub[300], target[300], link[300], dangle[300], fifo_link[300];
     struct stat st;
     snprintf(fifo, sizeof fifo, "%s/fifo", dir);
     snprintf(sub, sizeof sub, "%s/sub", dir);
@@ -74,20 +54,16 @@ static void check_out_nodes(const char *in, int *cases) {
     for (int i = 0; i < 4; i++, (*cases)++) {
         char out[300];
         snprintf(out, sizeof out, "%s/%s", dir, bad[i].out);
-        snprintf(args, sizeof args, "'%s' '%s' --type f16", in, out);
-        CHECKF(run_args(args) == 1, "OUT %s accepted", bad[i].out);
+        CHECKF(convert(in, out, "--type", "f16", NULL) == 1, "OUT %s accepted", bad[i].out);
         check_one_line(bad[i].problem);
         CHECK(lstat(out, &st) == 0 && (st.st_mode & S_IFMT) == bad[i].kind);   // left as it was
     }
     make_input(target, 0, GGML_TYPE_F32);      // a link to a regular file: written through
-    snprintf(args, sizeof args, "'%s' '%s' --type f16", in, link);
-    CHECKF(run_args(args) == 0, "%s", errbuf);
+    CHECKF(convert(in, link, "--type", "f16", NULL) == 0, "%s", r.err);
     CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
     check_file(target, GGML_TYPE_F16, 1, 4, via_f16);
     (*cases)++;
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "ls -a '%s' | grep -q tmp", dir);   // no temporary file left behind
-    CHECK(system(cmd) != 0);
+    CHECK(dir_count(dir, "tmp") == 0);   // no temporary file left behind
 }
 
 static void make_input(const char *path, int with_ftype, uint32_t wtype) {
@@ -160,7 +136,7 @@ int main(void) {
     CHECK(isnan(orig[4]) && isinf(orig[6]));
 
     char in[300], f16[300], bf16[300], back[300], bad[300];
-    CHECK(mkdtemp(dir));
+    CHECK((dir = scratch_dir()));
     snprintf(in, sizeof in, "%s/in.gguf", dir);
     snprintf(f16, sizeof f16, "%s/f16.gguf", dir);
     snprintf(bf16, sizeof bf16, "%s/bf16.gguf", dir);
@@ -169,24 +145,24 @@ int main(void) {
     int cases = 0;
 
     make_input(in, 0, GGML_TYPE_F32);   // no general.file_type: appended (3 keys -> 4)
-    CHECK(run("%s/gguf-convert %s %s --type %s", in, f16, "f16") == 0);
+    CHECKF(convert(in, f16, "--type", "f16", NULL) == 0, "%s", r.err);
     check_file(f16, GGML_TYPE_F16, 1, 4, via_f16); cases++;
-    CHECK(run("%s/gguf-convert %s %s --type %s", f16, back, "f32") == 0);
+    CHECKF(convert(f16, back, "--type", "f32", NULL) == 0, "%s", r.err);
     check_file(back, GGML_TYPE_F32, 0, 4, via_f16); cases++;
-    CHECK(run("%s/gguf-convert %s %s --type %s", in, bf16, "bf16") == 0);
+    CHECKF(convert(in, bf16, "--type", "bf16", NULL) == 0, "%s", r.err);
     check_file(bf16, GGML_TYPE_BF16, 32, 4, via_bf16); cases++;
-    CHECK(run("%s/gguf-convert %s %s --type %s", bf16, back, "f32") == 0);
+    CHECKF(convert(bf16, back, "--type", "f32", NULL) == 0, "%s", r.err);
     check_file(back, GGML_TYPE_F32, 0, 4, via_bf16); cases++;
-    CHECK(run("%s/gguf-convert %s %s --type %s", bf16, back, "f16") == 0);
+    CHECKF(convert(bf16, back, "--type", "f16", NULL) == 0, "%s", r.err);
     check_file(back, GGML_TYPE_F16, 1, 4, via_bf16_f16); cases++;
-    CHECK(run("%s/gguf-convert %s %s --type %s", in, back, "f32") == 0);   // f32 -> f32: bit for bit
+    CHECKF(convert(in, back, "--type", "f32", NULL) == 0, "%s", r.err);   // f32 -> f32: bit for bit
     check_file(back, GGML_TYPE_F32, 0, 4, ident); cases++;
 
     make_input(in, 1, GGML_TYPE_F32);   // general.file_type present: replaced, still 4 keys
-    CHECK(run("%s/gguf-convert %s %s --type %s", in, f16, "f16") == 0);
+    CHECKF(convert(in, f16, "--type", "f16", NULL) == 0, "%s", r.err);
     check_file(f16, GGML_TYPE_F16, 1, 4, via_f16); cases++;
     make_input(in, 1, GGML_TYPE_F16);   // f16 input to f16 output: bits copied
-    CHECK(run("%s/gguf-convert %s %s --type %s", in, f16, "f16") == 0);
+    CHECKF(convert(in, f16, "--type", "f16", NULL) == 0, "%s", r.err);
     check_file(f16, GGML_TYPE_F16, 1, 4, via_f16); cases++;
 
     // Failures: a quantized tensor, a missing file (exit 1); usage errors (exit 2).
@@ -197,28 +173,29 @@ int main(void) {
     char err[GGUF_ERR_MAX];
     CHECKF(gguf_writer_save(w, bad, err) == 0, "%s", err);
     gguf_writer_free(w);
-    CHECK(run("%s/gguf-convert %s %s --type %s 2>/dev/null", bad, back, "f16") == 1); cases++;
-    CHECK(run("%s/gguf-convert %s %s --type %s 2>/dev/null", "/nonexistent.gguf", back, "f16") == 1); cases++;
-    CHECK(run("%s/gguf-convert %s %s --type %s 2>/dev/null", in, back, "q4_0") == 2); cases++;
-    CHECK(run("%s/gguf-convert %s %s %s 2>/dev/null", in, back, "") == 2); cases++;
-    CHECK(run("%s/gguf-convert --help >/dev/null %s%s%s", "", "", "") == 0); cases++;
+    CHECK(convert(bad, back, "--type", "f16", NULL) == 1); cases++;
+    CHECK(convert("/nonexistent.gguf", back, "--type", "f16", NULL) == 1); cases++;
+    CHECK(convert(in, back, "--type", "q4_0", NULL) == 2); cases++;
+    CHECK(convert(in, back, NULL) == 2); cases++;
+    CHECK(convert("--help", NULL) == 0 && r.err_len == 0); cases++;
     // Every usage error is one stderr line; --help prints the usage on stdout only.
-    static const struct { const char *args, *problem; } usage_bad[] = {
-        {"a b --type q4_0", "--type must be f32, f16 or bf16"}, {"a b", "needs --type"},
-        {"a --type f16", "needs IN and OUT"}, {"", "needs IN and OUT"}, {"a b c --type f16", "too many arguments"},
-        {"a b --type", "--type needs a value"}, {"--bogus a b --type f16", "unknown option --bogus"},
+    const struct { const char *const *argv, *problem; } usage_bad[] = {   // compound literals: not static
+        {CONVERT("a", "b", "--type", "q4_0", NULL), "--type must be f32, f16 or bf16"},
+        {CONVERT("a", "b", NULL), "needs --type"}, {CONVERT("a", "--type", "f16", NULL), "needs IN and OUT"},
+        {CONVERT(NULL), "needs IN and OUT"}, {CONVERT("a", "b", "c", "--type", "f16", NULL), "too many arguments"},
+        {CONVERT("a", "b", "--type", NULL), "--type needs a value"},
+        {CONVERT("--bogus", "a", "b", "--type", "f16", NULL), "unknown option --bogus"},
     };
     for (int i = 0; i < 7; i++, cases++) {
-        CHECKF(run_args(usage_bad[i].args) == 2, "gguf-convert %s", usage_bad[i].args);
+        CHECKF(run_read(usage_bad[i].argv, dir, &r) == 2, "%s", argv_text(usage_bad[i].argv));
         check_one_line(usage_bad[i].problem);
     }
-    CHECK(run_args("--help") == 0 && errbuf[0] == 0);
 
     make_input(in, 0, GGML_TYPE_F32);
     check_out_nodes(in, &cases);
 
     // stories260K to f16: 2-D weights become F16, norms stay F32.
-    CHECK(run("%s/gguf-convert %s %s --type %s", SHARED_DIR "/testdata/models/stories260K.gguf", f16, "f16") == 0);
+    CHECKF(convert(SHARED_DIR "/testdata/models/stories260K.gguf", f16, "--type", "f16", NULL) == 0, "%s", r.err);
     gguf_file g, o;
     CHECKF(gguf_open(&g, f16, err) == 0, "%s", err);
     CHECKF(gguf_open(&o, SHARED_DIR "/testdata/models/stories260K.gguf", err) == 0, "%s", err);
@@ -236,9 +213,8 @@ int main(void) {
     gguf_close(&g); gguf_close(&o);
     cases++;
     CHECK(cases == 26);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    tool_run_free(&r);
+    CHECK(scratch_remove(dir) == 0);
     printf("test_gguf_convert: %d cases ok\n", cases);
     return 0;
 }

@@ -3,52 +3,31 @@
 // bytes, usage errors (exit 2, one stderr line; --help prints the usage on stdout).
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include "model/gguf_write.h"
 #include "tests/check.h"
+#include "tests/tool_util.h"
 
-static char dir[] = "/tmp/test_gguf_info.XXXXXX";
-static char out[4 << 20], errtxt[4096];
-
-static char *slurp(const char *path, char *buf, size_t cap) {
-    FILE *f = fopen(path, "rb");
-    CHECK(f);
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
-}
-
-// Runs gguf-info ARGS with stdout and stderr captured into out / errtxt; returns the exit code.
-static int info(const char *args) {
-    char cmd[1024];
-    snprintf(cmd, sizeof cmd, "%s/gguf-info %s >%s/out 2>%s/err", BIN_DIR, args, dir, dir);
-    int st = system(cmd);
-    CHECKF(st != -1 && WIFEXITED(st), "%s: ended by a signal", cmd);
-    char p[300];
-    snprintf(p, sizeof p, "%s/out", dir); slurp(p, out, sizeof out);
-    snprintf(p, sizeof p, "%s/err", dir); slurp(p, errtxt, sizeof errtxt);
-    return WEXITSTATUS(st);
-}
+static char *dir;
+static tool_run r;
+// gguf-info ARGS..., NULL with stdout and stderr kept in r; the exit status.
+#define info(...) run_read((const char *const[]){BIN_DIR "/gguf-info", __VA_ARGS__}, dir, &r)
 
 static void check_one_error_line(const char *what) {
-    size_t n = strlen(errtxt);
-    CHECKF(n > 12 && !strncmp(errtxt, "gguf-info: ", 11) && errtxt[n - 1] == '\n' && !memchr(errtxt, '\n', n - 1),
-           "%s: stderr is '%s'", what, errtxt);
-    CHECKF(out[0] == 0, "%s: stdout is not empty", what);
+    CHECKF(one_line_error(r.err, r.err_len, "gguf-info: ", NULL), "%s: stderr is '%s'", what, r.err);
+    CHECKF(r.out_len == 0, "%s: stdout is not empty", what);
 }
 
 int main(void) {
-    char path[300], args[400];
+    char path[300];
     int cases = 0;
-    CHECK(mkdtemp(dir));
+    CHECK((dir = scratch_dir()));
 
-    CHECK(info(SHARED_DIR "/testdata/models/stories260K.gguf") == 0);
-    CHECK(strstr(out, "48 tensors") && strstr(out, "general.architecture = llama"));
-    CHECK(strstr(out, "GGUF version: 3") && strstr(out, "data offset: 14176") && strstr(out, "19 metadata keys"));
-    CHECK(strstr(out, "\"<unk>\", \"<s>\"") && strstr(out, "... (512 total)"));
-    CHECK(strstr(out, "blk.0.attn_k.weight") && strstr(out, "[64, 32]") && strstr(out, "278784"));
-    CHECK(errtxt[0] == 0);
+    CHECK(info(SHARED_DIR "/testdata/models/stories260K.gguf", NULL) == 0);
+    CHECK(strstr(r.out, "48 tensors") && strstr(r.out, "general.architecture = llama"));
+    CHECK(strstr(r.out, "GGUF version: 3") && strstr(r.out, "data offset: 14176") && strstr(r.out, "19 metadata keys"));
+    CHECK(strstr(r.out, "\"<unk>\", \"<s>\"") && strstr(r.out, "... (512 total)"));
+    CHECK(strstr(r.out, "blk.0.attn_k.weight") && strstr(r.out, "[64, 32]") && strstr(r.out, "278784"));
+    CHECK(r.err_len == 0);
     cases++;
 
     // A truncated copy of stories260K.
@@ -60,16 +39,16 @@ int main(void) {
     FILE *f = fopen(path, "wb");
     CHECK(f && fwrite(head, 1, sizeof head, f) == sizeof head);
     fclose(f);
-    CHECK(info(path) == 1);
+    CHECK(info(path, NULL) == 1);
     check_one_error_line("truncated");
-    CHECK(strstr(errtxt, path) && strstr(errtxt, "truncated"));
+    CHECK(strstr(r.err, path) && strstr(r.err, "truncated"));
     cases++;
 
-    CHECK(info(dir) == 1);   // a directory
+    CHECK(info(dir, NULL) == 1);   // a directory
     check_one_error_line("directory");
     cases++;
-    snprintf(args, sizeof args, "%s/missing.gguf", dir);
-    CHECK(info(args) == 1);
+    snprintf(path, sizeof path, "%s/missing.gguf", dir);
+    CHECK(info(path, NULL) == 1);
     check_one_error_line("missing");
     cases++;
 
@@ -82,26 +61,26 @@ int main(void) {
     snprintf(path, sizeof path, "%s/ctl.gguf", dir);
     CHECKF(gguf_writer_save(w, path, err) == 0, "%s", err);
     gguf_writer_free(w);
-    CHECK(info(path) == 0);
-    CHECK(!strchr(out, '\x1b') && !strchr(out, '\r') && !strchr(out, '\a'));
-    CHECK(strstr(out, "evil\\x1b]0;key = \\x1b[31mred\\x0d\\x0aline two\\x07") && strstr(out, "\"\\x1b[2J\", \"ok\""));
+    CHECK(info(path, NULL) == 0);
+    CHECK(!strchr(r.out, '\x1b') && !strchr(r.out, '\r') && !strchr(r.out, '\a'));
+    CHECK(strstr(r.out, "evil\\x1b]0;key = \\x1b[31mred\\x0d\\x0aline two\\x07") && strstr(r.out, "\"\\x1b[2J\", \"ok\""));
     cases++;
 
-    CHECK(info("--help") == 0 && strstr(out, "usage") && strstr(out, "--all") && errtxt[0] == 0);
+    CHECK(info("--help", NULL) == 0 && strstr(r.out, "usage") && strstr(r.out, "--all") && r.err_len == 0);
     cases++;
-    CHECK(info("") == 2 && strstr(errtxt, "usage"));
+    CHECK(info(NULL) == 2 && strstr(r.err, "usage"));
     check_one_error_line("no FILE");
     cases++;
-    CHECK(info("--bogus x.gguf") == 2);
+    CHECK(info("--bogus", "x.gguf", NULL) == 2);
     check_one_error_line("--bogus");
-    CHECK(strstr(errtxt, "--bogus"));
+    CHECK(strstr(r.err, "--bogus"));
     cases++;
-    CHECK(info("a.gguf b.gguf") == 2);
+    CHECK(info("a.gguf", "b.gguf", NULL) == 2);
     check_one_error_line("two files");
     cases++;
     CHECK(cases == 9);
-    snprintf(args, sizeof args, "rm -rf '%s'", dir);
-    CHECK(system(args) == 0);
+    tool_run_free(&r);
+    CHECK(scratch_remove(dir) == 0);
     printf("test_gguf_info: %d cases ok\n", cases);
     return 0;
 }

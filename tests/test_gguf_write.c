@@ -7,22 +7,11 @@
 #include "model/gguf.h"
 #include "model/gguf_write.h"
 #include "tests/check.h"
+#include "tests/tool_util.h"
 
 #define BIG (20u << 20)   // larger than the writer's buffer
 
-static char tmpdir[] = "/tmp/test_gguf_write.XXXXXX";
-
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    CHECKF(f, "%s", path);
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = malloc(*n ? *n : 1);
-    CHECK(b && fread(b, 1, *n, f) == *n);
-    fclose(f);
-    return b;
-}
+static char *tmpdir;
 
 static uint8_t pattern(uint64_t index, size_t i) { return (uint8_t)(index * 131 + i * 7 + (i >> 9)); }
 
@@ -53,7 +42,7 @@ static void copy_file(const gguf_file *g, const char *out) {
 
 static void check_same_bytes(const char *a, const char *b) {
     size_t na, nb;
-    uint8_t *x = slurp(a, &na), *y = slurp(b, &nb);
+    char *x = must_read(a, &na), *y = must_read(b, &nb);
     CHECKF(na == nb && !memcmp(x, y, na), "%s and %s differ (%zu vs %zu bytes)", a, b, na, nb);
     free(x); free(y);
 }
@@ -67,7 +56,7 @@ static int64_t geti(const gguf_file *g, const char *key, int64_t lo, int64_t hi)
 
 int main(void) {
     char path[256], path2[256], err[GGUF_ERR_MAX];
-    CHECK(mkdtemp(tmpdir));
+    CHECK((tmpdir = scratch_dir()));
     snprintf(path, sizeof path, "%s/a.gguf", tmpdir);
     snprintf(path2, sizeof path2, "%s/b.gguf", tmpdir);
 
@@ -219,9 +208,7 @@ int main(void) {
         n_bad++;
     }
     CHECK(n_bad == 11);
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    CHECK(system(cmd) == 0);
+    CHECK(scratch_remove(tmpdir) == 0);
     printf("test_gguf_write: round trips ok, %d writer errors rejected\n", n_bad);
     return 0;
 }

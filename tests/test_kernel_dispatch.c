@@ -7,11 +7,10 @@
 #include "runtime/cpu.h"
 #include "test_kernel_util.h"
 #include "tests/check.h"
+#include "tests/tool_util.h"
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 // 1 when the row conversion ran F16C (the signalling NaN came back quiet), 0 when fp.h ran.
 static int f16c_witness(void) {
@@ -75,16 +74,10 @@ int main(int argc, char **argv) {
         printf("no AVX2 (or DECODE_ISA=scalar): isa scalar\n");
         checks += 3;
     }
-    pid_t pid = fork();
-    CHECK(pid >= 0);
-    if (pid == 0) {
-        setenv("DECODE_ISA", "scalar", 1);
-        execl(BIN_DIR "/test_kernel_dispatch", "test_kernel_dispatch", "--expect-scalar", (char *)NULL);
-        _exit(127);
-    }
-    int st = 0;
-    CHECK(waitpid(pid, &st, 0) == pid);
-    CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "scalar child failed (status %d)", st);
+    setenv("DECODE_ISA", "scalar", 1);         // for the child; this process's dispatch is done
+    const char *const child[] = {BIN_DIR "/test_kernel_dispatch", "--expect-scalar", NULL};
+    int st = run_capture(child, NULL, NULL);
+    CHECKF(st == 0, "scalar child failed (status %d)", st);
     checks++;
     CHECK(checks == 4);
     return 0;

@@ -6,58 +6,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <time.h>
-#include <unistd.h>
 #include "kernels/fp.h"
+#include "model/gguf.h"
 #include "tests/check.h"
-#include "tests/decode_util.h"
+#include "tests/tool_util.h"
 
 static char *dir;
+static tool_run r;
 
+// Runs gguf-synth OUT args... with stdout and stderr kept in r; returns the status.
 static int vsynth(const char *out, va_list ap) {
     const char *argv[40] = {bin_path("gguf-synth", 0), out};
     int n = 2;
     for (const char *a; (a = va_arg(ap, const char *)) && n < 39;) argv[n++] = a;
     argv[n] = NULL;
-    char *log = path_join(dir, "stdout.txt");
-    int rc = run_tool(argv, log);
-    free(log);
-    return rc;
+    return run_read(argv, dir, &r);
 }
 
-// Runs gguf-synth OUT args... (NULL-terminated), stdout to a scratch file; returns the status.
+// Runs gguf-synth OUT args... (NULL-terminated); its stderr is passed on. Returns the status.
 static int synth(const char *out, ...) {
     va_list ap;
     va_start(ap, out);
     int rc = vsynth(out, ap);
     va_end(ap);
+    fputs(r.err, stderr);
     return rc;
 }
 
-// synth(out, args..., NULL) with the tool's stderr captured: it must be exactly one line
-// "gguf-synth: ...". Returns the status.
+// synth(out, args..., NULL) whose stderr must be exactly one line "gguf-synth: ...". Returns the
+// status.
 static int synth_err(const char *out, ...) {
-    char *path = path_join(dir, "stderr.txt");
-    fflush(stderr);
-    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    CHECK(saved >= 0 && fd >= 0 && dup2(fd, 2) == 2);
-    close(fd);
     va_list ap;
     va_start(ap, out);
     int rc = vsynth(out, ap);
     va_end(ap);
-    CHECK(dup2(saved, 2) == 2);
-    close(saved);
-    size_t n;
-    char *e = read_all(path, &n);
-    CHECK(e);
-    CHECKF(n > 12 && !strncmp(e, "gguf-synth: ", 12) && e[n - 1] == '\n' && !memchr(e, '\n', n - 1),
-           "gguf-synth %s: stderr '%s'", out, e);
-    free(e);
-    unlink(path);
-    free(path);
+    CHECKF(one_line_error(r.err, r.err_len, "gguf-synth: ", NULL), "gguf-synth %s: stderr '%s'", out, r.err);
     return rc;
 }
 
@@ -245,7 +229,7 @@ int main(void) {
     for (size_t i = 0; i < sizeof usage_bad / sizeof *usage_bad; i++, cases++)
         CHECKF(synth_err(bad, usage_bad[i][0], usage_bad[i][1], NULL) == 2, "%s", usage_bad[i][0]);
     const char *const argv0[] = {bin_path("gguf-synth", 0), NULL};
-    CHECK(run_tool(argv0, NULL) == 2); cases++;
+    CHECK(run_capture(argv0, NULL, NULL) == 2); cases++;
     const char *const shape_bad[][2] = {{"--n-head", "5"}, {"--n-kv-head", "3"}, {"--n-head", "64"},
         {"--n-head", "128"}};
     for (size_t i = 0; i < sizeof shape_bad / sizeof *shape_bad; i++, cases++)
@@ -260,12 +244,8 @@ int main(void) {
     double t_big = now() - t0;
     CHECKF(t_big < 1.0, "refusing a 1.3e17-byte model took %.2f s", t_big);
     CHECK(!exists(bad));
-    DIR *d = opendir(dir);                                      // no temporary file either
-    CHECK(d);
-    int n_files = 0;
-    for (struct dirent *e; (e = readdir(d));) n_files += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
-    CHECKF(n_files == 1, "%d files in the scratch directory", n_files);   // stdout.txt
+    int n_files = dir_count(dir, "");                           // no temporary file either
+    CHECKF(n_files == 2, "%d files in the scratch directory", n_files);   // stdout, stderr
     CHECK(cases == 24);
 
     // One model, and the same again, another seed, f16, bf16, tied, without biases.
@@ -309,6 +289,7 @@ int main(void) {
     printf("gguf-synth: %d error cases, 7 small models checked, 32000-token vocab (%d word tokens)\n", cases, words);
     char *files[] = {f32, f32b, seed2, f16, bf16, tied, nob, bad, big};
     for (int i = 0; i < 9; i++) free(files[i]);
-    scratch_remove(dir);
+    tool_run_free(&r);
+    CHECK(scratch_remove(dir) == 0);
     return 0;
 }

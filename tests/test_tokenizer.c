@@ -10,25 +10,12 @@
 #include "model/gguf.h"
 #include "model/tokenizer.h"
 #include "tests/check.h"
+#include "tests/tool_util.h"
 
 #define VOCAB SHARED_DIR "/testdata/vocab/"
 #define SEP "\n__ggml_vocab_test__\n"
 #define N_CASES 46
 
-
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    CHECKF(f, "cannot open %s", path);
-    CHECK(fseek(f, 0, SEEK_END) == 0);
-    long n = ftell(f);
-    CHECK(n >= 0 && fseek(f, 0, SEEK_SET) == 0);
-    char *buf = malloc((size_t)n + 1);
-    CHECK(buf && fread(buf, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
-    buf[n] = 0;
-    *len = (size_t)n;
-    return buf;
-}
 
 // Loads the tokenizer and closes the file at once: the tokenizer must not need the mapping.
 static int load(const char *path, tokenizer **t, char *err) {
@@ -81,7 +68,7 @@ static void check_round_trip(const tokenizer *t, const char *text, size_t len, c
 static int run_vectors(const char *vocab, const char *inp, const char *out, int round_trip_only) {
     tokenizer *t = load_ok(vocab);
     size_t il, ol = 0;
-    char *in = slurp(inp, &il), *ex = round_trip_only ? NULL : slurp(out, &ol);
+    char *in = must_read(inp, &il), *ex = round_trip_only ? NULL : must_read(out, &ol);
     char *p = in, *end = in + il, *q = ex;
     int n = 0;
     while (p < end) {
@@ -191,7 +178,7 @@ static void check_speed(void) {
 
     tokenizer *t = load_ok(VOCAB "ggml-vocab-llama-spm.gguf");
     size_t il;
-    char *inp = slurp(VOCAB "ggml-vocab-llama-spm.gguf.inp", &il);
+    char *inp = must_read(VOCAB "ggml-vocab-llama-spm.gguf.inp", &il);
     const size_t len = 1 << 20;
     char *big = malloc(len);
     CHECK(big);

@@ -1,0 +1,166 @@
+// Test helpers for running tools (see tool_util.h).
+#include "tests/tool_util.h"
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "tests/check.h"
+
+pid_t spawn_tool(const char *const *argv, int out_fd, int err_fd) {
+    fflush(stdout); fflush(stderr);
+    pid_t pid = fork();
+    CHECKF(pid >= 0, "fork for %s: %s", argv[0], strerror(errno));
+    if (pid == 0) {
+        if ((out_fd >= 0 && dup2(out_fd, 1) < 0) || (err_fd >= 0 && dup2(err_fd, 2) < 0)) _exit(127);
+        execv(argv[0], (char *const *)argv);
+        fprintf(stderr, "spawn_tool: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    return pid;
+}
+
+int wait_tool(pid_t pid) {
+    int st;
+    while (waitpid(pid, &st, 0) < 0) CHECKF(errno == EINTR, "waitpid: %s", strerror(errno));
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    fprintf(stderr, "note: child %d ended by signal %d\n", (int)pid, WTERMSIG(st));
+    return 128 + WTERMSIG(st);
+}
+
+// path opened for writing (truncated; close-on-exec so no other child inherits it), or -1 for NULL.
+static int open_out(const char *path) {
+    if (!path) return -1;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    CHECKF(fd >= 0, "%s: %s", path, strerror(errno));
+    return fd;
+}
+
+int run_capture(const char *const *argv, const char *out_path, const char *err_path) {
+    int out = open_out(out_path), err = open_out(err_path);
+    pid_t pid = spawn_tool(argv, out, err);
+    if (out >= 0) close(out);
+    if (err >= 0) close(err);
+    return wait_tool(pid);
+}
+
+pid_t spawn_read(const char *const *argv, const char *dir, int out_fd) {
+    char *op = path_join(dir, "stdout"), *ep = path_join(dir, "stderr");
+    CHECK(op && ep);
+    int out = open_out(op), err = open_out(ep);
+    pid_t pid = spawn_tool(argv, out_fd >= 0 ? out_fd : out, err);
+    close(out); close(err);
+    free(op); free(ep);
+    return pid;
+}
+
+int wait_read(pid_t pid, const char *dir, tool_run *r) {
+    tool_run_free(r);
+    r->status = wait_tool(pid);
+    char *op = path_join(dir, "stdout"), *ep = path_join(dir, "stderr");
+    CHECK(op && ep);
+    r->out = read_all(op, &r->out_len);
+    r->err = read_all(ep, &r->err_len);
+    CHECKF(r->out && r->err, "%s, %s: unreadable", op, ep);
+    free(op); free(ep);
+    return r->status;
+}
+
+int run_read(const char *const *argv, const char *dir, tool_run *r) {
+    return wait_read(spawn_read(argv, dir, -1), dir, r);
+}
+
+void tool_run_free(tool_run *r) {
+    free(r->out); free(r->err);
+    r->out = r->err = NULL;
+    r->out_len = r->err_len = 0;
+}
+
+int one_line_error(const char *err, size_t n, const char *prefix, const char *needle) {
+    size_t p = strlen(prefix);
+    return n > p + 1 && !strncmp(err, prefix, p) && err[n - 1] == '\n' && !memchr(err, '\n', n - 1) &&
+           !memchr(err, 0, n) && (!needle || strstr(err, needle));
+}
+
+const char *argv_text(const char *const *argv) {
+    static char buf[1024];
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; argv[i] && o < sizeof buf; i++)
+        o += (size_t)snprintf(buf + o, sizeof buf - o, i ? " %s" : "%s", argv[i]);
+    return buf;
+}
+
+const char *bin_path(const char *name, int slot) {
+    static char buf[8][4096];
+    snprintf(buf[slot & 7], sizeof buf[0], "%s/%s", BIN_DIR, name);
+    return buf[slot & 7];
+}
+
+char *scratch_dir(void) {
+    const char *t = getenv("TMPDIR");
+    char *d = path_join(t && *t ? t : "/tmp", "decode-test-XXXXXX");
+    if (d && !mkdtemp(d)) { free(d); return NULL; }
+    return d;
+}
+
+int scratch_remove(char *dir) {
+    if (!dir) return -1;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char *p = path_join(dir, e->d_name);
+        if (p && unlink(p) != 0) rmdir(p);
+        free(p);
+    }
+    if (d) closedir(d);
+    int rc = rmdir(dir);
+    free(dir);
+    return rc;
+}
+
+char *path_join(const char *dir, const char *name) {
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+int dir_count(const char *dir, const char *part) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strstr(e->d_name, part);
+    closedir(d);
+    return n;
+}
+
+char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0, got;
+    char *buf = malloc(cap + 1);
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *b = realloc(buf, 2 * cap + 1);
+            if (!b) { free(buf); buf = NULL; break; }
+            buf = b; cap *= 2;
+        }
+    }
+    if (buf && ferror(f)) { free(buf); buf = NULL; }   // a directory: EISDIR, not an empty file
+    fclose(f);
+    if (buf) { buf[n] = 0; *len = n; }
+    return buf;
+}
+
+char *must_read(const char *path, size_t *len) {
+    char *b = read_all(path, len);
+    CHECKF(b, "cannot read %s", path);
+    return b;
+}

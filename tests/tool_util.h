@@ -1,0 +1,50 @@
+// Helpers for tests that run the project's executables: spawn a tool (argv, no shell) with its
+// stdout and stderr captured, read whole files, a scratch directory under $TMPDIR (default /tmp),
+// and the one-line error every tool prints on failure.
+#pragma once
+#include <stddef.h>
+#include <sys/types.h>
+
+// Starts argv (NULL-terminated; argv[0] a path, no shell) with stdout on out_fd and stderr on
+// err_fd (-1: inherited). Returns the child's pid; the test fails if it cannot fork.
+pid_t spawn_tool(const char *const *argv, int out_fd, int err_fd);
+// Waits for pid: its exit status, or 128 + signal number (a note on stderr says which signal).
+int wait_tool(pid_t pid);
+// spawn_tool with stdout / stderr written to out_path / err_path (NULL: inherited), then wait_tool.
+int run_capture(const char *const *argv, const char *out_path, const char *err_path);
+
+// One run with both streams kept: out and err whole, NUL-terminated beyond their lengths.
+typedef struct {
+    int status;               // as run_capture returns it
+    char *out, *err;
+    size_t out_len, err_len;
+} tool_run;
+// run_capture through the files dir/stdout and dir/stderr (overwritten each run), read back
+// into r (whose previous buffers are freed; start from a zeroed tool_run). Returns r->status.
+int run_read(const char *const *argv, const char *dir, tool_run *r);
+// run_read in two steps, for a caller that talks to the tool meanwhile: stdout goes to out_fd
+// instead when out_fd >= 0 (dir/stdout is then left empty).
+pid_t spawn_read(const char *const *argv, const char *dir, int out_fd);
+int wait_read(pid_t pid, const char *dir, tool_run *r);
+void tool_run_free(tool_run *r);
+// 1 when err (n bytes) is exactly one line "PREFIX...\n" with text after the prefix, no NUL,
+// and needle in it (NULL: any text).
+int one_line_error(const char *err, size_t n, const char *prefix, const char *needle);
+// argv joined by spaces in a static buffer (cut at 1 KiB), for failure messages.
+const char *argv_text(const char *const *argv);
+
+// BIN_DIR/name in a static buffer per call slot (slot 0..7).
+const char *bin_path(const char *name, int slot);
+
+char *scratch_dir(void);                       // mkdtemp'ed; free() the string
+// Removes dir's files, empty subdirectories and links, then dir itself, and frees dir.
+// Returns 0 when dir is gone.
+int scratch_remove(char *dir);
+char *path_join(const char *dir, const char *name);   // malloc'ed "dir/name"
+// Entries of dir (. and .. aside) whose name contains part ("" counts all); -1 if unreadable.
+int dir_count(const char *dir, const char *part);
+
+// Whole file, NUL-terminated beyond *len; NULL if unreadable.
+char *read_all(const char *path, size_t *len);
+// read_all, or the test fails naming path.
+char *must_read(const char *path, size_t *len);
