@@ -4,8 +4,9 @@
 // left; symbols that are not pieces become <0xNN> byte tokens. Like SentencePiece, only normal and
 // user-defined pieces are produced, and an unused piece is only a step towards a longer one (it
 // is emitted as the two symbols it was merged from), so control, unknown and byte tokens never
-// come out of text and every encoding decodes back to its text. User-defined pieces merge like
-// normal ones (llama.cpp first splits the text at them; no SPM vocab here has any).
+// come out of text and every encoding decodes back to its text. As in llama.cpp, the text is
+// first split at user-defined pieces (longest first), which become tokens as they stand; each
+// stretch of text after one gets the space prefix again.
 #include "model/tokenizer.h"
 
 #include <math.h>
@@ -30,6 +31,8 @@ struct tokenizer {
     int32_t byte_tok[256];      // byte fallback: <0xNN>, else the 1-byte piece, else unk
     int32_t bos, eos, unk;
     int add_bos, add_space_prefix;
+    int32_t *user;              // (n_user) user-defined pieces, longest first
+    int32_t n_user;
 };
 
 static uint32_t hash(const char *s, size_t n) {          // FNV-1a
@@ -165,6 +168,51 @@ static int load_arrays(tokenizer *t, const gguf_file *g, char *err) {
     return 0;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+// llama.cpp retypes user-defined pieces with these texts (end-of-turn and fill-in-the-middle
+// markers) as control, so plain text is never split at them.
+static int control_looking(const char *s, size_t n) {
+    static const char *const names[] = {
+        "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+        "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+        "<|end_of_text|>", "<end_of_utterance>", "<｜end▁of▁sentence｜>",
+        "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "▁<PRE>", "<|code_prefix|>",
+        "<|prefix|>", "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "▁<SUF>",
+        "<|code_suffix|>", "<|suffix|>", "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>",
+        "▁<MID>", "<|code_middle|>", "<|middle|>", "<|fim_pad|>", "<fim-pad>", "<fim_pad>",
+        "<PAD>", "[PAD]", "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>",
+        "<|file_sep|>", "<｜fim▁begin｜>",
+        "<｜fim▁hole｜>", "<｜fim▁end｜>"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strlen(names[i]) == n && !memcmp(names[i], s, n)) return 1;
+    return 0;
+}
+
+static int splits_text(const tokenizer *t, int32_t i) {
+    size_t n = t->off[i + 1] - t->off[i];
+    return t->type[i] == TT_USER_DEFINED && n > 0 && !control_looking(t->text + t->off[i], n);
+}
+
+// The user-defined pieces the text is split at before merging, longest first (llama.cpp's
+// order), ties by id: sorted as keys (~length << 32 | id).
+static int collect_user(tokenizer *t) {
+    for (int32_t i = 0; i < t->n_vocab; i++) t->n_user += splits_text(t, i);
+    if (!t->n_user) return 0;
+    uint64_t *key = malloc((size_t)t->n_user * sizeof *key);
+    if (!key || !(t->user = malloc((size_t)t->n_user * sizeof *t->user))) { free(key); return -1; }
+    for (int32_t i = 0, k = 0; i < t->n_vocab; i++)
+        if (splits_text(t, i))
+            key[k++] = (uint64_t)(UINT32_MAX - (t->off[i + 1] - t->off[i])) << 32 | (uint32_t)i;
+    qsort(key, (size_t)t->n_user, sizeof *key, cmp_u64);
+    for (int32_t k = 0; k < t->n_user; k++) t->user[k] = (int32_t)(uint32_t)key[k];
+    free(key);
+    return 0;
+}
+
 int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) {
     *out = NULL;
     const char *model; uint64_t model_len;
@@ -195,6 +243,10 @@ int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) 
         if (id < 0) id = lookup(t, &one, 1);
         t->byte_tok[b] = id >= 0 ? id : t->unk;
     }
+    if (collect_user(t)) {
+        tokenizer_free(t);
+        return gguf_fail(err, g->path, "tokenizer.ggml.tokens", "out of memory");
+    }
     *out = t;
     return 0;
 }
@@ -202,6 +254,7 @@ int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) 
 void tokenizer_free(tokenizer *t) {
     if (!t) return;
     free(t->text); free(t->off); free(t->score); free(t->type); free(t->bucket); free(t->sorted);
+    free(t->user);
     free(t);
 }
 
@@ -293,25 +346,21 @@ static void emit(const tokenizer *t, const char *s, const symbol *sym, int32_t k
     }
 }
 
-int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos,
-                     int32_t **ids_out, size_t *n_out) {
-    *ids_out = NULL;
-    *n_out = 0;
-    int prefix = t->add_space_prefix && len > 0;
+// SentencePiece merges over one stretch of text (no user-defined piece inside), appended to ids,
+// which has room for 3 * len + 3 more.
+static int spm(const tokenizer *t, const char *text, size_t len, int prefix, int32_t *ids, size_t *n_ids) {
     size_t n = prefix ? 3 : 0;                           // normalized length: ' ' -> 3 bytes
     for (size_t i = 0; i < len; i++) n += text[i] == ' ' ? 3 : 1;
     if (n > INT32_MAX / 3) return -1;                    // symbol and heap indices are int32
     char *s = malloc(n + 1);
-    int32_t *ids = malloc((n + 1) * sizeof *ids);        // at most one token per byte, plus BOS
     symbol *sym = malloc((2 * n + 1) * sizeof *sym);     // n characters, at most n - 1 merges
     bigram *heap = malloc((3 * n + 1) * sizeof *heap);   // n - 1 pairs, two more per merge
     int32_t *stack = malloc((2 * n + 1) * sizeof *stack);
-    if (!s || !ids || !sym || !heap || !stack) {
-        free(s); free(ids); free(sym); free(heap); free(stack);
+    if (!s || !sym || !heap || !stack) {
+        free(s); free(sym); free(heap); free(stack);
         return -1;
     }
-    size_t n_ids = 0, n_heap = 0, o = 0;
-    if (add_bos && t->bos >= 0) ids[n_ids++] = t->bos;
+    size_t n_heap = 0, o = 0;
     if (prefix) { memcpy(s, "\xe2\x96\x81", 3); o = 3; }
     for (size_t i = 0; i < len; i++) {
         if (text[i] == ' ') { memcpy(s + o, "\xe2\x96\x81", 3); o += 3; }
@@ -338,8 +387,62 @@ int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_b
         try_pair(t, s, sym, sym[m].prev, m, heap, &n_heap);
         try_pair(t, s, sym, m, sym[m].next, heap, &n_heap);
     }
-    for (int32_t k = head; k >= 0; k = sym[k].next) emit(t, s, sym, k, stack, ids, &n_ids);
+    for (int32_t k = head; k >= 0; k = sym[k].next) emit(t, s, sym, k, stack, ids, n_ids);
     free(s); free(sym); free(heap); free(stack);
+    return 0;
+}
+
+// A stretch of the input: raw text [off, off + len), or user-defined piece id.
+typedef struct { size_t off, len; int32_t id; } fragment;
+
+// Splits the raw fragments at every occurrence of each user-defined piece, longest piece first,
+// left to right (llama.cpp's tokenizer_st_partition). *n grows; frag has room for 2 * len + 1.
+static void partition(const tokenizer *t, const char *text, fragment *frag, size_t *n, fragment *tmp) {
+    for (int32_t u = 0; u < t->n_user; u++) {
+        const char *p = t->text + t->off[t->user[u]];
+        size_t plen = t->off[t->user[u] + 1] - t->off[t->user[u]], m = 0;
+        for (size_t f = 0; f < *n; f++) {
+            fragment x = frag[f];
+            if (x.id >= 0) { tmp[m++] = x; continue; }
+            size_t cur = x.off, end = x.off + x.len;
+            const char *hit;
+            while (end - cur >= plen && (hit = memmem(text + cur, end - cur, p, plen))) {
+                size_t at = (size_t)(hit - text);
+                if (at > cur) tmp[m++] = (fragment){cur, at - cur, -1};
+                tmp[m++] = (fragment){at, plen, t->user[u]};
+                cur = at + plen;
+            }
+            if (cur < end) tmp[m++] = (fragment){cur, end - cur, -1};
+        }
+        memcpy(frag, tmp, m * sizeof *frag);
+        *n = m;
+    }
+}
+
+int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos,
+                     int32_t **ids_out, size_t *n_out) {
+    *ids_out = NULL;
+    *n_out = 0;
+    if (len > SIZE_MAX / 8 - 8) return -1;
+    // Every piece covers at least one byte, so there are at most len fragments of each kind.
+    size_t cap_frag = t->n_user ? 2 * len + 1 : 1, n_frag = len > 0;
+    fragment *frag = malloc(cap_frag * sizeof *frag), *tmp = t->n_user ? malloc(cap_frag * sizeof *tmp) : NULL;
+    int32_t *ids = malloc((3 * len + 3 * cap_frag + 1) * sizeof *ids);   // per fragment: 3 * len + 3
+    if (!frag || !ids || (t->n_user && !tmp)) { free(frag); free(tmp); free(ids); return -1; }
+    frag[0] = (fragment){0, len, -1};
+    if (t->n_user && n_frag) partition(t, text, frag, &n_frag, tmp);
+    size_t n_ids = 0;
+    if (add_bos && t->bos >= 0) ids[n_ids++] = t->bos;
+    int after_piece = 1;                                 // the first stretch gets the prefix too
+    for (size_t f = 0; f < n_frag; f++) {
+        if (frag[f].id >= 0) { ids[n_ids++] = frag[f].id; after_piece = 1; continue; }
+        if (spm(t, text + frag[f].off, frag[f].len, t->add_space_prefix && after_piece, ids, &n_ids)) {
+            free(frag); free(tmp); free(ids);
+            return -1;
+        }
+        after_piece = 0;
+    }
+    free(frag); free(tmp);
     *ids_out = ids;
     *n_out = n_ids;
     return 0;

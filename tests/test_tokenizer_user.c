@@ -1,0 +1,90 @@
+// User-defined pieces split the text before any merge, longest first, each stretch after one
+// taking the space prefix again; end-of-turn markers stored as user-defined ("<|end|>") stay
+// plain text, as llama.cpp retypes them to control. The vocab is llama-spm plus seven
+// user-defined pieces; the expected ids are llama.cpp's (release v0.4.0) on the same file.
+#include "model/gguf_write.h"
+#include "model/tokenizer.h"
+#include "tests/check.h"
+#include "tests/tool_util.h"
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const extra[] = {"<|user|>", "\n\n", "Hellx", "lo wor", "<|end|>", "  ", "zq"};
+enum { N_EXTRA = sizeof extra / sizeof *extra };
+
+static void build(const char *src, const char *dst) {
+    char err[GGUF_ERR_MAX];
+    gguf_file g;
+    CHECKF(gguf_open(&g, src, err) == 0, "%s", err);
+    const gguf_kv *tk, *sc, *ty;
+    CHECK(gguf_get_arr(&g, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &tk, err) == 0);
+    CHECK(gguf_get_arr(&g, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, &sc, err) == 0);
+    CHECK(gguf_get_arr(&g, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, &ty, err) == 0);
+    uint64_t n = tk->n + N_EXTRA;
+    char **s = calloc(n, sizeof *s);
+    float *score = calloc(n, sizeof *score);
+    int32_t *type = calloc(n, sizeof *type);
+    CHECK(s && score && type);
+    for (uint64_t i = 0; i < tk->n; i++) {
+        const char *p; uint64_t len;
+        gguf_arr_str(tk, i, &p, &len);
+        CHECK((s[i] = malloc(len + 1)));
+        memcpy(s[i], p, len);
+        s[i][len] = 0;
+        memcpy(&score[i], sc->data + 4 * i, 4);
+        memcpy(&type[i], ty->data + 4 * i, 4);
+    }
+    for (int i = 0; i < N_EXTRA; i++) { CHECK((s[tk->n + i] = strdup(extra[i]))); type[tk->n + i] = 4; }
+    gguf_writer *w = gguf_writer_new(32);
+    CHECK(w);
+    for (uint64_t i = 0; i < g.n_kv; i++)
+        if (strncmp(g.kv[i].key, "tokenizer.ggml.t", 16) && strcmp(g.kv[i].key, "tokenizer.ggml.scores"))
+            gguf_w_kv_copy(w, &g.kv[i]);   // everything but tokens, token_type and scores
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)s, n);
+    gguf_w_arr_f32(w, "tokenizer.ggml.scores", score, n);
+    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, n);
+    CHECKF(gguf_writer_save(w, dst, err) == 0, "%s", err);
+    gguf_writer_free(w);
+    for (uint64_t i = 0; i < n; i++) free(s[i]);
+    free(s); free(score); free(type);
+    gguf_close(&g);
+}
+
+int main(void) {
+    char *dir = scratch_dir();
+    char *path = path_join(dir, "user.gguf");
+    build(SHARED_DIR "/testdata/vocab/ggml-vocab-llama-spm.gguf", path);
+    char err[GGUF_ERR_MAX];
+    gguf_file g;
+    tokenizer *t;
+    CHECKF(gguf_open(&g, path, err) == 0 && tokenizer_load(&t, &g, err) == 0, "%s", err);
+    CHECK(tokenizer_n_vocab(t) == 32000 + N_EXTRA);
+    static const struct { const char *text; int32_t ids[12]; int n; } cases[] = {
+        {"<|user|>Hellx world<|end|>", {32000, 32002, 29871, 3186, 29966, 29989, 355, 29989, 29958}, 9},
+        {"x<|end|>\n\n<|user|> Hello", {921, 29966, 29989, 355, 29989, 29958, 32001, 32000, 29871, 15043}, 10},
+        {"a\n\nb", {263, 32001, 289}, 3},
+        {"  x  ", {32005, 921, 32005}, 3},
+        {"zqzq zq", {32006, 32006, 259, 32006}, 4},
+        {"Hellxlo wor", {32002, 32003}, 2},
+        {"<|user|><|user|>", {32000, 32000}, 2},
+        {"   \n\n  ", {32005, 259, 32001, 32005}, 4},
+        {"Hello world", {6162, 32003, 301, 29881}, 4},     // "lo wor" splits it
+    };
+    int n_cases = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        int32_t *ids; size_t n;
+        CHECK(tokenizer_encode(t, cases[c].text, strlen(cases[c].text), 0, &ids, &n) == 0);
+        int same = n == (size_t)cases[c].n;
+        for (size_t i = 0; same && i < n; i++) same = ids[i] == cases[c].ids[i];
+        CHECKF(same, "case %zu: %zu ids, first %d", c, n, n ? ids[0] : -1);
+        free(ids);
+        n_cases++;
+    }
+    CHECK(n_cases == 9);
+    tokenizer_free(t);
+    gguf_close(&g);
+    free(path);
+    CHECK(scratch_remove(dir) == 0);
+    printf("user-defined pieces: %d cases\n", n_cases);
+    return 0;
+}
