@@ -27,16 +27,15 @@ static int get_int(const gguf_file *f, const char *key, int64_t lo, int64_t hi, 
 static const char *tname(const gguf_tensor *t) { return ggml_type_name(t->type); }
 
 // Finds a tensor, checks its type and shape (ne1 = 0 for a 1-D tensor).
-static int bind(const gguf_file *f, const char *name, int optional, int allow_half, int64_t ne0,
+static int bind(const gguf_file *f, const char *name, int optional, int64_t ne0,
                 int64_t ne1, const gguf_tensor **out, char *err) {
     const gguf_tensor *t = gguf_find_tensor(f, name);
     *out = t;
     if (!t) return optional ? 0 : gguf_fail(err, f->path, NULL, "missing tensor %s", name);
-    int ok_type = t->type == GGML_TYPE_F32 ||
-                  (allow_half && (t->type == GGML_TYPE_F16 || t->type == GGML_TYPE_BF16));
+    int ok_type = t->type == GGML_TYPE_F32 || t->type == GGML_TYPE_F16 || t->type == GGML_TYPE_BF16;
     if (!ok_type)
         return gguf_fail(err, f->path, NULL, "tensor %s has type %s; supported: %s", name, tname(t),
-                    allow_half ? "F32, F16, BF16" : "F32");
+                    "F32, F16, BF16");
     uint32_t want_dims = ne1 ? 2 : 1;
     int shape_ok = (uint64_t)ne0 == t->ne[0] && (ne1 ? (uint64_t)ne1 == t->ne[1] : t->ne[1] == 1) &&
                    t->ne[2] == 1 && t->ne[3] == 1;   // trailing dims of 1 are allowed, as in ggml
@@ -138,29 +137,29 @@ static int bind_tensors(llama_model *m, char *err) {
         return gguf_fail(err, f->path, NULL, "tokenizer.ggml.tokens has %llu tokens but token_embd.weight has %d rows",
                     (unsigned long long)toks->n, h->n_vocab);
     int64_t E = h->n_embd, Q = (int64_t)h->n_head * h->head_dim, KV = (int64_t)h->n_head_kv * h->head_dim;
-    if (bind(f, "token_embd.weight", 0, 1, E, h->n_vocab, &m->tok_embd, err) ||
-        bind(f, "output_norm.weight", 0, 0, E, 0, &m->output_norm, err) ||
-        bind(f, "output.weight", 1, 1, E, h->n_vocab, &m->output, err))
+    if (bind(f, "token_embd.weight", 0, E, h->n_vocab, &m->tok_embd, err) ||
+        bind(f, "output_norm.weight", 0, E, 0, &m->output_norm, err) ||
+        bind(f, "output.weight", 1, E, h->n_vocab, &m->output, err))
         return -1;
     if (!m->output) m->output = m->tok_embd;
     m->layers = calloc((size_t)h->n_layer, sizeof *m->layers);
     if (!m->layers) return gguf_fail(err, f->path, NULL, "out of memory");
     for (int i = 0; i < h->n_layer; i++) {
         llama_layer *L = &m->layers[i];
-        struct { const char *name; int opt, half; int64_t ne0, ne1; const gguf_tensor **dst; } t[] = {
-            {"attn_norm.weight", 0, 0, E, 0, &L->attn_norm},
-            {"attn_q.weight", 0, 1, E, Q, &L->wq},   {"attn_k.weight", 0, 1, E, KV, &L->wk},
-            {"attn_v.weight", 0, 1, E, KV, &L->wv},  {"attn_output.weight", 0, 1, Q, E, &L->wo},
-            {"attn_q.bias", 1, 0, Q, 0, &L->bq},     {"attn_k.bias", 1, 0, KV, 0, &L->bk},
-            {"attn_v.bias", 1, 0, KV, 0, &L->bv},    {"ffn_norm.weight", 0, 0, E, 0, &L->ffn_norm},
-            {"ffn_gate.weight", 0, 1, E, h->n_ff, &L->ffn_gate},
-            {"ffn_up.weight", 0, 1, E, h->n_ff, &L->ffn_up},
-            {"ffn_down.weight", 0, 1, h->n_ff, E, &L->ffn_down},
+        struct { const char *name; int opt; int64_t ne0, ne1; const gguf_tensor **dst; } t[] = {
+            {"attn_norm.weight", 0, E, 0, &L->attn_norm},
+            {"attn_q.weight", 0, E, Q, &L->wq},   {"attn_k.weight", 0, E, KV, &L->wk},
+            {"attn_v.weight", 0, E, KV, &L->wv},  {"attn_output.weight", 0, Q, E, &L->wo},
+            {"attn_q.bias", 1, Q, 0, &L->bq},     {"attn_k.bias", 1, KV, 0, &L->bk},
+            {"attn_v.bias", 1, KV, 0, &L->bv},    {"ffn_norm.weight", 0, E, 0, &L->ffn_norm},
+            {"ffn_gate.weight", 0, E, h->n_ff, &L->ffn_gate},
+            {"ffn_up.weight", 0, E, h->n_ff, &L->ffn_up},
+            {"ffn_down.weight", 0, h->n_ff, E, &L->ffn_down},
         };
         for (size_t j = 0; j < sizeof t / sizeof t[0]; j++) {
             char name[GGUF_NAME_MAX];
             snprintf(name, sizeof name, "blk.%d.%s", i, t[j].name);
-            if (bind(f, name, t[j].opt, t[j].half, t[j].ne0, t[j].ne1, t[j].dst, err)) return -1;
+            if (bind(f, name, t[j].opt, t[j].ne0, t[j].ne1, t[j].dst, err)) return -1;
         }
     }
     return 0;

@@ -14,10 +14,10 @@ typedef struct {
 } llama_hparams;
 
 typedef struct {
-    const gguf_tensor *attn_norm;                    // (n_embd) f32
+    const gguf_tensor *attn_norm;                    // (n_embd); every tensor F32, F16 or BF16
     const gguf_tensor *wq, *wk, *wv, *wo;            // (n_embd -> n_head*hd), (-> n_head_kv*hd) x2, (n_head*hd -> n_embd)
-    const gguf_tensor *bq, *bk, *bv;                 // optional biases, f32, NULL when absent
-    const gguf_tensor *ffn_norm;                     // (n_embd) f32
+    const gguf_tensor *bq, *bk, *bv;                 // optional biases, NULL when absent
+    const gguf_tensor *ffn_norm;                     // (n_embd)
     const gguf_tensor *ffn_gate, *ffn_up, *ffn_down; // (n_embd -> n_ff) x2, (n_ff -> n_embd)
 } llama_layer;
 

@@ -23,11 +23,12 @@ typedef struct {
     float scaling_factor;         // llama.rope.scaling.factor, 0: absent
     int rope_freqs;               // add a rope_freqs.weight tensor
     int out_3d;                   // store output.weight as [E, vocab, 1]
+    int half_1d;                  // norms and biases as BF16 rather than F32
 } spec;
 
 static spec valid(void) {
     return (spec){"llama", 2, 64, 96, 4, 2, 128, -1, 300, 1e-5f, 0, NULL, NULL, NULL, 0, 0, 0,
-                  NULL, 0, 0, 0};
+                  NULL, 0, 0, 0, 0};
 }
 
 static void int_key(gguf_writer *w, const char *key, int64_t v) { if (v >= 0) gguf_w_u32(w, key, (uint32_t)v); }
@@ -36,7 +37,7 @@ static void tensor(gguf_writer *w, const spec *s, const char *name, int64_t ne0,
     if (s->omit && !strcmp(s->omit, name)) return;
     uint64_t ne[2] = {(uint64_t)ne0, (uint64_t)(ne1 ? ne1 : 1)};
     if (s->reshape && !strcmp(s->reshape, name)) ne[1]++;
-    uint32_t type = ne1 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+    uint32_t type = ne1 ? GGML_TYPE_F16 : s->half_1d ? GGML_TYPE_BF16 : GGML_TYPE_F32;
     if (s->quant && !strcmp(s->quant, name)) type = 8;           // Q8_0
     uint64_t ne3[3] = {ne[0], ne[1], 1};
     if (s->out_3d && !strcmp(name, "output.weight")) gguf_w_tensor(w, name, type, 3, ne3, zeros);
@@ -129,6 +130,7 @@ int main(void) {
 
     s = valid(); s.scaling_type = "none"; s.scaling_factor = 4.0f; expect(&s, path, NULL);
     s = valid(); s.out_3d = 1; expect(&s, path, NULL);
+    s = valid(); s.half_1d = 1; s.bias = 1; expect(&s, path, NULL);
 
     s = valid(); s.arch = "gpt2"; expect(&s, path, "architecture 'gpt2' is not supported");
     s = valid(); s.arch = "lla\nma\x1b"; expect(&s, path, "architecture 'lla\\x0ama\\x1b' is not supported");
@@ -158,7 +160,7 @@ int main(void) {
     s = valid(); s.reshape = "output.weight"; expect(&s, path, "tensor output.weight has shape");
     s = valid(); s.quant = "blk.0.attn_q.weight"; expect(&s, path, "blk.0.attn_q.weight has type Q8_0");
     s = valid(); s.tokens_delta = 1; expect(&s, path, "tokenizer.ggml.tokens has 301 tokens");
-    CHECK(n_cases == 33);
+    CHECK(n_cases == 34);
     unlink(path);
     rmdir(dir);
     printf("llama binding: %d cases\n", n_cases);
