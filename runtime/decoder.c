@@ -2,7 +2,6 @@
 // pool by packed tiles. The same partition packs the weights at load, so every tile is first
 // touched (and placed) by the thread that will read it.
 #include "runtime/decoder.h"
-#include "kernels/fp.h"
 #include "kernels/gemv.h"
 #include "kernels/ops.h"
 #include <stdio.h>
@@ -50,14 +49,17 @@ static void release_pages(const decoder *d, const gguf_tensor *t) {
     if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
+// Widens n elements of tensor t, starting at element i, into f32.
+static void widen(const gguf_tensor *t, size_t i, size_t n, float *o) {
+    if (t->type == GGML_TYPE_F32) memcpy(o, (const float *)t->data + i, n * sizeof *o);
+    else if (t->type == GGML_TYPE_F16) f16_to_f32_row((const uint16_t *)t->data + i, o, n);
+    else bf16_to_f32_row((const uint16_t *)t->data + i, o, n);
+}
+
 static float *to_f32(const gguf_tensor *t) {               // small 1-D tensors (norms, biases)
     if (!t) return NULL;
-    size_t n = t->ne[0];
-    float *o = malloc(n * sizeof *o);
-    if (!o) return NULL;
-    if (t->type == GGML_TYPE_F32) memcpy(o, t->data, n * sizeof *o);
-    else if (t->type == GGML_TYPE_F16) f16_to_f32_row(t->data, o, n);
-    else bf16_to_f32_row(t->data, o, n);
+    float *o = malloc(t->ne[0] * sizeof *o);
+    if (o) widen(t, 0, t->ne[0], o);
     return o;
 }
 
@@ -186,18 +188,11 @@ static void attn_job_run(void *ctx, int tid, int nth) {
 
 static void add(float *y, const float *x, size_t n) { for (size_t i = 0; i < n; i++) y[i] += x[i]; }
 
-static void embed(const decoder *d, int32_t token, float *x) {
-    const gguf_tensor *t = d->m->tok_embd;
-    size_t E = d->hp.n_embd;
-    if (t->type == GGML_TYPE_F32) memcpy(x, (const float *)t->data + token * E, E * sizeof *x);
-    else if (t->type == GGML_TYPE_F16) f16_to_f32_row((const uint16_t *)t->data + token * E, x, E);
-    else bf16_to_f32_row((const uint16_t *)t->data + token * E, x, E);
-}
 
 float *decoder_forward(decoder *d, int32_t token, int pos) {
     const llama_hparams *h = &d->hp;
     size_t E = h->n_embd, kvd = (size_t)h->n_head_kv * h->head_dim, Q = (size_t)h->n_head * h->head_dim;
-    embed(d, token, d->x);
+    widen(d->m->tok_embd, (size_t)token * E, E, d->x);        // the token's embedding row
     for (int l = 0; l < h->n_layer; l++) {
         dlayer *L = &d->L[l];
         float *krow = d->kc + ((size_t)l * d->n_ctx + pos) * kvd;   // K and V go straight to the cache
