@@ -7,9 +7,9 @@
 // Bounds (hard checks, also under NDEBUG): an unknown dt, j0 + w > ldb, or a tile range outside
 // [0, gemv_n_tiles(n)] makes the call return without reading or writing anything.
 #include "kernels/gemv.h"
-#include "kernels/fp.h"
-#include "model/gguf.h"
-#include "runtime/cpu.h"
+#include "platform/fp.h"
+#include "platform/wtype.h"
+#include "platform/cpu.h"
 #include <math.h>
 #include <string.h>
 #if defined(__x86_64__)
@@ -18,15 +18,15 @@
 
 // Bytes per weight; 0 for a type these kernels do not handle.
 static size_t wsize(uint32_t dt) {
-    if (dt == GGML_TYPE_F32) return 4;
-    if (dt == GGML_TYPE_F16 || dt == GGML_TYPE_BF16) return 2;
+    if (dt == WTYPE_F32) return 4;
+    if (dt == WTYPE_F16 || dt == WTYPE_BF16) return 2;
     return 0;
 }
 
 static inline float wload(uint32_t dt, const void *w, size_t i) {
-    if (dt == GGML_TYPE_F32) return ((const float *)w)[i];
+    if (dt == WTYPE_F32) return ((const float *)w)[i];
     uint16_t h = ((const uint16_t *)w)[i];
-    return dt == GGML_TYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    return dt == WTYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h);
 }
 
 // The canonical order, the only scalar statement of it: sum_p x[p] * w[p * stride].
@@ -269,9 +269,9 @@ INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, s
                                    size_t t0, size_t t1, float *y) {                          \
         packed_body(F, x, P, k, n, t0, t1, y);                                                 \
     }
-INSTANTIATE(f32, F_F32, GGML_TYPE_F32)
-INSTANTIATE(f16, F_F16, GGML_TYPE_F16)
-INSTANTIATE(bf16, F_BF16, GGML_TYPE_BF16)
+INSTANTIATE(f32, F_F32, WTYPE_F32)
+INSTANTIATE(f16, F_F16, WTYPE_F16)
+INSTANTIATE(bf16, F_BF16, WTYPE_BF16)
 #endif
 
 void gemv_stripe(uint32_t dt, const float *x, const void *B, size_t k, size_t ldb, size_t j0,
@@ -279,8 +279,8 @@ void gemv_stripe(uint32_t dt, const float *x, const void *B, size_t k, size_t ld
     if (!stripe_ok(dt, ldb, j0, w)) return;
 #if defined(__x86_64__)
     if (cpu_simd_enabled()) {
-        if (dt == GGML_TYPE_F32) stripe_f32(x, B, k, ldb, j0, w, y);
-        else if (dt == GGML_TYPE_F16) stripe_f16(x, B, k, ldb, j0, w, y);
+        if (dt == WTYPE_F32) stripe_f32(x, B, k, ldb, j0, w, y);
+        else if (dt == WTYPE_F16) stripe_f16(x, B, k, ldb, j0, w, y);
         else stripe_bf16(x, B, k, ldb, j0, w, y);
         return;
     }
@@ -293,8 +293,8 @@ void gemv_packed(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
     if (!tiles_ok(dt, n, t0, t1)) return;
 #if defined(__x86_64__)
     if (cpu_simd_enabled()) {
-        if (dt == GGML_TYPE_F32) packed_f32(x, P, k, n, t0, t1, y);
-        else if (dt == GGML_TYPE_F16) packed_f16(x, P, k, n, t0, t1, y);
+        if (dt == WTYPE_F32) packed_f32(x, P, k, n, t0, t1, y);
+        else if (dt == WTYPE_F16) packed_f16(x, P, k, n, t0, t1, y);
         else packed_bf16(x, P, k, n, t0, t1, y);
         return;
     }

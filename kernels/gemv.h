@@ -6,6 +6,9 @@
 // Packed-tile kernel: W in GGUF layout (n rows of k, ne0 = k) is packed once into ceil(n/64)
 // tiles, each one contiguous K x GEMV_TILE block (the last zero-padded), so a tile is a single
 // sequential stream. dt is the ggml type: GGML_TYPE_F32, GGML_TYPE_F16 or GGML_TYPE_BF16.
+//
+// kernels/ sits above platform/ (CPU features, weight types) and beside model/ and l4/: it
+// includes only kernels/ and platform/ headers. runtime/ calls it.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
 // Attention and the row conversions have AVX2 paths; their scalar references (attention_ref, the
 // fp.h loops) reproduce the SIMD order bit for bit.
 #include "kernels/ops.h"
-#include "kernels/fp.h"
-#include "runtime/cpu.h"
+#include "platform/fp.h"
+#include "platform/cpu.h"
 #include <math.h>
 #if defined(__x86_64__)
 #include <immintrin.h>

@@ -532,3 +532,11 @@ void gguf_arr_str(const gguf_kv *kv, uint64_t i, const char **s, uint64_t *len) 
     memcpy(len, p, 8);
     *s = (const char *)p + 8;
 }
+
+void gguf_drop_pages(const gguf_file *g, const void *p, size_t n) {
+    if (!g->mapped || !g->map) return;
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + pg - 1) & ~(uintptr_t)(pg - 1);
+    uintptr_t b = ((uintptr_t)p + n) & ~(uintptr_t)(pg - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}

@@ -5,7 +5,11 @@
 // UTF-8, alignment a bounded UINT32 power of two, nested arrays rejected, counts capped below)
 // before it allocates anything sized by it.
 // Errors are one line, "PATH: what: problem", written to err; the library never exits or aborts.
+//
+// model/ sits above platform/ (weight types) and beside kernels/ and l4/: it includes only
+// model/ and platform/ headers. runtime/ and tools/ build on it.
 #pragma once
+#include "platform/wtype.h"
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -28,8 +32,8 @@ enum gguf_type {                  // metadata value types, numbered as in the fi
     GGUF_TYPE_FLOAT64 = 12, GGUF_TYPE_COUNT
 };
 
-enum ggml_type {                  // tensor types we compute with; others are known to the reader
-    GGML_TYPE_F32 = 0, GGML_TYPE_F16 = 1, GGML_TYPE_BF16 = 30, GGML_TYPE_COUNT = 42
+enum ggml_type {                  // tensor types we compute with (platform/wtype.h); others are known to the reader
+    GGML_TYPE_F32 = WTYPE_F32, GGML_TYPE_F16 = WTYPE_F16, GGML_TYPE_BF16 = WTYPE_BF16, GGML_TYPE_COUNT = 42
 };
 
 typedef struct {
@@ -72,6 +76,10 @@ int gguf_open(gguf_file *g, const char *path, char err[GGUF_ERR_MAX]);
 // Same over a caller-owned buffer that must outlive g (tests, fuzzing); name is used in errors.
 int gguf_open_mem(gguf_file *g, const void *buf, size_t size, const char *name, char err[GGUF_ERR_MAX]);
 void gguf_close(gguf_file *g);
+// Tells the OS the file's pages behind [p, p + n) (inside g's mapping) may be dropped: the data
+// was copied elsewhere and is not read again through g (a later read faults it back in from the
+// file). Only whole pages inside the range; nothing for a caller's buffer (gguf_open_mem).
+void gguf_drop_pages(const gguf_file *g, const void *p, size_t n);
 
 // Writes "PATH: FIELD: message" (FIELD may be NULL) into err and returns -1: the one error
 // format of the model/ libraries.

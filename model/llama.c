@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define DIM_MAX (1 << 20)          // bounds on sizes no real llama comes near
 #define LAYER_MAX 4096
@@ -183,17 +182,4 @@ void llama_model_free(llama_model *m) {
     free(m->layers);
     gguf_close(&m->f);
     memset(m, 0, sizeof *m);
-}
-
-int llama_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX]) {
-    const llama_hparams *h = &m->hp;
-    if (n_ctx < 1) return gguf_fail(err, m->f.path, NULL, "context size %lld must be at least 1", (long long)n_ctx);
-    if (n_ctx > INT32_MAX) return gguf_fail(err, m->f.path, NULL, "context size %lld is too large", (long long)n_ctx);
-    // K and V, f32: n_layer * n_ctx * n_head_kv * head_dim * 2 * 4 bytes (each factor < 2^31).
-    double bytes = 8.0 * h->n_layer * (double)n_ctx * h->n_head_kv * h->head_dim;
-    double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    if (mem > 0 && bytes > mem * 0.9)
-        return gguf_fail(err, m->f.path, NULL, "context size %lld needs a %.1f GiB KV cache; this machine has %.1f GiB",
-                    (long long)n_ctx, bytes / (1 << 30), mem / (1 << 30));
-    return 0;
 }

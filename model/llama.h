@@ -35,5 +35,3 @@ int llama_model_load(llama_model *m, const char *path, char err[GGUF_ERR_MAX]);
 // Binds an already opened file, which m takes over (closed by llama_model_free, or on failure).
 int llama_model_bind(llama_model *m, gguf_file *f, char err[GGUF_ERR_MAX]);
 void llama_model_free(llama_model *m);
-// Checks a context length: 1 <= n_ctx, and the f32 KV cache it needs fits in memory.
-int llama_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX]);

@@ -4,13 +4,11 @@
 #include "runtime/decoder.h"
 #include "kernels/gemv.h"
 #include "kernels/ops.h"
+#include "platform/hugepage.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
-
-#define HUGE_PAGE ((size_t)2 << 20)
 
 // Up to three GEMVs run as one pool job: their tiles are concatenated and split evenly.
 typedef struct { pmat *w; const void *src; const float *x; float *y; } mv;
@@ -42,11 +40,8 @@ static int err_oom(char *err, const decoder *d) {
 
 // Drops the file pages behind a tensor once packed, so peak memory stays near one copy.
 static void release_pages(const decoder *d, const gguf_tensor *t) {
-    if (!d->m->f.mapped || t == d->m->tok_embd) return;      // the embedding table stays in use
-    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t a = ((uintptr_t)t->data + pg - 1) & ~(pg - 1);
-    uintptr_t b = ((uintptr_t)t->data + t->nbytes) & ~(pg - 1);
-    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+    if (t == d->m->tok_embd) return;                       // the embedding table stays in use
+    gguf_drop_pages(&d->m->f, t->data, t->nbytes);
 }
 
 // Widens n elements of tensor t, starting at element i, into f32.
@@ -65,12 +60,7 @@ static float *to_f32(const gguf_tensor *t) {               // small 1-D tensors 
 
 static int alloc_pmat(pmat *p, const gguf_tensor *t) {
     p->dt = t->type; p->k = t->ne[0]; p->n = t->ne[1];
-    size_t bytes = gemv_packed_bytes(p->dt, p->k, p->n);
-    // Big matrices on 2 MiB pages: a weight stream then walks one TLB entry per 2 MiB, not 512.
-    size_t align = bytes >= HUGE_PAGE ? HUGE_PAGE : 64;
-    bytes = (bytes + align - 1) & ~(align - 1);
-    p->p = aligned_alloc(align, bytes);                    // untouched until the packer writes it
-    if (p->p && align == HUGE_PAGE) madvise(p->p, bytes, MADV_HUGEPAGE);
+    p->p = hugepage_alloc(gemv_packed_bytes(p->dt, p->k, p->n));  // untouched until the packer writes it
     return p->p ? 0 : -1;
 }
 
@@ -222,4 +212,17 @@ float *decoder_forward(decoder *d, int32_t token, int pos) {
     group out = {.n = 1, .m = {{&d->out, NULL, d->x, d->logits}}};
     run_group(d, &out);
     return d->logits;
+}
+
+int decoder_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX]) {
+    const llama_hparams *h = &m->hp;
+    if (n_ctx < 1) return gguf_fail(err, m->f.path, NULL, "context size %lld must be at least 1", (long long)n_ctx);
+    if (n_ctx > INT32_MAX) return gguf_fail(err, m->f.path, NULL, "context size %lld is too large", (long long)n_ctx);
+    // K and V, f32: n_layer * n_ctx * n_head_kv * head_dim * 2 * 4 bytes (each factor < 2^31).
+    double bytes = 8.0 * h->n_layer * (double)n_ctx * h->n_head_kv * h->head_dim;
+    double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (mem > 0 && bytes > mem * 0.9)
+        return gguf_fail(err, m->f.path, NULL, "context size %lld needs a %.1f GiB KV cache; this machine has %.1f GiB",
+                    (long long)n_ctx, bytes / (1 << 30), mem / (1 << 30));
+    return 0;
 }

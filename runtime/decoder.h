@@ -3,6 +3,9 @@
 // decoder_forward evaluates one token at one position and returns the logits; the result is
 // bit-identical for any thread count (each output is computed whole by one thread, in the
 // canonical order).
+//
+// runtime/ sits above kernels/, model/, l4/ and platform/ and may include any of them; only
+// tools/ include runtime/.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -37,8 +40,11 @@ typedef struct {
     float *scratch;               // (n_threads, n_ctx) attention scores
 } decoder;
 
-// 0 ok, -1 with err. n_threads >= 1; n_ctx already checked with llama_check_ctx.
+// Checks a context length: 1 <= n_ctx, and the f32 KV cache it needs fits in memory.
+int decoder_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX]);
+// 0 ok, -1 with err. n_threads >= 1; n_ctx already checked with decoder_check_ctx.
 int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, char err[GGUF_ERR_MAX]);
 // Evaluates token at position pos (0 <= pos < n_ctx, positions in order); returns the logits.
 float *decoder_forward(decoder *d, int32_t token, int pos);
+// Frees what decoder_init allocated; safe on a zeroed decoder and after a failed init.
 void decoder_free(decoder *d);

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/fp.h"
+#include "platform/fp.h"
 
 // A tensor of shape [ne0, ne1] (ne1 = 1 for vectors) as doubles; NULL with err when absent
 // (unless optional), mis-shaped or of a type we do not read.

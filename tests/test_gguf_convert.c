@@ -1,5 +1,5 @@
 // gguf-convert round trips through BIN_DIR/gguf-convert: f32 -> f16 -> f32 and f32 -> bf16 ->
-// f32 give exactly the kernels/fp.h roundings of the originals (NaN stays NaN, inf stays inf,
+// f32 give exactly the platform/fp.h roundings of the originals (NaN stays NaN, inf stays inf,
 // overflow becomes inf), 1-D tensors stay f32 bit for bit, metadata is copied and
 // general.file_type set (appended when absent, replaced in place when present). An OUT that is a
 // FIFO, a directory or a dangling link is refused and left as it was; a link to a regular file
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "kernels/fp.h"
+#include "platform/fp.h"
 #include "model/gguf.h"
 #include "model/gguf_write.h"
 #include "tests/check.h"

@@ -5,7 +5,7 @@
 // halfway point and its two f32 neighbours, subnormals, overflow, NaN payloads and random bits.
 // Any NaN equals any NaN; everything else compares bit for bit.
 #include "kernels/ops.h"
-#include "runtime/cpu.h"
+#include "platform/cpu.h"
 #include "test_kernel_util.h"
 #include "tests/check.h"
 #include <float.h>

@@ -4,7 +4,7 @@
 // and a child started with DECODE_ISA=scalar must say "scalar" and show the scalar behaviour.
 #include "kernels/gemv.h"
 #include "kernels/ops.h"
-#include "runtime/cpu.h"
+#include "platform/cpu.h"
 #include "test_kernel_util.h"
 #include "tests/check.h"
 #include "tests/tool_util.h"

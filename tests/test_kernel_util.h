@@ -1,7 +1,7 @@
 // Shared helpers of the kernel tests: a seeded generator, weights with special values by format,
 // and "same bits" where any NaN equals any NaN.
 #pragma once
-#include "kernels/fp.h"
+#include "platform/fp.h"
 #include "model/gguf.h"
 #include <math.h>
 #include <stdint.h>

@@ -3,6 +3,7 @@
 // model with the writer, then binds it.
 #include "model/gguf_write.h"
 #include "model/llama.h"
+#include "runtime/decoder.h"
 #include "tests/check.h"
 #include <math.h>
 #include <stdlib.h>
@@ -118,9 +119,9 @@ int main(void) {
     CHECK(llama_model_load(&m, path, err) == 0);
     CHECK(m.hp.n_head_kv == 2 && m.hp.head_dim == 16 && m.hp.n_rot == 16);   // rope dim defaults
     CHECK(m.hp.rope_base == 10000.0f && m.hp.n_vocab == 300 && m.output != m.tok_embd);
-    CHECK(llama_check_ctx(&m, 128, err) == 0);
-    CHECK(llama_check_ctx(&m, 0, err) != 0);
-    CHECK(llama_check_ctx(&m, (int64_t)1 << 40, err) != 0 && strstr(err, "context"));
+    CHECK(decoder_check_ctx(&m, 128, err) == 0);
+    CHECK(decoder_check_ctx(&m, 0, err) != 0);
+    CHECK(decoder_check_ctx(&m, (int64_t)1 << 40, err) != 0 && strstr(err, "context"));
     llama_model_free(&m);
     s = valid(); s.tie = 1; s.bias = 1; expect(&s, path, NULL);
     CHECK(llama_model_load(&m, path, err) == 0);

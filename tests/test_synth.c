@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "kernels/fp.h"
+#include "platform/fp.h"
 #include "model/gguf.h"
 #include "tests/check.h"
 #include "tests/tool_util.h"

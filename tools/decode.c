@@ -221,7 +221,7 @@ static int run(session *S, const options *o, const char *prompt, size_t plen) {
     }
     long n_ctx = o->n_ctx ? o->n_ctx : (h->n_ctx_train < 4096 ? h->n_ctx_train : 4096);
     int32_t *ids = NULL; size_t n_ids = 0;
-    if (llama_check_ctx(&S->m, n_ctx, err)) { fprintf(stderr, "decode: %s\n", err); return 1; }
+    if (decoder_check_ctx(&S->m, n_ctx, err)) { fprintf(stderr, "decode: %s\n", err); return 1; }
     int add_bos = !o->no_bos && tokenizer_add_bos(S->tok) && tokenizer_bos(S->tok) >= 0;
     if (tokenizer_encode(S->tok, prompt, plen, add_bos, &ids, &n_ids)) {
         fprintf(stderr, "decode: out of memory tokenizing the prompt\n");
@@ -310,7 +310,7 @@ int main(int argc, char **argv) {
         status = 1;
     }
     sampler_free(&S.s);
-    if (S.d.L) decoder_free(&S.d);
+    decoder_free(&S.d);
     tokenizer_free(S.tok);
     llama_model_free(&S.m);
     free(file_prompt);

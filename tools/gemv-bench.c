@@ -6,9 +6,9 @@
 // repeated, interleaved: its distance from the cell row is this run's noise) and the roofline
 // rotate within a trial. Rows report medians. Every result is checked against gemv_packed_ref.
 // stdout holds only the table (-o csv|json|md); packing speed and progress go to stderr.
-#include "kernels/fp.h"
+#include "platform/fp.h"
 #include "kernels/gemv.h"
-#include "kernels/membw.h"
+#include "runtime/membw.h"
 #include "model/gguf.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 // gguf-convert IN OUT --type f32|f16|bf16: rewrites the weights (tensors of 2+ dims) of an
 // F32/F16/BF16 model in one float type; 1-D tensors (norms, biases) become f32. Rounding is to
-// nearest even and NaN stays NaN (kernels/fp.h). Metadata is copied, general.file_type set.
+// nearest even and NaN stays NaN (platform/fp.h). Metadata is copied, general.file_type set.
 // OUT is written to a temporary file renamed over it: an existing OUT must be a regular file or
 // a symbolic link to one (the link is kept, its target replaced); anything else is refused.
 // Exit 0 ok, 1 failure (one line on stderr), 2 usage.
@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "kernels/fp.h"
+#include "platform/fp.h"
 #include "model/gguf.h"
 #include "model/gguf_write.h"
 

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
-#include "kernels/fp.h"
+#include "platform/fp.h"
 #include "model/gguf_write.h"
 
 static void usage(void) {

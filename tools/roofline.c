@@ -1,7 +1,7 @@
 // roofline: sustained read bandwidth for each working-set size and thread count. Every thread
-// sums its contiguous share of one buffer with AVX2 loads (kernels/membw.h); a trial is enough
+// sums its contiguous share of one buffer with AVX2 loads (runtime/membw.h); a trial is enough
 // back-to-back passes to last ~20 ms; reported are the median and the best trial in 1e9 bytes/s.
-#include "kernels/membw.h"
+#include "runtime/membw.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
-#include "kernels/membw.h"
-#include "runtime/cpu.h"
+#include "runtime/membw.h"
+#include "platform/cpu.h"
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>

@@ -1,0 +1,55 @@
+#include "platform/cpu.h"
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+// XCR0 bits: which register state the OS saves on a context switch.
+#define XCR0_SSE_AVX 0x06u                       // XMM, YMM upper halves
+#define XCR0_AVX512 0xe0u                        // opmask, ZMM0-15 upper halves, ZMM16-31
+
+static cpu_features detect(void) {
+    cpu_features f = {0};
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+    int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, f16c = (c >> 29) & 1;
+    if (!(osxsave && avx)) return f;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    if ((lo & XCR0_SSE_AVX) != XCR0_SSE_AVX) return f;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
+    f.avx2 = fma && f16c && ((b >> 5) & 1);
+    if ((lo & XCR0_AVX512) == XCR0_AVX512) {
+        f.avx512f = (b >> 16) & 1;
+        f.avx512bw = f.avx512f && ((b >> 30) & 1);
+        f.avx512vl = f.avx512f && ((b >> 31) & 1);
+    }
+#endif
+    return f;
+}
+
+static cpu_features detected;
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+static void detect_now(void) { detected = detect(); }
+
+const cpu_features *cpu_detect(void) {
+    pthread_once(&detect_once, detect_now);
+    return &detected;
+}
+
+int cpu_has_avx2(void) { return cpu_detect()->avx2; }
+
+int cpu_simd_enabled(void) {
+    static atomic_int cached = -1;               // racing first calls compute the same value
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        const char *e = getenv("DECODE_ISA");
+        v = (e && strcmp(e, "scalar") == 0) ? 0 : cpu_has_avx2();
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v;
+}

@@ -1,0 +1,10 @@
+// Memory for big read-mostly buffers (packed weights). Later: placement on a NUMA node.
+#pragma once
+#include <stddef.h>
+
+#define HUGEPAGE_BYTES ((size_t)2 << 20)
+
+// Uninitialised memory of at least `bytes`, 64-byte aligned; buffers of HUGEPAGE_BYTES or more
+// are 2 MiB aligned and advised onto transparent huge pages (a weight stream then walks one TLB
+// entry per 2 MiB, not 512). Pages are placed by the first thread that writes them. free() it.
+void *hugepage_alloc(size_t bytes);
