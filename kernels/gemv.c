@@ -7,10 +7,11 @@
 // Bounds (hard checks, also under NDEBUG): an unknown dt, j0 + w > ldb, or a tile range outside
 // [0, gemv_n_tiles(n)] makes the call return without reading or writing anything.
 #include "kernels/gemv.h"
-#include "platform/fp.h"
+#include "kernels/ops.h"
 #include "platform/wtype.h"
 #include "platform/cpu.h"
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -18,15 +19,8 @@
 
 // Bytes per weight; 0 for a type these kernels do not handle.
 static size_t wsize(uint32_t dt) {
-    if (dt == WTYPE_F32) return 4;
-    if (dt == WTYPE_F16 || dt == WTYPE_BF16) return 2;
-    return 0;
-}
-
-static inline float wload(uint32_t dt, const void *w, size_t i) {
-    if (dt == WTYPE_F32) return ((const float *)w)[i];
-    uint16_t h = ((const uint16_t *)w)[i];
-    return dt == WTYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    const wtype_traits *t = wtype_get(dt);
+    return t ? t->size : 0;
 }
 
 // The canonical order, the only scalar statement of it: sum_p x[p] * w[p * stride].
@@ -36,7 +30,7 @@ static float dot_canon(uint32_t dt, const float *x, const void *w, size_t k, siz
     for (size_t s0 = 0; s0 < k; s0 += GEMV_KSEG) {
         size_t s1 = k - s0 > GEMV_KSEG ? s0 + GEMV_KSEG : k;
         float s = 0.0f;
-        for (size_t p = s0; p < s1; p++) s = fmaf(x[p], wload(dt, w, p * stride), s);
+        for (size_t p = s0; p < s1; p++) s = fmaf(x[p], wtype_load(dt, w, p * stride), s);
         y = s0 == 0 ? s : y + s;
     }
     return y;
@@ -260,51 +254,111 @@ INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, s
     }
 }
 
-#define INSTANTIATE(name, F, DT)                                                               \
-    static AVX2 void stripe_##name(const float *x, const void *B, size_t k, size_t ldb,        \
-                                   size_t j0, size_t w, float *y) {                           \
-        stripe_body(F, DT, x, B, k, ldb, j0, w, y);                                            \
-    }                                                                                          \
-    static AVX2 void packed_##name(const float *x, const void *P, size_t k, size_t n,          \
-                                   size_t t0, size_t t1, float *y) {                          \
-        packed_body(F, x, P, k, n, t0, t1, y);                                                 \
-    }
-INSTANTIATE(f32, F_F32, WTYPE_F32)
-INSTANTIATE(f16, F_F16, WTYPE_F16)
-INSTANTIATE(bf16, F_BF16, WTYPE_BF16)
+// The kernels, written out so a grep finds each one; the bodies are specialised per format.
+static AVX2 void gemv_stripe_f32_avx2(const float *x, const void *B, size_t k, size_t ldb,
+                                      size_t j0, size_t w, float *y) {
+    stripe_body(F_F32, WTYPE_F32, x, B, k, ldb, j0, w, y);
+}
+static AVX2 void gemv_stripe_f16_avx2(const float *x, const void *B, size_t k, size_t ldb,
+                                      size_t j0, size_t w, float *y) {
+    stripe_body(F_F16, WTYPE_F16, x, B, k, ldb, j0, w, y);
+}
+static AVX2 void gemv_stripe_bf16_avx2(const float *x, const void *B, size_t k, size_t ldb,
+                                       size_t j0, size_t w, float *y) {
+    stripe_body(F_BF16, WTYPE_BF16, x, B, k, ldb, j0, w, y);
+}
+static AVX2 void gemv_packed_f32_avx2(const float *x, const void *P, size_t k, size_t n,
+                                      size_t t0, size_t t1, float *y) {
+    packed_body(F_F32, x, P, k, n, t0, t1, y);
+}
+static AVX2 void gemv_packed_f16_avx2(const float *x, const void *P, size_t k, size_t n,
+                                      size_t t0, size_t t1, float *y) {
+    packed_body(F_F16, x, P, k, n, t0, t1, y);
+}
+static AVX2 void gemv_packed_bf16_avx2(const float *x, const void *P, size_t k, size_t n,
+                                       size_t t0, size_t t1, float *y) {
+    packed_body(F_BF16, x, P, k, n, t0, t1, y);
+}
 #endif
+
+// ---- the scalar column: the references, one function per format ----
+static void gemv_stripe_f32_scalar(const float *x, const void *B, size_t k, size_t ldb,
+                                   size_t j0, size_t w, float *y) {
+    gemv_stripe_ref(WTYPE_F32, x, B, k, ldb, j0, w, y);
+}
+static void gemv_stripe_f16_scalar(const float *x, const void *B, size_t k, size_t ldb,
+                                   size_t j0, size_t w, float *y) {
+    gemv_stripe_ref(WTYPE_F16, x, B, k, ldb, j0, w, y);
+}
+static void gemv_stripe_bf16_scalar(const float *x, const void *B, size_t k, size_t ldb,
+                                    size_t j0, size_t w, float *y) {
+    gemv_stripe_ref(WTYPE_BF16, x, B, k, ldb, j0, w, y);
+}
+static void gemv_packed_f32_scalar(const float *x, const void *P, size_t k, size_t n,
+                                   size_t t0, size_t t1, float *y) {
+    gemv_packed_ref(WTYPE_F32, x, P, k, n, t0, t1, y);
+}
+static void gemv_packed_f16_scalar(const float *x, const void *P, size_t k, size_t n,
+                                   size_t t0, size_t t1, float *y) {
+    gemv_packed_ref(WTYPE_F16, x, P, k, n, t0, t1, y);
+}
+static void gemv_packed_bf16_scalar(const float *x, const void *P, size_t k, size_t n,
+                                    size_t t0, size_t t1, float *y) {
+    gemv_packed_ref(WTYPE_BF16, x, P, k, n, t0, t1, y);
+}
+static void f32_to_f32_row(const void *src, float *dst, size_t n) { memcpy(dst, src, n * sizeof *dst); }
+static void f16_row_widen(const void *src, float *dst, size_t n) { f16_to_f32_row(src, dst, n); }
+static void bf16_row_widen(const void *src, float *dst, size_t n) { bf16_to_f32_row(src, dst, n); }
+
+// ---- one table per ISA, indexed by weight type; a missing type is a zeroed row ----
+static const kernel_table kernels_scalar = {
+    .isa = "scalar",
+    .type = {
+        [WTYPE_F32] = {gemv_stripe_f32_scalar, gemv_packed_f32_scalar, f32_to_f32_row},
+        [WTYPE_F16] = {gemv_stripe_f16_scalar, gemv_packed_f16_scalar, f16_row_widen},
+        [WTYPE_BF16] = {gemv_stripe_bf16_scalar, gemv_packed_bf16_scalar, bf16_row_widen},
+    },
+};
+#if defined(__x86_64__)
+static const kernel_table kernels_avx2 = {
+    .isa = "avx2",
+    .type = {
+        [WTYPE_F32] = {gemv_stripe_f32_avx2, gemv_packed_f32_avx2, f32_to_f32_row},
+        [WTYPE_F16] = {gemv_stripe_f16_avx2, gemv_packed_f16_avx2, f16_row_widen},
+        [WTYPE_BF16] = {gemv_stripe_bf16_avx2, gemv_packed_bf16_avx2, bf16_row_widen},
+    },
+};
+#endif
+
+// The best table this CPU runs (DECODE_ISA=scalar forces the scalar one). A new ISA adds its
+// table above and one line here, best first.
+static const kernel_table *resolve(void) {
+#if defined(__x86_64__)
+    if (cpu_simd_enabled()) return &kernels_avx2;
+#endif
+    return &kernels_scalar;
+}
+
+const kernel_table *kernels_get(void) {
+    static _Atomic(const kernel_table *) chosen;   // racing first calls choose the same table
+    const kernel_table *t = atomic_load_explicit(&chosen, memory_order_relaxed);
+    if (!t) {
+        t = resolve();
+        atomic_store_explicit(&chosen, t, memory_order_relaxed);
+    }
+    return t;
+}
 
 void gemv_stripe(uint32_t dt, const float *x, const void *B, size_t k, size_t ldb, size_t j0,
                  size_t w, float *y) {
     if (!stripe_ok(dt, ldb, j0, w)) return;
-#if defined(__x86_64__)
-    if (cpu_simd_enabled()) {
-        if (dt == WTYPE_F32) stripe_f32(x, B, k, ldb, j0, w, y);
-        else if (dt == WTYPE_F16) stripe_f16(x, B, k, ldb, j0, w, y);
-        else stripe_bf16(x, B, k, ldb, j0, w, y);
-        return;
-    }
-#endif
-    gemv_stripe_ref(dt, x, B, k, ldb, j0, w, y);
+    kernels_get()->type[dt].stripe(x, B, k, ldb, j0, w, y);
 }
 
 void gemv_packed(uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t t0,
                  size_t t1, float *y) {
     if (!tiles_ok(dt, n, t0, t1)) return;
-#if defined(__x86_64__)
-    if (cpu_simd_enabled()) {
-        if (dt == WTYPE_F32) packed_f32(x, P, k, n, t0, t1, y);
-        else if (dt == WTYPE_F16) packed_f16(x, P, k, n, t0, t1, y);
-        else packed_bf16(x, P, k, n, t0, t1, y);
-        return;
-    }
-#endif
-    gemv_packed_ref(dt, x, P, k, n, t0, t1, y);
+    kernels_get()->type[dt].packed(x, P, k, n, t0, t1, y);
 }
 
-const char *gemv_isa(void) {
-#if defined(__x86_64__)
-    if (cpu_simd_enabled()) return "avx2";
-#endif
-    return "scalar";
-}
+const char *gemv_isa(void) { return kernels_get()->isa; }

@@ -5,13 +5,14 @@
 // Stripe kernel: B is K x N row-major (ldb elements per row); computes columns [j0, j0 + w).
 // Packed-tile kernel: W in GGUF layout (n rows of k, ne0 = k) is packed once into ceil(n/64)
 // tiles, each one contiguous K x GEMV_TILE block (the last zero-padded), so a tile is a single
-// sequential stream. dt is the ggml type: GGML_TYPE_F32, GGML_TYPE_F16 or GGML_TYPE_BF16.
+// sequential stream. dt is a weight type of platform/wtype.h: WTYPE_F32, WTYPE_F16 or WTYPE_BF16.
 //
 // kernels/ sits above platform/ (CPU features, weight types) and beside model/ and l4/: it
 // includes only kernels/ and platform/ headers. runtime/ calls it.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include "platform/wtype.h"
 
 #define GEMV_TILE 64
 #define GEMV_KSEG 256
@@ -39,6 +40,26 @@ void gemv_rows_ref(uint32_t dt, const float *x, const void *W, size_t k, size_t 
 
 // Name of the SIMD path the dispatch picked ("avx2" or "scalar").
 const char *gemv_isa(void);
+
+// The kernel table: for each ISA one row per weight type (ggml-cpu's type_traits_cpu), chosen
+// once after CPU detection (kernels_get). gemv_stripe / gemv_packed check bounds, then call the
+// chosen row. Adding an ISA (say avx512): write gemv_packed_f16_avx512 and its siblings in
+// gemv.c, a `kernels_avx512` table beside `kernels_avx2`, and one line in resolve().
+typedef void (*gemv_stripe_fn)(const float *x, const void *B, size_t k, size_t ldb, size_t j0,
+                               size_t w, float *y);
+typedef void (*gemv_packed_fn)(const float *x, const void *P, size_t k, size_t n, size_t t0,
+                               size_t t1, float *y);
+typedef struct {
+    gemv_stripe_fn stripe;        // as gemv_stripe, for this type
+    gemv_packed_fn packed;        // as gemv_packed, for this type
+    void (*to_f32)(const void *src, float *dst, size_t n);   // widen a row (aligned src)
+} kernel_traits;
+typedef struct {
+    const char *isa;              // "scalar", "avx2"
+    kernel_traits type[WTYPE_ID_MAX];   // indexed by weight type; all NULL for an unsupported one
+} kernel_table;
+// The table for this CPU (DECODE_ISA=scalar forces the scalar one); resolved on the first call.
+const kernel_table *kernels_get(void);
 
 // Contract details (kernels/gemv.c; tests/test_kernel_stripe.c, test_kernel_packed.c):
 // - Bounds are checked on every path, also under NDEBUG: an unknown dt, j0 > ldb or

@@ -31,8 +31,7 @@ static int bind(const gguf_file *f, const char *name, int optional, int64_t ne0,
     const gguf_tensor *t = gguf_find_tensor(f, name);
     *out = t;
     if (!t) return optional ? 0 : gguf_fail(err, f->path, NULL, "missing tensor %s", name);
-    int ok_type = t->type == GGML_TYPE_F32 || t->type == GGML_TYPE_F16 || t->type == GGML_TYPE_BF16;
-    if (!ok_type)
+    if (!wtype_get(t->type))
         return gguf_fail(err, f->path, NULL, "tensor %s has type %s; supported: %s", name, tname(t),
                     "F32, F16, BF16");
     uint32_t want_dims = ne1 ? 2 : 1;

@@ -3,6 +3,7 @@
 // model/ reads and checks types with it; kernels/ builds its per-ISA kernel table on it
 // (kernels/gemv.h). Adding a type: an id here, a row in platform/wtype.c, a column of kernels.
 #pragma once
+#include "platform/fp.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,5 +27,10 @@ typedef struct {
 const wtype_traits *wtype_get(uint32_t id);
 // The id whose name is s ("f32", "f16", "bf16"), or -1.
 int wtype_by_name(const char *s);
-// Element i of a row of type id, widened (tests, reference paths; id must be supported).
-float wtype_load(uint32_t id, const void *row, size_t i);
+// Element i of an aligned row of type id, widened (reference paths; id must be supported).
+// Inline: the scalar GEMV reference calls it once per weight.
+static inline float wtype_load(uint32_t id, const void *row, size_t i) {
+    if (id == WTYPE_F32) return ((const float *)row)[i];
+    uint16_t h = ((const uint16_t *)row)[i];
+    return id == WTYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+}

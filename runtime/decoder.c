@@ -46,9 +46,8 @@ static void release_pages(const decoder *d, const gguf_tensor *t) {
 
 // Widens n elements of tensor t, starting at element i, into f32.
 static void widen(const gguf_tensor *t, size_t i, size_t n, float *o) {
-    if (t->type == GGML_TYPE_F32) memcpy(o, (const float *)t->data + i, n * sizeof *o);
-    else if (t->type == GGML_TYPE_F16) f16_to_f32_row((const uint16_t *)t->data + i, o, n);
-    else bf16_to_f32_row((const uint16_t *)t->data + i, o, n);
+    const char *row = (const char *)t->data + i * wtype_get(t->type)->size;
+    kernels_get()->type[t->type].to_f32(row, o, n);
 }
 
 static float *to_f32(const gguf_tensor *t) {               // small 1-D tensors (norms, biases)

@@ -3,6 +3,7 @@
 #pragma once
 #include "platform/fp.h"
 #include "model/gguf.h"
+#include "platform/wtype.h"
 #include <math.h>
 #include <stdint.h>
 
@@ -20,10 +21,8 @@ static inline int same_f32(float a, float b) {
     return (isnan(a) && isnan(b)) || fp_bits(a) == fp_bits(b);
 }
 
-static inline size_t dt_size(uint32_t dt) { return dt == GGML_TYPE_F32 ? 4 : 2; }
-static inline const char *dt_name(uint32_t dt) {
-    return dt == GGML_TYPE_F32 ? "f32" : dt == GGML_TYPE_F16 ? "f16" : "bf16";
-}
+static inline size_t dt_size(uint32_t dt) { return wtype_get(dt)->size; }
+static inline const char *dt_name(uint32_t dt) { return wtype_get(dt)->name; }
 
 // Special weights, as bits of the format: what each class means is the same across formats.
 enum { W_NAN, W_SNAN, W_INF, W_NINF, W_ZERO, W_NZERO, W_SUB, W_LARGE };
@@ -51,11 +50,7 @@ static inline void put_bits(uint32_t dt, void *buf, size_t i, uint32_t bits) {
     if (dt == GGML_TYPE_F32) ((uint32_t *)buf)[i] = bits;
     else ((uint16_t *)buf)[i] = (uint16_t)bits;
 }
-static inline double get_w(uint32_t dt, const void *buf, size_t i) {
-    if (dt == GGML_TYPE_F32) return ((const float *)buf)[i];
-    uint16_t h = ((const uint16_t *)buf)[i];
-    return dt == GGML_TYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
+static inline double get_w(uint32_t dt, const void *buf, size_t i) { return wtype_load(dt, buf, i); }
 
 // A weight for output column j: ordinary values with zeros, -0 and subnormals everywhere; NaN,
 // infinities and the format's largest values only in some columns, so that most outputs stay

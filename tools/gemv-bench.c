@@ -6,7 +6,7 @@
 // repeated, interleaved: its distance from the cell row is this run's noise) and the roofline
 // rotate within a trial. Rows report medians. Every result is checked against gemv_packed_ref.
 // stdout holds only the table (-o csv|json|md); packing speed and progress go to stderr.
-#include "platform/fp.h"
+#include "platform/wtype.h"
 #include "kernels/gemv.h"
 #include "runtime/membw.h"
 #include "model/gguf.h"
@@ -71,7 +71,7 @@ static double time_calls(pool *pl, job *j, int reps) {
 // One cell, one type, one thread count: two rows (the cell and CELL/null). 0 ok, 1 failure.
 static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *dname, const void *W,
                  const float *x, size_t k, int trials, row *out) {
-    size_t n = k, es = dt == GGML_TYPE_F32 ? 4 : 2, bytes = gemv_packed_bytes(dt, k, n);
+    size_t n = k, es = wtype_get(dt)->size, bytes = gemv_packed_bytes(dt, k, n);
     // Plain pages: MADV_HUGEPAGE made cold packing of dram_8192 anywhere from 0.7 to 6 GB/s here
     // (direct compaction on fault) against a steady 2.2, and left the GEMV's share unchanged.
     job j = {dt, x, W, aligned_alloc(64, bytes), k, n, gemv_n_tiles(n), malloc(n * sizeof(float))};
@@ -195,10 +195,9 @@ int main(int argc, char **argv) {
             if (!(types >> d & 1)) continue;
             void *W = wf;                               // GGUF layout: n rows of k
             if (dts[d] != GGML_TYPE_F32) {
-                uint16_t *h = malloc(k * n * 2);
-                if (!h) { fprintf(stderr, "gemv-bench: out of memory\n"); return 1; }
-                for (size_t i = 0; i < k * n; i++) h[i] = dts[d] == GGML_TYPE_F16 ? f32_to_f16(wf[i]) : f32_to_bf16(wf[i]);
-                W = h;
+                const wtype_traits *wt = wtype_get(dts[d]);
+                if (!(W = malloc(k * n * wt->size))) { fprintf(stderr, "gemv-bench: out of memory\n"); return 1; }
+                wt->from_f32(wf, W, k * n);
             }
             for (int t = 0; t < nth; t++) {
                 pool *pl = pool_create(th[t]);

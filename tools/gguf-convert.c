@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "platform/fp.h"
+#include "platform/wtype.h"
 #include "model/gguf.h"
 #include "model/gguf_write.h"
 
@@ -29,21 +29,6 @@ static int usage_error(const char *msg, const char *arg) {
     return 2;
 }
 
-static float load(uint32_t type, const uint8_t *p, size_t i) {
-    uint16_t h;
-    float f;
-    if (type == GGML_TYPE_F32) { memcpy(&f, p + 4 * i, 4); return f; }
-    memcpy(&h, p + 2 * i, 2);
-    return type == GGML_TYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
-static void store(uint32_t type, uint8_t *p, size_t i, float f) {
-    uint16_t h;
-    if (type == GGML_TYPE_F32) { memcpy(p + 4 * i, &f, 4); return; }
-    h = type == GGML_TYPE_F16 ? f32_to_f16(f) : f32_to_bf16(f);
-    memcpy(p + 2 * i, &h, 2);
-}
-
 typedef struct { const gguf_file *in; const uint32_t *to; } job;   // to: (n_tensors) target types
 
 static int fill(void *ctx, uint64_t index, void *dst, size_t nbytes) {
@@ -51,8 +36,14 @@ static int fill(void *ctx, uint64_t index, void *dst, size_t nbytes) {
     const gguf_tensor *t = &j->in->tensors[index];
     uint32_t to = j->to[index];
     if (t->type == to) { memcpy(dst, t->data, nbytes); return 0; }   // bit-exact, NaN payloads too
-    size_t n = nbytes / ggml_type_size(to);
-    for (size_t i = 0; i < n; i++) store(to, dst, i, load(t->type, t->data, i));
+    const wtype_traits *src_t = wtype_get(t->type), *dst_t = wtype_get(to);
+    size_t n = nbytes / dst_t->size;
+    float buf[4096];                               // widen, then round, a chunk at a time
+    for (size_t i = 0; i < n; i += 4096) {
+        size_t m = n - i < 4096 ? n - i : 4096;
+        src_t->to_f32((const char *)t->data + i * src_t->size, buf, m);
+        dst_t->from_f32(buf, (char *)dst + i * dst_t->size, m);
+    }
     return 0;
 }
 
@@ -72,7 +63,7 @@ static int convert(const char *in_path, const char *out_path, uint32_t type, uin
     if (!have_ftype) gguf_w_u32(w, "general.file_type", ftype);
     for (uint64_t i = 0; i < g.n_tensors; i++) {
         const gguf_tensor *t = &g.tensors[i];
-        if (t->type != GGML_TYPE_F32 && t->type != GGML_TYPE_F16 && t->type != GGML_TYPE_BF16) {
+        if (!wtype_get(t->type)) {
             snprintf(err, GGUF_ERR_MAX, "%s: tensor %s: type %s cannot be converted (only F32, F16, BF16)",
                      in_path, t->name, ggml_type_name(t->type));
             goto out;
@@ -109,12 +100,10 @@ int main(int argc, char **argv) {
     }
     if (n_paths != 2) return usage_error("needs IN and OUT", NULL);
     if (!type_s) return usage_error("needs --type f32|f16|bf16", NULL);
-    uint32_t type, ftype;
-    if (!strcmp(type_s, "f32")) { type = GGML_TYPE_F32; ftype = FTYPE_ALL_F32; }
-    else if (!strcmp(type_s, "f16")) { type = GGML_TYPE_F16; ftype = FTYPE_MOSTLY_F16; }
-    else if (!strcmp(type_s, "bf16")) { type = GGML_TYPE_BF16; ftype = FTYPE_MOSTLY_BF16; }
-    else { fprintf(stderr, "gguf-convert: --type must be f32, f16 or bf16, not '%s'\n", type_s); return 2; }
+    int type = wtype_by_name(type_s);
+    if (type < 0) { fprintf(stderr, "gguf-convert: --type must be f32, f16 or bf16, not '%s'\n", type_s); return 2; }
+    uint32_t ftype = type == WTYPE_F32 ? FTYPE_ALL_F32 : type == WTYPE_F16 ? FTYPE_MOSTLY_F16 : FTYPE_MOSTLY_BF16;
     char err[GGUF_ERR_MAX];
-    if (convert(paths[0], paths[1], type, ftype, err)) { fprintf(stderr, "gguf-convert: %s\n", err); return 1; }
+    if (convert(paths[0], paths[1], (uint32_t)type, ftype, err)) { fprintf(stderr, "gguf-convert: %s\n", err); return 1; }
     return 0;
 }

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
-#include "platform/fp.h"
+#include "platform/wtype.h"
 #include "model/gguf_write.h"
 
 static void usage(void) {
@@ -84,17 +84,13 @@ static int fill(void *vctx, uint64_t index, void *dst, size_t nbytes) {
     rng r;
     rng_seed(&r, c->seed, t->name);
     size_t n = t->ne[0] * t->ne[1];
-    if (nbytes != n * (t->type == GGML_TYPE_F32 ? 4 : 2)) return -1;
-    if (t->type == GGML_TYPE_F32) {
-        float *y = dst;
-        for (size_t i = 0; i < n; i++) y[i] = t->mean + t->amp * unit(rng_next(&r));
-    } else {
-        uint16_t *y = dst;
-        int bf = t->type == GGML_TYPE_BF16;
-        for (size_t i = 0; i < n; i++) {
-            float v = t->mean + t->amp * unit(rng_next(&r));
-            y[i] = bf ? f32_to_bf16(v) : f32_to_f16(v);
-        }
+    const wtype_traits *wt = wtype_get(t->type);
+    if (nbytes != n * wt->size) return -1;
+    float v[1024];                                 // draw, then round into the type, a chunk at a time
+    for (size_t i = 0; i < n; i += 1024) {
+        size_t m = n - i < 1024 ? n - i : 1024;
+        for (size_t q = 0; q < m; q++) v[q] = t->mean + t->amp * unit(rng_next(&r));
+        wt->from_f32(v, (char *)dst + i * wt->size, m);
     }
     return 0;
 }
@@ -250,9 +246,9 @@ static int parse_args(args *a, int argc, char **argv) {
             if (end == val || *end) { fprintf(stderr, "gguf-synth: --rope-base: bad value '%s'" HINT, val); return 2; }
             i++;
         } else if (!strcmp(f, "--dtype")) {
-            a->type = !strcmp(val, "f32") ? GGML_TYPE_F32 : !strcmp(val, "f16") ? GGML_TYPE_F16
-                    : !strcmp(val, "bf16") ? GGML_TYPE_BF16 : GGML_TYPE_COUNT;
-            if (a->type == GGML_TYPE_COUNT) { fprintf(stderr, "gguf-synth: --dtype: expected f32, f16 or bf16, got '%s'" HINT, val); return 2; }
+            int id = wtype_by_name(val);
+            a->type = id < 0 ? GGML_TYPE_COUNT : (uint32_t)id;
+            if (id < 0) { fprintf(stderr, "gguf-synth: --dtype: expected f32, f16 or bf16, got '%s'" HINT, val); return 2; }
             i++;
         } else if (f[0] == '-' && f[1]) { fprintf(stderr, "gguf-synth: unknown option %s" HINT, f); return 2; }
         else if (!a->out) a->out = f;
@@ -292,7 +288,7 @@ static const char *check_shape(const args *a) {
 static int check_size(const args *a, char err[GGUF_ERR_MAX]) {
     uint64_t E = (uint64_t)a->n_embd, F = (uint64_t)a->n_ff, V = (uint64_t)a->n_vocab;
     uint64_t hd = E / (uint64_t)a->n_head, Q = hd * (uint64_t)a->n_head, KV = hd * (uint64_t)a->n_kv;
-    uint64_t es = a->type == GGML_TYPE_F32 ? 4 : 2;
+    uint64_t es = wtype_get(a->type)->size;
     uint64_t layer = es * (2 * E * Q + 2 * E * KV + 3 * E * F) + 4 * (2 * E + (a->bias ? Q + 2 * KV : 0));
     uint64_t total = es * E * V * (a->tie ? 1 : 2) + 4 * E + layer * (uint64_t)a->n_layer;
     uint64_t largest = es * (E * V > E * F ? E * V : E * F);
