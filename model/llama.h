@@ -6,7 +6,13 @@
 #include "model/gguf.h"
 
 typedef struct {
-    int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
+    int n_vocab;              // tokens: rows of token_embd.weight
+    int n_embd;               // llama.embedding_length: width of the residual stream
+    int n_layer;              // llama.block_count
+    int n_head;               // llama.attention.head_count: query heads
+    int n_head_kv;            // llama.attention.head_count_kv: key/value heads, dividing n_head
+    int head_dim;             // llama.attention.key_length, default n_embd / n_head
+    int n_ff;                 // llama.feed_forward_length: width of the FFN's hidden layer
     int n_ctx_train;          // llama.context_length
     int n_rot;                // llama.rope.dimension_count, default head_dim
     float rope_base;          // llama.rope.freq_base, default 10000

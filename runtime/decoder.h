@@ -1,8 +1,7 @@
-// The llama decode loop's state and forward pass: weights packed once into the packed-tile
-// layout (by the thread that will read each tile), an f32 KV cache, f32 activations.
-// decoder_forward evaluates one token at one position and returns the logits; the result is
-// bit-identical for any thread count (each output is computed whole by one thread, in the
-// canonical order).
+// The llama decode loop's state and forward pass: the weights packed once at load
+// (runtime/weights.h), an f32 KV cache, f32 activations. decoder_forward evaluates one token at
+// one position and returns the logits; the result is bit-identical for any thread count (each
+// output is computed whole by one thread, in the canonical order of docs/design.md).
 //
 // runtime/ sits above kernels/, model/, l4/ and platform/ and may include any of them; only
 // tools/ include runtime/.
@@ -11,33 +10,27 @@
 #include <stdint.h>
 #include "model/llama.h"
 #include "runtime/pool.h"
+#include "runtime/weights.h"
 
 typedef struct {
-    uint32_t dt;                  // GGML_TYPE_F32 / F16 / BF16
-    size_t k, n;                  // n outputs of k inputs
-    void *p;                      // packed tiles (gemv_packed_bytes)
-} pmat;
-
-typedef struct {
-    float *attn_norm, *ffn_norm;  // (n_embd)
-    float *bq, *bk, *bv;          // (n_head*hd), (n_kv*hd) x2, or NULL
-    pmat wq, wk, wv, wo, gate, up, down;
-} dlayer;
-
-typedef struct {
-    const llama_model *m;
+    const llama_model *model;
     llama_hparams hp;
-    int n_ctx;
+    int n_ctx;                    // positions the KV cache holds
     pool *pool;
-    dlayer *L;                    // (n_layer)
-    pmat out;                     // lm_head
-    float *out_norm;              // (n_embd)
-    float *kc, *vc;               // (n_layer, n_ctx, n_head_kv*hd)
-    float *x, *xn, *xo;           // (n_embd) residual stream, normed input, projection out
-    float *q, *att;               // (n_head*hd)
-    float *gate, *up;             // (n_ff)
+    model_weights w;
+    // KV cache, f32: position p of layer l at [(l * n_ctx + p) * kv_dim]
+    float *key_cache;             // (n_layer, n_ctx, n_head_kv * head_dim)
+    float *value_cache;           // (n_layer, n_ctx, n_head_kv * head_dim)
+    // activations of the current token (llama2.c's RunState)
+    float *x;                     // (n_embd) the residual stream
+    float *xb;                    // (n_embd) x normed, the input of attention and of the FFN
+    float *xb2;                   // (n_embd) attention or FFN output, before the residual add
+    float *q;                     // (n_head * head_dim) query
+    float *att_out;               // (n_head * head_dim) attention output, per head
+    float *hb;                    // (n_ff) FFN gate, then swiglu(gate, up)
+    float *hb2;                   // (n_ff) FFN up
     float *logits;                // (n_vocab)
-    float *scratch;               // (n_threads, n_ctx) attention scores
+    float *att_scores;            // (n_threads, n_ctx) each thread's attention scores
 } decoder;
 
 // Checks a context length: 1 <= n_ctx, and the f32 KV cache it needs fits in memory.
