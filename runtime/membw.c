@@ -1,4 +1,5 @@
 #include "runtime/membw.h"
+#include "platform/clock.h"
 #include "platform/cpu.h"
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -47,38 +48,9 @@ static void pass_fn(void *c, int tid, int nt) {
     atomic_fetch_add_explicit(&x->sink, s, memory_order_relaxed);
 }
 
-double membw_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-double membw_median(double *v, int n) {
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-int membw_parse_ints(const char *s, int *out, int max, int lo, int hi) {
-    int n = 0;
-    for (;;) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s || v < lo || v > hi || n == max) return -1;
-        out[n++] = (int)v;
-        if (*end == 0) return n;
-        if (*end != ',') return -1;
-        s = end + 1;
-    }
-}
-
 double membw_pass_seconds(pool *pl, const void *buf, size_t bytes, size_t unit, int reps) {
     pass_ctx c = {buf, unit ? bytes / unit : 0, unit, 0};
-    double t = membw_now();
+    double t = monotonic_seconds();
     for (int r = 0; r < reps; r++) pool_run(pl, pass_fn, &c);
-    return membw_now() - t;
+    return monotonic_seconds() - t;
 }

@@ -13,9 +13,3 @@ uint32_t membw_sum(const void *buf, size_t bytes);
 // [i*U/T, (i+1)*U/T), the same split gemv-bench gives a GEMV's tiles. One pool_run per pass.
 double membw_pass_seconds(pool *pl, const void *buf, size_t bytes, size_t unit, int reps);
 
-// Monotonic seconds.
-double membw_now(void);
-// Median of v[0..n) (sorts v); n >= 1.
-double membw_median(double *v, int n);
-// Parses "1,2,4" into out (at most max values, each in [lo, hi]); returns the count, or -1.
-int membw_parse_ints(const char *s, int *out, int max, int lo, int hi);

@@ -7,6 +7,7 @@
 #include "platform/cpu.h"
 #include "test_kernel_util.h"
 #include "tests/check.h"
+#include "tools/util.h"
 #include "tests/tool_util.h"
 #include <stdlib.h>
 #include <string.h>
@@ -35,11 +36,11 @@ static double speed_ratio(void) {
     gemv_pack(GGML_TYPE_F16, W, K, N, P, 0, gemv_n_tiles(N));
     double best[2] = {1e9, 1e9};
     for (int r = 0; r < 5; r++) {
-        double t0 = now();
+        double t0 = util_now();
         gemv_packed(GGML_TYPE_F16, x, P, K, N, 0, gemv_n_tiles(N), y);
-        double t1 = now();
+        double t1 = util_now();
         gemv_packed_ref(GGML_TYPE_F16, x, P, K, N, 0, gemv_n_tiles(N), yr);
-        double t2 = now();
+        double t2 = util_now();
         best[0] = t1 - t0 < best[0] ? t1 - t0 : best[0];
         best[1] = t2 - t1 < best[1] ? t2 - t1 : best[1];
     }

@@ -4,16 +4,12 @@
 #include "platform/fp.h"
 #include "model/gguf.h"
 #include "platform/wtype.h"
+#include "tools/util.h"
 #include <math.h>
 #include <stdint.h>
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static inline uint64_t rng_u64(void) {            // splitmix64
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;   // the first draw adds the increment again
+static inline uint64_t rng_u64(void) { return util_splitmix64(&rng_state); }
 static inline double rng_unit(void) { return (rng_u64() >> 11) * (1.0 / 9007199254740992.0); }
 static inline float rng_sym(float a) { return (float)((2.0 * rng_unit() - 1.0) * a); }
 

@@ -10,6 +10,7 @@
 #include "model/gguf.h"
 #include "model/tokenizer.h"
 #include "tests/check.h"
+#include "tools/util.h"
 #include "tests/tool_util.h"
 
 #define VOCAB SHARED_DIR "/testdata/vocab/"
@@ -165,9 +166,9 @@ static void check_speed(void) {
     double ms[9];
     for (int r = 0; r < 9; r++) {
         tokenizer *t;
-        double t0 = now();
+        double t0 = util_now();
         CHECK(tokenizer_load(&t, &g, err) == 0);
-        ms[r] = 1e3 * (now() - t0);
+        ms[r] = 1e3 * (util_now() - t0);
         tokenizer_free(t);
     }
     gguf_close(&g);
@@ -186,9 +187,9 @@ static void check_speed(void) {
         for (size_t i = 0; i < len; i++) big[i] = kind == 0 ? inp[i % il] : kind == 1 ? 'a' : ' ';
         int32_t *ids;
         size_t n;
-        double t0 = now();
+        double t0 = util_now();
         encode(t, big, len, 0, &ids, &n);
-        double s = now() - t0;
+        double s = util_now() - t0;
         printf("encode 1 MiB (%s): %zu tokens in %.3f s\n", kind == 0 ? "test text" : kind == 1 ? "'a'" : "' '", n, s);
         CHECKF(s < SLOW, "1 MiB encode took %.2f s", s);
         check_round_trip(t, big, len, ids, n, "1 MiB");

@@ -12,6 +12,7 @@
 #include "model/gguf_write.h"
 #include "model/tokenizer.h"
 #include "tests/check.h"
+#include "tools/util.h"
 #include "tests/flood.h"
 
 #define U "\xe2\x96\x81"   // U+2581, SentencePiece's space
@@ -227,9 +228,9 @@ static void check_flood(const char *path) {
     gguf_file g;
     tokenizer *t;
     CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
-    double t0 = now();
+    double t0 = util_now();
     CHECKF(tokenizer_load(&t, &g, err) == 0, "%s", err);
-    double s = now() - t0;
+    double s = util_now() - t0;
     gguf_close(&g);
     printf("tokenizer_load of %d colliding pieces: %.3f s\n", NF, s);
     CHECKF(s < 0.5 * SLOW, "load took %.2f s", s);

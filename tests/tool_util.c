@@ -1,5 +1,6 @@
 // Test helpers for running tools (see tool_util.h).
 #include "tests/tool_util.h"
+#include "tools/util.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -140,24 +141,7 @@ int dir_count(const char *dir, const char *part) {
     return n;
 }
 
-char *read_all(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0, got;
-    char *buf = malloc(cap + 1);
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *b = realloc(buf, 2 * cap + 1);
-            if (!b) { free(buf); buf = NULL; break; }
-            buf = b; cap *= 2;
-        }
-    }
-    if (buf && ferror(f)) { free(buf); buf = NULL; }   // a directory: EISDIR, not an empty file
-    fclose(f);
-    if (buf) { buf[n] = 0; *len = n; }
-    return buf;
-}
+char *read_all(const char *path, size_t *len) { return util_read_file(path, len); }
 
 char *must_read(const char *path, size_t *len) {
     char *b = read_all(path, len);

@@ -5,6 +5,7 @@
 #include "model/tokenizer.h"
 #include "runtime/decoder.h"
 #include "runtime/sampler.h"
+#include "tools/util.h"
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -26,12 +27,6 @@ typedef struct {
 
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig) { (void)sig; interrupted = 1; }
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static int default_threads(void) {
     cpu_set_t s;
@@ -150,26 +145,6 @@ static int parse_args(int argc, char **argv, options *o) {
     return 0;
 }
 
-// Reads a whole file; *len its size. NULL with errno on failure.
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        char *nb = realloc(buf, cap *= 2);
-        if (!nb) { free(buf); buf = NULL; }
-        else buf = nb;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) { free(buf); return NULL; }
-    *len = n;
-    return buf;
-}
-
 typedef struct {
     llama_model m; tokenizer *tok; decoder d; sampler s; FILE *dump;
     double t_load, t_prompt, t_eval; int n_prompt, n_eval;
@@ -208,7 +183,7 @@ static int forward(session *S, int32_t tok, int pos) {
 
 static int run(session *S, const options *o, const char *prompt, size_t plen) {
     char err[GGUF_ERR_MAX];
-    double t0 = now_ms();
+    double t0 = 1e3 * util_now();
     if (llama_model_load(&S->m, o->model, err) || tokenizer_load(&S->tok, &S->m.f, err)) {
         fprintf(stderr, "decode: %s\n", err);
         return 1;
@@ -238,20 +213,20 @@ static int run(session *S, const options *o, const char *prompt, size_t plen) {
         goto out;
     }
     if (sampler_init(&S->s, &o->sp, h->n_vocab)) { fprintf(stderr, "decode: out of memory\n"); goto out; }
-    S->t_load = now_ms() - t0;
+    S->t_load = 1e3 * util_now() - t0;
     if (o->sp.temp > 0 && !o->seed_set) fprintf(stderr, "decode: seed %llu\n", (unsigned long long)o->sp.seed);
     if (fwrite(prompt, 1, plen, stdout) != plen || fflush(stdout) != 0) goto stdout_failed;
 
     // The last prompt position's logits only pick the first new token: -n 0 skips it, so the
     // dump always holds P + N - 1 rows.
     size_t n_eval = o->n_predict == 0 ? n_ids - 1 : n_ids;
-    t0 = now_ms();
+    t0 = 1e3 * util_now();
     for (size_t i = 0; i < n_eval && !interrupted; i++) {
         if (forward(S, ids[i], (int)i)) goto dump_failed;
         sampler_accept(&S->s, ids[i]);
         S->n_prompt++;
     }
-    S->t_prompt = now_ms() - t0;
+    S->t_prompt = 1e3 * util_now() - t0;
     int pos = (int)n_ids;
     for (long i = 0; (o->n_predict < 0 || i < o->n_predict) && !interrupted; i++) {
         int32_t tok = sampler_sample(&S->s, S->d.logits);
@@ -260,9 +235,9 @@ static int run(session *S, const options *o, const char *prompt, size_t plen) {
         if (emit_piece(S, tok, plen == 0 && i == 0)) goto stdout_failed;
         if (o->n_predict >= 0 && i + 1 == o->n_predict) break;   // the last token needs no forward
         if (pos >= n_ctx) { fprintf(stderr, "\ndecode: context full (%ld tokens); stopping\n", n_ctx); break; }
-        t0 = now_ms();
+        t0 = 1e3 * util_now();
         if (forward(S, tok, pos++)) goto dump_failed;
-        S->t_eval += now_ms() - t0;
+        S->t_eval += 1e3 * util_now() - t0;
         S->n_eval++;
     }
     if (interrupted) fprintf(stderr, "\ndecode: interrupted\n");
@@ -288,7 +263,7 @@ int main(int argc, char **argv) {
     char *file_prompt = NULL;
     const char *prompt = o.prompt ? o.prompt : "";
     if (o.prompt_file) {
-        if (!(file_prompt = read_file(o.prompt_file, &plen))) {
+        if (!(file_prompt = util_read_file(o.prompt_file, &plen))) {
             fprintf(stderr, "decode: %s: %s\n", o.prompt_file, strerror(errno ? errno : EIO));
             return 1;
         }

@@ -9,6 +9,7 @@
 #include "platform/wtype.h"
 #include "kernels/gemv.h"
 #include "runtime/membw.h"
+#include "tools/util.h"
 #include "model/gguf.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,9 +64,9 @@ static float rnd(void) {                               // xorshift64, uniform in
 }
 
 static double time_calls(pool *pl, job *j, int reps) {
-    double t = membw_now();
+    double t = util_now();
     for (int r = 0; r < reps; r++) pool_run(pl, gemv_fn, j);
-    return (membw_now() - t) / reps;
+    return (util_now() - t) / reps;
 }
 
 // One cell, one type, one thread count: two rows (the cell and CELL/null). 0 ok, 1 failure.
@@ -77,16 +78,16 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     job j = {dt, x, W, aligned_alloc(64, bytes), k, n, gemv_n_tiles(n), malloc(n * sizeof(float))};
     float *yr = malloc(n * sizeof(float));
     if (!j.P || !j.y || !yr) { fprintf(stderr, "gemv-bench: out of memory (%zu bytes)\n", bytes); return 1; }
-    double t0 = membw_now();
+    double t0 = util_now();
     pool_run(pl, pack_fn, &j);                         // cold: first touch of fresh pages
-    double cold = membw_now() - t0, warm[3];
+    double cold = util_now() - t0, warm[3];
     for (int r = 0; r < 3; r++) {
-        t0 = membw_now();
+        t0 = util_now();
         pool_run(pl, pack_fn, &j);
-        warm[r] = membw_now() - t0;
+        warm[r] = util_now() - t0;
     }
     fprintf(stderr, "pack %s %s t=%d: %.2f GB/s cold (first touch), %.2f GB/s warm\n", cell, dname, nth,
-            k * n * es / cold / 1e9, k * n * es / membw_median(warm, 3) / 1e9);
+            k * n * es / cold / 1e9, k * n * es / util_median(warm, 3) / 1e9);
 
     double one = time_calls(pl, &j, 1);
     one = time_calls(pl, &j, 1);
@@ -102,8 +103,8 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     gemv_packed_ref(dt, x, j.P, k, n, 0, j.nt, yr);
     int bad = memcmp(j.y, yr, n * sizeof(float)) != 0;
     if (bad) fprintf(stderr, "gemv-bench: %s %s t=%d: result differs from gemv_packed_ref\n", cell, dname, nth);
-    double roof = k * n * es / membw_median(tr, trials) / 1e9;
-    double med[2] = {membw_median(tc, trials), membw_median(tn, trials)};
+    double roof = k * n * es / util_median(tr, trials) / 1e9;
+    double med[2] = {util_median(tc, trials), util_median(tn, trials)};
     for (int i = 0; i < 2; i++) {
         row *o = out + i;
         snprintf(o->cell, sizeof o->cell, "%s%s", cell, i ? "/null" : "");
@@ -143,21 +144,6 @@ static void print(const row *r, int n, const char *fmt) {
     }
 }
 
-// Parses a comma list of names from `all` into a mask; 0 on an unknown name.
-static unsigned parse_names(const char *s, const char *const *all, int n_all) {
-    unsigned mask = 0;
-    char buf[256];
-    if (strlen(s) >= sizeof buf) return 0;
-    strcpy(buf, s);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int i = 0;
-        while (i < n_all && strcmp(t, all[i])) i++;
-        if (i == n_all) return 0;
-        mask |= 1u << i;
-    }
-    return mask;
-}
-
 int main(int argc, char **argv) {
     static const char *const cell_names[NCELL] = {"l2_512", "l2_1024", "l3_2048", "l3_3584", "dram_8192"};
     static const char *const dt_names[3] = {"f16", "bf16", "f32"};
@@ -169,10 +155,10 @@ int main(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         int ok = v != NULL;
-        if (ok && !strcmp(a, "-t")) ok = (nth = membw_parse_ints(v, th, MAXT, 1, 1024)) > 0;
-        else if (ok && !strcmp(a, "-r")) ok = membw_parse_ints(v, &trials, 1, 7, MAXTRIAL) == 1;
-        else if (ok && !strcmp(a, "-c")) ok = (cells = parse_names(v, cell_names, NCELL)) != 0;
-        else if (ok && !strcmp(a, "-d")) ok = (types = parse_names(v, dt_names, 3)) != 0;
+        if (ok && !strcmp(a, "-t")) ok = (nth = util_parse_ints(v, th, MAXT, 1, 1024)) > 0;
+        else if (ok && !strcmp(a, "-r")) ok = util_parse_ints(v, &trials, 1, 7, MAXTRIAL) == 1;
+        else if (ok && !strcmp(a, "-c")) ok = (cells = util_parse_names(v, cell_names, NCELL)) != 0;
+        else if (ok && !strcmp(a, "-d")) ok = (types = util_parse_names(v, dt_names, 3)) != 0;
         else if (ok && !strcmp(a, "-o")) ok = !strcmp(fmt = v, "csv") || !strcmp(v, "json") || !strcmp(v, "md");
         else ok = 0;
         if (!ok) {

@@ -15,6 +15,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include "platform/wtype.h"
+#include "tools/util.h"
 #include "model/gguf_write.h"
 
 static void usage(void) {
@@ -38,13 +39,6 @@ static void usage(void) {
 // ---------------------------------------------------------------------------------------------
 // Random numbers: splitmix64 seeds a xoshiro256+ stream per tensor.
 
-static uint64_t splitmix64(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 typedef struct { uint64_t s[4]; } rng;
 
 static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
@@ -60,7 +54,7 @@ static void rng_seed(rng *r, uint64_t seed, const char *name) {
     uint64_t h = 0xcbf29ce484222325ull;              // FNV-1a of the name, mixed with the seed
     for (const char *p = name; *p; p++) h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
     uint64_t s = seed ^ h;
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&s);
+    for (int i = 0; i < 4; i++) r->s[i] = util_splitmix64(&s);
 }
 
 // Uniform in [-1, 1) from the top 24 bits: exact in f32.
@@ -148,7 +142,7 @@ static int is_word(const char *s, int lower) {
 
 // An earlier normal token, biased towards early (short) ones as BPE merge ranks are.
 static const char *pick(vocab *v, uint64_t *s) {
-    double u = (double)(splitmix64(s) >> 11) * 0x1p-53;
+    double u = (double)(util_splitmix64(s) >> 11) * 0x1p-53;
     return v->tok[259 + (int)((v->n - 259) * u * u)];
 }
 

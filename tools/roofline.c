@@ -2,6 +2,7 @@
 // sums its contiguous share of one buffer with AVX2 loads (runtime/membw.h); a trial is enough
 // back-to-back passes to last ~20 ms; reported are the median and the best trial in 1e9 bytes/s.
 #include "runtime/membw.h"
+#include "tools/util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,9 +50,9 @@ int main(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         int ok = v != NULL;
-        if (ok && !strcmp(a, "-t")) ok = (nth = membw_parse_ints(v, th, MAXL, 1, 1024)) > 0;
+        if (ok && !strcmp(a, "-t")) ok = (nth = util_parse_ints(v, th, MAXL, 1, 1024)) > 0;
         else if (ok && !strcmp(a, "-s")) ok = (nsz = parse_sizes(v, sz)) > 0;
-        else if (ok && !strcmp(a, "-r")) ok = membw_parse_ints(v, &trials, 1, 1, 1000) == 1;
+        else if (ok && !strcmp(a, "-r")) ok = util_parse_ints(v, &trials, 1, 1, 1000) == 1;
         else if (ok && !strcmp(a, "-o")) ok = !strcmp(v, "md") || (csv = !strcmp(v, "csv"));
         else ok = 0;
         if (!ok) {
@@ -77,7 +78,7 @@ int main(int argc, char **argv) {
                 g[r] = sz[s] * reps / membw_pass_seconds(pl, buf, sz[s], 64, reps) / 1e9;
                 best = g[r] > best ? g[r] : best;
             }
-            double med = membw_median(g, trials);
+            double med = util_median(g, trials);
             if (csv) printf("%zu,%d,%.1f,%.1f\n", sz[s], th[t], med, best);
             else if (sz[s] >= 1 << 30) printf("| %.0f GiB | %d | %.1f | %.1f |\n", sz[s] / 1073741824.0, th[t], med, best);
             else if (sz[s] >= 1 << 20) printf("| %.0f MiB | %d | %.1f | %.1f |\n", sz[s] / 1048576.0, th[t], med, best);

@@ -11,6 +11,7 @@
 
 #include "model/gguf.h"
 #include "model/tokenizer.h"
+#include "tools/util.h"
 
 static const char usage[] =
     "usage: tokenize -m FILE.gguf [--no-bos] (-p TEXT | -f FILE)\n"
@@ -30,30 +31,6 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
     fputs(" (tokenize --help for usage)\n", stderr);
     va_end(ap);
     return 2;
-}
-
-// Whole file into a malloc'ed buffer; NULL with errno set on failure.
-static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) { fclose(f); errno = EISDIR; return NULL; }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    int e = ENOMEM;
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        char *b = realloc(buf, cap * 2);
-        if (!b) { free(buf); buf = NULL; break; }
-        buf = b;
-        cap *= 2;
-    }
-    if (buf && ferror(f)) { e = errno ? errno : EIO; free(buf); buf = NULL; }
-    fclose(f);
-    if (!buf) errno = e;
-    *len = n;
-    return buf;
 }
 
 int main(int argc, char **argv) {
@@ -77,7 +54,7 @@ int main(int argc, char **argv) {
     char *fbuf = NULL;
     size_t len = 0;
     if (file) {
-        fbuf = read_file(file, &len);
+        fbuf = util_read_file(file, &len);
         if (!fbuf) { fprintf(stderr, "tokenize: %s: %s\n", file, strerror(errno)); return 1; }
     } else {
         len = strlen(prompt);
