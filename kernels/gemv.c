@@ -1,4 +1,4 @@
-// GEMV at M = 1. The canonical order (DESIGN.md, Numerics) is written once, in dot_canon; the
+// GEMV at M = 1. The canonical order (docs/design.md, Numerics) is written once, in dot_canon; the
 // AVX2 path builds every output in exactly that order, only in a different register, so both
 // give the same bits. At M = 1 each weight is read once, so the kernel's job is to keep one
 // memory operation per FMA: eight ymm accumulators stay live for a whole KSEG segment and reach

@@ -1,5 +1,5 @@
 // GEMV y = W x at M = 1 for f32, f16 and bf16 weights, x and y f32, in the canonical order of
-// DESIGN.md: K is cut into segments of GEMV_KSEG; each segment is summed with fmaf, p ascending,
+// docs/design.md: K is cut into segments of GEMV_KSEG; each segment is summed with fmaf, p ascending,
 // from 0; segment sums are folded left to right. Every path here gives the same bits.
 //
 // Stripe kernel: B is K x N row-major (ldb elements per row); computes columns [j0, j0 + w).

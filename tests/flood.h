@@ -1,6 +1,8 @@
-// Strings whose FNV-1a hashes agree in their low 20 bits: what a crafted file holds to turn an
-// open-addressing table of up to 2^20 slots keyed by that hash into a linear scan. Each string
-// is FLOOD_LEN ASCII bytes 'k' p1 p2 p3 b1 b2 b3 (bytes 1..127: valid UTF-8, no NUL), all distinct.
+// Strings whose FNV-1a hashes agree in their low 20 bits: what a crafted file would hold to turn
+// any table keyed by that hash into a linear scan. The GGUF reader sorts names instead of hashing
+// them and the tokenizer bisects inside a bucket; the scale tests feed these strings to prove
+// that colliding names stay fast. Each string is FLOOD_LEN ASCII bytes 'k' p1 p2 p3 b1 b2 b3
+// (bytes 1..127: valid UTF-8, no NUL), all distinct.
 // The low 20 bits of FNV-1a depend only on the low 20 bits of basis and prime, so one generator
 // serves the 64-bit (gguf keys) and 32-bit (tokenizer pieces) variants.
 #pragma once

@@ -1,4 +1,4 @@
-# model and runtime tests owned by the lead (label model / runtime)
+# model and runtime tests (labels model / runtime)
 decode_test(test_pool runtime test_pool.c)
 decode_test(test_llama_load model test_llama_load.c)
 add_test(NAME test_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.sh ${CMAKE_RUNTIME_OUTPUT_DIRECTORY} ${DECODE_SHARED_DIR})

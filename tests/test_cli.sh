@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# decode's command-line contract (DESIGN.md): exit codes, one-line errors, stdout holding only
+# decode's command-line contract (docs/design.md, Interfaces): exit codes, one-line errors, stdout holding only
 # the prompt and the pieces, --dump-logits row counts, thread-count invariance of the logits.
 # usage: test_cli.sh BIN_DIR SHARED_DIR
 set -u

@@ -1,2 +1,2 @@
-# decode (the lead's tools)
+# decode (tools)
 decode_tool(decode decode.c)
