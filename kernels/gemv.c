@@ -76,17 +76,18 @@ void gemv_rows_ref(uint32_t dt, const float *x, const void *W, size_t k, size_t 
 
 // ---- packing: a blocked transpose, 8 x 8 blocks of 16-bit or 4 x 4 of 32-bit in SSE2 ----
 
-// One block of R rows (outputs j) by R inputs p: dst[p][c] = src[c][p], src stride k, dst TILE.
-#define PACK_BLOCK_SCALAR(T)                                                                   \
-    static void pack_block_##T(const T *src, size_t k, T *dst, int rows, int cols) {           \
-        for (int p = 0; p < cols; p++)                                                         \
-            for (int c = 0; c < rows; c++) dst[(size_t)p * GEMV_TILE + c] = src[(size_t)c * k + p]; \
-    }
-PACK_BLOCK_SCALAR(uint16_t)
-PACK_BLOCK_SCALAR(uint32_t)
+// One block of `rows` outputs by `cols` inputs, es-byte elements: dst[p][c] = src[c][p], src
+// stride k elements, dst stride TILE.
+static inline void pack_block_scalar(size_t es, const char *src, size_t k, char *dst, int rows, int cols) {
+    for (int p = 0; p < cols; p++)
+        for (int c = 0; c < rows; c++)
+            memcpy(dst + ((size_t)p * GEMV_TILE + c) * es, src + ((size_t)c * k + p) * es, es);
+}
 
 #if defined(__SSE2__)
-static void transpose8_u16(const uint16_t *src, size_t k, uint16_t *dst) {
+static void transpose8_u16(const void *s, size_t k, void *d) {
+    const uint16_t *src = s;
+    uint16_t *dst = d;
     __m128i r[8], a[8], b[8];
     for (int i = 0; i < 8; i++) r[i] = _mm_loadu_si128((const __m128i *)(src + i * k));
     for (int i = 0; i < 4; i++) {
@@ -103,7 +104,9 @@ static void transpose8_u16(const uint16_t *src, size_t k, uint16_t *dst) {
         _mm_storeu_si128((__m128i *)(dst + (2 * i + 1) * GEMV_TILE), _mm_unpackhi_epi64(b[i], b[4 + i]));
     }
 }
-static void transpose4_u32(const uint32_t *src, size_t k, uint32_t *dst) {
+static void transpose4_u32(const void *s, size_t k, void *d) {
+    const uint32_t *src = s;
+    uint32_t *dst = d;
     __m128 r0 = _mm_loadu_ps((const float *)src), r1 = _mm_loadu_ps((const float *)(src + k));
     __m128 r2 = _mm_loadu_ps((const float *)(src + 2 * k)), r3 = _mm_loadu_ps((const float *)(src + 3 * k));
     _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
@@ -113,40 +116,45 @@ static void transpose4_u32(const uint32_t *src, size_t k, uint32_t *dst) {
     _mm_storeu_ps((float *)(dst + 3 * GEMV_TILE), r3);
 }
 #endif
-
-// Packs tile t: R x R blocks where whole, the scalar block on the ragged edges, zeros past n.
-#define PACK_TILE(T, R, BLOCK)                                                                 \
-    static void pack_tile_##T(const T *W, size_t k, size_t n, T *P, size_t t) {                \
-        size_t j0 = t * GEMV_TILE, rows = n - j0 < GEMV_TILE ? n - j0 : GEMV_TILE;             \
-        T *dst = P + t * k * GEMV_TILE;                                                        \
-        for (size_t p = 0; p < k; p += R) {                                                    \
-            int cols = k - p < R ? (int)(k - p) : R;                                           \
-            for (size_t c = 0; c < rows; c += R) {                                             \
-                int rr = rows - c < R ? (int)(rows - c) : R;                                   \
-                const T *s = W + (j0 + c) * k + p;                                             \
-                if (rr == R && cols == R) BLOCK(s, k, dst + p * GEMV_TILE + c);                \
-                else pack_block_##T(s, k, dst + p * GEMV_TILE + c, rr, cols);                  \
-            }                                                                                  \
-            if (rows < GEMV_TILE)                                                              \
-                for (int q = 0; q < cols; q++)                                                 \
-                    memset(dst + (p + q) * GEMV_TILE + rows, 0, (GEMV_TILE - rows) * sizeof(T)); \
-        }                                                                                      \
-    }
-#if defined(__SSE2__)
-PACK_TILE(uint16_t, 8, transpose8_u16)
-PACK_TILE(uint32_t, 4, transpose4_u32)
-#else
-#define BLOCK_SCALAR16(s, k, d) pack_block_uint16_t(s, k, d, 8, 8)
-#define BLOCK_SCALAR32(s, k, d) pack_block_uint32_t(s, k, d, 4, 4)
-PACK_TILE(uint16_t, 8, BLOCK_SCALAR16)
-PACK_TILE(uint32_t, 4, BLOCK_SCALAR32)
+#if !defined(__SSE2__)
+static void transpose8_u16(const void *s, size_t k, void *d) { pack_block_scalar(2, s, k, d, 8, 8); }
+static void transpose4_u32(const void *s, size_t k, void *d) { pack_block_scalar(4, s, k, d, 4, 4); }
 #endif
+
+// Packs tile t: R x R blocks (`block`) where whole, the scalar block on the ragged edges, zeros
+// past n. Inlined into one function per element size, so es, R and block are constants there.
+static inline __attribute__((always_inline)) void pack_tile_body(size_t es, int R,
+                                                                 void (*block)(const void *, size_t, void *),
+                                                                 const char *W, size_t k, size_t n, char *P,
+                                                                 size_t t) {
+    size_t j0 = t * GEMV_TILE, rows = n - j0 < GEMV_TILE ? n - j0 : GEMV_TILE;
+    char *dst = P + t * k * GEMV_TILE * es;
+    for (size_t p = 0; p < k; p += R) {
+        int cols = k - p < (size_t)R ? (int)(k - p) : R;
+        for (size_t c = 0; c < rows; c += R) {
+            int rr = rows - c < (size_t)R ? (int)(rows - c) : R;
+            const char *s = W + ((j0 + c) * k + p) * es;
+            char *d = dst + (p * GEMV_TILE + c) * es;
+            if (rr == R && cols == R) block(s, k, d);
+            else pack_block_scalar(es, s, k, d, rr, cols);
+        }
+        if (rows < GEMV_TILE)
+            for (int q = 0; q < cols; q++)
+                memset(dst + ((p + q) * GEMV_TILE + rows) * es, 0, (GEMV_TILE - rows) * es);
+    }
+}
+static void pack_tile_16bit(const void *W, size_t k, size_t n, void *P, size_t t) {
+    pack_tile_body(2, 8, transpose8_u16, W, k, n, P, t);
+}
+static void pack_tile_32bit(const void *W, size_t k, size_t n, void *P, size_t t) {
+    pack_tile_body(4, 4, transpose4_u32, W, k, n, P, t);
+}
 
 void gemv_pack(uint32_t dt, const void *W, size_t k, size_t n, void *P, size_t t0, size_t t1) {
     if (!tiles_ok(dt, n, t0, t1)) return;
     for (size_t t = t0; t < t1; t++) {
-        if (wsize(dt) == 2) pack_tile_uint16_t(W, k, n, P, t);
-        else pack_tile_uint32_t(W, k, n, P, t);
+        if (wsize(dt) == 2) pack_tile_16bit(W, k, n, P, t);
+        else pack_tile_32bit(W, k, n, P, t);
     }
 }
 
