@@ -129,13 +129,13 @@ static void publish(l4 *c, uint32_t line, uint64_t key, unsigned flags, bool hol
     l4_table_insert(&c->map, key, line);
 }
 
-int32_t l4_fill(l4 *c, int thread, uint64_t key, bool hold) {
-    int32_t line = l4_alloc_line(c, thread);
+int32_t l4_fill(l4 *c, int thread, uint64_t key, bool demand) {
+    int32_t line = l4_alloc_line(c, thread, demand);
     if (line < 0) return -1;
     load_line(c, (uint32_t)line, key);
     c->preprocess[line] = NULL, c->writeback[line] = NULL, c->cb_ctx[line] = NULL;
     unsigned cost = c->cfg.load ? L4_F_COST : 0;   // a repacked line costs more to reload
-    publish(c, (uint32_t)line, key, cost | (unsigned)c->cfg.insert_rrpv << 1, hold);
+    publish(c, (uint32_t)line, key, cost | (unsigned)c->cfg.insert_rrpv << 1, demand);
     return line;
 }
 
@@ -199,7 +199,7 @@ static int32_t writable_locked(l4 *c, int thread, uint64_t key, l4_preprocess_fn
         return line;
     }
     l4_stat_add(c, thread, L4_ST_MISSES, 1);
-    line = l4_alloc_line(c, thread);
+    line = l4_alloc_line(c, thread, true);
     if (line < 0) return -1;
     arm_writable(c, (uint32_t)line, pre, wb, ctx);
     publish(c, (uint32_t)line, key, L4_F_DIRTY | (unsigned)c->cfg.insert_rrpv << 1, true);

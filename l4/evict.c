@@ -39,8 +39,8 @@ static int32_t scan(const l4 *c, uint8_t pattern, bool allow_window) {
     return -1;
 }
 
-int32_t l4_pick_victim(l4 *c) {
-    for (int allow_window = 0; allow_window < 2; allow_window++)   // class 5 last
+int32_t l4_pick_victim(l4 *c, bool allow_window_lines) {
+    for (int allow_window = 0; allow_window <= allow_window_lines; allow_window++)   // class 5 last
         for (int p = 0; p < 8; p++) {
             int32_t line = scan(c, class_order[p], allow_window);
             if (line >= 0) return line;
@@ -87,9 +87,9 @@ void l4_age(l4 *c) {
     c->agings++;
 }
 
-int32_t l4_alloc_line(l4 *c, int thread) {
+int32_t l4_alloc_line(l4 *c, int thread, bool allow_window) {
     for (int tries = 0; c->n_free == 0 && tries < 8; tries++) {   // a handle may race in
-        int32_t v = l4_pick_victim(c);
+        int32_t v = l4_pick_victim(c, allow_window);
         if (v < 0) return -1;
         unsigned rrpv = (l4_flags_get(c, (uint32_t)v) & L4_F_RRPV) >> 1;
         if (l4_evict(c, thread, (uint32_t)v) && rrpv < 3) l4_age(c);

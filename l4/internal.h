@@ -122,14 +122,16 @@ static inline void l4_stat_add(l4 *c, int thread, int which, uint64_t n) {
 }
 
 // Eviction (evict.c), all under the lock.
-int32_t l4_pick_victim(l4 *c);                   // the line the priority order names, or -1
+// The line the priority order names, or -1; class 5 (window lines) only if allow_window.
+int32_t l4_pick_victim(l4 *c, bool allow_window);
 bool l4_evict(l4 *c, int thread, uint32_t line); // false if a handle raced in
-int32_t l4_alloc_line(l4 *c, int thread);        // free line, evicting if needed; -1: all held
+int32_t l4_alloc_line(l4 *c, int thread, bool allow_window);   // free or evicted line; -1: none
 void l4_age(l4 *c);                              // RRPV + 1 (saturating) on every line
 void l4_write_back(l4 *c, int thread, uint32_t line, uint64_t key);   // callbacks, then clean
 // Predictor (predictor.c).
 bool l4_in_window(const l4 *c, uint64_t key);    // (lock)
 void l4_predictor_free(l4 *c);
 bool l4_predictor_init(l4 *c);
-// Fill one line for key under the lock and publish it (holding a reference if hold).
-int32_t l4_fill(l4 *c, int thread, uint64_t key, bool hold);
+// Fill one line for key under the lock and publish it, holding a reference (a demand miss,
+// which may evict window lines) or not (a prefetch, which never evicts a line due sooner).
+int32_t l4_fill(l4 *c, int thread, uint64_t key, bool demand);

@@ -81,12 +81,18 @@ static bool pull(l4 *c, l4_window *w, int t) {
     return got;
 }
 
-// A present line becomes hot (RRPV 0); an absent one is loaded.
-static void prefetch(l4 *c, int thread, const l4_entry *e) {
+// A present line becomes hot (RRPV 0); an absent one is loaded. False when every line is held
+// or due within a window: the frontier waits there.
+static bool prefetch(l4 *c, int thread, const l4_entry *e) {
     uint32_t line;
-    if (!e->prefetch || e->key == 0) return;
-    if (l4_table_find(&c->map, e->key, &line)) l4_flags_clear_bits(c, line, L4_F_RRPV);
-    else if (l4_fill(c, thread, e->key, false) >= 0) l4_stat_add(c, thread, L4_ST_PREFETCHES, 1);
+    if (!e->prefetch || e->key == 0) return true;
+    if (l4_table_find(&c->map, e->key, &line)) {
+        l4_flags_clear_bits(c, line, L4_F_RRPV);
+        return true;
+    }
+    if (l4_fill(c, thread, e->key, false) < 0) return false;
+    l4_stat_add(c, thread, L4_ST_PREFETCHES, 1);
+    return true;
 }
 
 static void refresh_window(l4 *c, int thread, l4_window *w, int t) {
@@ -97,9 +103,12 @@ static void refresh_window(l4 *c, int thread, l4_window *w, int t) {
     uint64_t f = atomic_load_explicit(&w->frontier, memory_order_relaxed);
     if (f < exec) f = exec;   // execution overtook the prefetch: skip what is already done
     if (f > tail) f = tail;
-    for (int n = 0; f < tail && n < L4_BATCH; f++, n++) prefetch(c, thread, &w->ring[f % L4_WINDOW]);
+    bool blocked = false;
+    for (int n = 0; f < tail && n < L4_BATCH && !blocked; n++)
+        if (prefetch(c, thread, &w->ring[f % L4_WINDOW])) f++;
+        else blocked = true;
     atomic_store_explicit(&w->frontier, f, memory_order_release);
-    atomic_store_explicit(&w->drained, f == tail && !fed, memory_order_relaxed);
+    atomic_store_explicit(&w->drained, blocked || (f == tail && !fed), memory_order_relaxed);
 }
 
 static void refresh_locked(l4 *c, int thread) {
@@ -123,8 +132,8 @@ int l4_predictor_feed(l4 *c, int thread, const l4_entry *e, int n) {
     return k;
 }
 
-// A drained window (nothing left to prefetch) looks again only every L4_BATCH steps, so an
-// idle predictor costs a load and a compare per step.
+// A drained window (nothing left to prefetch, or no line it may take) looks again only every
+// L4_BATCH steps, so an idle predictor costs a load and a compare per step.
 void l4_step_complete(l4 *c, int thread) {
     if (c->cfg.mode == L4_STREAM_TRANSPARENT) return;
     l4_window *w = &c->win[thread];

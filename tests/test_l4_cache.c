@@ -53,18 +53,18 @@ static int test_five_classes(void) {
     const int32_t want[] = {A, B, C2, C1, D2, D1, E};   // then the spares (class 5, RRPV 0)
     int n = 0;
     for (int k = 0; k < 7; k++, n++) {
-        int32_t v = l4_pick_victim(c);
+        int32_t v = l4_pick_victim(c, true);
         CHECKF(v == want[k], "victim %d: line %d, want %d", k, v, want[k]);
         CHECK(l4_evict(c, 0, (uint32_t)v));
     }
     for (uint32_t k = 8; k < N; k++, n++) {
-        int32_t v = l4_pick_victim(c);
+        int32_t v = l4_pick_victim(c, true);
         CHECK(v >= 8 && v != F);
         CHECK(l4_evict(c, 0, (uint32_t)v));
     }
-    CHECK(l4_pick_victim(c) == -1);                       // only the held line is left
+    CHECK(l4_pick_victim(c, true) == -1);                       // only the held line is left
     l4_release(c, &held);
-    CHECK(l4_pick_victim(c) == F);
+    CHECK(l4_pick_victim(c, true) == F);
     l4_destroy(c);
     return n;
 }
@@ -98,7 +98,7 @@ static int test_random_states(void) {
                 int k = rank_of(rrpv[i], dirty[i], held[i], window[i]);
                 if (k >= 0 && (best < 0 || k < best)) best = k;
             }
-            int32_t v = l4_pick_victim(c);
+            int32_t v = l4_pick_victim(c, true);
             if (best < 0) { CHECK(v == -1); break; }
             CHECK(v >= 0);
             CHECKF(rank_of(rrpv[v], dirty[v], held[v], window[v]) == best,
