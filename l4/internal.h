@@ -3,16 +3,21 @@
 // Concurrency rules: fields marked (lock) change only under c->lock; atomics are read lock-free.
 #pragma once
 #include "l4/l4.h"
+#include <emmintrin.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
 // ---- CRC32C (Castagnoli, reflected 0x82F63B78), no pre/post inversion: crc32q(0, key) ----
 uint32_t l4_crc32c_sw(uint32_t crc, const void *p, size_t n);   // table-driven, any CPU
 uint32_t l4_crc32c_key_sw(uint64_t key);
-uint32_t l4_crc32c_key_hw(uint64_t key);                          // SSE4.2 crc32 instruction
+uint32_t l4_crc32c_key_hw(uint64_t key);                          // SSE4.2 intrinsic
 bool l4_crc32c_hw_available(void);
-static inline uint32_t l4_hash(uint64_t key) {
-    return __builtin_cpu_supports("sse4.2") ? l4_crc32c_key_hw(key) : l4_crc32c_key_sw(key);
+// The instruction inline, for the lookup path: a target("sse4.2") function cannot be inlined
+// into its callers, and the call cost 1.3 ns a lookup (docs/l4.md). Only on SSE4.2 CPUs.
+static inline uint32_t l4_crc32c_key_asm(uint64_t key) {
+    uint64_t c = 0;
+    __asm__("crc32q %1, %0" : "+r"(c) : "rm"(key));
+    return (uint32_t)c;
 }
 
 // ---- Swiss table: 1024 buckets x 16 slots, key -> 32-bit value ----
@@ -26,26 +31,75 @@ static inline uint32_t l4_hash(uint64_t key) {
 #define L4_TOMB_LIMIT 256
 
 typedef struct {
-    _Alignas(64) _Atomic uint64_t ctrl[2];   // (16) control bytes: H2 (0..127), EMPTY or TOMB
-    _Atomic uint64_t key[L4_SLOTS];          // (16)
-    _Atomic uint32_t val[L4_SLOTS];          // (16)
-} l4_bucket;
+    _Atomic uint64_t key;
+    _Atomic uint64_t val;          // a 32-bit value; 16-byte slots, 4 per cache line
+} l4_slot;
 
+// Control bytes apart from the slots (16 KiB, stays in L1): a hit touches one slot line.
 typedef struct {
-    l4_bucket *b;                  // (L4_BUCKETS)
+    _Atomic uint64_t (*ctrl)[2];   // (L4_BUCKETS, 2) 16 control bytes: H2 (0..127), EMPTY or TOMB
+    l4_slot *slot;                 // (L4_BUCKETS * L4_SLOTS) bucket b's slots at b * L4_SLOTS
     uint64_t (*scratch)[2];        // (L4_TABLE_CAP, key/val) live entries during a rehash
-    uint32_t (*hash)(uint64_t);    // NULL: l4_hash
+    uint32_t (*hash)(uint64_t);    // a test's hash; NULL: CRC32C
+    int hash_mode;                 // L4_HASH_*, fixed at init
     uint32_t live;                 // (writer) entries present
     uint32_t tombs;                // (writer) TOMB control bytes
     uint64_t rehashes;             // (writer)
 } l4_table;
 
+enum { L4_HASH_CRC_HW, L4_HASH_CRC_SW, L4_HASH_CUSTOM };
+
 bool l4_table_init(l4_table *t, uint32_t (*hash)(uint64_t));
 void l4_table_free(l4_table *t);
 void l4_table_clear(l4_table *t);
+static inline uint32_t l4_table_hash(const l4_table *t, uint64_t key) {
+    if (__builtin_expect(t->hash_mode == L4_HASH_CRC_HW, 1)) return l4_crc32c_key_asm(key);
+    return t->hash_mode == L4_HASH_CUSTOM ? t->hash(key) : l4_crc32c_key_sw(key);
+}
+
+// Low 10 bits of the hash pick the home bucket, the next 7 are H2.
+static inline uint8_t l4_h2(uint32_t h) { return (uint8_t)((h >> 10) & 0x7F); }
+
+static inline __m128i l4_ctrl_load(const l4_table *t, int bi) {
+    uint64_t lo = atomic_load_explicit(&t->ctrl[bi][0], memory_order_acquire);
+    uint64_t hi = atomic_load_explicit(&t->ctrl[bi][1], memory_order_acquire);
+    return _mm_set_epi64x((long long)hi, (long long)lo);
+}
+
+// Bit s set where control byte s equals byte c (SSE2 pcmpeqb + pmovmskb).
+static inline unsigned l4_ctrl_match(__m128i ctrl, uint8_t c) {
+    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(ctrl, _mm_set1_epi8((char)c)));
+}
+
+// Find key with hash h: bucket and slot, or false; *probes = buckets visited.
+static inline bool l4_table_find_slot(const l4_table *t, uint64_t key, uint32_t h, int *bucket,
+                                      int *slot, int *probes) {
+    uint8_t h2 = l4_h2(h);
+    for (int i = 0; i < L4_BUCKETS; i++) {
+        int bi = (int)((h + (uint32_t)i) & (L4_BUCKETS - 1));
+        __m128i ctrl = l4_ctrl_load(t, bi);
+        for (unsigned m = l4_ctrl_match(ctrl, h2); m; m &= m - 1) {
+            int s = __builtin_ctz(m);
+            if (atomic_load_explicit(&t->slot[bi * L4_SLOTS + s].key, memory_order_relaxed) == key) {
+                *bucket = bi, *slot = s, *probes = i + 1;
+                return true;
+            }
+        }
+        if (l4_ctrl_match(ctrl, L4_CTRL_EMPTY)) { *probes = i + 1; return false; }
+    }
+    *probes = L4_BUCKETS;
+    return false;
+}
+
 // Lock-free against one writer: a concurrent insert/erase/rehash may give a stale value or a
 // false miss, never a crash; callers validate what they find (the cache checks originKeys).
-bool l4_table_find(const l4_table *t, uint64_t key, uint32_t *val);
+// Inline: the lookup is the hot path of every map.
+static inline bool l4_table_find(const l4_table *t, uint64_t key, uint32_t *val) {
+    int bi, s, probes;
+    if (!l4_table_find_slot(t, key, l4_table_hash(t, key), &bi, &s, &probes)) return false;
+    *val = (uint32_t)atomic_load_explicit(&t->slot[bi * L4_SLOTS + s].val, memory_order_relaxed);
+    return true;
+}
 int l4_table_probes(const l4_table *t, uint64_t key);   // buckets a find visits
 // Writer side (one writer at a time). insert: 1 added, 0 present (value replaced), -1 full.
 int l4_table_insert(l4_table *t, uint64_t key, uint32_t val);
