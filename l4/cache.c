@@ -123,7 +123,7 @@ static void load_line(l4 *c, uint32_t line, uint64_t key) {
 }
 
 static void publish(l4 *c, uint32_t line, uint64_t key, unsigned flags, bool hold) {
-    l4_flags_set(c, line, flags);
+    l4_flags_set(c, line, flags | (l4_in_window(c, key) ? L4_F_WINDOW : 0));
     atomic_store_explicit(&c->refs[line], hold, memory_order_relaxed);
     atomic_store_explicit(&c->origin[line], key, memory_order_release);
     l4_table_insert(&c->map, key, line);

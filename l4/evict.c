@@ -1,7 +1,8 @@
 // Eviction: a 16-lines-per-compare scan of evictionFlags for one class pattern at a time, in the
-// design's priority order, skipping held lines and (until nothing else is left) lines in the
-// predictor's window; aging when no RRPV-3 line could go. At most 16 scans and one aging pass
-// per eviction, each over the flags (1 byte per line), so the cost has a fixed bound.
+// design's priority order, skipping held lines; lines in the predictor's window (flag bit 4) are
+// a pattern of their own, scanned only when nothing else is left. Aging when no RRPV-3 line
+// could go. At most 16 scans and one aging pass per eviction, each over the flags (1 byte per
+// line), and no key lookups, so the cost has a fixed bound.
 #include "l4/internal.h"
 #include <emmintrin.h>
 
@@ -12,12 +13,6 @@ static const uint8_t class_order[8] = {
     0x05, 0x03, 0x01,   // RRPV < 3 dirty, highest RRPV first       (class 4)
 };
 
-static bool evictable(const l4 *c, uint32_t line, bool allow_window) {
-    if (atomic_load_explicit(&c->refs[line], memory_order_relaxed) != 0) return false;
-    return allow_window || !l4_in_window(c, atomic_load_explicit(&c->origin[line],
-                                                                 memory_order_relaxed));
-}
-
 // Bit i set where line base + i has (flags & L4_F_CLASS) == pattern.
 static unsigned chunk_match(const l4 *c, uint32_t base, uint8_t pattern) {
     uint64_t lo = atomic_load_explicit(&c->flags[base / 8], memory_order_relaxed);
@@ -27,22 +22,22 @@ static unsigned chunk_match(const l4 *c, uint32_t base, uint8_t pattern) {
     return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8((char)pattern)));
 }
 
-static int32_t scan(const l4 *c, uint8_t pattern, bool allow_window) {
+static int32_t scan(const l4 *c, uint8_t pattern) {
     uint32_t chunks = c->n_pad / 16;
     for (uint32_t k = 0; k < chunks; k++) {
         uint32_t base = ((c->scan_cursor / 16 + k) % chunks) * 16;
         for (unsigned m = chunk_match(c, base, pattern); m; m &= m - 1) {
             uint32_t line = base + (uint32_t)__builtin_ctz(m);
-            if (evictable(c, line, allow_window)) return (int32_t)line;
+            if (atomic_load_explicit(&c->refs[line], memory_order_relaxed) == 0) return (int32_t)line;
         }
     }
     return -1;
 }
 
-int32_t l4_pick_victim(l4 *c, bool allow_window_lines) {
-    for (int allow_window = 0; allow_window <= allow_window_lines; allow_window++)   // class 5 last
+int32_t l4_pick_victim(l4 *c, bool allow_window) {
+    for (int window = 0; window <= allow_window; window++)   // class 5 last
         for (int p = 0; p < 8; p++) {
-            int32_t line = scan(c, class_order[p], allow_window);
+            int32_t line = scan(c, (uint8_t)(class_order[p] | (window ? L4_F_WINDOW : 0)));
             if (line >= 0) return line;
         }
     return -1;

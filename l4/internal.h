@@ -111,12 +111,14 @@ bool l4_table_erase(l4_table *t, uint64_t key);
 #define L4_BATCH 64               // entries prefetched per thread per refresh
 #define L4_HANDLE_RETRIES 64      // a lookup that keeps finding evicted lines takes the lock
 
-// evictionFlags byte: bit 0 dirty, bits 1-2 RRPV, bit 3 costClass, bit 7 free (no line).
+// evictionFlags byte: bit 0 dirty, bits 1-2 RRPV, bit 3 costClass, bit 4 in the predictor's
+// window (kept by the predictor, so the scan never looks keys up), bit 7 free (no line).
 #define L4_F_DIRTY 0x01u
 #define L4_F_RRPV 0x06u
 #define L4_F_COST 0x08u
+#define L4_F_WINDOW 0x10u
 #define L4_F_FREE 0x80u
-#define L4_F_CLASS (L4_F_FREE | L4_F_RRPV | L4_F_DIRTY)   // what the eviction scan compares
+#define L4_F_CLASS (L4_F_FREE | L4_F_WINDOW | L4_F_RRPV | L4_F_DIRTY)   // what the scan compares
 
 enum { L4_ST_LOOKUPS, L4_ST_HITS, L4_ST_MISSES, L4_ST_PREFETCHES, L4_ST_EVICTIONS,
        L4_ST_WRITEBACKS, L4_ST_FLUSHES, L4_ST_SPIN_WAITS, L4_NSTATS };
@@ -183,7 +185,7 @@ int32_t l4_alloc_line(l4 *c, int thread, bool allow_window);   // free or evicte
 void l4_age(l4 *c);                              // RRPV + 1 (saturating) on every line
 void l4_write_back(l4 *c, int thread, uint32_t line, uint64_t key);   // callbacks, then clean
 // Predictor (predictor.c).
-bool l4_in_window(const l4 *c, uint64_t key);    // (lock)
+bool l4_in_window(const l4 *c, uint64_t key);    // (lock) key in the active set
 void l4_predictor_free(l4 *c);
 bool l4_predictor_init(l4 *c);
 // Fill one line for key under the lock and publish it, holding a reference (a demand miss,

@@ -30,18 +30,26 @@ bool l4_in_window(const l4 *c, uint64_t key) {
     return key != 0 && l4_table_find(&c->active, key, &n);
 }
 
+// The window bit of key's line, if cached, follows the key's membership of the active set.
+static void mark_line(l4 *c, uint64_t key, bool in_window) {
+    uint32_t line;
+    if (!l4_table_find(&c->map, key, &line) || atomic_load(&c->origin[line]) != key) return;
+    unsigned f = l4_flags_get(c, line) & ~L4_F_WINDOW;
+    l4_flags_set(c, line, f | (in_window ? L4_F_WINDOW : 0));
+}
+
 // A full active set (more distinct keys than the table holds) leaves the key unprotected.
 static void active_add(l4 *c, uint64_t key) {
     uint32_t n = 0;
     l4_table_find(&c->active, key, &n);
-    l4_table_insert(&c->active, key, n + 1);
+    if (l4_table_insert(&c->active, key, n + 1) == 1) mark_line(c, key, true);
 }
 
 static void active_remove(l4 *c, uint64_t key) {
     uint32_t n;
     if (!l4_table_find(&c->active, key, &n)) return;
     if (n > 1) l4_table_insert(&c->active, key, n - 1);
-    else l4_table_erase(&c->active, key);
+    else l4_table_erase(&c->active, key), mark_line(c, key, false);
 }
 
 static uint64_t tail_of(const l4_window *w) {

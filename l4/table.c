@@ -67,22 +67,6 @@ static void put(l4_table *t, int bi, int s, uint64_t key, uint32_t val, uint8_t 
     ctrl_store(t, bi, s, h2);   // release: key and value are visible before the slot is
 }
 
-// First EMPTY or TOMB slot on key's probe chain (key known absent), or false when full.
-static bool insert_new(l4_table *t, uint64_t key, uint32_t h, uint32_t val) {
-    for (int i = 0; i < L4_BUCKETS; i++) {
-        int bi = (int)((h + (uint32_t)i) & (L4_BUCKETS - 1));
-        unsigned tomb = ctrl_match(t, bi, L4_CTRL_TOMB);
-        unsigned m = ctrl_match(t, bi, L4_CTRL_EMPTY) | tomb;
-        if (!m) continue;
-        int s = __builtin_ctz(m);
-        if (tomb >> s & 1) t->tombs--;
-        put(t, bi, s, key, val, l4_h2(h));
-        t->live++;
-        return true;
-    }
-    return false;
-}
-
 // Tombstones lengthen misses: reinsert every live entry into clean buckets. Concurrent readers
 // may miss meanwhile (allowed by the contract in internal.h).
 static void rehash(l4_table *t) {
@@ -95,20 +79,35 @@ static void rehash(l4_table *t) {
             n++;
         }
     buckets_reset(t);
-    for (uint32_t i = 0; i < n; i++)
-        insert_new(t, t->scratch[i][0], l4_table_hash(t, t->scratch[i][0]), (uint32_t)t->scratch[i][1]);
+    for (uint32_t i = 0; i < n; i++) l4_table_insert(t, t->scratch[i][0], (uint32_t)t->scratch[i][1]);
     t->rehashes++;
 }
 
+// One walk of the probe chain: the key if present, else the first EMPTY or TOMB slot on it.
 int l4_table_insert(l4_table *t, uint64_t key, uint32_t val) {
-    uint32_t h = l4_table_hash(t, key);
-    int bi, s, probes;
-    if (l4_table_find_slot(t, key, h, &bi, &s, &probes)) {
-        atomic_store_explicit(&slot_at(t, bi, s)->val, val, memory_order_relaxed);
-        return 0;
-    }
     if (t->tombs > L4_TOMB_LIMIT) rehash(t);
-    return insert_new(t, key, h, val) ? 1 : -1;
+    uint32_t h = l4_table_hash(t, key);
+    int free_bi = -1, free_s = 0;
+    for (int i = 0; i < L4_BUCKETS; i++) {
+        int bi = (int)((h + (uint32_t)i) & (L4_BUCKETS - 1));
+        __m128i ctrl = l4_ctrl_load(t, bi);
+        for (unsigned m = l4_ctrl_match(ctrl, l4_h2(h)); m; m &= m - 1) {
+            l4_slot *sl = slot_at(t, bi, __builtin_ctz(m));
+            if (atomic_load_explicit(&sl->key, memory_order_relaxed) == key) {
+                atomic_store_explicit(&sl->val, val, memory_order_relaxed);
+                return 0;
+            }
+        }
+        unsigned empty = l4_ctrl_match(ctrl, L4_CTRL_EMPTY);
+        unsigned open = empty | l4_ctrl_match(ctrl, L4_CTRL_TOMB);
+        if (free_bi < 0 && open) free_bi = bi, free_s = __builtin_ctz(open);
+        if (empty) break;
+    }
+    if (free_bi < 0) return -1;
+    t->tombs -= ctrl_byte(t, free_bi, free_s) == L4_CTRL_TOMB;
+    put(t, free_bi, free_s, key, val, l4_h2(h));
+    t->live++;
+    return 1;
 }
 
 bool l4_table_erase(l4_table *t, uint64_t key) {

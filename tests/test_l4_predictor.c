@@ -12,6 +12,18 @@ static void load_stub(void *line, uint64_t key, void *ctx) {
 static uint64_t frontier(const l4 *c, int t) { return atomic_load(&c->win[t].frontier); }
 static uint64_t tail(const l4 *c, int t) { return atomic_load(&c->win[t].tail); }
 
+// Every line's window bit says whether its key is in the active set; returns lines checked.
+static int window_bits_agree(const l4 *c) {
+    int n = 0;
+    for (uint32_t i = 0; i < c->n_lines; i++) {
+        uint64_t key = atomic_load(&c->origin[i]);
+        if (key == 0) continue;
+        CHECKF(!!(l4_flags_get(c, i) & L4_F_WINDOW) == l4_in_window(c, key), "line %u", i);
+        n++;
+    }
+    return n;
+}
+
 static int test_window(void) {
     int checks = 0;
     l4 *c = l4t_cache(2560, 1, load_stub, NULL);
@@ -43,6 +55,7 @@ static int test_window(void) {
     // Completed steps leave the active set at the next refresh; the rest stay.
     l4_refresh(c, 0);
     for (int s = 0; s < 2048; s++, checks++) CHECK(l4_in_window(c, e[s].key) == (s >= (int)steps));
+    CHECK(window_bits_agree(c) == (int)frontier(c, 0) - 1);
     // The window has room again for what completed.
     CHECK(l4_predictor_feed(c, 0, e + 2048, 952) == (int)steps);
     CHECK(l4_get_stats(c).prefetches == frontier(c, 0) - 1);
@@ -101,6 +114,7 @@ static void test_streams(void) {
     }
     l4_refresh(c, 0);
     CHECK(tail(c, 0) == 3000 && !l4_in_window(c, (uint64_t)1 << 32 | 3000));
+    CHECK(window_bits_agree(c) > 400);
     l4_stats s = l4_get_stats(c);
     printf("stream run: %llu lookups, %llu hits, %llu prefetches, %llu evictions\n",
            (unsigned long long)s.lookups, (unsigned long long)s.hits,
@@ -133,6 +147,7 @@ static void test_eviction_spares_window(void) {
     for (uint64_t k = 1; k <= 16; k += 2) left += l4_table_find(&c->map, k, &(uint32_t){0});
     for (uint64_t k = 100; k < 108; k++) left += l4_table_find(&c->map, k, &(uint32_t){0});
     CHECK(left == 15 && l4_table_find(&c->map, 200, &(uint32_t){0}));
+    CHECK(window_bits_agree(c) == 16);
     CHECK(l4_get_stats(c).evictions == 9);
     l4_destroy(c);
 }

@@ -269,7 +269,7 @@ static void bench_evict(int runs) {
         for (int i = 0; i < 2048; i++) e[i] = (l4_entry){keys[t * 2048 + i], 0};
         l4_predictor_feed(c, t, e, 2048);
     }
-    for (uint32_t i = 0; i < N_KEYS; i++) l4_flags_set(c, i, 0);
+    for (uint32_t i = 0; i < N_KEYS; i++) l4_flags_set(c, i, l4_flags_get(c, i) & L4_F_WINDOW);
     double worst = time_picks(c, runs);
     double *v = malloc(sizeof(double) * (size_t)runs);
     for (int r = 0; r < runs; r++) {
