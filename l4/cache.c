@@ -117,6 +117,10 @@ static l4_handle held(l4 *c, int32_t line) {
     return (l4_handle){.ptr = l4_line_ptr(c, (uint32_t)line), .line = line};
 }
 
+static l4_handle origin_handle(uint64_t key) {
+    return (l4_handle){.ptr = (void *)(uintptr_t)key, .line = -1};
+}
+
 static void load_line(l4 *c, uint32_t line, uint64_t key) {
     if (c->cfg.load) c->cfg.load(l4_line_ptr(c, line), key, c->cfg.load_ctx);
     else memcpy(l4_line_ptr(c, line), (const void *)(uintptr_t)key, L4_LINE_BYTES);
@@ -145,11 +149,7 @@ static l4_handle fill_locked(l4 *c, int thread, uint64_t key) {
     if (line < 0) line = l4_fill(c, thread, key, true);
     pthread_mutex_unlock(&c->lock);
     if (line >= 0) return held(c, line);
-    return (l4_handle){.ptr = (void *)(uintptr_t)key, .line = -1};   // every line is held
-}
-
-static l4_handle origin_handle(uint64_t key) {
-    return (l4_handle){.ptr = (void *)(uintptr_t)key, .line = -1};
+    return c->cfg.load ? (l4_handle){NULL, -1} : origin_handle(key);   // every line is held
 }
 
 // A read miss: if nobody holds the lock, fill the line ourselves; while someone does (a refresh
@@ -157,8 +157,9 @@ static l4_handle origin_handle(uint64_t key) {
 // plain copy is served from the origin; a repacked line is waited for (the lock, not a spin).
 static l4_handle read_miss(l4 *c, int thread, uint64_t key) {
     l4_stat_add(c, thread, L4_ST_MISSES, 1);
-    for (int i = 0; i < c->cfg.spin_limit; i++) {
+    for (int i = 0;; i++) {
         if (pthread_mutex_trylock(&c->lock) == 0) return fill_locked(c, thread, key);
+        if (i == c->cfg.spin_limit) break;
         sched_yield();
         l4_stat_add(c, thread, L4_ST_SPIN_WAITS, 1);
         int32_t line = try_hold(c, key);

@@ -68,7 +68,9 @@ l4_mode l4_get_mode(const l4 *c);
 uint32_t l4_lines(const l4 *c);
 
 typedef struct {
-    void *ptr;               // a cache line, the origin address, or NULL (writable, nothing free)
+    void *ptr;               // a cache line, the origin address (StreamTransparent, or a plain
+                             // copy with every line held), or NULL: every line held and the
+                             // line needs the loader, or map_writable in StreamTransparent
     int32_t line;            // the line held until l4_release; -1: none
 } l4_handle;
 

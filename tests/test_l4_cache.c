@@ -155,6 +155,15 @@ static void test_handle_recheck(void) {
     CHECK(atomic_load(&c->refs[old]) == 0);
     l4_release(c, &h);
     l4_destroy(c);
+    // Every line held and a loader needed: no line, and no origin address either (its format
+    // differs from a loaded line's).
+    c = l4t_cache(16, 1, load_pattern, NULL);
+    l4_handle all[16];
+    for (uint32_t i = 0; i < 16; i++) CHECK((all[i] = l4_map(c, 0, key_of(200 + i))).line >= 0);
+    h = l4_map(c, 0, key_of(300));
+    CHECK(h.ptr == NULL && h.line == -1);
+    for (uint32_t i = 0; i < 16; i++) l4_release(c, &all[i]);
+    l4_destroy(c);
 }
 
 typedef struct {
