@@ -108,47 +108,35 @@ static void make_keys(void) {
 
 typedef double (*timed_fn)(void *ctx, const uint64_t *seq);   // ns for one batch
 
-static double swiss_lookups(void *ctx, const uint64_t *seq) {
-    const l4_table *t = ctx;
+enum { OP_SWISS, OP_OPEN, OP_MAP };
+
+// One lookup of each kind; always inlined with a constant op, so each batch loop below is
+// specialised and times no indirect call.
+static inline __attribute__((always_inline)) uint64_t one_op(int op, void *ctx, uint64_t key) {
+    uint32_t v = 0;
+    if (op == OP_SWISS) l4_table_find(ctx, key, &v);
+    else if (op == OP_OPEN) oa_find(ctx, key, &v);
+    else {
+        l4_handle h = l4_map(ctx, 0, key);
+        v = (uint32_t)h.line;
+        l4_release(ctx, &h);
+    }
+    return v;
+}
+
+static inline __attribute__((always_inline)) double time_batch(int op, void *ctx,
+                                                               const uint64_t *seq) {
     uint64_t s = 0;
     double t0 = now_ns();
-    for (int i = 0; i < N_OPS; i++) {
-        uint32_t v = 0;
-        l4_table_find(t, seq[i], &v);
-        s += v;
-    }
+    for (int i = 0; i < N_OPS; i++) s += one_op(op, ctx, seq[i]);
     double dt = now_ns() - t0;
     sink += s;
     return dt;
 }
 
-static double oa_lookups(void *ctx, const uint64_t *seq) {
-    const oa_map *m = ctx;
-    uint64_t s = 0;
-    double t0 = now_ns();
-    for (int i = 0; i < N_OPS; i++) {
-        uint32_t v = 0;
-        oa_find(m, seq[i], &v);
-        s += v;
-    }
-    double dt = now_ns() - t0;
-    sink += s;
-    return dt;
-}
-
-static double cache_maps(void *ctx, const uint64_t *seq) {
-    l4 *c = ctx;
-    uint64_t s = 0;
-    double t0 = now_ns();
-    for (int i = 0; i < N_OPS; i++) {
-        l4_handle h = l4_map(c, 0, seq[i]);
-        s += (uint64_t)h.line;
-        l4_release(c, &h);
-    }
-    double dt = now_ns() - t0;
-    sink += s;
-    return dt;
-}
+static double swiss_lookups(void *ctx, const uint64_t *seq) { return time_batch(OP_SWISS, ctx, seq); }
+static double oa_lookups(void *ctx, const uint64_t *seq) { return time_batch(OP_OPEN, ctx, seq); }
+static double cache_maps(void *ctx, const uint64_t *seq) { return time_batch(OP_MAP, ctx, seq); }
 
 // Median of runs batches of fa and fb, interleaved so both see the same machine.
 static void time_pair(timed_fn fa, void *a, timed_fn fb, void *b, const uint64_t *seq, int runs,
@@ -163,60 +151,71 @@ static void bench_lookup(l4_table *t, oa_map *m, l4 *c, int runs) {
     struct { const char *name; const uint64_t *seq; } w[2] = {{"uniform", uniform_seq},
                                                               {"zipfian", zipf_seq}};
     for (int k = 0; k < 2; k++) {
-        double ts, to, tc, tn;
+        double ts, to, tn, tn2, tc, tsw, tx;
         time_pair(swiss_lookups, t, oa_lookups, m, w[k].seq, runs, &ts, &to);
-        time_pair(cache_maps, c, swiss_lookups, t, w[k].seq, runs, &tc, &tn);
-        double tsw, tn2;   // the table-driven CRC fallback, as on a CPU without SSE4.2
-        int mode = t->hash_mode;
+        time_pair(swiss_lookups, t, swiss_lookups, t, w[k].seq, runs, &tn, &tn2);   // null
+        time_pair(cache_maps, c, oa_lookups, m, w[k].seq, runs, &tc, &tx);
+        int mode = t->hash_mode;   // the table-driven CRC, as on a CPU without SSE4.2
         t->hash_mode = L4_HASH_CRC_SW;
-        time_pair(swiss_lookups, t, oa_lookups, m, w[k].seq, runs, &tsw, &tn2);
+        time_pair(swiss_lookups, t, oa_lookups, m, w[k].seq, runs, &tsw, &tx);
         t->hash_mode = mode;
         printf("lookup %-7s: swiss %.2f ns/lookup (%.1f us per %d), open-addressing %.2f ns "
                "(%.1f us), swiss/open %.2f; l4_map+release %.2f ns; table-crc swiss %.2f ns; "
                "null swiss/swiss %.2f\n", w[k].name, ts / N_OPS, ts / 1e3, N_OPS, to / N_OPS,
-               to / 1e3, ts / to, tc / N_OPS, tsw / N_OPS, ts / tn);
+               to / 1e3, ts / to, tc / N_OPS, tsw / N_OPS, tn / tn2);
     }
 }
 
+// Op 0 or 1: find, 2: insert, 3: erase keys[ki], on the Swiss table or the plain map; inlined
+// with a constant `swiss` so each timed loop is specialised.
+static inline __attribute__((always_inline)) uint64_t table_op(bool swiss, void *ctx, uint32_t op,
+                                                               uint32_t ki) {
+    uint32_t v = 0;
+    if (op < 2) {
+        if (swiss) l4_table_find(ctx, keys[ki], &v);
+        else oa_find(ctx, keys[ki], &v);
+    } else if (op == 2) {
+        if (swiss) l4_table_insert(ctx, keys[ki], ki);
+        else oa_insert(ctx, keys[ki], ki);
+    } else {
+        if (swiss) l4_table_erase(ctx, keys[ki]);
+        else oa_erase(ctx, keys[ki]);
+    }
+    return v;
+}
+
+static inline __attribute__((always_inline)) double time_ops(bool swiss, void *ctx,
+                                                             const uint32_t *op, const uint32_t *ki) {
+    uint64_t s = 0;
+    double t0 = now_ns();
+    for (int i = 0; i < N_INSERT; i++) s += table_op(swiss, ctx, op[i], ki[i]);
+    double dt = now_ns() - t0;
+    sink += s;
+    return dt;
+}
+
+// Inserts of keys[0..4095] into empty maps, then (state kept) mixed ops at about half load:
+// 1/2 find, 1/4 insert, 1/4 erase over keys[0..8191].
 static void bench_insert_steady(int runs) {
     static l4_table t;
     static oa_map m;
+    static uint32_t ins_op[N_INSERT], ins_ki[N_INSERT], mix_op[N_INSERT], mix_ki[N_INSERT];
+    for (int i = 0; i < N_INSERT; i++) {
+        ins_op[i] = 2, ins_ki[i] = (uint32_t)i;
+        mix_op[i] = (uint32_t)(next_u64() % 4), mix_ki[i] = (uint32_t)(next_u64() % N_KEYS);
+    }
     l4_table_init(&t, NULL);
     double *vs = malloc(sizeof(double) * (size_t)runs), *vo = malloc(sizeof(double) * (size_t)runs);
     for (int r = 0; r < runs; r++) {
         l4_table_clear(&t);
         memset(&m, 0, sizeof m);
-        double t0 = now_ns();
-        for (int i = 0; i < N_INSERT; i++) l4_table_insert(&t, keys[i], (uint32_t)i);
-        double t1 = now_ns();
-        for (int i = 0; i < N_INSERT; i++) oa_insert(&m, keys[i], (uint32_t)i);
-        vo[r] = now_ns() - t1, vs[r] = t1 - t0;
+        vs[r] = time_ops(true, &t, ins_op, ins_ki), vo[r] = time_ops(false, &m, ins_op, ins_ki);
     }
     double is = median(vs, runs), io = median(vo, runs);
     printf("insert %d: swiss %.1f us, open-addressing %.1f us, swiss/open %.2f\n", N_INSERT,
            is / 1e3, io / 1e3, is / io);
-    // Steady state at half load: keys[0..4095] present, ops over keys[0..8191].
-    static uint32_t op[N_INSERT], ki[N_INSERT];
-    for (int i = 0; i < N_INSERT; i++) op[i] = (uint32_t)(next_u64() % 4), ki[i] = (uint32_t)(next_u64() % N_KEYS);
-    for (int r = 0; r < runs; r++) {
-        uint64_t s = 0;
-        double t0 = now_ns();
-        for (int i = 0; i < N_INSERT; i++) {
-            uint32_t v = 0;
-            if (op[i] < 2) s += l4_table_find(&t, keys[ki[i]], &v) ? v : 0;
-            else if (op[i] == 2) l4_table_insert(&t, keys[ki[i]], ki[i]);
-            else l4_table_erase(&t, keys[ki[i]]);
-        }
-        double t1 = now_ns();
-        for (int i = 0; i < N_INSERT; i++) {
-            uint32_t v = 0;
-            if (op[i] < 2) s += oa_find(&m, keys[ki[i]], &v) ? v : 0;
-            else if (op[i] == 2) oa_insert(&m, keys[ki[i]], ki[i]);
-            else oa_erase(&m, keys[ki[i]]);
-        }
-        vo[r] = now_ns() - t1, vs[r] = t1 - t0;
-        sink += s;
-    }
+    for (int r = 0; r < runs; r++)
+        vs[r] = time_ops(true, &t, mix_op, mix_ki), vo[r] = time_ops(false, &m, mix_op, mix_ki);
     is = median(vs, runs), io = median(vo, runs);
     printf("steady %d ops: swiss %.1f us, open-addressing %.1f us, swiss/open %.2f (swiss "
            "rehashes %llu)\n", N_INSERT, is / 1e3, io / 1e3, is / io, (unsigned long long)t.rehashes);
