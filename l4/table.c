@@ -88,6 +88,7 @@ int l4_table_insert(l4_table *t, uint64_t key, uint32_t val) {
     if (t->tombs > L4_TOMB_LIMIT) rehash(t);
     uint32_t h = l4_table_hash(t, key);
     int free_bi = -1, free_s = 0;
+    bool free_was_tomb = false;
     for (int i = 0; i < L4_BUCKETS; i++) {
         int bi = (int)((h + (uint32_t)i) & (L4_BUCKETS - 1));
         __m128i ctrl = l4_ctrl_load(t, bi);
@@ -99,12 +100,17 @@ int l4_table_insert(l4_table *t, uint64_t key, uint32_t val) {
             }
         }
         unsigned empty = l4_ctrl_match(ctrl, L4_CTRL_EMPTY);
-        unsigned open = empty | l4_ctrl_match(ctrl, L4_CTRL_TOMB);
-        if (free_bi < 0 && open) free_bi = bi, free_s = __builtin_ctz(open);
+        if (free_bi < 0) {
+            unsigned tomb = l4_ctrl_match(ctrl, L4_CTRL_TOMB);
+            if (empty | tomb) {
+                free_bi = bi, free_s = __builtin_ctz(empty | tomb);
+                free_was_tomb = tomb >> free_s & 1;
+            }
+        }
         if (empty) break;
     }
     if (free_bi < 0) return -1;
-    t->tombs -= ctrl_byte(t, free_bi, free_s) == L4_CTRL_TOMB;
+    t->tombs -= free_was_tomb;
     put(t, free_bi, free_s, key, val, l4_h2(h));
     t->live++;
     return 1;
