@@ -44,6 +44,7 @@ typedef struct {
     int hash_mode;                 // L4_HASH_*, fixed at init
     uint32_t live;                 // (writer) entries present
     uint32_t tombs;                // (writer) TOMB control bytes
+    uint32_t tomb_limit;           // rehash past this many: L4_TOMB_LIMIT (tests lower it)
     uint64_t rehashes;             // (writer)
 } l4_table;
 

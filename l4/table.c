@@ -34,6 +34,7 @@ static void buckets_reset(l4_table *t) {
 bool l4_table_init(l4_table *t, uint32_t (*hash)(uint64_t)) {
     memset(t, 0, sizeof *t);
     t->hash = hash;
+    t->tomb_limit = L4_TOMB_LIMIT;
     t->hash_mode = hash ? L4_HASH_CUSTOM : l4_crc32c_hw_available() ? L4_HASH_CRC_HW : L4_HASH_CRC_SW;
     t->ctrl = aligned_alloc(64, sizeof t->ctrl[0] * L4_BUCKETS);
     t->slot = aligned_alloc(64, sizeof(l4_slot) * L4_TABLE_CAP);
@@ -85,7 +86,7 @@ static void rehash(l4_table *t) {
 
 // One walk of the probe chain: the key if present, else the first EMPTY or TOMB slot on it.
 int l4_table_insert(l4_table *t, uint64_t key, uint32_t val) {
-    if (t->tombs > L4_TOMB_LIMIT) rehash(t);
+    if (t->tombs > t->tomb_limit) rehash(t);
     uint32_t h = l4_table_hash(t, key);
     int free_bi = -1, free_s = 0;
     bool free_was_tomb = false;

@@ -1,7 +1,10 @@
 // Threads: W workers map and release read lines (content checked on every map) and accumulate
 // into writable lines they own, with their step streams feeding the predictor, while one more
 // thread refreshes in a loop; a cache much smaller than the key space forces eviction and
-// writeback throughout. Every partial must reach its output exactly once. Run under TSan in CI.
+// writeback throughout. Every partial must reach its output exactly once. Run twice: with CRC32C,
+// and with a hash that crowds every key into 4 home buckets and a rehash past 8 tombstones, so
+// the table fills buckets, leaves tombstones and rehashes under the lock-free readers. Run under
+// TSan in CI.
 #include "tests/test_l4_util.h"
 #include <pthread.h>
 #include <sched.h>
@@ -83,14 +86,20 @@ static void *refresher(void *p) {
     return NULL;
 }
 
-int main(void) {
+static uint32_t crowd(uint64_t key) {   // home bucket key % 4, H2 from the next bits
+    return (uint32_t)(key % 4) | (uint32_t)((key >> 2) & 0x7F) << 10;
+}
+
+static void run(uint32_t (*hash)(uint64_t)) {
     static shared sh;
+    memset(&sh, 0, sizeof sh);
     l4_config cfg = l4_default_config(L4_CACHE_BUFFER, W + 1);
     cfg.slab_bytes = LINES * L4_LINE_BYTES;
-    cfg.load = load_pattern, cfg.stream = stream, cfg.stream_ctx = &sh;
+    cfg.load = load_pattern, cfg.stream = stream, cfg.stream_ctx = &sh, cfg.hash = hash;
     char err[128];
     sh.c = l4_create(&cfg, err, sizeof err);
     CHECKF(sh.c, "%s", err);
+    if (hash) sh.c->map.tomb_limit = 8;
     pthread_t th[W], rt;
     worker_arg args[W];
     CHECK(pthread_create(&rt, NULL, refresher, &sh) == 0);
@@ -116,14 +125,21 @@ int main(void) {
                    sh.out[t * OUT_PER_THREAD + j], want);
         }
     l4_stats s = l4_get_stats(sh.c);
-    printf("threads: %d workers x %d steps, %ld reads checked, %d outputs exact; lookups %llu "
-           "hits %llu misses %llu prefetches %llu evictions %llu writebacks %llu spin_waits %llu\n",
+    printf("threads (%s): %d workers x %d steps, %ld reads checked, %d outputs exact; lookups %llu "
+           "hits %llu misses %llu prefetches %llu evictions %llu writebacks %llu spin_waits %llu; "
+           "table rehashes %llu\n", hash ? "4 home buckets" : "crc32c",
            W, STEPS, checked, outputs, (unsigned long long)s.lookups, (unsigned long long)s.hits,
            (unsigned long long)s.misses, (unsigned long long)s.prefetches,
            (unsigned long long)s.evictions, (unsigned long long)s.writebacks,
-           (unsigned long long)s.spin_waits);
+           (unsigned long long)s.spin_waits, (unsigned long long)sh.c->map.rehashes);
     CHECK(checked == W * STEPS * 3 / 4 && outputs == W * OUT_PER_THREAD);
     CHECK(s.lookups == (uint64_t)W * STEPS && s.evictions > 0 && s.writebacks > 0);
+    if (hash) CHECK(sh.c->map.rehashes > 0);
     l4_destroy(sh.c);
+}
+
+int main(void) {
+    run(NULL);
+    run(crowd);
     return 0;
 }
