@@ -1,7 +1,8 @@
-// Shared by the l4 tests: a seeded splitmix64 stream and a cache built from a small config.
+// Shared by the l4 tests: a seeded random stream and a cache built from a small config.
 #pragma once
 #include "l4/internal.h"
 #include "tests/check.h"
+#include "tools/util.h"
 
 // Single-threaded sweeps gain nothing from TSan's instrumentation of every atomic: run a tenth.
 #ifdef __SANITIZE_THREAD__
@@ -11,12 +12,7 @@
 #endif
 
 typedef struct { uint64_t s; } l4t_rng;
-static inline uint64_t l4t_next(l4t_rng *r) {            // splitmix64
-    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static inline uint64_t l4t_next(l4t_rng *r) { return util_splitmix64(&r->s); }
 static inline uint32_t l4t_below(l4t_rng *r, uint32_t n) { return (uint32_t)(l4t_next(r) % n); }
 
 // A CacheBuffer l4 of `lines` lines for n_threads; load and hash as given (NULL: defaults).

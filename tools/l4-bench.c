@@ -8,36 +8,16 @@
 // Every timing is the median of many runs; "null" times the Swiss lookup twice (noise floor).
 // usage: l4-bench [-r RUNS]   (no arguments needed)
 #include "l4/internal.h"
+#include "tools/util.h"
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #define N_KEYS 8192
 #define N_OPS 8192
 #define N_INSERT 4096
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
-static uint64_t next_u64(void) {   // xorshift64*
-    rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
-    return rng * 0x2545F4914F6CDD1Dull;
-}
-
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e9 * (double)ts.tv_sec + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+static uint64_t next_u64(void) { return util_splitmix64(&rng); }
+static double now_ns(void) { return 1e9 * util_now(); }
 
 static volatile uint64_t sink;
 
@@ -143,7 +123,7 @@ static void time_pair(timed_fn fa, void *a, timed_fn fb, void *b, const uint64_t
                       double *ma, double *mb) {
     double *va = malloc(sizeof(double) * (size_t)runs), *vb = malloc(sizeof(double) * (size_t)runs);
     for (int r = 0; r < runs; r++) va[r] = fa(a, seq), vb[r] = fb(b, seq);
-    *ma = median(va, runs), *mb = median(vb, runs);
+    *ma = util_median(va, runs), *mb = util_median(vb, runs);
     free(va), free(vb);
 }
 
@@ -211,12 +191,12 @@ static void bench_insert_steady(int runs) {
         memset(&m, 0, sizeof m);
         vs[r] = time_ops(true, &t, ins_op, ins_ki), vo[r] = time_ops(false, &m, ins_op, ins_ki);
     }
-    double is = median(vs, runs), io = median(vo, runs);
+    double is = util_median(vs, runs), io = util_median(vo, runs);
     printf("insert %d: swiss %.1f us, open-addressing %.1f us, swiss/open %.2f\n", N_INSERT,
            is / 1e3, io / 1e3, is / io);
     for (int r = 0; r < runs; r++)
         vs[r] = time_ops(true, &t, mix_op, mix_ki), vo[r] = time_ops(false, &m, mix_op, mix_ki);
-    is = median(vs, runs), io = median(vo, runs);
+    is = util_median(vs, runs), io = util_median(vo, runs);
     printf("steady %d ops: swiss %.1f us, open-addressing %.1f us, swiss/open %.2f (swiss "
            "rehashes %llu)\n", N_INSERT, is / 1e3, io / 1e3, is / io, (unsigned long long)t.rehashes);
     free(vs), free(vo);
@@ -246,7 +226,7 @@ static double time_picks(l4 *c, int runs) {
         sink += (uint64_t)l4_pick_victim(c, true);
         v[r] = now_ns() - t0;
     }
-    double m = median(v, runs);
+    double m = util_median(v, runs);
     free(v);
     return m;
 }
@@ -278,7 +258,7 @@ static void bench_evict(int runs) {
     }
     printf("evict pick over %d lines: one class-1 line at the end %.2f us, random states %.2f us,"
            " all in window %.1f us; aging pass %.2f us\n", N_KEYS, best / 1e3, typical / 1e3,
-           worst / 1e3, median(v, runs) / 1e3);
+           worst / 1e3, util_median(v, runs) / 1e3);
     free(v);
     l4_destroy(c);
 }
