@@ -14,6 +14,8 @@
 //  - Writable lines start zeroed and dirty; eviction or a flush calls preprocess(cache, ctx) then
 //    writeback(key, cache, ctx) exactly once per dirty period. A key is used either read-only or
 //    writable, and two threads never hold the same writable key at once.
+//  - Callbacks (load, stream, preprocess, writeback) run under the internal lock: they must not
+//    call into the same l4.
 // Depends on libc, pthreads and C11 atomics only.
 #pragma once
 #include <stdbool.h>
