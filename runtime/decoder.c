@@ -3,6 +3,7 @@
 #include "runtime/decoder.h"
 #include "kernels/gemv.h"
 #include "kernels/ops.h"
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,8 @@ int decoder_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX
 
 #define ALLOC(ptr, count) ((ptr) = calloc((size_t)(count), sizeof *(ptr)))
 
-int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, char err[GGUF_ERR_MAX]) {
+int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, const volatile sig_atomic_t *stop,
+                 char err[GGUF_ERR_MAX]) {
     memset(d, 0, sizeof *d);
     d->model = m;
     d->hp = m->hp;
@@ -31,8 +33,12 @@ int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, cha
     const llama_hparams *h = &d->hp;
     size_t q_dim = (size_t)h->n_head * h->head_dim, kv_dim = (size_t)h->n_head_kv * h->head_dim;
     size_t cache = (size_t)h->n_layer * (size_t)n_ctx * kv_dim;
-    if (!(d->pool = pool_create(n_threads))) goto oom;
-    if (weights_load(&d->w, m, d->pool, err)) { decoder_free(d); return -1; }
+    if (!(d->pool = pool_create(n_threads))) {
+        int e = errno;
+        snprintf(err, GGUF_ERR_MAX, "cannot start %d threads: %s", n_threads, strerror(e));
+        return -1;
+    }
+    if (weights_load(&d->w, m, d->pool, stop, err)) { decoder_free(d); return -1; }
     if (!ALLOC(d->key_cache, cache) || !ALLOC(d->value_cache, cache) || !ALLOC(d->x, h->n_embd) ||
         !ALLOC(d->xb, h->n_embd) || !ALLOC(d->xb2, h->n_embd) || !ALLOC(d->q, q_dim) ||
         !ALLOC(d->att_out, q_dim) || !ALLOC(d->hb, h->n_ff) || !ALLOC(d->hb2, h->n_ff) ||
@@ -107,10 +113,10 @@ static void attention_job_run(void *ctx, int tid, int n_threads) {
 
 static void add(float *y, const float *x, size_t n) { for (size_t i = 0; i < n; i++) y[i] += x[i]; }
 
-// Row `token` of the embedding table, widened to f32.
-static void embed(float *x, const gguf_tensor *table, int32_t token, size_t n_embd) {
-    const char *row = (const char *)table->data + (size_t)token * n_embd * wtype_get(table->type)->size;
-    kernels_get()->type[table->type].to_f32(row, x, n_embd);
+// Row `token` of the embedding table (type `type`), widened to f32.
+static void embed(float *x, const void *table, uint32_t type, int32_t token, size_t n_embd) {
+    const char *row = (const char *)table + (size_t)token * n_embd * wtype_get(type)->size;
+    kernels_get()->type[type].to_f32(row, x, n_embd);
 }
 
 float *decoder_forward(decoder *d, int32_t token, int pos) {
@@ -119,7 +125,7 @@ float *decoder_forward(decoder *d, int32_t token, int pos) {
     size_t kv_dim = (size_t)h->n_head_kv * h->head_dim;
 
     // the token's embedding starts the residual stream
-    embed(d->x, d->model->tok_embd, token, dim);
+    embed(d->x, d->w.token_embd, d->w.embd_type, token, dim);
 
     for (int l = 0; l < h->n_layer; l++) {
         layer_weights *w = &d->w.layers[l];

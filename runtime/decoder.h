@@ -35,8 +35,11 @@ typedef struct {
 
 // Checks a context length: 1 <= n_ctx, and the f32 KV cache it needs fits in memory.
 int decoder_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX]);
-// 0 ok, -1 with err. n_threads >= 1; n_ctx already checked with decoder_check_ctx.
-int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, char err[GGUF_ERR_MAX]);
+// 0 ok, -1 with err. n_threads >= 1; n_ctx already checked with decoder_check_ctx. stop (may be
+// NULL): the load gives up between matrices once it is non-zero (weights_load). After it,
+// decoder_forward never reads m's file mapping: the file may change or shrink.
+int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, const volatile sig_atomic_t *stop,
+                 char err[GGUF_ERR_MAX]);
 // Evaluates token at position pos (0 <= pos < n_ctx, positions in order); returns the logits.
 float *decoder_forward(decoder *d, int32_t token, int pos);
 // Frees what decoder_init allocated; safe on a zeroed decoder and after a failed init.

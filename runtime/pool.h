@@ -7,7 +7,9 @@
 typedef struct pool pool;
 typedef void (*pool_fn)(void *ctx, int tid, int n_threads);
 
-pool *pool_create(int n_threads);         // NULL on failure; n_threads >= 1 (more than CPUs is fine)
+// NULL on failure with errno set (ENOMEM, or pthread_create's error, e.g. EAGAIN when no more
+// threads can be made); n_threads >= 1 (more than CPUs is fine).
+pool *pool_create(int n_threads);
 int pool_size(const pool *p);
 void pool_run(pool *p, pool_fn fn, void *ctx);
 void pool_destroy(pool *p);

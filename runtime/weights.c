@@ -43,7 +43,8 @@ static int alloc_packed(packed_matrix *w, const gguf_tensor *t) {
 }
 
 // Allocates and packs up to three matrices as one group, with the cut decode will use, then
-// releases their file pages so peak memory stays near one copy of the weights.
+// releases their file pages so peak memory stays near one copy of the weights (a tied
+// classifier faults the embedding's pages back in from the file).
 static int pack_group(const llama_model *m, pool *pl, int n, packed_matrix *const *dst,
                       const gguf_tensor *const *src) {
     pack_job j = {.g = {.n = n}};
@@ -53,8 +54,7 @@ static int pack_group(const llama_model *m, pool *pl, int n, packed_matrix *cons
         j.src[i] = src[i]->data;
     }
     pool_run(pl, pack_job_run, &j);
-    for (int i = 0; i < n; i++)
-        if (src[i] != m->tok_embd) gguf_drop_pages(&m->f, src[i]->data, src[i]->nbytes);
+    for (int i = 0; i < n; i++) gguf_drop_pages(&m->f, src[i]->data, src[i]->nbytes);
     return 0;
 }
 
@@ -91,7 +91,8 @@ static int check_padding(const llama_model *m, char *err) {
     return 0;
 }
 
-static int load_layer(layer_weights *L, const llama_layer *s, const llama_model *m, pool *pl) {
+static int load_layer(layer_weights *L, const llama_layer *s, const llama_model *m, pool *pl,
+                      const volatile sig_atomic_t *stop) {
     int failed = 0;
     L->attn_norm = widen_1d(s->attn_norm, &failed);
     L->ffn_norm = widen_1d(s->ffn_norm, &failed);
@@ -100,31 +101,45 @@ static int load_layer(layer_weights *L, const llama_layer *s, const llama_model 
     L->bv = widen_1d(s->bv, &failed);
     if (failed) return -1;
     if (pack_group(m, pl, 3, (packed_matrix *[]){&L->wq, &L->wk, &L->wv},
-                   (const gguf_tensor *[]){s->wq, s->wk, s->wv}) ||
-        pack_group(m, pl, 1, (packed_matrix *[]){&L->wo}, (const gguf_tensor *[]){s->wo}) ||
+                   (const gguf_tensor *[]){s->wq, s->wk, s->wv}) || (stop && *stop) ||
+        pack_group(m, pl, 1, (packed_matrix *[]){&L->wo}, (const gguf_tensor *[]){s->wo}) || (stop && *stop) ||
         pack_group(m, pl, 2, (packed_matrix *[]){&L->w_gate, &L->w_up},
-                   (const gguf_tensor *[]){s->ffn_gate, s->ffn_up}) ||
+                   (const gguf_tensor *[]){s->ffn_gate, s->ffn_up}) || (stop && *stop) ||
         pack_group(m, pl, 1, (packed_matrix *[]){&L->w_down}, (const gguf_tensor *[]){s->ffn_down}))
         return -1;
     return 0;
 }
 
-int weights_load(model_weights *w, const llama_model *m, pool *pl, char err[GGUF_ERR_MAX]) {
+// The embedding table as stored, in memory of its own: decode reads a row every token.
+static void *copy_table(const llama_model *m) {
+    const gguf_tensor *t = m->tok_embd;
+    void *copy = malloc(t->nbytes ? t->nbytes : 1);
+    if (!copy) return NULL;
+    memcpy(copy, t->data, t->nbytes);
+    gguf_drop_pages(&m->f, t->data, t->nbytes);
+    return copy;
+}
+
+int weights_load(model_weights *w, const llama_model *m, pool *pl, const volatile sig_atomic_t *stop,
+                 char err[GGUF_ERR_MAX]) {
     memset(w, 0, sizeof *w);
     if (check_padding(m, err)) return -1;
     w->layers = calloc((size_t)m->hp.n_layer, sizeof *w->layers);
     if (!w->layers) goto oom;
     w->n_layer = m->hp.n_layer;
     for (int l = 0; l < m->hp.n_layer; l++)
-        if (load_layer(&w->layers[l], &m->layers[l], m, pl)) goto oom;
+        if (load_layer(&w->layers[l], &m->layers[l], m, pl, stop) || (stop && *stop)) goto oom;
     int failed = 0;
     w->out_norm = widen_1d(m->output_norm, &failed);
     if (failed || pack_group(m, pl, 1, (packed_matrix *[]){&w->classifier}, (const gguf_tensor *[]){m->output}))
         goto oom;
+    w->embd_type = m->tok_embd->type;
+    if (!(w->token_embd = copy_table(m))) goto oom;
     return 0;
 oom:
     weights_free(w);
-    snprintf(err, GGUF_ERR_MAX, "%s: out of memory", m->f.path ? m->f.path : "model");
+    snprintf(err, GGUF_ERR_MAX, "%s: %s", m->f.path ? m->f.path : "model",
+             stop && *stop ? "loading interrupted" : "out of memory");
     return -1;
 }
 
@@ -138,5 +153,6 @@ void weights_free(model_weights *w) {
     free(w->layers);
     free(w->out_norm);
     free(w->classifier.tiles);
+    free(w->token_embd);
     memset(w, 0, sizeof *w);
 }

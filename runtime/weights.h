@@ -3,6 +3,7 @@
 // touch places its pages), the file's pages released behind it, and the 1-D tensors (norms,
 // biases) widened to f32. Load-time concerns live here; runtime/decoder.c only reads the result.
 #pragma once
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "model/llama.h"
@@ -32,6 +33,9 @@ typedef struct {
 
 typedef struct {
     int n_layer;
+    uint32_t embd_type;           // weight type of token_embd
+    void *token_embd;             // (n_vocab, n_embd) the embedding table as stored, copied:
+                                  // after the load nothing reads the file, which may then change
     layer_weights *layers;        // (n_layer)
     float *out_norm;              // (n_embd)
     packed_matrix classifier;     // (n_embd -> n_vocab)
@@ -48,9 +52,11 @@ typedef struct {
 // Thread tid of n_threads owns tiles [lo[i], hi[i]) of matrix i of g (possibly empty).
 void matmul_group_tiles(const matmul_group *g, int tid, int n_threads, size_t lo[], size_t hi[]);
 
-// Packs every matrix of m over the pool and widens its 1-D tensors; 0 ok, -1 with err.
-// On failure w is freed. The file's pages behind each packed matrix are dropped (not the
-// embedding table's: decode reads it every token).
-int weights_load(model_weights *w, const llama_model *m, pool *pl, char err[GGUF_ERR_MAX]);
+// Packs every matrix of m over the pool, widens its 1-D tensors and copies the embedding table;
+// 0 ok, -1 with err. On failure w is freed. The file's pages behind each tensor are dropped once
+// it is copied. stop (may be NULL) is checked between matrices: once non-zero the load gives up
+// ("loading interrupted").
+int weights_load(model_weights *w, const llama_model *m, pool *pl, const volatile sig_atomic_t *stop,
+                 char err[GGUF_ERR_MAX]);
 // Frees what weights_load allocated; safe on a zeroed model_weights.
 void weights_free(model_weights *w);

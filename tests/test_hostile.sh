@@ -210,6 +210,12 @@ cpus=$(nproc)
 run 0 "-t above the CPUs" -- "$d" -m "$model" -p "Once" -n 2 --temp 0 -t $((cpus + 1)) && has "warning: -t $((cpus + 1))" "-t warning"
 run 0 "-t 1" -- "$d" -m "$model" -p "Once" -n 2 --temp 0 -t 1
 grep -q warning "$tmp/err" && fail "-t 1 warned"
+# Threads that cannot be created are named as such (sanitizers cannot run under an address limit).
+if [ -z "$sanitize" ]; then
+  cases=$((cases + 1))
+  bash -c 'ulimit -v 1500000; exec "$@"' _ "$d" -m "$model" -p hi -n 2 -t 4096 >"$tmp/out" 2>"$tmp/err"; st=$?
+  [ "$st" = 1 ] && grep -q "cannot start 4096 threads" "$tmp/err" || fail "no threads: exit $st: $(tail -c 300 "$tmp/err")"
+fi
 # A model that asks for no BOS: the empty prompt's error must not blame --no-bos.
 "$bin/gguf-synth" "$tmp/nobos.gguf" >/dev/null || fail "gguf-synth"
 key=tokenizer.ggml.add_bos_token
@@ -219,7 +225,7 @@ printf '\0' | dd of="$tmp/nobos.gguf" bs=1 seek=$((off + ${#key} + 4)) conv=notr
 run 1 "empty prompt, model without BOS" -- "$d" -m "$tmp/nobos.gguf" -p "" && has "adds no BOS" "empty prompt"
 grep -q -- "--no-bos" "$tmp/err" && fail "the empty-prompt error names --no-bos, which was not given"
 
-want=60
+want=$([ -z "$sanitize" ] && echo 61 || echo 60)
 [ "$cases" = $want ] || fail "ran $cases cases, expected $want"
 echo "hostile cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -299,9 +299,12 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     sigemptyset(&stops);
     sigaddset(&stops, SIGINT); sigaddset(&stops, SIGTERM); sigaddset(&stops, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &stops, &old);
-    int rc = decoder_init(&S->d, &S->m, (int)n_ctx, o->n_threads, err);
+    int rc = decoder_init(&S->d, &S->m, (int)n_ctx, o->n_threads, &cli_stop, err);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc) { fprintf(stderr, "decode: %s\n", err); return 1; }
+    if (rc) {
+        if (!cli_stop) fprintf(stderr, "decode: %s\n", err);
+        return 1;
+    }
     if (sampler_init(&S->s, &o->sp, S->m.hp.n_vocab)) { fprintf(stderr, "decode: out of memory\n"); return 1; }
     return 0;
 }
