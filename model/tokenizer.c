@@ -7,12 +7,20 @@
 // come out of text and every encoding decodes back to its text. As in llama.cpp, the text is
 // first split at user-defined pieces (longest first), which become tokens as they stand; each
 // stretch of text after one gets the space prefix again.
+//
+// Byte-level BPE ("gpt2") vocabs split the text at user-defined pieces the same way (with no
+// space prefix), cut each stretch into words with the pre-tokenizer tokenizer.ggml.pre names
+// (pretok.h), and merge each word's bytes by rank (bpe.h).
 #include "model/tokenizer.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "model/bpe.h"
+#include "model/pretok.h"
+#include "model/unicode.h"
 
 enum { TT_UNDEFINED, TT_NORMAL, TT_UNKNOWN, TT_CONTROL, TT_USER_DEFINED, TT_UNUSED, TT_BYTE, TT_COUNT };
 
@@ -33,6 +41,8 @@ struct tokenizer {
     int add_bos, add_space_prefix;
     int32_t *user;              // (n_user) user-defined pieces, longest first
     int32_t n_user;
+    const pretok *pre;          // byte-level BPE only (NULL: SentencePiece)
+    bpe *bpe;
 };
 
 static uint32_t hash(const char *s, size_t n) {          // FNV-1a
@@ -106,8 +116,8 @@ static int special_id(const gguf_file *g, const char *key, int32_t def, int32_t 
     return 0;
 }
 
-static int flag(const gguf_file *g, const char *key, int *out, char *err) {
-    *out = 1;
+static int flag(const gguf_file *g, const char *key, int def, int *out, char *err) {
+    *out = def;
     return gguf_get_bool(g, key, out, err) < 0 ? -1 : 0;
 }
 
@@ -179,7 +189,8 @@ static int control_looking(const char *s, size_t n) {
     static const char *const names[] = {
         "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
         "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-        "<|end_of_text|>", "<end_of_utterance>", "<｜end▁of▁sentence｜>",
+        "<|end_of_text|>", "<end_of_utterance>", "<｜end▁of▁sentence｜>", "</s>", "<eos>", "<turn|>",
+        "<|tool_response>", "[e~[",
         "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "▁<PRE>", "<|code_prefix|>",
         "<|prefix|>", "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "▁<SUF>",
         "<|code_suffix|>", "<|suffix|>", "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>",
@@ -213,26 +224,49 @@ static int collect_user(tokenizer *t) {
     return 0;
 }
 
+static int32_t lookup_cb(const void *ctx, const char *s, size_t n) { return lookup(ctx, s, n); }
+
+// The pre-tokenizer (tokenizer.ggml.pre, "default" when absent) and the merges of a gpt2 vocab.
+static int load_bpe(tokenizer *t, const gguf_file *g, char *err) {
+    const char *pre; uint64_t pre_len;
+    int rc = gguf_get_str(g, "tokenizer.ggml.pre", &pre, &pre_len, err);
+    if (rc < 0) return -1;
+    if (!(t->pre = pretok_find(rc ? NULL : pre, rc ? 0 : (size_t)pre_len))) {
+        char name[64];
+        gguf_escape(name, sizeof name, pre, pre_len);
+        return gguf_fail(err, g->path, "tokenizer.ggml.pre", "unknown pre-tokenizer '%s'", name);
+    }
+    const gguf_kv *merges;
+    if ((rc = gguf_get_arr(g, "tokenizer.ggml.merges", GGUF_TYPE_STRING, &merges, err)) < 0) return -1;
+    if (rc > 0) return gguf_fail(err, g->path, "tokenizer.ggml.merges", "missing (a gpt2 vocabulary needs its merges)");
+    if (bpe_build(&t->bpe, merges, t->n_vocab, lookup_cb, t))
+        return gguf_fail(err, g->path, "tokenizer.ggml.merges", "out of memory");
+    return 0;
+}
+
 int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) {
     *out = NULL;
     const char *model; uint64_t model_len;
     int rc = gguf_get_str(g, "tokenizer.ggml.model", &model, &model_len, err);
     if (rc < 0) return -1;
     if (rc > 0) return gguf_fail(err, g->path, "tokenizer.ggml.model", "missing (the file has no tokenizer)");
-    if (model_len != 5 || memcmp(model, "llama", 5) != 0) {
+    int is_bpe = model_len == 4 && memcmp(model, "gpt2", 4) == 0;
+    if (!is_bpe && (model_len != 5 || memcmp(model, "llama", 5) != 0)) {
         char name[64];
         gguf_escape(name, sizeof name, model, model_len);
         return gguf_fail(err, g->path, "tokenizer.ggml.model", "tokenizer model '%s' is not supported yet", name);
     }
     tokenizer *t = calloc(1, sizeof *t);
     if (!t) return gguf_fail(err, g->path, "tokenizer.ggml.tokens", "out of memory");
+    // llama.cpp's defaults: SentencePiece <s> 1, </s> 2, <unk> 0; gpt2 11 and 11, no unk.
     if (load_arrays(t, g, err) ||
-        special_id(g, "tokenizer.ggml.bos_token_id", 1, t->n_vocab, &t->bos, err) ||
-        special_id(g, "tokenizer.ggml.eos_token_id", 2, t->n_vocab, &t->eos, err) ||
-        special_id(g, "tokenizer.ggml.unknown_token_id", 0, t->n_vocab, &t->unk, err) ||
-        flag(g, "tokenizer.ggml.add_bos_token", &t->add_bos, err) ||
-        flag(g, "tokenizer.ggml.add_space_prefix", &t->add_space_prefix, err) ||
-        (index_pieces(t) && gguf_fail(err, g->path, "tokenizer.ggml.tokens", "out of memory"))) {
+        (index_pieces(t) && gguf_fail(err, g->path, "tokenizer.ggml.tokens", "out of memory")) ||
+        (is_bpe && load_bpe(t, g, err)) ||
+        special_id(g, "tokenizer.ggml.bos_token_id", is_bpe ? 11 : 1, t->n_vocab, &t->bos, err) ||
+        special_id(g, "tokenizer.ggml.eos_token_id", is_bpe ? 11 : 2, t->n_vocab, &t->eos, err) ||
+        special_id(g, "tokenizer.ggml.unknown_token_id", is_bpe ? -1 : 0, t->n_vocab, &t->unk, err) ||
+        flag(g, "tokenizer.ggml.add_bos_token", is_bpe ? t->pre->add_bos : 1, &t->add_bos, err) ||
+        flag(g, "tokenizer.ggml.add_space_prefix", !is_bpe, &t->add_space_prefix, err)) {
         tokenizer_free(t);
         return -1;
     }
@@ -255,6 +289,7 @@ void tokenizer_free(tokenizer *t) {
     if (!t) return;
     free(t->text); free(t->off); free(t->score); free(t->type); free(t->bucket); free(t->sorted);
     free(t->user);
+    bpe_free(t->bpe);
     free(t);
 }
 
@@ -395,6 +430,34 @@ static int spm(const tokenizer *t, const char *text, size_t len, int prefix, int
     return 0;
 }
 
+// Byte-level BPE over one stretch of text (no user-defined piece inside): code points as
+// llama.cpp decodes them, cut into words, each word's UTF-8 (re-encoded from the code points, so
+// an invalid byte reads as U+FFFD, as in llama.cpp) merged. Appends at most 6 * len ids: a word
+// byte stands for at most 3 input bytes and falls back to at most 2 tokens.
+static int bpe_text(const tokenizer *t, const char *text, size_t len, bpe_scratch *w, int32_t *ids, size_t *n_ids) {
+    uint32_t *cp = malloc(len * sizeof *cp), *wl = malloc(len * sizeof *wl), *tmp = malloc(len * sizeof *tmp);
+    uint8_t *cls = malloc(len), *buf = NULL;
+    int rc = -1;
+    if (!cp || !wl || !tmp || !cls) goto done;
+    size_t n = 0;
+    for (size_t i = 0; i < len; n++) {
+        i += (size_t)utf8_next((const uint8_t *)text + i, len - i, &cp[n]);
+        cls[n] = unicode_class(cp[n]);
+    }
+    size_t n_words = pretok_split(t->pre, cp, cls, n, wl, tmp), longest = 0;
+    for (size_t k = 0; k < n_words; k++) longest = wl[k] > longest ? wl[k] : longest;
+    if (!(buf = malloc(4 * longest + 1))) goto done;
+    for (size_t k = 0, c = 0; k < n_words; k++) {
+        size_t nb = 0;
+        for (uint32_t j = 0; j < wl[k]; j++, c++) nb += (size_t)utf8_put(cp[c], buf + nb);
+        if (bpe_word(t->bpe, buf, nb, t->pre->ignore_merges, w, ids, n_ids)) goto done;
+    }
+    rc = 0;
+done:
+    free(cp); free(wl); free(tmp); free(cls); free(buf);
+    return rc;
+}
+
 // A stretch of the input: raw text [off, off + len), or user-defined piece id.
 typedef struct { size_t off, len; int32_t id; } fragment;
 
@@ -430,28 +493,46 @@ int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_b
     // Every piece covers at least one byte, so there are at most len fragments of each kind.
     size_t cap_frag = t->n_user ? 2 * len + 1 : 1, n_frag = len > 0;
     fragment *frag = malloc(cap_frag * sizeof *frag), *tmp = t->n_user ? malloc(cap_frag * sizeof *tmp) : NULL;
-    int32_t *ids = malloc((3 * len + 3 * cap_frag + 1) * sizeof *ids);   // per fragment: 3 * len + 3
+    size_t cap_ids = t->bpe ? 6 * len + cap_frag + 1 : 3 * len + 3 * cap_frag + 1;  // spm: 3 * len + 3 a fragment
+    int32_t *ids = malloc(cap_ids * sizeof *ids);
     if (!frag || !ids || (t->n_user && !tmp)) { free(frag); free(tmp); free(ids); return -1; }
     frag[0] = (fragment){0, len, -1};
     if (t->n_user && n_frag) partition(t, text, frag, &n_frag, tmp);
     size_t n_ids = 0;
     if (add_bos && t->bos >= 0) ids[n_ids++] = t->bos;
     int after_piece = 1;                                 // the first stretch gets the prefix too
+    bpe_scratch w = {0};
     for (size_t f = 0; f < n_frag; f++) {
         if (frag[f].id >= 0) { ids[n_ids++] = frag[f].id; after_piece = 1; continue; }
-        if (spm(t, text + frag[f].off, frag[f].len, t->add_space_prefix && after_piece, ids, &n_ids)) {
-            free(frag); free(tmp); free(ids);
+        const char *s = text + frag[f].off;
+        if (t->bpe ? bpe_text(t, s, frag[f].len, &w, ids, &n_ids)
+                   : spm(t, s, frag[f].len, t->add_space_prefix && after_piece, ids, &n_ids)) {
+            free(frag); free(tmp); free(ids); bpe_scratch_free(&w);
             return -1;
         }
         after_piece = 0;
     }
-    free(frag); free(tmp);
+    free(frag); free(tmp); bpe_scratch_free(&w);
     *ids_out = ids;
     *n_out = n_ids;
     return 0;
 }
 
 // ---- decoding ----
+
+// A byte-level BPE piece: each character of the GPT-2 map stands for its byte; any other
+// character is written as it is (llama.cpp writes a marker instead).
+static size_t bpe_piece(const char *p, size_t n, char *buf, size_t cap) {
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        int k = utf8_next((const uint8_t *)p + i, n - i, &cp), b = bpe_char_byte(cp);
+        for (int j = 0; j < (b >= 0 ? 1 : k); j++, o++)
+            if (o < cap) buf[o] = b >= 0 ? (char)b : p[i + j];
+        i += (size_t)k;
+    }
+    return o;
+}
 
 size_t tokenizer_piece(const tokenizer *t, int32_t id, char *buf, size_t cap) {
     if (id < 0 || id >= t->n_vocab) return 0;
@@ -465,6 +546,7 @@ size_t tokenizer_piece(const tokenizer *t, int32_t id, char *buf, size_t cap) {
         if (cap > 0) memcpy(buf, p, n < cap ? n : cap);
         return n;
     case TT_NORMAL:
+        if (t->bpe) return bpe_piece(p, n, buf, cap);
         for (size_t i = 0; i < n; o++) {
             int space = n - i >= 3 && memcmp(p + i, "\xe2\x96\x81", 3) == 0;
             if (o < cap) buf[o] = space ? ' ' : p[i];

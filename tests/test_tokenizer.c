@@ -1,6 +1,7 @@
-// Tokenizer against llama.cpp's test vectors (llama-spm 32000 vocab) and the stories260K 512
-// vocab: exact ids for all 46 cases, decode round trips, BOS/empty-text rules, piece semantics,
-// refusal of non-SPM vocabs, and the speed of load and of a 1 MB encode.
+// Tokenizer against llama.cpp's test vectors (llama-spm 32000 vocab, the byte-level BPE vocabs
+// falcon, mpt, refact, starcoder, deepseek-llm) and the stories260K 512 vocab: exact ids for all
+// 46 cases, decode round trips, BOS/empty-text rules, piece semantics, refusal of WordPiece,
+// and the speed of load and of a 1 MB encode.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,19 +55,19 @@ static char *detok(const tokenizer *t, const int32_t *ids, size_t n, size_t *len
     return s;
 }
 
-// The text decodes back to itself, after the one space the prefix adds.
+// The text decodes back to itself, after the one space the prefix adds (prefix: SentencePiece).
 static void check_round_trip(const tokenizer *t, const char *text, size_t len, const int32_t *ids,
-                             size_t n, const char *what) {
+                             size_t n, const char *what, int prefix) {
     size_t dl;
     char *d = detok(t, ids, n, &dl);
-    size_t skip = len > 0 ? 1 : 0;
+    size_t skip = len > 0 && prefix ? 1 : 0;
     CHECKF(dl == len + skip && (!skip || d[0] == ' ') && memcmp(d + skip, text, len) == 0,
            "%s: round trip gives %zu bytes for %zu", what, dl, len);
     free(d);
 }
 
 // Runs the .inp/.out pair against vocab; returns the number of cases (all must pass).
-static int run_vectors(const char *vocab, const char *inp, const char *out, int round_trip_only) {
+static int run_vectors(const char *vocab, const char *inp, const char *out, int round_trip_only, int prefix) {
     tokenizer *t = load_ok(vocab);
     size_t il, ol = 0;
     char *in = must_read(inp, &il), *ex = round_trip_only ? NULL : must_read(out, &ol);
@@ -93,7 +94,7 @@ static int run_vectors(const char *vocab, const char *inp, const char *out, int 
             CHECKF(k == n_ids, "%s case %d: %zu tokens, expected %zu", vocab, n, n_ids, k);
             q = eol + 1;
         }
-        check_round_trip(t, p, len, ids, n_ids, vocab);
+        check_round_trip(t, p, len, ids, n_ids, vocab, prefix);
         free(ids);
         p = sep + strlen(SEP);
         n++;
@@ -140,7 +141,7 @@ static void check_llama_spm_rules(void) {
     int n_ff = 0;
     for (size_t i = 0; i < n; i++) n_ff += ids[i] == 3 + 0xff;
     CHECK(n_ff == 1);
-    check_round_trip(t, odd, sizeof odd - 1, ids, n, "odd bytes");
+    check_round_trip(t, odd, sizeof odd - 1, ids, n, "odd bytes", 1);
     free(ids);
 
     char buf[16];
@@ -192,7 +193,7 @@ static void check_speed(void) {
         double s = util_now() - t0;
         printf("encode 1 MiB (%s): %zu tokens in %.3f s\n", kind == 0 ? "test text" : kind == 1 ? "'a'" : "' '", n, s);
         CHECKF(s < SLOW, "1 MiB encode took %.2f s", s);
-        check_round_trip(t, big, len, ids, n, "1 MiB");
+        check_round_trip(t, big, len, ids, n, "1 MiB", 1);
         free(ids);
     }
     free(big);
@@ -202,22 +203,33 @@ static void check_speed(void) {
 
 int main(void) {
     CHECK(run_vectors(VOCAB "ggml-vocab-llama-spm.gguf", VOCAB "ggml-vocab-llama-spm.gguf.inp",
-                      VOCAB "ggml-vocab-llama-spm.gguf.out", 0) == N_CASES);
+                      VOCAB "ggml-vocab-llama-spm.gguf.out", 0, 1) == N_CASES);
     CHECK(run_vectors(SHARED_DIR "/testdata/models/stories260K.gguf",
                       SHARED_DIR "/testdata/models/stories260K.tok.inp",
-                      SHARED_DIR "/testdata/models/stories260K.tok.out", 0) == N_CASES);
+                      SHARED_DIR "/testdata/models/stories260K.tok.out", 0, 1) == N_CASES);
     // baichuan (SPM, 64000) has no expected ids upstream: it loads and round trips.
-    CHECK(run_vectors(VOCAB "ggml-vocab-baichuan.gguf", VOCAB "ggml-vocab-llama-spm.gguf.inp", NULL, 1) == N_CASES);
+    CHECK(run_vectors(VOCAB "ggml-vocab-baichuan.gguf", VOCAB "ggml-vocab-llama-spm.gguf.inp", NULL, 1, 1) == N_CASES);
     tokenizer *t = load_ok(VOCAB "ggml-vocab-baichuan.gguf");
     CHECK(tokenizer_n_vocab(t) == 64000 && tokenizer_bos(t) == 1 && tokenizer_eos(t) == 2);
     tokenizer_free(t);
 
-    static const char *const bpe[] = {"deepseek-llm", "falcon", "gpt-neox", "mpt", "refact", "starcoder"};
-    for (size_t i = 0; i < sizeof bpe / sizeof *bpe; i++) check_refused(bpe[i], "gpt2");
+    // Byte-level BPE: exact ids; gpt-neox (no tokenizer.ggml.pre: "default") has no expected ids.
+    static const char *const bpe[] = {"deepseek-llm", "falcon", "mpt", "refact", "starcoder"};
+    int n_bpe = 0;
+    for (size_t i = 0; i < sizeof bpe / sizeof *bpe; i++) {
+        char v[400], in[512], out[512];
+        snprintf(v, sizeof v, VOCAB "ggml-vocab-%s.gguf", bpe[i]);
+        snprintf(in, sizeof in, "%s.inp", v);
+        snprintf(out, sizeof out, "%s.out", v);
+        n_bpe += run_vectors(v, in, out, 0, 0);
+    }
+    CHECK(n_bpe == 5 * N_CASES);
+    CHECK(run_vectors(VOCAB "ggml-vocab-gpt-neox.gguf", VOCAB "ggml-vocab-llama-spm.gguf.inp", NULL, 1, 0) == N_CASES);
     check_refused("bert-bge", "bert");
 
     check_llama_spm_rules();
     check_speed();
-    printf("ok: 3 x %d vector cases, 7 refused vocabs\n", N_CASES);
+    printf("ok: 3 x %d SentencePiece and %d byte-level BPE vector cases, round trips on gpt-neox, 1 refused vocab\n",
+           N_CASES, n_bpe);
     return 0;
 }

@@ -164,7 +164,7 @@ static void check_rules(const char *path) {
 
 static const struct { int m; const char *key, *problem; } bad[] = {
     {M_NO_MODEL, "tokenizer.ggml.model", "missing"},
-    {M_GPT2, "tokenizer.ggml.model", "tokenizer model 'gpt2' is not supported yet"},
+    {M_GPT2, "tokenizer.ggml.merges", "missing (a gpt2 vocabulary needs its merges)"},
     {M_ODD_MODEL, "tokenizer.ggml.model", "tokenizer model 'll\\x01a\\x0a' is not supported yet"},
     {M_NO_TOKENS, "tokenizer.ggml.tokens", "missing"},
     {M_SCORES_I32, "tokenizer.ggml.scores", "FLOAT32"},

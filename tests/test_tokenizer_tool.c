@@ -90,8 +90,8 @@ int main(void) {
     check_error(2, "unknown argument '--bogus'", TOKENIZE("-m", SPM, "-p", "a", "--bogus", NULL));
     check_error(2, "-m needs a value", TOKENIZE("-p", "a", "-m", NULL));
     check_error(1, "/nonexistent.gguf", TOKENIZE("-m", "/nonexistent.gguf", "-p", "a", NULL));
-    check_error(1, "tokenizer model 'gpt2' is not supported yet",
-                TOKENIZE("-m", SHARED_DIR "/testdata/vocab/ggml-vocab-falcon.gguf", "-p", "a", NULL));
+    check_error(1, "tokenizer model 'bert' is not supported yet",
+                TOKENIZE("-m", SHARED_DIR "/testdata/vocab/ggml-vocab-bert-bge.gguf", "-p", "a", NULL));
     check_error(1, "/nonexistent.txt", TOKENIZE("-m", SPM, "-f", "/nonexistent.txt", NULL));
     check_error(1, "Is a directory", TOKENIZE("-m", SPM, "-f", dir, NULL));
 
