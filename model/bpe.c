@@ -48,6 +48,12 @@ int bpe_char_byte(uint32_t cp) {
     return -1;
 }
 
+int bpe_byte_char(int b, char out[3]) {
+    int n = utf8_put(byte_cp(b), (uint8_t *)out);
+    out[n] = 0;
+    return n;
+}
+
 // ---- strings to ids ----
 
 static uint32_t str_hash(const char *s, size_t n) {

@@ -33,3 +33,5 @@ int bpe_word(const bpe *b, const uint8_t *s, size_t n, int ignore_merges, bpe_sc
              int32_t *ids, size_t *n_ids);
 // The byte the GPT-2 map sends to code point cp, -1 if none.
 int bpe_char_byte(uint32_t cp);
+// The UTF-8 of byte b's character in the GPT-2 map (1 or 2 bytes, NUL-terminated); its length.
+int bpe_byte_char(int b, char out[3]);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+#include "model/bpe.h"
 #include "platform/wtype.h"
 #include "tools/util.h"
 #include "model/gguf_write.h"
@@ -35,6 +36,8 @@ static void usage(void) {
         "  --rope-base F  llama.rope.freq_base (default 10000)\n"
         "  --tie          no output.weight: the head reuses token_embd.weight\n"
         "  --bias         add f32 blk.N.attn_{q,k,v}.bias\n"
+        "  --vocab spm|bpe  SentencePiece (default) or byte-level BPE (tokenizer.ggml.model gpt2)\n"
+        "  --pre NAME     tokenizer.ggml.pre of the BPE vocab, written as given (default: no key)\n"
         "  --help\n");
 }
 
@@ -112,6 +115,7 @@ static void add(tensor_spec *t, int *n, uint32_t type, uint64_t ne0, uint64_t ne
 
 typedef struct {
     char **tok; int n, cap;
+    char **merge; int n_merge;       // BPE: "A B" for each merged token (at most cap)
     uint64_t *hash; uint32_t hcap;   // open addressing over tok indices + 1
     uint32_t *slot;
 } vocab;
@@ -190,7 +194,84 @@ static int build_vocab(vocab *v, int n_vocab) {
 
 static void vocab_free(vocab *v) {
     for (int i = 0; i < v->n; i++) free(v->tok[i]);
-    free(v->tok); free(v->slot);
+    for (int i = 0; i < v->n_merge; i++) free(v->merge[i]);
+    free(v->tok); free(v->slot); free(v->merge);
+}
+
+// Byte-level BPE: <|endoftext|> (control), the 256 byte characters of the GPT-2 map, <think>
+// (user-defined), then one token per merge "A B" of two earlier tokens: words (with and without
+// the space character) built up letter by letter, runs of spaces, tabs and newlines, digits,
+// multi-byte characters from their bytes, then random pairs. Depends only on n_vocab.
+static int bpe_merge(vocab *v, const char *a, const char *b) {
+    char cat[64], m[66];
+    size_t na = strlen(a), nb = strlen(b);
+    if (na + nb >= sizeof cat || v->n == v->cap) return 0;
+    memcpy(cat, a, na);
+    memcpy(cat + na, b, nb + 1);
+    if (!vocab_add(v, cat)) return 0;
+    memcpy(m, a, na);
+    m[na] = ' ';
+    memcpy(m + na + 1, b, nb + 1);
+    if (!(v->merge[v->n_merge] = strdup(m))) return -1;
+    v->n_merge++;
+    return 1;
+}
+
+// The mapped characters of the bytes of s, in out (room for 2 * strlen(s) + 1).
+static void bpe_text(const char *s, char *out) {
+    for (; *s; s++) out += bpe_byte_char((uint8_t)*s, out);
+}
+
+// Merges that build the bytes of s left to right (each prefix a token).
+static int bpe_chain(vocab *v, const char *s) {
+    char full[128], pre[128], c[3];
+    if (strlen(s) > 60) return 0;
+    bpe_text(s, full);
+    size_t n = 0;
+    pre[0] = 0;
+    for (const char *p = s; *p; p++) {
+        bpe_byte_char((uint8_t)*p, c);
+        if (n && bpe_merge(v, pre, c) < 0) return -1;
+        n += strlen(c);
+        memcpy(pre, full, n);
+        pre[n] = 0;
+    }
+    return 0;
+}
+
+static int build_bpe_vocab(vocab *v, int n_vocab) {
+    static const char *words[] = {"the", "Hello", "world", "and", "was", "a", "to", "The", "Once",
+        "upon", "time", "there", "it", "is", "of", "in", "that", "you", "for", "on", "are", "with",
+        "return", "def", "if", "int", "café", "naïve", "Привет", "мир", "你好", "世界", "日本語",
+        "한국어", "αβγ", "e\xcc\x81", "\xf0\x9f\x98\x80", "\xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd",
+        "'s", "'t", "'re", "'ll", "'ve", "'m", "'d", "'S", "'T", "12", "123", "2024", "00", "000",
+        "  ", "    ", "\t\t", "\n\n", "\r\n", " \n", "...", "()", "{}", "==", "->", "://"};
+    v->cap = n_vocab;
+    for (v->hcap = 16; v->hcap < 2u * (uint32_t)n_vocab; v->hcap *= 2) {}
+    v->tok = calloc((size_t)n_vocab, sizeof *v->tok);
+    v->merge = calloc((size_t)n_vocab, sizeof *v->merge);
+    v->slot = calloc(v->hcap, sizeof *v->slot);
+    if (!v->tok || !v->merge || !v->slot) return -1;
+    char c[3], sp[80];
+    vocab_add(v, "<|endoftext|>");
+    for (int b = 0; b < 256; b++) { bpe_byte_char(b, c); vocab_add(v, c); }
+    vocab_add(v, "<think>");
+    for (size_t w = 0; w < sizeof words / sizeof *words; w++) {
+        snprintf(sp, sizeof sp, " %s", words[w]);
+        if (bpe_chain(v, words[w]) || bpe_chain(v, sp)) return -1;
+    }
+    uint64_t s = 0x5eed;
+    for (int tries = 0; v->n < n_vocab && tries < 64 * n_vocab; tries++) {
+        double u = (double)(util_splitmix64(&s) >> 11) * 0x1p-53, x = (double)(util_splitmix64(&s) >> 11) * 0x1p-53;
+        const char *a = v->tok[1 + (int)((v->n - 1) * u * u)], *b = v->tok[1 + (int)((v->n - 1) * x * x)];
+        if (!strcmp(a, "<think>") || !strcmp(b, "<think>")) continue;
+        if (bpe_merge(v, a, b) < 0) return -1;
+    }
+    while (v->n < n_vocab) {                    // unreachable tokens fill what is left
+        snprintf(sp, sizeof sp, "<|extra_%d|>", v->n);
+        if (!vocab_add(v, sp)) return -1;
+    }
+    return 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -202,6 +283,8 @@ typedef struct {
     uint64_t seed;
     float rope_base;
     int tie, bias;
+    int bpe;                     // --vocab bpe
+    const char *pre;             // --pre, NULL: no key
 } args;
 
 // Parses a decimal integer argument; 0 on success.
@@ -216,14 +299,15 @@ static int parse_ll(const char *s, long long *v) {
 
 // 0 ok, 2 usage error (one line on stderr), 3 --help.
 static int parse_args(args *a, int argc, char **argv) {
-    *a = (args){0, 64, 2, 4, -1, -1, 512, 256, GGML_TYPE_F32, 1, 10000.0f, 0, 0};
+    *a = (args){0, 64, 2, 4, -1, -1, 512, 256, GGML_TYPE_F32, 1, 10000.0f, 0, 0, 0, NULL};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         long long *dst = !strcmp(f, "--n-embd") ? &a->n_embd : !strcmp(f, "--n-layer") ? &a->n_layer
                        : !strcmp(f, "--n-head") ? &a->n_head : !strcmp(f, "--n-kv-head") ? &a->n_kv
                        : !strcmp(f, "--n-ff") ? &a->n_ff : !strcmp(f, "--n-vocab") ? &a->n_vocab
                        : !strcmp(f, "--ctx") ? &a->ctx : NULL;
-        int takes_value = dst || !strcmp(f, "--seed") || !strcmp(f, "--rope-base") || !strcmp(f, "--dtype");
+        int takes_value = dst || !strcmp(f, "--seed") || !strcmp(f, "--rope-base") || !strcmp(f, "--dtype") ||
+                          !strcmp(f, "--vocab") || !strcmp(f, "--pre");
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) return 3;
         else if (!strcmp(f, "--tie")) a->tie = 1;
         else if (!strcmp(f, "--bias")) a->bias = 1;
@@ -246,11 +330,19 @@ static int parse_args(args *a, int argc, char **argv) {
             a->type = id < 0 ? GGML_TYPE_COUNT : (uint32_t)id;
             if (id < 0) { fprintf(stderr, "gguf-synth: --dtype: expected f32, f16 or bf16, got '%s'" HINT, val); return 2; }
             i++;
+        } else if (!strcmp(f, "--vocab")) {
+            if (strcmp(val, "spm") && strcmp(val, "bpe")) { fprintf(stderr, "gguf-synth: --vocab: expected spm or bpe, got '%s'" HINT, val); return 2; }
+            a->bpe = !strcmp(val, "bpe");
+            i++;
+        } else if (!strcmp(f, "--pre")) {
+            a->pre = val;
+            i++;
         } else if (f[0] == '-' && f[1]) { fprintf(stderr, "gguf-synth: unknown option %s" HINT, f); return 2; }
         else if (!a->out) a->out = f;
         else { fprintf(stderr, "gguf-synth: more than one output path" HINT); return 2; }
     }
     if (!a->out) { fprintf(stderr, "gguf-synth: no output path" HINT); return 2; }
+    if (a->pre && !a->bpe) { fprintf(stderr, "gguf-synth: --pre needs --vocab bpe" HINT); return 2; }
     if (a->n_kv < 0) a->n_kv = a->n_head;
     if (a->n_ff < 0) a->n_ff = 3 * a->n_embd;
     return 0;
@@ -314,6 +406,36 @@ static int check_size(const args *a, char err[GGUF_ERR_MAX]) {
     return 0;
 }
 
+static void write_spm_vocab(gguf_writer *w, const vocab *v, float *scores, int32_t *types) {
+    uint64_t n = (uint64_t)v->n;
+    gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    for (uint64_t i = 0; i < n; i++) {
+        types[i] = i == 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : 1;
+        scores[i] = i < 259 ? 0.0f : -(float)(i - 259);
+    }
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)v->tok, n);
+    gguf_w_arr_f32(w, "tokenizer.ggml.scores", scores, n);
+    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", types, n);
+    gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 1);
+    gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    gguf_w_bool(w, "tokenizer.ggml.add_eos_token", 0);
+}
+
+// bos = eos = <|endoftext|>; no add_bos_token key, so the pre-tokenizer's default applies.
+static void write_bpe_vocab(gguf_writer *w, const vocab *v, const char *pre, int32_t *types) {
+    uint64_t n = (uint64_t)v->n;
+    gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    if (pre) gguf_w_str(w, "tokenizer.ggml.pre", pre);
+    for (uint64_t i = 0; i < n; i++) types[i] = i == 0 ? 3 : strcmp(v->tok[i], "<think>") ? 1 : 4;
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)v->tok, n);
+    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", types, n);
+    gguf_w_arr_str(w, "tokenizer.ggml.merges", (const char *const *)v->merge, (uint64_t)v->n_merge);
+    gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 0);
+    gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 0);
+}
+
 static int write_model(const args *a, char err[GGUF_ERR_MAX]) {
     uint64_t E = (uint64_t)a->n_embd, F = (uint64_t)a->n_ff, V = (uint64_t)a->n_vocab;
     uint64_t hd = E / (uint64_t)a->n_head, Q = hd * (uint64_t)a->n_head, KV = hd * (uint64_t)a->n_kv;
@@ -324,7 +446,7 @@ static int write_model(const args *a, char err[GGUF_ERR_MAX]) {
     gguf_writer *w = gguf_writer_new(GGUF_DEFAULT_ALIGNMENT);
     float *scores = calloc((size_t)V, sizeof *scores);
     int32_t *types = calloc((size_t)V, sizeof *types);
-    if (!t || !w || !scores || !types || build_vocab(&v, (int)V)) {
+    if (!t || !w || !scores || !types || (a->bpe ? build_bpe_vocab(&v, (int)V) : build_vocab(&v, (int)V))) {
         snprintf(err, GGUF_ERR_MAX, "%s: out of memory", a->out);
         free(t); free(scores); free(types); vocab_free(&v); gguf_writer_free(w);
         return -1;
@@ -369,19 +491,8 @@ static int write_model(const args *a, char err[GGUF_ERR_MAX]) {
     gguf_w_u32(w, "llama.rope.dimension_count", (uint32_t)hd);
     gguf_w_f32(w, "llama.rope.freq_base", a->rope_base);
     gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    gguf_w_str(w, "tokenizer.ggml.model", "llama");
-    for (uint64_t i = 0; i < V; i++) {
-        types[i] = i == 0 ? 2 : i < 3 ? 3 : i < 259 ? 6 : 1;
-        scores[i] = i < 259 ? 0.0f : -(float)(i - 259);
-    }
-    gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)v.tok, V);
-    gguf_w_arr_f32(w, "tokenizer.ggml.scores", scores, V);
-    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", types, V);
-    gguf_w_u32(w, "tokenizer.ggml.bos_token_id", 1);
-    gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 2);
-    gguf_w_u32(w, "tokenizer.ggml.unknown_token_id", 0);
-    gguf_w_bool(w, "tokenizer.ggml.add_bos_token", 1);
-    gguf_w_bool(w, "tokenizer.ggml.add_eos_token", 0);
+    if (a->bpe) write_bpe_vocab(w, &v, a->pre, types);
+    else write_spm_vocab(w, &v, scores, types);
     for (int i = 0; i < n; i++) gguf_w_tensor(w, t[i].name, t[i].type, t[i].n_dims, t[i].ne, NULL);
     fill_ctx fc = {t, a->seed};
     gguf_w_set_fill(w, fill, &fc);
