@@ -201,7 +201,8 @@ static void vocab_free(vocab *v) {
 // Byte-level BPE: <|endoftext|> (control), the 256 byte characters of the GPT-2 map, <think>
 // (user-defined), then one token per merge "A B" of two earlier tokens: words (with and without
 // the space character) built up letter by letter, runs of spaces, tabs and newlines, digits,
-// multi-byte characters from their bytes, then random pairs. Depends only on n_vocab.
+// multi-byte characters from their bytes; two words no merge reaches; then random pairs.
+// Depends only on n_vocab.
 static int bpe_merge(vocab *v, const char *a, const char *b) {
     char cat[64], m[66];
     size_t na = strlen(a), nb = strlen(b);
@@ -260,6 +261,10 @@ static int build_bpe_vocab(vocab *v, int n_vocab) {
         snprintf(sp, sizeof sp, " %s", words[w]);
         if (bpe_chain(v, words[w]) || bpe_chain(v, sp)) return -1;
     }
+    bpe_text(" HELLO", sp);                    // tokens no merge reaches: whole words only
+    vocab_add(v, sp);                           // under Llama 3's ignore_merges
+    bpe_text("unreachable", sp);
+    vocab_add(v, sp);
     uint64_t s = 0x5eed;
     for (int tries = 0; v->n < n_vocab && tries < 64 * n_vocab; tries++) {
         double u = (double)(util_splitmix64(&s) >> 11) * 0x1p-53, x = (double)(util_splitmix64(&s) >> 11) * 0x1p-53;

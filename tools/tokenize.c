@@ -1,5 +1,6 @@
-// tokenize -m FILE.gguf [--no-bos] (-p TEXT | -f FILE): prints the token ids of the text,
-// space-separated on one line. Reads only the tokenizer.* keys, so any architecture works.
+// tokenize -m FILE.gguf [--no-bos] (-p TEXT | -f FILE [--cases]): prints the token ids of the
+// text, space-separated on one line (with --cases, one line per case of a llama.cpp .inp file).
+// Reads only the tokenizer.* keys, so any architecture works.
 // Exit 0 ok, 1 failure (a closed or full stdout included), 2 usage; one line on stderr.
 #include <errno.h>
 #include <stdarg.h>
@@ -16,12 +17,14 @@
 #define MAX_TEXT ((size_t)16 << 20)
 
 static const char usage[] =
-    "usage: tokenize -m FILE.gguf [--no-bos] (-p TEXT | -f FILE)\n"
+    "usage: tokenize -m FILE.gguf [--no-bos] (-p TEXT | -f FILE [--cases])\n"
     "  -m FILE.gguf  model or vocab-only GGUF (only tokenizer.* keys are read)\n"
     "  -p TEXT       text to tokenize, taken literally\n"
     "  -f FILE       tokenize the file's bytes exactly (no newline stripped; at most 16 MiB)\n"
+    "  --cases       FILE is cases each ended by \"\\n__ggml_vocab_test__\\n\" (llama.cpp's\n"
+    "                tokenizer test .inp): one line of ids per case\n"
     "  --no-bos      do not prepend BOS (by default it is prepended when\n"
-    "                tokenizer.ggml.add_bos_token is true or absent)\n"
+    "                tokenizer.ggml.add_bos_token says so; absent: true for SentencePiece)\n"
     "Prints the ids space-separated on one line.\n";
 
 // One line on stderr, exit status 2; --help prints the full usage.
@@ -37,12 +40,13 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 
 int main(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *file = NULL;
-    int no_bos = 0;
+    int no_bos = 0, cases = 0;
     cli_init("tokenize", 0);    // `tokenize ... | head` ends with an error, never a signal
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(usage, stdout); return 0; }
         if (!strcmp(a, "--no-bos")) { no_bos = 1; continue; }
+        if (!strcmp(a, "--cases")) { cases = 1; continue; }
         const char **dst = !strcmp(a, "-m") || !strcmp(a, "--model") ? &model
                          : !strcmp(a, "-p") || !strcmp(a, "--prompt") ? &prompt
                          : !strcmp(a, "-f") || !strcmp(a, "--file") ? &file : NULL;
@@ -52,6 +56,7 @@ int main(int argc, char **argv) {
     }
     if (!model) return usage_error("-m is required");
     if (!prompt == !file) return usage_error("give exactly one of -p and -f");
+    if (cases && !file) return usage_error("--cases needs -f");
 
     char *fbuf = NULL;
     size_t len = 0;
@@ -73,17 +78,28 @@ int main(int argc, char **argv) {
     gguf_close(&g);
     if (rc) { fprintf(stderr, "tokenize: %s\n", err); free(fbuf); return 1; }
 
-    int32_t *ids;
-    size_t n;
-    rc = tokenizer_encode(t, file ? fbuf : prompt, len, !no_bos && tokenizer_add_bos(t), &ids, &n);
+    const char *text = file ? fbuf : prompt, *sep = "\n__ggml_vocab_test__\n", *end = text + len;
+    int werr = 0;                           // the first write error: stop there
+    for (const char *p = text; !werr && (p < end || (!cases && p == text));) {
+        const char *q = cases ? memmem(p, (size_t)(end - p), sep, strlen(sep)) : NULL;
+        if (cases && !q) q = end;           // a last case without its separator
+        size_t n_text = cases ? (size_t)(q - p) : len;
+        int32_t *ids;
+        size_t n;
+        if (tokenizer_encode(t, p, n_text, !no_bos && tokenizer_add_bos(t), &ids, &n)) {
+            fprintf(stderr, "tokenize: out of memory\n");
+            free(fbuf); tokenizer_free(t);
+            return 1;
+        }
+        for (size_t i = 0; i < n && !werr; i++)
+            if (printf(i ? " %d" : "%d", (int)ids[i]) < 0) werr = errno;
+        if (!werr && putchar('\n') == EOF) werr = errno;
+        free(ids);
+        p = cases ? (q < end ? q + strlen(sep) : end) : end + 1;
+    }
     free(fbuf);
     tokenizer_free(t);
-    if (rc) { fprintf(stderr, "tokenize: out of memory\n"); return 1; }
-    int werr = 0;                           // the first write error: stop there
-    for (size_t i = 0; i < n && !werr; i++)
-        if (printf(i ? " %d" : "%d", (int)ids[i]) < 0) werr = errno;
-    if (!werr && (putchar('\n') == EOF || fflush(stdout))) werr = errno;
-    free(ids);
+    if (!werr && fflush(stdout)) werr = errno;
     if (werr || ferror(stdout)) {
         fprintf(stderr, "tokenize: writing stdout failed: %s\n", strerror(werr ? werr : EIO));
         return 1;

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Token ids of decode's tokenizer against llama.cpp's (the peer that ../shared/peer/setup.sh
+# installs: prebuilt llama.cpp v0.4.0), with add_special and parse_special off, on llama.cpp's 46
+# test strings plus tests/tokenizer_stress/stress.inp (emoji and ZWJ sequences, CJK and other
+# scripts, combining marks, numbers of 1-12 digits, runs of spaces/tabs/newlines, \r\n, invalid
+# UTF-8, contractions in both cases, code, unassigned code points):
+#   - every byte-level BPE vocab in ../shared/testdata/vocab;
+#   - a gguf-synth BPE vocab for each tokenizer.ggml.pre name decode accepts;
+#   - per vocab, BOS and ids of one text through ../shared/peer/peer_tokenize.mjs as well.
+# llama.cpp runs through tests/llama_tokenize.c, built here against the peer's libllama (one
+# process for all cases; node's argv cannot carry invalid UTF-8). --freeze rewrites
+# tests/tokenizer_stress/VOCAB.out, the llama.cpp ids test_tokenizer_bpe checks without the peer.
+# usage: tests/peer_tokenizer.sh [--freeze] [BUILD_DIR]     (default build)
+# Exit 0 identical everywhere, 1 a difference or failure, 77 skipped (no peer installed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+freeze=0
+if [ "${1:-}" = --freeze ]; then freeze=1; shift; fi
+build=${1:-build}
+shared=../shared
+PEER_DIR=${PEER_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/decode-peer}
+bins=$PEER_DIR/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+if [ ! -f "$bins/libllama.v0.4.0.so" ] || [ ! -f "$PEER_DIR/include/llama.h" ] || ! command -v node >/dev/null; then
+  echo "skipped: the llama.cpp peer is not installed in $PEER_DIR (bash $shared/peer/setup.sh installs it)"
+  exit 77
+fi
+for t in tokenize gguf-synth; do
+  [ -x "$build/bin/$t" ] || { echo "peer_tokenizer: $build/bin/$t not built" >&2; exit 1; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cc -O2 -std=c11 -I"$PEER_DIR/include" tests/llama_tokenize.c -o "$tmp/llama_tokenize" -L"$bins" \
+   -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so -Wl,-rpath,"$bins" -ldl -lm
+cat "$shared/testdata/vocab/ggml-vocab-falcon.gguf.inp" tests/tokenizer_stress/stress.inp > "$tmp/all.inp"
+n_inp=$(grep -c '^__ggml_vocab_test__$' "$tmp/all.inp")
+fail=0 n_vocab=0
+
+# ids of peer_tokenize.mjs (C driver) for one text: "with_bos|no_bos", ids space-separated
+peer_script() {
+  node "$shared/peer/peer_tokenize.mjs" --model "$1" --text "$2" --impl c |
+    node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{const j=JSON.parse(s);
+      if(j.error){console.log("error: "+j.error);return}
+      console.log(j.with_bos.join(" ")+"|"+j.no_bos.join(" "))})'
+}
+
+compare() {  # VOCAB LABEL
+  local v=$1 name=$2 text="Hello world, it's 2024! 你好 <think>x"
+  "$tmp/llama_tokenize" cases "$v" "$tmp/all.inp" | sed 's/^ //' > "$tmp/want"
+  "$build/bin/tokenize" -m "$v" --no-bos --cases -f "$tmp/all.inp" > "$tmp/got"
+  if [ "$(wc -l < "$tmp/want")" != "$n_inp" ]; then echo "FAIL $name: llama.cpp gave $(wc -l < "$tmp/want") lines for $n_inp cases"; fail=1; return; fi
+  if ! cmp -s "$tmp/want" "$tmp/got"; then
+    local k; k=$(diff "$tmp/want" "$tmp/got" | grep -m1 -o '^[0-9]*' || true)
+    echo "FAIL $name: case $k (1-based) differs: llama.cpp '$(sed -n "${k}p" "$tmp/want")' decode '$(sed -n "${k}p" "$tmp/got")'"
+    fail=1
+    return
+  fi
+  local p ours
+  p=$(peer_script "$v" "$text" || true)
+  ours="$("$build/bin/tokenize" -m "$v" -p "$text")|$("$build/bin/tokenize" -m "$v" --no-bos -p "$text")"
+  if [ "$p" != "$ours" ]; then echo "FAIL $name: peer_tokenize.mjs '$p', decode '$ours'"; fail=1; return; fi
+  n_vocab=$((n_vocab + 1))
+  echo "ok $name: $n_inp cases identical; BOS rule and ids identical through peer_tokenize.mjs"
+}
+
+for v in falcon mpt refact starcoder deepseek-llm gpt-neox; do
+  f=$shared/testdata/vocab/ggml-vocab-$v.gguf
+  compare "$f" "$v"
+  if [ $freeze = 1 ]; then
+    "$tmp/llama_tokenize" cases "$f" tests/tokenizer_stress/stress.inp | sed 's/^ //' > "tests/tokenizer_stress/$v.out"
+  fi
+done
+for p in default gpt-2 llama-bpe llama3 llama-v3 qwen2 deepseek-llm deepseek-coder falcon mpt starcoder refact smollm olmo command-r; do
+  "$build/bin/gguf-synth" "$tmp/synth.gguf" --vocab bpe --pre "$p" --n-vocab 3000 --n-embd 16 --n-layer 1 --n-head 2
+  compare "$tmp/synth.gguf" "synth --pre $p"
+done
+if [ $fail != 0 ]; then echo "peer_tokenizer: FAILED"; exit 1; fi
+echo "peer_tokenizer: $n_vocab vocabs x $n_inp cases identical to llama.cpp"
