@@ -191,10 +191,14 @@ static uint32_t view(const cut *c, size_t i, int collapsed) {
     }
 }
 
+// x in one of the n ranges r, sorted and disjoint.
 static int in(uint32_t x, const uint32_t (*r)[2], size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (x >= r[i][0] && x <= r[i][1]) return 1;
-    return 0;
+    size_t lo = 0, hi = n;                  // the first range ending at or after x
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r[mid][1] < x) lo = mid + 1; else hi = mid;
+    }
+    return lo < n && x >= r[lo][0];
 }
 #define IN(x, r) in(x, r, sizeof r / sizeof *r)
 
@@ -224,8 +228,8 @@ static const uint32_t ds_letters[][2] = {
     {0xFB13, 0xFB17}, {0xFF21, 0xFF3A}, {0xFF41, 0xFF5A}, {0x10400, 0x1044F}, {0x104B0, 0x104D3},
     {0x104D8, 0x104FB}, {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF}, {0x1E900, 0x1E943}};
 static const uint32_t ds_punct[][2] = {
-    {0x21, 0x2F}, {0x3A, 0x7E}, {0xFF01, 0xFF0F}, {0xFF1A, 0xFF5E}, {0x2018, 0x201F}, {0x3000, 0x3002}};
-static const uint32_t cjk[][2] = {{0x4E00, 0x9FA5}, {0x800, 0x4E00}, {0xAC00, 0xD7FF}};
+    {0x21, 0x2F}, {0x3A, 0x7E}, {0x2018, 0x201F}, {0x3000, 0x3002}, {0xFF01, 0xFF0F}, {0xFF1A, 0xFF5E}};
+static const uint32_t cjk[][2] = {{0x800, 0x9FA5}, {0xAC00, 0xD7FF}};   // 一-龥, ࠀ-一, 가-퟿ joined
 
 // One class of a regex, on the view value x.
 static int in_class(int k, uint32_t x) {

@@ -41,6 +41,14 @@ struct tokenizer {
     int add_bos, add_space_prefix;
     int32_t *user;              // (n_user) user-defined pieces, longest first
     int32_t n_user;
+    // Which user pieces a text holds, found in one pass per distinct length by a rolling hash.
+    uint64_t *user_key;         // (n_user) rolling hash of user[k], mixed with its length
+    int32_t *user_slot;         // (n_user_slot) open addressing: k + 1, 0 empty
+    uint32_t n_user_slot;
+    uint32_t *user_lens;        // (n_user_lens) the distinct lengths
+    int32_t *user_count;        // (n_user_lens) pieces of each
+    uint64_t (*user_first)[4];  // (n_user_lens) bit set of the first bytes of each length's pieces
+    int32_t n_user_lens;
     const pretok *pre;          // byte-level BPE only (NULL: SentencePiece)
     bpe *bpe;
 };
@@ -208,6 +216,65 @@ static int splits_text(const tokenizer *t, int32_t i) {
     return t->type[i] == TT_USER_DEFINED && n > 0 && !control_looking(t->text + t->off[i], n);
 }
 
+#define ROLL 0x100000001b3ull     // rolling hash base: h(s) = sum s[i] ROLL^(n - 1 - i), mod 2^64
+
+static uint64_t user_mix(uint64_t h, size_t n) { return h ^ (uint64_t)n * 0x9e3779b97f4a7c15ull; }
+static uint32_t user_hash_slot(const tokenizer *t, uint64_t key) {
+    return (uint32_t)((key * 0xbf58476d1ce4e5b9ull) >> 32) & (t->n_user_slot - 1);
+}
+
+// The rolling-hash index of the user pieces (collect_user's order) and their distinct lengths.
+static int index_user(tokenizer *t) {
+    for (t->n_user_slot = 16; t->n_user_slot < 2u * (uint32_t)t->n_user; t->n_user_slot *= 2) {}
+    t->user_key = malloc((size_t)t->n_user * sizeof *t->user_key);
+    t->user_slot = calloc(t->n_user_slot, sizeof *t->user_slot);
+    t->user_lens = malloc((size_t)t->n_user * sizeof *t->user_lens);
+    t->user_count = calloc((size_t)t->n_user, sizeof *t->user_count);
+    t->user_first = calloc((size_t)t->n_user, sizeof *t->user_first);
+    if (!t->user_key || !t->user_slot || !t->user_lens || !t->user_count || !t->user_first) return -1;
+    for (int32_t k = 0; k < t->n_user; k++) {
+        const uint8_t *p = (const uint8_t *)t->text + t->off[t->user[k]];
+        uint32_t n = t->off[t->user[k] + 1] - t->off[t->user[k]];
+        uint64_t h = 0;
+        for (uint32_t i = 0; i < n; i++) h = h * ROLL + p[i];
+        t->user_key[k] = user_mix(h, n);
+        uint32_t s = user_hash_slot(t, t->user_key[k]);
+        while (t->user_slot[s]) s = (s + 1) & (t->n_user_slot - 1);
+        t->user_slot[s] = k + 1;
+        if (!t->n_user_lens || t->user_lens[t->n_user_lens - 1] != n) t->user_lens[t->n_user_lens++] = n;
+        t->user_count[t->n_user_lens - 1]++;
+        t->user_first[t->n_user_lens - 1][p[0] >> 6] |= 1ull << (p[0] & 63);
+    }
+    return 0;
+}
+
+// Marks in seen[k] each user piece k that occurs in text[0..len): one rolling pass per length,
+// ended early once every piece of that length has been seen.
+static void find_users(const tokenizer *t, const char *text, size_t len, uint8_t *seen) {
+    const uint8_t *s = (const uint8_t *)text;
+    for (int32_t l = 0; l < t->n_user_lens; l++) {
+        size_t n = t->user_lens[l];
+        int32_t left = t->user_count[l];
+        const uint64_t *first = t->user_first[l];
+        if (n > len) continue;
+        uint64_t h = 0, top = 1;                 // top = ROLL^(n - 1)
+        for (size_t i = 0; i < n; i++) { h = h * ROLL + s[i]; if (i) top *= ROLL; }
+        for (size_t i = 0; left > 0; i++) {
+            uint64_t key = user_mix(h, n);
+            for (uint32_t j = user_hash_slot(t, key); (first[s[i] >> 6] >> (s[i] & 63) & 1) && t->user_slot[j];
+                 j = (j + 1) & (t->n_user_slot - 1)) {
+                int32_t k = t->user_slot[j] - 1;
+                if (t->user_key[k] == key && !seen[k] && !memcmp(t->text + t->off[t->user[k]], s + i, n)) {
+                    seen[k] = 1;
+                    left--;
+                }
+            }
+            if (i + n >= len) break;
+            h = (h - s[i] * top) * ROLL + s[i + n];
+        }
+    }
+}
+
 // The user-defined pieces the text is split at before merging, longest first (llama.cpp's
 // order), ties by id: sorted as keys (~length << 32 | id).
 static int collect_user(tokenizer *t) {
@@ -221,7 +288,7 @@ static int collect_user(tokenizer *t) {
     qsort(key, (size_t)t->n_user, sizeof *key, cmp_u64);
     for (int32_t k = 0; k < t->n_user; k++) t->user[k] = (int32_t)(uint32_t)key[k];
     free(key);
-    return 0;
+    return index_user(t);
 }
 
 static int32_t lookup_cb(const void *ctx, const char *s, size_t n) { return lookup(ctx, s, n); }
@@ -288,7 +355,8 @@ int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) 
 void tokenizer_free(tokenizer *t) {
     if (!t) return;
     free(t->text); free(t->off); free(t->score); free(t->type); free(t->bucket); free(t->sorted);
-    free(t->user);
+    free(t->user); free(t->user_key); free(t->user_slot); free(t->user_lens);
+    free(t->user_count); free(t->user_first);
     bpe_free(t->bpe);
     free(t);
 }
@@ -463,8 +531,11 @@ typedef struct { size_t off, len; int32_t id; } fragment;
 
 // Splits the raw fragments at every occurrence of each user-defined piece, longest piece first,
 // left to right (llama.cpp's tokenizer_st_partition). *n grows; frag has room for 2 * len + 1.
-static void partition(const tokenizer *t, const char *text, fragment *frag, size_t *n, fragment *tmp) {
+// Pieces the text does not hold at all (seen[u] 0) cannot be in a fragment and are skipped.
+static void partition(const tokenizer *t, const char *text, fragment *frag, size_t *n, fragment *tmp,
+                      const uint8_t *seen) {
     for (int32_t u = 0; u < t->n_user; u++) {
+        if (!seen[u]) continue;
         const char *p = t->text + t->off[t->user[u]];
         size_t plen = t->off[t->user[u] + 1] - t->off[t->user[u]], m = 0;
         for (size_t f = 0; f < *n; f++) {
@@ -497,7 +568,13 @@ int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_b
     int32_t *ids = malloc(cap_ids * sizeof *ids);
     if (!frag || !ids || (t->n_user && !tmp)) { free(frag); free(tmp); free(ids); return -1; }
     frag[0] = (fragment){0, len, -1};
-    if (t->n_user && n_frag) partition(t, text, frag, &n_frag, tmp);
+    if (t->n_user && n_frag) {
+        uint8_t *seen = calloc((size_t)t->n_user, 1);
+        if (!seen) { free(frag); free(tmp); free(ids); return -1; }
+        find_users(t, text, len, seen);
+        partition(t, text, frag, &n_frag, tmp, seen);
+        free(seen);
+    }
     size_t n_ids = 0;
     if (add_bos && t->bos >= 0) ids[n_ids++] = t->bos;
     int after_piece = 1;                                 // the first stretch gets the prefix too

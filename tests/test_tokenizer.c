@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "model/gguf.h"
+#include "model/pretok.h"
 #include "model/tokenizer.h"
 #include "tests/check.h"
 #include "tools/util.h"
@@ -17,6 +18,8 @@
 #define VOCAB SHARED_DIR "/testdata/vocab/"
 #define SEP "\n__ggml_vocab_test__\n"
 #define N_CASES 46
+#define STRESS SOURCE_DIR "/tests/tokenizer_stress/"
+#define N_STRESS 128
 
 
 // Loads the tokenizer and closes the file at once: the tokenizer must not need the mapping.
@@ -55,19 +58,57 @@ static char *detok(const tokenizer *t, const int32_t *ids, size_t n, size_t *len
     return s;
 }
 
-// The text decodes back to itself, after the one space the prefix adds (prefix: SentencePiece).
-static void check_round_trip(const tokenizer *t, const char *text, size_t len, const int32_t *ids,
-                             size_t n, const char *what, int prefix) {
-    size_t dl;
-    char *d = detok(t, ids, n, &dl);
-    size_t skip = len > 0 && prefix ? 1 : 0;
-    CHECKF(dl == len + skip && (!skip || d[0] == ' ') && memcmp(d + skip, text, len) == 0,
-           "%s: round trip gives %zu bytes for %zu", what, dl, len);
-    free(d);
+// The text as llama.cpp's byte-level BPE reads it (out: room for 3 * n): a byte that does not
+// start a whole UTF-8 sequence of at most U+10FFFF is U+FFFD; a sequence is re-encoded from its
+// value (so overlong forms shorten). Valid UTF-8 stays as it is.
+static size_t as_bpe_reads(const unsigned char *s, size_t n, unsigned char *out) {
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        int k = s[i] < 0x80 ? 1 : s[i] >= 0xc0 && s[i] < 0xe0 ? 2 : s[i] >= 0xe0 && s[i] < 0xf0 ? 3
+              : s[i] >= 0xf0 && s[i] < 0xf8 ? 4 : 0;
+        uint32_t v = k == 1 ? s[i] : k ? s[i] & (0xffu >> (k + 1)) : 0;
+        for (int j = 1; j < k; j++) {
+            if (i + (size_t)j >= n || (s[i + j] & 0xc0) != 0x80) { k = 0; break; }
+            v = v << 6 | (s[i + j] & 0x3f);
+        }
+        if (k == 0 || v > 0x10ffff) { v = 0xfffd; k = 1; }
+        i += (size_t)k;
+        if (v < 0x80) out[o++] = (unsigned char)v;
+        else if (v < 0x800) { out[o++] = (unsigned char)(0xc0 | v >> 6); out[o++] = (unsigned char)(0x80 | (v & 0x3f)); }
+        else if (v < 0x10000) {
+            out[o++] = (unsigned char)(0xe0 | v >> 12); out[o++] = (unsigned char)(0x80 | (v >> 6 & 0x3f));
+            out[o++] = (unsigned char)(0x80 | (v & 0x3f));
+        } else {
+            out[o++] = (unsigned char)(0xf0 | v >> 18); out[o++] = (unsigned char)(0x80 | (v >> 12 & 0x3f));
+            out[o++] = (unsigned char)(0x80 | (v >> 6 & 0x3f)); out[o++] = (unsigned char)(0x80 | (v & 0x3f));
+        }
+    }
+    return o;
 }
 
-// Runs the .inp/.out pair against vocab; returns the number of cases (all must pass).
-static int run_vectors(const char *vocab, const char *inp, const char *out, int round_trip_only, int prefix) {
+// The text decodes back to itself: after the one space the prefix adds (prefix: SentencePiece),
+// or as byte-level BPE reads it (otherwise).
+static void check_round_trip(const tokenizer *t, const char *text, size_t len, const int32_t *ids,
+                             size_t n, const char *what, int prefix) {
+    size_t dl, el = len;
+    char *d = detok(t, ids, n, &dl), *e = malloc(3 * len + 1);
+    CHECK(e);
+    if (prefix) memcpy(e, text, len);
+    else el = as_bpe_reads((const unsigned char *)text, len, (unsigned char *)e);
+    size_t skip = len > 0 && prefix ? 1 : 0;
+    CHECKF(dl == el + skip && (!skip || d[0] == ' ') && memcmp(d + skip, e, el) == 0,
+           "%s: round trip gives %zu bytes for %zu", what, dl, el);
+    free(d);
+    free(e);
+}
+
+enum { NO_ROUND_TRIP, BPE_ROUND_TRIP, SPM_ROUND_TRIP };
+
+// Runs the .inp/.out pair against vocab (out NULL: round trips only); returns the number of
+// cases (all must pass). rt: which round trip each case must make, if any (a BPE vocab whose
+// byte characters are not all tokens drops bytes, as llama.cpp does).
+static int run_vectors(const char *vocab, const char *inp, const char *out, int rt) {
+    int round_trip_only = out == NULL, prefix = rt == SPM_ROUND_TRIP;
     tokenizer *t = load_ok(vocab);
     size_t il, ol = 0;
     char *in = must_read(inp, &il), *ex = round_trip_only ? NULL : must_read(out, &ol);
@@ -94,7 +135,7 @@ static int run_vectors(const char *vocab, const char *inp, const char *out, int 
             CHECKF(k == n_ids, "%s case %d: %zu tokens, expected %zu", vocab, n, n_ids, k);
             q = eol + 1;
         }
-        check_round_trip(t, p, len, ids, n_ids, vocab, prefix);
+        if (rt != NO_ROUND_TRIP) check_round_trip(t, p, len, ids, n_ids, vocab, prefix);
         free(ids);
         p = sep + strlen(SEP);
         n++;
@@ -201,14 +242,113 @@ static void check_speed(void) {
     tokenizer_free(t);
 }
 
+// ---- byte-level BPE on gguf-synth vocabs (every byte character a token, so nothing drops) ----
+
+static char *scratch;
+
+// A gguf-synth BPE vocab in the scratch dir (pre NULL: no tokenizer.ggml.pre key).
+static const char *synth_bpe(const char *pre) {
+    static char path[600];
+    snprintf(path, sizeof path, "%s/bpe.gguf", scratch);
+    const char *argv[16] = {bin_path("gguf-synth", 0), path, "--vocab", "bpe", "--n-vocab", "3000",
+                            "--n-embd", "16", "--n-layer", "1", "--n-head", "2"};
+    int n = 12;
+    if (pre) { argv[n++] = "--pre"; argv[n++] = pre; }
+    CHECKF(run_capture(argv, NULL, NULL) == 0, "%s", argv_text(argv));
+    return path;
+}
+
+// Every accepted name loads, with llama.cpp's BOS default (true for the Llama 3 names only);
+// no key means "default"; an unknown name is refused in one line naming it.
+static int check_pre_names(void) {
+    int n = 0;
+    for (const char *const *p = pretok_names; *p; p++, n++) {
+        tokenizer *t = load_ok(synth_bpe(*p));
+        int llama3 = !strcmp(*p, "llama-bpe") || !strcmp(*p, "llama3") || !strcmp(*p, "llama-v3");
+        CHECKF(tokenizer_add_bos(t) == llama3 && tokenizer_bos(t) == 0 && tokenizer_eos(t) == 0, "%s", *p);
+        tokenizer_free(t);
+    }
+    tokenizer *t = load_ok(synth_bpe(NULL));
+    CHECK(tokenizer_add_bos(t) == 0 && tokenizer_n_vocab(t) == 3000);
+    tokenizer_free(t);
+    char err[GGUF_ERR_MAX];
+    const char *path = synth_bpe("qwen-bogus\n");
+    CHECK(load(path, &t, err) == -1 && t == NULL);
+    CHECKF(strstr(err, path) && strstr(err, "tokenizer.ggml.pre") && strstr(err, "unknown pre-tokenizer 'qwen-bogus\\x0a'"),
+           "error '%s'", err);
+    tool_run r = {0};
+    const char *argv[] = {bin_path("tokenize", 1), "-m", path, "-p", "x", NULL};
+    CHECK(run_read(argv, scratch, &r) == 1);
+    CHECKF(one_line_error(r.err, r.err_len, "tokenize: ", "unknown pre-tokenizer 'qwen-bogus\\x0a'"), "'%s'", r.err);
+    tool_run_free(&r);
+    return n;
+}
+
+// Pieces: each byte character is its byte, the control token nothing, the user-defined one its
+// text; the user-defined piece splits the text; every stress string decodes back to the text as
+// llama.cpp reads it (invalid bytes as U+FFFD). Returns the stress cases.
+static int check_bpe_pieces(void) {
+    tokenizer *t = load_ok(synth_bpe("llama-bpe"));
+    char buf[8];
+    for (int b = 0; b < 256; b++)
+        CHECKF(tokenizer_piece(t, 1 + b, buf, sizeof buf) == 1 && (uint8_t)buf[0] == b, "byte %d", b);
+    CHECK(tokenizer_piece(t, 0, buf, sizeof buf) == 0);                       // <|endoftext|>
+    CHECK(tokenizer_piece(t, 257, buf, sizeof buf) == 7 && !memcmp(buf, "<think>", 7));
+    int32_t *ids;
+    size_t n;
+    encode(t, "a<think>b<think>", 16, 1, &ids, &n);
+    CHECK(n == 5 && ids[0] == 0 && ids[2] == 257 && ids[4] == 257);            // BOS (llama-bpe)
+    free(ids);
+    size_t il;
+    char *in = must_read(STRESS "stress.inp", &il), *p = in;
+    int cases = 0;
+    for (char *sep; (sep = strstr(p, SEP)); p = sep + strlen(SEP), cases++) {
+        encode(t, p, (size_t)(sep - p), 0, &ids, &n);
+        check_round_trip(t, p, (size_t)(sep - p), ids, n, "stress", 0);
+        free(ids);
+    }
+    free(in);
+    tokenizer_free(t);
+    return cases;
+}
+
+// 1 MiB texts that stress the splits and the merges: one 1 MiB word, white space, digits,
+// invalid bytes, CJK; a quadratic step would take minutes. Bounds are loose: speed is measured
+// in a benchmark, not here.
+static void check_bpe_speed(void) {
+    const char *vocabs[] = {synth_bpe("llama-bpe"), VOCAB "ggml-vocab-deepseek-llm.gguf"};
+    const size_t len = 1 << 20;
+    char *big = malloc(len);
+    CHECK(big);
+    for (int v = 0; v < 2; v++) {
+        tokenizer *t = load_ok(vocabs[v]);
+        for (int kind = 0; kind < 5; kind++) {
+            static const char *const unit[] = {"a", " ", "7", "\xff", "\xe4\xb8\xad"};
+            size_t k = strlen(unit[kind]);
+            for (size_t i = 0; i < len; i++) big[i] = unit[kind][i % k];
+            int32_t *ids;
+            size_t n;
+            double t0 = util_now();
+            encode(t, big, len - len % k, 0, &ids, &n);
+            double s = util_now() - t0;
+            printf("encode 1 MiB of '%s' (%s): %zu tokens in %.3f s\n", kind == 3 ? "\\xff" : unit[kind],
+                   v ? "deepseek-llm" : "synth llama-bpe", n, s);
+            CHECKF(s < 10 * SLOW, "1 MiB encode took %.2f s", s);
+            free(ids);
+        }
+        tokenizer_free(t);
+    }
+    free(big);
+}
+
 int main(void) {
     CHECK(run_vectors(VOCAB "ggml-vocab-llama-spm.gguf", VOCAB "ggml-vocab-llama-spm.gguf.inp",
-                      VOCAB "ggml-vocab-llama-spm.gguf.out", 0, 1) == N_CASES);
+                      VOCAB "ggml-vocab-llama-spm.gguf.out", SPM_ROUND_TRIP) == N_CASES);
     CHECK(run_vectors(SHARED_DIR "/testdata/models/stories260K.gguf",
                       SHARED_DIR "/testdata/models/stories260K.tok.inp",
-                      SHARED_DIR "/testdata/models/stories260K.tok.out", 0, 1) == N_CASES);
+                      SHARED_DIR "/testdata/models/stories260K.tok.out", SPM_ROUND_TRIP) == N_CASES);
     // baichuan (SPM, 64000) has no expected ids upstream: it loads and round trips.
-    CHECK(run_vectors(VOCAB "ggml-vocab-baichuan.gguf", VOCAB "ggml-vocab-llama-spm.gguf.inp", NULL, 1, 1) == N_CASES);
+    CHECK(run_vectors(VOCAB "ggml-vocab-baichuan.gguf", VOCAB "ggml-vocab-llama-spm.gguf.inp", NULL, SPM_ROUND_TRIP) == N_CASES);
     tokenizer *t = load_ok(VOCAB "ggml-vocab-baichuan.gguf");
     CHECK(tokenizer_n_vocab(t) == 64000 && tokenizer_bos(t) == 1 && tokenizer_eos(t) == 2);
     tokenizer_free(t);
@@ -221,15 +361,31 @@ int main(void) {
         snprintf(v, sizeof v, VOCAB "ggml-vocab-%s.gguf", bpe[i]);
         snprintf(in, sizeof in, "%s.inp", v);
         snprintf(out, sizeof out, "%s.out", v);
-        n_bpe += run_vectors(v, in, out, 0, 0);
+        n_bpe += run_vectors(v, in, out, BPE_ROUND_TRIP);
     }
     CHECK(n_bpe == 5 * N_CASES);
-    CHECK(run_vectors(VOCAB "ggml-vocab-gpt-neox.gguf", VOCAB "ggml-vocab-llama-spm.gguf.inp", NULL, 1, 0) == N_CASES);
+    // The stress strings (emoji, scripts, marks, numbers, white space, invalid UTF-8, contractions)
+    // against llama.cpp's ids for them, frozen by tests/peer_tokenizer.sh --freeze.
+    static const char *const stress[] = {"deepseek-llm", "falcon", "mpt", "refact", "starcoder", "gpt-neox"};
+    int n_stress = 0;
+    for (size_t i = 0; i < sizeof stress / sizeof *stress; i++) {
+        char v[400], out[512];
+        snprintf(v, sizeof v, VOCAB "ggml-vocab-%s.gguf", stress[i]);
+        snprintf(out, sizeof out, STRESS "%s.out", stress[i]);
+        n_stress += run_vectors(v, STRESS "stress.inp", out, NO_ROUND_TRIP);
+    }
+    CHECK(n_stress == 6 * N_STRESS);
+    CHECK(run_vectors(VOCAB "ggml-vocab-gpt-neox.gguf", VOCAB "ggml-vocab-llama-spm.gguf.inp", NULL, BPE_ROUND_TRIP) == N_CASES);
     check_refused("bert-bge", "bert");
 
     check_llama_spm_rules();
+    scratch = scratch_dir();
+    int n_names = check_pre_names(), n_pieces = check_bpe_pieces();
+    CHECK(n_names == 15 && n_pieces == N_STRESS);
+    check_bpe_speed();
+    CHECK(scratch_remove(scratch) == 0);
     check_speed();
-    printf("ok: 3 x %d SentencePiece and %d byte-level BPE vector cases, round trips on gpt-neox, 1 refused vocab\n",
-           N_CASES, n_bpe);
+    printf("ok: 3 x %d SentencePiece and %d byte-level BPE vector cases, %d stress cases, round trips on gpt-neox, "
+           "%d pre names, %d synth round trips, 1 refused vocab\n", N_CASES, n_bpe, n_stress, n_names, n_pieces);
     return 0;
 }
