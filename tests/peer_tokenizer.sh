@@ -9,13 +9,17 @@
 #   - per vocab, BOS and ids of one text through ../shared/peer/peer_tokenize.mjs as well.
 # llama.cpp runs through tests/llama_tokenize.c, built here against the peer's libllama (one
 # process for all cases; node's argv cannot carry invalid UTF-8). --freeze rewrites
-# tests/tokenizer_stress/VOCAB.out, the llama.cpp ids test_tokenizer_bpe checks without the peer.
-# usage: tests/peer_tokenizer.sh [--freeze] [BUILD_DIR]     (default build)
+# tests/tokenizer_stress/VOCAB.out, the llama.cpp ids test_tokenizer checks without the peer.
+# --speed times instead a 1 MiB encode (load excluded; median of REPS, default 5, interleaved)
+# of three texts (multilingual test strings, C source, English prose) with each BPE vocab and
+# synth Llama 3 / Qwen2 vocabs of 32000 tokens, by decode and by llama.cpp, as a table.
+# usage: tests/peer_tokenizer.sh [--freeze | --speed [REPS]] [BUILD_DIR]     (default build)
 # Exit 0 identical everywhere, 1 a difference or failure, 77 skipped (no peer installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-freeze=0
+freeze=0 speed=0
 if [ "${1:-}" = --freeze ]; then freeze=1; shift; fi
+if [ "${1:-}" = --speed ]; then speed=5; shift; case ${1:-} in [0-9]*) speed=$1; shift;; esac; fi
 build=${1:-build}
 shared=../shared
 PEER_DIR=${PEER_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/decode-peer}
@@ -31,6 +35,30 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -std=c11 -I"$PEER_DIR/include" tests/llama_tokenize.c -o "$tmp/llama_tokenize" -L"$bins" \
    -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so -Wl,-rpath,"$bins" -ldl -lm
+
+# 1 MiB of the files' text, repeated: FILE... > OUT
+mib() { local out=${!#}; cat "${@:1:$#-1}" > "$out.1"; while [ "$(stat -c %s "$out.1")" -lt 1048576 ]; do cat "$out.1" "$out.1" > "$out.2"; mv "$out.2" "$out.1"; done; head -c 1048576 "$out.1" > "$out"; rm "$out.1"; }
+if [ $speed != 0 ]; then
+  mib "$shared/testdata/vocab/ggml-vocab-falcon.gguf.inp" "$tmp/multilingual.txt"
+  mib model/*.c tools/*.c "$tmp/code.txt"
+  mib README.md docs/*.md "$tmp/prose.txt"
+  "$build/bin/gguf-synth" "$tmp/llama-bpe.gguf" --vocab bpe --pre llama-bpe --n-vocab 32000 --n-embd 16 --n-layer 1 --n-head 2
+  "$build/bin/gguf-synth" "$tmp/qwen2.gguf" --vocab bpe --pre qwen2 --n-vocab 32000 --n-embd 16 --n-layer 1 --n-head 2
+  printf '%-24s %-13s %8s %12s %12s %6s\n' vocab text tokens decode_s llama.cpp_s ratio
+  for v in falcon mpt refact starcoder deepseek-llm gpt-neox synth-llama-bpe synth-qwen2; do
+    case $v in synth-*) f=$tmp/${v#synth-}.gguf;; *) f=$shared/testdata/vocab/ggml-vocab-$v.gguf;; esac
+    for x in multilingual code prose; do
+      ours=$("$build/bin/tokenize" -m "$f" --no-bos -f "$tmp/$x.txt" --time "$speed")
+      theirs=$("$tmp/llama_tokenize" time "$f" "$tmp/$x.txt" "$speed")
+      set -- $ours; n1=$2 s1=$4
+      set -- $theirs; n2=$2 s2=$4
+      [ "$n1" = "$n2" ] || { echo "peer_tokenizer: $v $x: $n1 tokens, llama.cpp $n2" >&2; exit 1; }
+      printf '%-24s %-13s %8s %12s %12s %6.2f\n' "$v" "$x" "$n1" "$s1" "$s2" "$(echo "$s1 / $s2" | bc -l)"
+    done
+  done
+  exit 0
+fi
+
 cat "$shared/testdata/vocab/ggml-vocab-falcon.gguf.inp" tests/tokenizer_stress/stress.inp > "$tmp/all.inp"
 n_inp=$(grep -c '^__ggml_vocab_test__$' "$tmp/all.inp")
 fail=0 n_vocab=0

@@ -1,5 +1,6 @@
 // tokenize -m FILE.gguf [--no-bos] (-p TEXT | -f FILE [--cases]): prints the token ids of the
-// text, space-separated on one line (with --cases, one line per case of a llama.cpp .inp file).
+// text, space-separated on one line (with --cases, one line per case of a llama.cpp .inp file;
+// with --time N, the encode's speed instead: the whole text N times, median and fastest).
 // Reads only the tokenizer.* keys, so any architecture works.
 // Exit 0 ok, 1 failure (a closed or full stdout included), 2 usage; one line on stderr.
 #include <errno.h>
@@ -11,18 +12,20 @@
 #include "model/gguf.h"
 #include "model/tokenizer.h"
 #include "tools/cli.h"
+#include "tools/util.h"
 
 // The tokenizer needs ~60 bytes of memory per byte of text: 16 MiB keeps it near 1 GB, and an
 // endless input (/dev/zero) is refused rather than read until memory runs out.
 #define MAX_TEXT ((size_t)16 << 20)
 
 static const char usage[] =
-    "usage: tokenize -m FILE.gguf [--no-bos] (-p TEXT | -f FILE [--cases])\n"
+    "usage: tokenize -m FILE.gguf [--no-bos] (-p TEXT | -f FILE [--cases | --time N])\n"
     "  -m FILE.gguf  model or vocab-only GGUF (only tokenizer.* keys are read)\n"
     "  -p TEXT       text to tokenize, taken literally\n"
     "  -f FILE       tokenize the file's bytes exactly (no newline stripped; at most 16 MiB)\n"
     "  --cases       FILE is cases each ended by \"\\n__ggml_vocab_test__\\n\" (llama.cpp's\n"
     "                tokenizer test .inp): one line of ids per case\n"
+    "  --time N      encode the whole text N times (1..1000); print \"tokens T median_s S min_s S\"\n"
     "  --no-bos      do not prepend BOS (by default it is prepended when\n"
     "                tokenizer.ggml.add_bos_token says so; absent: true for SentencePiece)\n"
     "Prints the ids space-separated on one line.\n";
@@ -38,15 +41,39 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
     return 2;
 }
 
+// --time: encodes the text reps times; prints the token count, median and fastest seconds.
+static int time_encode(const tokenizer *t, const char *text, size_t len, int bos, int reps) {
+    double s[1000];
+    size_t n = 0;
+    for (int r = 0; r < reps; r++) {
+        int32_t *ids;
+        double t0 = util_now();
+        if (tokenizer_encode(t, text, len, bos, &ids, &n)) { fprintf(stderr, "tokenize: out of memory\n"); return 1; }
+        s[r] = util_now() - t0;
+        free(ids);
+    }
+    double med = util_median(s, reps);          // sorts s: s[0] is the fastest
+    printf("tokens %zu median_s %.4f min_s %.4f\n", n, med, s[0]);
+    return fflush(stdout) ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *file = NULL;
-    int no_bos = 0, cases = 0;
+    int no_bos = 0, cases = 0, reps = 0;
     cli_init("tokenize", 0);    // `tokenize ... | head` ends with an error, never a signal
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(usage, stdout); return 0; }
         if (!strcmp(a, "--no-bos")) { no_bos = 1; continue; }
         if (!strcmp(a, "--cases")) { cases = 1; continue; }
+        if (!strcmp(a, "--time")) {
+            char *e;
+            long v = i + 1 < argc ? strtol(argv[i + 1], &e, 10) : 0;
+            if (i + 1 >= argc || *e || e == argv[i + 1] || v < 1 || v > 1000) return usage_error("--time needs a count 1..1000");
+            reps = (int)v;
+            i++;
+            continue;
+        }
         const char **dst = !strcmp(a, "-m") || !strcmp(a, "--model") ? &model
                          : !strcmp(a, "-p") || !strcmp(a, "--prompt") ? &prompt
                          : !strcmp(a, "-f") || !strcmp(a, "--file") ? &file : NULL;
@@ -57,6 +84,7 @@ int main(int argc, char **argv) {
     if (!model) return usage_error("-m is required");
     if (!prompt == !file) return usage_error("give exactly one of -p and -f");
     if (cases && !file) return usage_error("--cases needs -f");
+    if (cases && reps) return usage_error("--cases and --time do not go together");
 
     char *fbuf = NULL;
     size_t len = 0;
@@ -79,6 +107,12 @@ int main(int argc, char **argv) {
     if (rc) { fprintf(stderr, "tokenize: %s\n", err); free(fbuf); return 1; }
 
     const char *text = file ? fbuf : prompt, *sep = "\n__ggml_vocab_test__\n", *end = text + len;
+    if (reps) {
+        rc = time_encode(t, text, len, !no_bos && tokenizer_add_bos(t), reps);
+        free(fbuf);
+        tokenizer_free(t);
+        return rc;
+    }
     int werr = 0;                           // the first write error: stop there
     for (const char *p = text; !werr && (p < end || (!cases && p == text));) {
         const char *q = cases ? memmem(p, (size_t)(end - p), sep, strlen(sep)) : NULL;
