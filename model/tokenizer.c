@@ -318,6 +318,7 @@ int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) 
     if (rc < 0) return -1;
     if (rc > 0) return gguf_fail(err, g->path, "tokenizer.ggml.model", "missing (the file has no tokenizer)");
     int is_bpe = model_len == 4 && memcmp(model, "gpt2", 4) == 0;
+    if (is_bpe) unicode_init();
     if (!is_bpe && (model_len != 5 || memcmp(model, "llama", 5) != 0)) {
         char name[64];
         gguf_escape(name, sizeof name, model, model_len);

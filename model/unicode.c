@@ -1,9 +1,10 @@
-// Class lookup: a 64 KiB table for the BMP, filled once from the ranges; bisection beyond it.
+// Class lookup: a 64 KiB table for the BMP, filled once from the ranges (unicode_init, before
+// any lookup); bisection beyond it.
 #include "model/unicode.h"
 
 #include <pthread.h>
 
-static uint8_t bmp[0x10000];
+uint8_t unicode_bmp[0x10000];
 static pthread_once_t bmp_once = PTHREAD_ONCE_INIT;
 
 static uint8_t range_class(uint32_t cp) {
@@ -18,15 +19,13 @@ static uint8_t range_class(uint32_t cp) {
 static void fill_bmp(void) {
     for (int r = 0; r < unicode_n_ranges; r++) {
         uint32_t end = r + 1 < unicode_n_ranges ? unicode_range_start[r + 1] : 0x110000;
-        for (uint32_t c = unicode_range_start[r]; c < end && c < 0x10000; c++) bmp[c] = unicode_range_class[r];
+        for (uint32_t c = unicode_range_start[r]; c < end && c < 0x10000; c++) unicode_bmp[c] = unicode_range_class[r];
     }
 }
 
-uint8_t unicode_class(uint32_t cp) {
-    if (cp < 0x10000) {
-        pthread_once(&bmp_once, fill_bmp);
-        return bmp[cp];
-    }
+void unicode_init(void) { pthread_once(&bmp_once, fill_bmp); }
+
+uint8_t unicode_class_slow(uint32_t cp) {
     return cp < 0x110000 ? range_class(cp) : UC_UNASSIGNED;
 }
 

@@ -12,8 +12,12 @@ enum {
     UC_SPACE = 8,               // White_Space, on top of the kind
 };
 
+// Builds the lookup table (once per process; thread-safe). Call before unicode_class.
+void unicode_init(void);
 // kind | UC_SPACE of cp; UC_UNASSIGNED beyond U+10FFFF.
-uint8_t unicode_class(uint32_t cp);
+uint8_t unicode_class_slow(uint32_t cp);
+extern uint8_t unicode_bmp[0x10000];
+static inline uint8_t unicode_class(uint32_t cp) { return cp < 0x10000 ? unicode_bmp[cp] : unicode_class_slow(cp); }
 
 // Decodes the code point at s[0..n), n >= 1, as llama.cpp does: a lead byte with enough
 // continuation bytes after it gives its value (overlong forms and surrogates included); any
