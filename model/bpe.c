@@ -8,8 +8,6 @@
 
 #include "model/unicode.h"
 
-struct bpe_pair { int32_t rank, left, lid, rid; };
-
 struct bpe {
     int32_t n_vocab;
     bpe_lookup_fn lookup;
@@ -209,36 +207,12 @@ void bpe_scratch_free(bpe_scratch *s) {
 
 // ---- merging ----
 
-static int before(const struct bpe_pair *x, const struct bpe_pair *y) {
-    return x->rank < y->rank || (x->rank == y->rank && x->left < y->left);
-}
-
-static void push(struct bpe_pair *h, size_t *n, struct bpe_pair p) {
-    size_t i = (*n)++;
-    for (; i > 0 && before(&p, &h[(i - 1) / 2]); i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
-    h[i] = p;
-}
-
-static struct bpe_pair pop(struct bpe_pair *h, size_t *n) {
-    struct bpe_pair top = h[0], last = h[--*n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= *n) break;
-        if (c + 1 < *n && before(&h[c + 1], &h[c])) c++;
-        if (!before(&h[c], &last)) break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = last;
-    return top;
-}
-
-static void try_pair(const bpe *b, const int32_t *id, int32_t l, int32_t r, struct bpe_pair *h, size_t *n) {
+// Queues the pair (l, r) if it merges: key (rank, l); payload l and both sides' ids then.
+static void try_pair(const bpe *b, const int32_t *id, int32_t l, int32_t r, heap_item *h, size_t *n) {
     int32_t m;
     if (l < 0 || r < 0) return;
     int32_t rank = pair_rank(b, id[l], id[r], &m);
-    if (rank >= 0) push(h, n, (struct bpe_pair){rank, l, id[l], id[r]});
+    if (rank >= 0) heap_push(h, n, (heap_item){(uint64_t)rank << 32 | (uint32_t)l, l, id[l], id[r]});
 }
 
 // The text of id (a token or an extra), through the lookup's owner for tokens.
@@ -284,17 +258,17 @@ int bpe_word(const bpe *b, const uint8_t *s, size_t n, int ignore_merges, bpe_sc
     }
     for (size_t i = 0; i + 1 < n; i++) try_pair(b, id, (int32_t)i, (int32_t)i + 1, w->heap, &n_heap);
     while (n_heap > 0) {
-        struct bpe_pair p = pop(w->heap, &n_heap);
-        int32_t r = next[p.left];
-        if (id[p.left] != p.lid || r < 0 || id[r] != p.rid) continue;
+        heap_item p = heap_pop(w->heap, &n_heap);
+        int32_t left = p.a, r = next[left];
+        if (id[left] != p.b || r < 0 || id[r] != p.c) continue;   // a side changed since
         int32_t m = -1;
-        pair_rank(b, id[p.left], id[r], &m);
-        id[p.left] = m;
-        next[p.left] = next[r];
-        if (next[r] >= 0) prev[next[r]] = p.left;
+        pair_rank(b, id[left], id[r], &m);
+        id[left] = m;
+        next[left] = next[r];
+        if (next[r] >= 0) prev[next[r]] = left;
         id[r] = -1;
-        try_pair(b, id, prev[p.left], p.left, w->heap, &n_heap);
-        try_pair(b, id, p.left, next[p.left], w->heap, &n_heap);
+        try_pair(b, id, prev[left], left, w->heap, &n_heap);
+        try_pair(b, id, left, next[left], w->heap, &n_heap);
     }
     for (int32_t i = 0; i >= 0; i = next[i]) emit(b, id[i], ids, n_ids);
     return 0;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "model/gguf.h"
+#include "model/heap.h"
 
 typedef struct bpe bpe;
 // The vocab id of s[0..n), -1 if none.
@@ -21,7 +22,7 @@ void bpe_free(bpe *b);
 // Scratch space for bpe_word, grown as needed; zero-initialize, bpe_scratch_free at the end.
 typedef struct {
     int32_t *id, *next, *prev;  // (cap) symbols
-    struct bpe_pair *heap;      // (3 * cap)
+    heap_item *heap;            // (3 * cap)
     char *text;                 // (2 * cap) the mapped word
     size_t cap;
 } bpe_scratch;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "model/bpe.h"
+#include "model/heap.h"
 #include "model/pretok.h"
 #include "model/unicode.h"
 
@@ -383,32 +384,14 @@ typedef struct {
 
 #define DEAD (-2)               // prev of a symbol merged into another
 
-typedef struct { float score; int32_t start, left, right, id; } bigram;
-
-// Max-heap order: higher score first, then the leftmost pair.
-static int before(const bigram *a, const bigram *b) {
-    return a->score > b->score || (a->score == b->score && a->start < b->start);
-}
-
-static void heap_push(bigram *h, size_t *n, bigram b) {
-    size_t i = (*n)++;
-    for (; i > 0 && before(&b, &h[(i - 1) / 2]); i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
-    h[i] = b;
-}
-
-static bigram heap_pop(bigram *h, size_t *n) {
-    bigram top = h[0], last = h[--*n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= *n) break;
-        if (c + 1 < *n && before(&h[c + 1], &h[c])) c++;
-        if (!before(&h[c], &last)) break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = last;
-    return top;
+// Queue order: higher score first, then the leftmost pair. A float's bits, sign-folded, order
+// as the float does (scores are never NaN; -0 counts as +0); inverted, the highest is smallest.
+static uint64_t pair_key(float score, int32_t start) {
+    uint32_t u;
+    if (score == 0) score = 0;
+    memcpy(&u, &score, 4);
+    u = u >> 31 ? ~u : u | 0x80000000u;
+    return (uint64_t)~u << 32 | (uint32_t)start;
 }
 
 static int mergeable(const tokenizer *t, int32_t id) {
@@ -416,11 +399,11 @@ static int mergeable(const tokenizer *t, int32_t id) {
 }
 
 static void try_pair(const tokenizer *t, const char *s, const symbol *sym, int32_t l, int32_t r,
-                     bigram *heap, size_t *n_heap) {
+                     heap_item *heap, size_t *n_heap) {
     if (l < 0 || r < 0) return;
     int32_t id = lookup(t, s + sym[l].start, (size_t)(sym[l].len + sym[r].len));
     if (!mergeable(t, id)) return;
-    heap_push(heap, n_heap, (bigram){t->score[id], sym[l].start, l, r, id});
+    heap_push(heap, n_heap, (heap_item){pair_key(t->score[id], sym[l].start), l, r, id});
 }
 
 // Bytes of the UTF-8 character at s[0..n). A byte that does not start a complete sequence is a
@@ -461,7 +444,7 @@ static int spm(const tokenizer *t, const char *text, size_t len, int prefix, int
     if (n > INT32_MAX / 3) return -1;                    // symbol and heap indices are int32
     char *s = malloc(n + 1);
     symbol *sym = malloc((2 * n + 1) * sizeof *sym);     // n characters, at most n - 1 merges
-    bigram *heap = malloc((3 * n + 1) * sizeof *heap);   // n - 1 pairs, two more per merge
+    heap_item *heap = malloc((3 * n + 1) * sizeof *heap);   // n - 1 pairs, two more per merge
     int32_t *stack = malloc((2 * n + 1) * sizeof *stack);
     if (!s || !sym || !heap || !stack) {
         free(s); free(sym); free(heap); free(stack);
@@ -483,11 +466,11 @@ static int spm(const tokenizer *t, const char *text, size_t len, int prefix, int
     for (int32_t i = 1; i < n_sym; i++) try_pair(t, s, sym, i - 1, i, heap, &n_heap);
     int32_t head = n_sym > 0 ? 0 : -1;
     while (n_heap > 0) {
-        bigram b = heap_pop(heap, &n_heap);
-        symbol *l = &sym[b.left], *r = &sym[b.right];
+        heap_item b = heap_pop(heap, &n_heap);          // a: left, b: right, c: merged piece
+        symbol *l = &sym[b.a], *r = &sym[b.b];
         if (l->prev == DEAD || r->prev == DEAD) continue;   // a side was merged since
         int32_t m = n_sym++;
-        sym[m] = (symbol){l->start, l->len + r->len, l->prev, r->next, b.left, b.right, b.id};
+        sym[m] = (symbol){l->start, l->len + r->len, l->prev, r->next, b.a, b.b, b.c};
         l->prev = r->prev = DEAD;
         if (sym[m].prev >= 0) sym[sym[m].prev].next = m; else head = m;
         if (sym[m].next >= 0) sym[sym[m].next].prev = m;

@@ -1,7 +1,8 @@
-// SentencePiece-style ("llama") tokenizer built from a GGUF's tokenizer.* keys alone, so it
-// works on any architecture and on vocab-only files. Encoding: space prefix, ' ' -> U+2581,
-// highest-score bigram merges, byte fallback <0xNN>. BPE ("gpt2") and other models are refused
-// with "not supported yet".
+// Tokenizer built from a GGUF's tokenizer.* keys alone, so it works on any architecture and on
+// vocab-only files, giving llama.cpp's ids. SentencePiece ("llama"): space prefix, ' ' -> U+2581,
+// highest-score bigram merges, byte fallback <0xNN>. Byte-level BPE ("gpt2"): the pre-tokenizer
+// tokenizer.ggml.pre names, merges by rank (docs/tokenizer.md). Other models, and unknown pre
+// names, are refused in one line.
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
@@ -15,7 +16,9 @@ void tokenizer_free(tokenizer *t);
 int tokenizer_n_vocab(const tokenizer *t);
 int32_t tokenizer_bos(const tokenizer *t);    // -1 if none
 int32_t tokenizer_eos(const tokenizer *t);    // -1 if none
-int tokenizer_add_bos(const tokenizer *t);    // tokenizer.ggml.add_bos_token, true when absent
+// tokenizer.ggml.add_bos_token; when absent, llama.cpp's default: true for SentencePiece, for
+// byte-level BPE true only with the Llama 3 pre-tokenizers.
+int tokenizer_add_bos(const tokenizer *t);
 
 // Tokenizes len bytes of text (special-token text is not parsed), BOS first when add_bos.
 // tokenizer.ggml.add_eos_token is not read: appending EOS is left to the caller.
@@ -26,6 +29,7 @@ int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_b
 // so len bytes take at least ceil(len / this) tokens: a caller can refuse a text too long for
 // its context before it reads or tokenizes all of it.
 size_t tokenizer_max_token_bytes(const tokenizer *t);
-// The bytes token id stands for: U+2581 -> ' ', <0xNN> -> that byte, control/unknown tokens
-// -> nothing. Returns the byte count (may exceed cap: then only cap bytes were written).
+// The bytes token id stands for: U+2581 -> ' ' (SentencePiece), each GPT-2 byte character -> its
+// byte (BPE), <0xNN> -> that byte, user-defined -> its text, control/unknown tokens -> nothing.
+// Returns the byte count (may exceed cap: then only cap bytes were written).
 size_t tokenizer_piece(const tokenizer *t, int32_t id, char *buf, size_t cap);
