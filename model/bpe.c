@@ -142,8 +142,9 @@ static int split_merge(const gguf_kv *merges, uint64_t i, const char **a, size_t
 
 int bpe_build(bpe **out, const gguf_kv *merges, int32_t n_vocab, bpe_lookup_fn lookup, const void *ctx) {
     *out = NULL;
-    bpe *b = calloc(1, sizeof *b);
     uint64_t n = merges->n;
+    if (n > INT32_MAX / 4) return -1;               // ranks and slots are 32-bit
+    bpe *b = calloc(1, sizeof *b);
     int32_t *res = malloc((n ? n : 1) * sizeof *res);
     if (!b || !res) { free(b); free(res); return -1; }
     b->n_vocab = n_vocab;

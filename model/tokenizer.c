@@ -307,6 +307,8 @@ static int load_bpe(tokenizer *t, const gguf_file *g, char *err) {
     const gguf_kv *merges;
     if ((rc = gguf_get_arr(g, "tokenizer.ggml.merges", GGUF_TYPE_STRING, &merges, err)) < 0) return -1;
     if (rc > 0) return gguf_fail(err, g->path, "tokenizer.ggml.merges", "missing (a gpt2 vocabulary needs its merges)");
+    if (merges->n > INT32_MAX / 4)
+        return gguf_fail(err, g->path, "tokenizer.ggml.merges", "%llu merges (at most %d)", (unsigned long long)merges->n, INT32_MAX / 4);
     if (bpe_build(&t->bpe, merges, t->n_vocab, lookup_cb, t))
         return gguf_fail(err, g->path, "tokenizer.ggml.merges", "out of memory");
     return 0;
