@@ -89,7 +89,19 @@ cp "$tmp/out" "$tmp/sa"
 expect 0 "seeded b" -- "$d" -m "$model" -p "Once" -n 32 --temp 0.9 -s 42 --repeat-penalty 1.1
 expect 0 "seeded c" -- "$d" -m "$model" -p "Once" -n 32 --temp 0.9 -s 42
 cmp -s "$tmp/out" "$tmp/sa" || fail "same seed, different text"
+# A byte-level BPE vocab (qwen2: no BOS by default): the prompt comes back byte for byte through
+# the GPT-2 byte map, and decode evaluates what tokenize prints.
+bpe=$tmp/bpe.gguf
+"$bin/gguf-synth" "$bpe" --vocab bpe --pre qwen2 --n-vocab 3000 --n-embd 32 --n-layer 1 --n-head 2 || fail "gguf-synth --vocab bpe"
+bprompt=$'Hello world, it\'s 2024!\t你好 👍🏽 café\r\n  x'
+expect 0 "bpe greedy run" -- "$d" -m "$bpe" -p "$bprompt" -n 8 --temp 0 --dump-logits "$tmp/lb"
+out=$(cat "$tmp/out"; echo x); out=${out%x}
+[ "${out:0:${#bprompt}}" = "$bprompt" ] || fail "bpe: stdout does not start with the prompt"
+pb=$("$bin/tokenize" -m "$bpe" -p "$bprompt" | wc -w)
+[ "$(stat -c %s "$tmp/lb")" = $(( (pb + 8 - 1) * 3000 * 4 )) ] || fail "bpe: dump rows differ from tokenize"
+expect 0 "bpe empty text" -- "$bin/tokenize" -m "$bpe" -p ""
+[ "$(od -An -c "$tmp/out" | tr -d ' ')" = '\n' ] || fail "bpe: empty text gives ids (no BOS for qwen2)"
 
-[ "$cases" = 30 ] || fail "ran $cases cases, expected 30"
+[ "$cases" = 32 ] || fail "ran $cases cases, expected 32"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]
