@@ -200,7 +200,8 @@ static void check_llama_spm_rules(void) {
 }
 
 // Median of 9 loads of the 32000 vocab, and 1 MB encodes (text, one repeated letter, spaces):
-// a quadratic merge loop would take minutes on these.
+// a quadratic merge loop would take minutes on these. The bound (10 s) is for that, not for
+// speed: on 2 cores shared with other builds a 0.5 s encode was seen to take 2-5 s.
 static void check_speed(void) {
     char err[GGUF_ERR_MAX];
     gguf_file g;
@@ -233,7 +234,7 @@ static void check_speed(void) {
         encode(t, big, len, 0, &ids, &n);
         double s = util_now() - t0;
         printf("encode 1 MiB (%s): %zu tokens in %.3f s\n", kind == 0 ? "test text" : kind == 1 ? "'a'" : "' '", n, s);
-        CHECKF(s < SLOW, "1 MiB encode took %.2f s", s);
+        CHECKF(s < 10 * SLOW, "1 MiB encode took %.2f s", s);   // quadratic: minutes; shared cores: seconds
         check_round_trip(t, big, len, ids, n, "1 MiB", 1);
         free(ids);
     }
