@@ -201,7 +201,7 @@ static void check_llama_spm_rules(void) {
 
 // Median of 9 loads of the 32000 vocab, and 1 MB encodes (text, one repeated letter, spaces):
 // a quadratic merge loop would take minutes on these. The bound (10 s) is for that, not for
-// speed: on 2 cores shared with other builds a 0.5 s encode was seen to take 2-5 s.
+// speed: on 2 cores shared with other builds it measured 2-5 s (Release).
 static void check_speed(void) {
     char err[GGUF_ERR_MAX];
     gguf_file g;
