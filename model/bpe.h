@@ -15,7 +15,7 @@ typedef struct bpe bpe;
 typedef int32_t (*bpe_lookup_fn)(const void *ctx, const char *s, size_t n);
 
 // Builds from the merges array (GGUF strings "A B"); lookup must outlive the result.
-// 0 ok, -1 out of memory.
+// 0 ok, -1 out of memory or more than 2^29 merges.
 int bpe_build(bpe **out, const gguf_kv *merges, int32_t n_vocab, bpe_lookup_fn lookup, const void *ctx);
 void bpe_free(bpe *b);
 
@@ -28,7 +28,8 @@ typedef struct {
 } bpe_scratch;
 void bpe_scratch_free(bpe_scratch *s);
 
-// Tokens of the word s[0..n) appended to ids (room for n more). ignore_merges: a word that is a
+// Tokens of the word s[0..n) appended to ids (room for 2 * n more: a byte's character may fall
+// back to 2 single-byte tokens). ignore_merges: a word that is a
 // token whole is that token. 0 ok, -1 out of memory.
 int bpe_word(const bpe *b, const uint8_t *s, size_t n, int ignore_merges, bpe_scratch *w,
              int32_t *ids, size_t *n_ids);
