@@ -369,8 +369,13 @@ int tokenizer_n_vocab(const tokenizer *t) { return t->n_vocab; }
 int32_t tokenizer_bos(const tokenizer *t) { return t->bos; }
 int32_t tokenizer_eos(const tokenizer *t) { return t->eos; }
 // A token is a piece of at most max_len bytes of the text with ' ' spelled U+2581 (never fewer
-// bytes than it covers), or a byte-fallback token covering one byte.
-size_t tokenizer_max_token_bytes(const tokenizer *t) { return t->max_len > 1 ? t->max_len : 1; }
+// bytes than it covers), or a byte-fallback token covering one byte. Byte-level BPE spells each
+// byte of its words with 1 or 2, but a word's bytes are re-encoded code points: an overlong
+// sequence of up to 4 input bytes can become 1 (E0 81 A1 reads as 'a'), hence 4 * max_len.
+size_t tokenizer_max_token_bytes(const tokenizer *t) {
+    size_t n = t->max_len > 1 ? t->max_len : 1;
+    return t->bpe ? 4 * n : n;
+}
 int tokenizer_add_bos(const tokenizer *t) { return t->add_bos; }
 
 // ---- encoding ----

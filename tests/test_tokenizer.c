@@ -300,6 +300,12 @@ static int check_bpe_pieces(void) {
     encode(t, "a<think>b<think>", 16, 1, &ids, &n);
     CHECK(n == 5 && ids[0] == 0 && ids[2] == 257 && ids[4] == 257);            // BOS (llama-bpe)
     free(ids);
+    // 400 overlong 3-byte 'a's read as "aaa...": still within tokenizer_max_token_bytes a token.
+    char over[1200];
+    for (int i = 0; i < 1200; i += 3) memcpy(over + i, "\xe0\x81\xa1", 3);
+    encode(t, over, sizeof over, 0, &ids, &n);
+    CHECKF(n * tokenizer_max_token_bytes(t) >= sizeof over, "%zu tokens for %zu bytes", n, sizeof over);
+    free(ids);
     size_t il;
     char *in = must_read(STRESS "stress.inp", &il), *p = in;
     int cases = 0;
