@@ -200,7 +200,7 @@ static void check_llama_spm_rules(void) {
 }
 
 // Median of 9 loads of the 32000 vocab, and 1 MB encodes (text, one repeated letter, spaces):
-// a quadratic merge loop would take minutes on these. The bound (10 s) is for that, not for
+// a quadratic merge loop would take minutes on these. The bound (30 s) is for that, not for
 // speed: on 2 cores shared with other builds it measured 2-5 s (Release).
 static void check_speed(void) {
     char err[GGUF_ERR_MAX];
@@ -234,7 +234,7 @@ static void check_speed(void) {
         encode(t, big, len, 0, &ids, &n);
         double s = util_now() - t0;
         printf("encode 1 MiB (%s): %zu tokens in %.3f s\n", kind == 0 ? "test text" : kind == 1 ? "'a'" : "' '", n, s);
-        CHECKF(s < 10 * SLOW, "1 MiB encode took %.2f s", s);   // quadratic: minutes; shared cores: seconds
+        CHECKF(s < 30 * SLOW, "1 MiB encode took %.2f s", s);   // quadratic: minutes; shared cores: seconds
         check_round_trip(t, big, len, ids, n, "1 MiB", 1);
         free(ids);
     }
@@ -340,7 +340,7 @@ static void check_bpe_speed(void) {
             double s = util_now() - t0;
             printf("encode 1 MiB of '%s' (%s): %zu tokens in %.3f s\n", kind == 3 ? "\\xff" : unit[kind],
                    v ? "deepseek-llm" : "synth llama-bpe", n, s);
-            CHECKF(s < 10 * SLOW, "1 MiB encode took %.2f s", s);
+            CHECKF(s < 30 * SLOW, "1 MiB encode took %.2f s", s);
             free(ids);
         }
         tokenizer_free(t);
