@@ -7,6 +7,7 @@
 // Bounds (hard checks, also under NDEBUG): an unknown dt, j0 + w > ldb, or a tile range outside
 // [0, gemv_n_tiles(n)] makes the call return without reading or writing anything.
 #include "kernels/gemv.h"
+#include "kernels/gemm.h"
 #include "kernels/ops.h"
 #include "platform/wtype.h"
 #include "platform/cpu.h"
@@ -322,27 +323,37 @@ static void bf16_row_widen(const void *src, float *dst, size_t n) { bf16_to_f32_
 static const kernel_table kernels_scalar = {
     .isa = "scalar",
     .type = {
-        [WTYPE_F32] = {gemv_stripe_f32_scalar, gemv_packed_f32_scalar, f32_to_f32_row},
-        [WTYPE_F16] = {gemv_stripe_f16_scalar, gemv_packed_f16_scalar, f16_row_widen},
-        [WTYPE_BF16] = {gemv_stripe_bf16_scalar, gemv_packed_bf16_scalar, bf16_row_widen},
+        [WTYPE_F32] = {gemv_stripe_f32_scalar, gemv_packed_f32_scalar, f32_to_f32_row, gemm_packed_f32_scalar},
+        [WTYPE_F16] = {gemv_stripe_f16_scalar, gemv_packed_f16_scalar, f16_row_widen, gemm_packed_f16_scalar},
+        [WTYPE_BF16] = {gemv_stripe_bf16_scalar, gemv_packed_bf16_scalar, bf16_row_widen, gemm_packed_bf16_scalar},
     },
 };
 #if defined(__x86_64__)
 static const kernel_table kernels_avx2 = {
     .isa = "avx2",
     .type = {
-        [WTYPE_F32] = {gemv_stripe_f32_avx2, gemv_packed_f32_avx2, f32_to_f32_row},
-        [WTYPE_F16] = {gemv_stripe_f16_avx2, gemv_packed_f16_avx2, f16_row_widen},
-        [WTYPE_BF16] = {gemv_stripe_bf16_avx2, gemv_packed_bf16_avx2, bf16_row_widen},
+        [WTYPE_F32] = {gemv_stripe_f32_avx2, gemv_packed_f32_avx2, f32_to_f32_row, gemm_packed_f32_avx2},
+        [WTYPE_F16] = {gemv_stripe_f16_avx2, gemv_packed_f16_avx2, f16_row_widen, gemm_packed_f16_avx2},
+        [WTYPE_BF16] = {gemv_stripe_bf16_avx2, gemv_packed_bf16_avx2, bf16_row_widen, gemm_packed_bf16_avx2},
+    },
+};
+// AVX-512 F/BW/VL: the GEMM's zmm path; the GEMV keeps its AVX2 path until one is written here.
+static const kernel_table kernels_avx512 = {
+    .isa = "avx512",
+    .type = {
+        [WTYPE_F32] = {gemv_stripe_f32_avx2, gemv_packed_f32_avx2, f32_to_f32_row, gemm_packed_f32_avx512},
+        [WTYPE_F16] = {gemv_stripe_f16_avx2, gemv_packed_f16_avx2, f16_row_widen, gemm_packed_f16_avx512},
+        [WTYPE_BF16] = {gemv_stripe_bf16_avx2, gemv_packed_bf16_avx2, bf16_row_widen, gemm_packed_bf16_avx512},
     },
 };
 #endif
 
-// The best table this CPU runs (DECODE_ISA=scalar forces the scalar one). A new ISA adds its
+// The table of the level cpu_isa() chose (DECODE_ISA=avx2|scalar caps it). A new ISA adds its
 // table above and one line here, best first.
 static const kernel_table *resolve(void) {
 #if defined(__x86_64__)
-    if (cpu_simd_enabled()) return &kernels_avx2;
+    if (cpu_isa() >= CPU_ISA_AVX512) return &kernels_avx512;
+    if (cpu_isa() >= CPU_ISA_AVX2) return &kernels_avx2;
 #endif
     return &kernels_scalar;
 }

@@ -38,7 +38,7 @@ void gemv_packed(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
 // Row-major reference straight on the GGUF layout (tests, reference paths).
 void gemv_rows_ref(uint32_t dt, const float *x, const void *W, size_t k, size_t n, float *y);
 
-// Name of the SIMD path the dispatch picked ("avx2" or "scalar").
+// Name of the kernel table the dispatch picked ("avx512", "avx2" or "scalar").
 const char *gemv_isa(void);
 
 // The kernel table: for each ISA one row per weight type (ggml-cpu's type_traits_cpu), chosen
@@ -49,13 +49,16 @@ typedef void (*gemv_stripe_fn)(const float *x, const void *B, size_t k, size_t l
                                size_t w, float *y);
 typedef void (*gemv_packed_fn)(const float *x, const void *P, size_t k, size_t n, size_t t0,
                                size_t t1, float *y);
+typedef void (*gemm_packed_fn)(const float *X, size_t ldx, size_t m, const void *P, size_t k,
+                               size_t n, size_t t0, size_t t1, float *Y, size_t ldy);
 typedef struct {
     gemv_stripe_fn stripe;        // as gemv_stripe, for this type
     gemv_packed_fn packed;        // as gemv_packed, for this type
     void (*to_f32)(const void *src, float *dst, size_t n);   // widen a row (aligned src)
+    gemm_packed_fn gemm;          // as gemm_packed (kernels/gemm.h), for this type
 } kernel_traits;
 typedef struct {
-    const char *isa;              // "scalar", "avx2"
+    const char *isa;              // "scalar", "avx2", "avx512"
     kernel_traits type[WTYPE_ID_MAX];   // indexed by weight type; all NULL for an unsupported one
 } kernel_table;
 // The table for this CPU (DECODE_ISA=scalar forces the scalar one); resolved on the first call.
