@@ -169,3 +169,7 @@ float *decoder_forward(decoder *d, int32_t token, int pos) {
     matmul1(d, d->logits, d->x, &d->w.classifier);
     return d->logits;
 }
+
+void decoder_embed(const decoder *d, int32_t token, float *x) {
+    embed(x, d->w.token_embd, d->w.embd_type, token, d->hp.n_embd);
+}

@@ -44,3 +44,5 @@ int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, con
 float *decoder_forward(decoder *d, int32_t token, int pos);
 // Frees what decoder_init allocated; safe on a zeroed decoder and after a failed init.
 void decoder_free(decoder *d);
+// The embedding row of token (0 <= token < n_vocab), widened to f32 into x (n_embd floats).
+void decoder_embed(const decoder *d, int32_t token, float *x);
