@@ -1,6 +1,6 @@
 // GEMM over packed tiles: gemm_packed (the dispatched path; ctest runs this once as is and once
 // under DECODE_ISA=avx2) against gemm_packed_ref and against gemv_packed row by row (the M = 1
-// path decode uses), bit for bit, for M in {1, 2, 3, 7, 8, 33}, N crossing every tile and column
+// path decode uses), bit for bit, for M in {1, 2, 3, 7, 8, 33} and 300 (several row chunks), N crossing every tile and column
 // block boundary up to 2*TILE+9, K across segment boundaries, f16, bf16 and f32 with special
 // values (NaN, infinities, subnormals, -0); X and Y with row padding that must stay untouched;
 // single-tile ranges write only their outputs; bad arguments touch nothing.
@@ -96,7 +96,9 @@ int main(void) {
     for (size_t in = 0; in < COUNT(Ns); in++) skipped += Ns[in] > 65;
     skipped *= COUNT(DTs);
     cases += one_case(WTYPE_F16, 33, 2053, 137) + one_case(WTYPE_BF16, 33, 4099, 129);
-    size_t want = COUNT(DTs) * COUNT(Ms) * COUNT(Ks) * COUNT(Ns) - skipped + 2;
+    for (size_t d = 0; d < COUNT(DTs); d++)              // more rows than one chunk (GEMM_MC 128)
+        cases += one_case(DTs[d], 300, 257, 129);
+    size_t want = COUNT(DTs) * COUNT(Ms) * COUNT(Ks) * COUNT(Ns) - skipped + 2 + COUNT(DTs);
     CHECKF(cases == want, "ran %zu cases, expected %zu", cases, want);
     printf("gemm (%s): %zu cases bit-identical to gemv_packed and gemm_packed_ref\n", gemv_isa(), cases);
     return 0;
