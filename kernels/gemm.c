@@ -29,9 +29,36 @@ void gemm_packed_ref(uint32_t dt, const float *X, size_t ldx, size_t m, const vo
 #if defined(__x86_64__)
 enum { F_F32, F_F16, F_BF16 };
 
+// bf16 widens two vectors at a time with one unpack each (a bf16 is the top half of its f32):
+// that leaves the columns interleaved in 4-wide groups, lo = 0-3, 8-11, ..., hi = 4-7, 12-15, ...
+// Each lane still accumulates one output, so unshuffling the accumulators before they are stored
+// restores the column order without touching a sum.
+#define AVX2_T __attribute__((target("avx2,fma,f16c")))
+#define AVX512_T __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+static inline AVX2_T void bf16_pair_avx2(const uint16_t *p, __m256 *lo, __m256 *hi) {
+    __m256i h = _mm256_loadu_si256((const __m256i *)p), z = _mm256_setzero_si256();
+    *lo = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, h));
+    *hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, h));
+}
+static inline AVX2_T void unshuffle_avx2(__m256 *lo, __m256 *hi) {
+    __m256 a = _mm256_permute2f128_ps(*lo, *hi, 0x20), b = _mm256_permute2f128_ps(*lo, *hi, 0x31);
+    *lo = a, *hi = b;
+}
+static inline AVX512_T void bf16_pair_avx512(const uint16_t *p, __m512 *lo, __m512 *hi) {
+    __m512i h = _mm512_loadu_si512(p), z = _mm512_setzero_si512();
+    *lo = _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, h));
+    *hi = _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, h));
+}
+static inline AVX512_T void unshuffle_avx512(__m512 *lo, __m512 *hi) {
+    const __m512i i0 = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+    const __m512i i1 = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+    __m512 a = _mm512_permutex2var_ps(*lo, i0, *hi), b = _mm512_permutex2var_ps(*lo, i1, *hi);
+    *lo = a, *hi = b;
+}
+
 // AVX2: 16 ymm = MB x 2 accumulators + 2 weight vectors + 1 broadcast.
 #define ISA avx2
-#define TARGET __attribute__((target("avx2,fma,f16c")))
+#define TARGET AVX2_T
 #define VEC __m256
 #define VLEN 8
 #ifndef NV256
@@ -47,12 +74,13 @@ enum { F_F32, F_F16, F_BF16 };
 #define vloadu _mm256_loadu_ps
 #define vstoreu _mm256_storeu_ps
 #define vwiden_f16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
-#define vwiden_bf16(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
+#define vwiden_bf16_pair bf16_pair_avx2
+#define vunshuffle unshuffle_avx2
 #include "kernels/gemm_simd.h"
 
 // AVX-512: 32 zmm = MB x 4 accumulators + 4 weight vectors (broadcasts come from memory).
 #define ISA avx512
-#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#define TARGET AVX512_T
 #define VEC __m512
 #define VLEN 16
 #ifndef NV512
@@ -68,7 +96,8 @@ enum { F_F32, F_F16, F_BF16 };
 #define vloadu _mm512_loadu_ps
 #define vstoreu _mm512_storeu_ps
 #define vwiden_f16(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
-#define vwiden_bf16(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
+#define vwiden_bf16_pair bf16_pair_avx512
+#define vunshuffle unshuffle_avx512
 #include "kernels/gemm_simd.h"
 #endif
 

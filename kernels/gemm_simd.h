@@ -11,10 +11,15 @@
 #define FN(name) CAT(name, ISA)
 #define INL static inline __attribute__((always_inline)) TARGET
 
-INL VEC FN(widen)(int f, const void *w, size_t i) {         // exact, like fp.h
-    if (f == F_F32) return vloadu((const float *)w + i);
-    if (f == F_F16) return vwiden_f16((const uint16_t *)w + i);
-    return vwiden_bf16((const uint16_t *)w + i);
+// NV weight vectors of row p, widened exactly (like fp.h); bf16 comes out column-shuffled.
+INL void FN(widen)(int f, const void *w, size_t i, VEC *wv) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v += 2) {
+        size_t at = i + (size_t)v * VLEN;
+        if (f == F_F32) wv[v] = vloadu((const float *)w + at), wv[v + 1] = vloadu((const float *)w + at + VLEN);
+        else if (f == F_F16) wv[v] = vwiden_f16((const uint16_t *)w + at), wv[v + 1] = vwiden_f16((const uint16_t *)w + at + VLEN);
+        else vwiden_bf16_pair((const uint16_t *)w + at, &wv[v], &wv[v + 1]);
+    }
 }
 
 // Rows [0, mb) of X (ldx apart) times columns [0, CB) of `len` tile rows at w (TILE weights a
@@ -35,8 +40,7 @@ INL void FN(block)(int f, int mb, const float *X, size_t ldx, const void *w, siz
             for (size_t l = 0; l < CB * es; l += 64)
                 _mm_prefetch((const char *)w + p * GEMV_TILE * es + pf + l, _MM_HINT_T0);
         VEC wv[NV];
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) wv[v] = FN(widen)(f, w, p * GEMV_TILE + (size_t)v * VLEN);
+        FN(widen)(f, w, p * GEMV_TILE, wv);
 #pragma GCC unroll 16
         for (int r = 0; r < mb; r++) {
             VEC xb = vbcast(X + (size_t)r * ldx + p);
@@ -44,6 +48,11 @@ INL void FN(block)(int f, int mb, const float *X, size_t ldx, const void *w, siz
             for (int v = 0; v < NV; v++) acc[r][v] = vfma(xb, wv[v], acc[r][v]);
         }
     }
+    if (f == F_BF16)
+#pragma GCC unroll 16
+        for (int r = 0; r < mb; r++)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v += 2) vunshuffle(&acc[r][v], &acc[r][v + 1]);
 #pragma GCC unroll 16
     for (int r = 0; r < mb; r++)
 #pragma GCC unroll 4
@@ -72,6 +81,7 @@ BLOCK_FOR(F_F16, block_f16)
 BLOCK_FOR(F_BF16, block_bf16)
 _Static_assert(MB <= 16, "CASE lists row counts up to 16");
 _Static_assert(GEMV_TILE % CB == 0, "a tile is whole column blocks");
+_Static_assert(NV % 2 == 0, "weights are widened two vectors at a time");
 
 // Segment [s0, s0 + len) of a tile for rows [0, mb): every column block; pf as in block.
 INL void FN(segment)(FN(block_fn) fn, int mb, const float *X, size_t ldx, const char *tile,
@@ -168,4 +178,5 @@ static TARGET float FN(probe)(size_t rounds) {
 #undef vloadu
 #undef vstoreu
 #undef vwiden_f16
-#undef vwiden_bf16
+#undef vwiden_bf16_pair
+#undef vunshuffle
