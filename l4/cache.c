@@ -128,7 +128,9 @@ static void load_line(l4 *c, uint32_t line, uint64_t key) {
 
 static void publish(l4 *c, uint32_t line, uint64_t key, unsigned flags, bool hold) {
     l4_flags_set(c, line, flags | (l4_in_window(c, key) ? L4_F_WINDOW : 0));
-    atomic_store_explicit(&c->refs[line], hold, memory_order_relaxed);
+    // Add, never store: a lookup holding a stale table entry may have counted itself on this
+    // line meanwhile; it sees the new key, and its decrement must not undo the fill's hold.
+    if (hold) atomic_fetch_add_explicit(&c->refs[line], 1, memory_order_relaxed);
     atomic_store_explicit(&c->origin[line], key, memory_order_release);
     l4_table_insert(&c->map, key, line);
 }
