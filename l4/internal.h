@@ -181,6 +181,8 @@ static inline void l4_stat_add(l4 *c, int thread, int which, uint64_t n) {
 // Eviction (evict.c), all under the lock.
 // The line the priority order names, or -1; class 5 (window lines) only if allow_window.
 int32_t l4_pick_victim(l4 *c, bool allow_window);
+// Take a line away from lookups (originKeys cleared) if no handle holds it; false: held.
+bool l4_claim(l4 *c, uint32_t line, uint64_t key);
 bool l4_evict(l4 *c, int thread, uint32_t line); // false if a handle raced in
 int32_t l4_alloc_line(l4 *c, int thread, bool allow_window);   // free or evicted line; -1: none
 void l4_age(l4 *c);                              // RRPV + 1 (saturating) on every line
