@@ -85,6 +85,7 @@ void l4_age(l4 *c) {
 }
 
 int32_t l4_alloc_line(l4 *c, int thread, bool allow_window) {
+    if (c->n_free == 0) l4_predictor_retire(c);   // the window as of now, not the last refresh
     for (int tries = 0; c->n_free == 0 && tries < 8; tries++) {   // a handle may race in
         int32_t v = l4_pick_victim(c, allow_window);
         if (v < 0) return -1;

@@ -189,6 +189,9 @@ void l4_age(l4 *c);                              // RRPV + 1 (saturating) on eve
 void l4_write_back(l4 *c, int thread, uint32_t line, uint64_t key);   // callbacks, then clean
 // Predictor (predictor.c).
 bool l4_in_window(const l4 *c, uint64_t key);    // (lock) key in the active set
+// (lock) Keys of every completed step leave the active set; eviction calls it first, since
+// refreshes (which also retire) skip steps while the frontier leads or the window is drained.
+void l4_predictor_retire(l4 *c);
 void l4_predictor_free(l4 *c);
 bool l4_predictor_init(l4 *c);
 // Fill one line for key under the lock and publish it, holding a reference (a demand miss,
