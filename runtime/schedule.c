@@ -221,6 +221,8 @@ static int deps_of(const sched *s, dep_list *l, int t, int st) {
         for (size_t i = before; i < l->n; i++) l->d[i].layer_delta = -1;
         return rc;
     case SCHED_N_STEP + SCHED_OUT_DONE: return add_coproducers(s, l, t, SCHED_OUT, SCHED_OUT_PART);
+    case SCHED_N_STEP + SCHED_OUT_END:       // thread 0 returns the logits: all of them
+        return t == 0 ? add_all_owners(s, l, t, SCHED_OUT, SCHED_OUT_DONE) : 0;
     }
     return 0;
 }
@@ -228,7 +230,7 @@ static int deps_of(const sched *s, dep_list *l, int t, int st) {
 static int build_deps(sched *s) {
     dep_list l = {0};
     for (int t = 0; t < s->n_threads; t++)
-        for (int st = 0; st < SCHED_N_STEP + 2; st++) {
+        for (int st = 0; st < SCHED_N_STEP + 3; st++) {
             s->dep_off[t][st] = (uint32_t)(l.from = l.n);
             if (deps_of(s, &l, t, st)) { free(l.d); return -1; }
             s->dep_off[t][st + 1] = (uint32_t)l.n;
@@ -293,8 +295,8 @@ static void print_range(const sched *s, FILE *f, int t, int m) {
     if (!whole(s, m, r)) fprintf(f, "[seg %u-%u]", r->s0, r->s1 - 1);
 }
 
-static const char *step_names[SCHED_N_STEP + 2] = {"qkv", "qkv-fold", "attn", "wo", "wo-fold",
-    "gate/up", "gate/up-fold", "down", "down-fold", "out", "out-fold"};
+static const char *step_names[SCHED_N_STEP + 3] = {"qkv", "qkv-fold", "attn", "wo", "wo-fold",
+    "gate/up", "gate/up-fold", "down", "down-fold", "out", "out-fold", "logits"};
 
 static double layer_mib(const sched *s, int t) {
     double b = 0;
@@ -322,7 +324,7 @@ void sched_print(const sched *s, FILE *f) {
         for (int m = SCHED_WO; m < SCHED_N_MAT; m++) print_range(s, f, t, m);
         fprintf(f, "\n  waits:");
         int any = 0;
-        for (int st = 0; st < SCHED_N_STEP + 2; st++) {
+        for (int st = 0; st < SCHED_N_STEP + 3; st++) {
             if (s->dep_off[t][st] == s->dep_off[t][st + 1]) continue;
             fprintf(f, " before %s for", step_names[st]);
             for (uint32_t i = s->dep_off[t][st]; i < s->dep_off[t][st + 1]; i++) {

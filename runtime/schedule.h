@@ -26,8 +26,9 @@ enum { SCHED_WQ, SCHED_WK, SCHED_WV, SCHED_WO, SCHED_GATE, SCHED_UP, SCHED_DOWN,
 // the step after it: split tiles folded by their owners (a no-op without split-K).
 enum { SCHED_QKV_PART, SCHED_QKV, SCHED_ATTN, SCHED_WO_PART, SCHED_WO_DONE, SCHED_FFN_PART,
        SCHED_FFN, SCHED_DOWN_PART, SCHED_DOWN_DONE, SCHED_N_STEP };
-// The lm_head stage runs as "layer n_layer" with two steps.
-enum { SCHED_OUT_PART, SCHED_OUT_DONE };
+// The lm_head stage runs as "layer n_layer" with two steps; before returning the logits thread 0
+// waits for every lm_head owner (SCHED_OUT_END: a wait, never published).
+enum { SCHED_OUT_PART, SCHED_OUT_DONE, SCHED_OUT_END };
 
 #define SCHED_LINE 8192           // the L4's line size: one future key per line
 #define SCHED_SLOT_BYTES (64 * 4) // one segment partial of a 64-output tile (f32)
@@ -74,10 +75,10 @@ typedef struct {
     sched_share *share;           // (n_threads) the layer plan (and the lm_head's range)
     uint32_t *owner[SCHED_N_MAT]; // (n_tiles of the matrix) thread that owns (folds) each tile
     int *split;                   // (SCHED_N_MAT) 1 when that matrix's tiles are cut into segments
-    // Waits before each step: thread t, step s (layer steps 0..8, then OUT_PART, OUT_DONE at
-    // SCHED_N_STEP + 0/1) waits for dep[dep_off[t][s] .. dep_off[t][s + 1]).
+    // Waits before each step: thread t, step s (layer steps 0..8, then OUT_PART, OUT_DONE,
+    // OUT_END at SCHED_N_STEP + 0/1/2) waits for dep[dep_off[t][s] .. dep_off[t][s + 1]).
     sched_dep *dep;
-    uint32_t (*dep_off)[SCHED_N_STEP + 3];  // (n_threads)
+    uint32_t (*dep_off)[SCHED_N_STEP + 4];  // (n_threads)
 } sched;
 
 // 0 ok, -1 out of memory or a shape it cannot schedule (zero-size matrix, n_head % n_head_kv).
