@@ -118,7 +118,7 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
         goto oom;
     pool_run(d->pool, ctx_job_run, &cj);
     if (cj.failed || alloc_partials(d)) goto oom;
-    if (weights_load(&d->w, m, d->pool, &d->sched, &d->topo, err)) { free(cpu); decoder_free(d); return -1; }
+    if (weights_load(&d->w, m, d->pool, &d->sched, &d->topo, o->on_layer, o->on_layer_arg, err)) { free(cpu); decoder_free(d); return -1; }
     if (!ALLOC(d->key_cache, cache) || !ALLOC(d->value_cache, cache) || !ALLOC(d->x, h->n_embd) ||
         !ALLOC(d->xb2, h->n_embd) || !ALLOC(d->q, q_dim) ||
         !ALLOC(d->att_out, q_dim) || !ALLOC(d->hb, h->n_ff) || !ALLOC(d->hb2, h->n_ff) ||

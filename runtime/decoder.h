@@ -23,6 +23,8 @@ typedef struct {
     int split_k;                  // 0: off; N >= 2: split small matrices into N segment ranges
     long min_stage_bytes;         // a stage uses at most bytes / this threads; -1: the default
     long min_step_bytes;          // a step uses at most its bytes / this threads; -1: the default
+    void (*on_layer)(void *arg, int done, int total);   // load progress, or NULL
+    void *on_layer_arg;
 } decoder_opts;
 
 // Each thread's own state, allocated (and so placed) by that thread.

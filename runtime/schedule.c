@@ -81,6 +81,17 @@ static void assign_whole(sched *s, const int *mats, int nm, int paired, int P) {
     }
 }
 
+// Segment chunks per tile of matrix m when its stage has P threads: enough to give every thread
+// one (at most split_k, at most the segments); the matrix is split only when that is 2 or more.
+static uint32_t split_chunks(const sched *s, int m, int P, int split_k) {
+    size_t nt = sched_n_tiles(s, m);
+    if (split_k < 2 || nt >= (size_t)P) return 1;
+    size_t c = (size_t)P / nt;
+    if (c > (size_t)split_k) c = (size_t)split_k;
+    if (c > sched_n_seg(s, m)) c = sched_n_seg(s, m);
+    return (uint32_t)c;
+}
+
 // Split matrices: tile t's segments cut into C chunks; chunk u of the stage goes to thread u % P.
 static void assign_split(sched *s, const int *mats, int nm, int paired, int P) {
     int u = 0;
@@ -88,11 +99,7 @@ static void assign_split(sched *s, const int *mats, int nm, int paired, int P) {
         int m = mats[i];
         if (!s->split[m]) continue;
         size_t nt = sched_n_tiles(s, m);
-        uint32_t ns = sched_n_seg(s, m);
-        uint32_t C = (uint32_t)(P / (int)nt);
-        if (C > (uint32_t)s->split_k) C = (uint32_t)s->split_k;
-        if (C > ns) C = ns;
-        if (C < 1) C = 1;
+        uint32_t ns = sched_n_seg(s, m), C = split_chunks(s, m, P, s->split_k);
         for (size_t t = 0; t < nt; t++)
             for (uint32_t c = 0; c < C; c++, u++)
                 for (int j = paired ? 0 : i; j < (paired ? nm : i + 1); j++)
@@ -106,9 +113,7 @@ static void assign_stage(sched *s, const sched_opts *o, const int *mats, int nm,
     double bytes = 0;
     for (int i = 0; i < nm; i++) bytes += (double)sched_n_tiles(s, mats[i]) * sched_tile_bytes(s, mats[i]);
     int P = stage_threads(o, bytes);
-    for (int i = 0; i < nm; i++)
-        s->split[mats[i]] = o->split_k >= 2 && sched_n_tiles(s, mats[i]) < (size_t)P &&
-                            sched_n_seg(s, mats[i]) >= 2;
+    for (int i = 0; i < nm; i++) s->split[mats[i]] = split_chunks(s, mats[i], P, o->split_k) >= 2;
     assign_whole(s, mats, nm, paired, P);
     assign_split(s, mats, nm, paired, P);
 }
@@ -123,8 +128,7 @@ static void assign_qkv(sched *s, const sched_opts *o) {
     for (int i = 0; i < 3; i++) bytes += (double)sched_n_tiles(s, qkv[i]) * sched_tile_bytes(s, qkv[i]);
     int P = stage_threads(o, bytes), G = h->n_head_kv, grp = h->n_head / h->n_head_kv;
     int any_split = 0;
-    for (int i = 0; i < 3; i++)
-        any_split |= o->split_k >= 2 && sched_n_tiles(s, qkv[i]) < (size_t)P && sched_n_seg(s, qkv[i]) >= 2;
+    for (int i = 0; i < 3; i++) any_split |= split_chunks(s, qkv[i], P, o->split_k) >= 2;
     int Pa = P < G ? P : G;                   // threads with attention groups
     for (int i = 0; i < Pa; i++)
         s->share[i].g0 = (uint32_t)(G * i / Pa), s->share[i].g1 = (uint32_t)(G * (i + 1) / Pa);

@@ -112,14 +112,16 @@ void weights_shape(const llama_model *m, sched_shape *sh) {
 }
 
 int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *s, const topo *t,
-                 char err[GGUF_ERR_MAX]) {
+                 void (*on_layer)(void *arg, int done, int total), void *arg, char err[GGUF_ERR_MAX]) {
     memset(w, 0, sizeof *w);
     if (check_padding(m, err)) return -1;
     w->layers = calloc((size_t)m->hp.n_layer, sizeof *w->layers);
     if (!w->layers) goto oom;
     w->n_layer = m->hp.n_layer;
-    for (int l = 0; l < m->hp.n_layer; l++)
+    for (int l = 0; l < m->hp.n_layer; l++) {
         if (load_layer(&w->layers[l], &m->layers[l], m, pl, s, t)) goto oom;
+        if (on_layer) on_layer(arg, l + 1, m->hp.n_layer);
+    }
     int failed = 0;
     w->out_norm = widen_1d(m->output_norm, &failed);
     pack_job j = {.s = s, .t = t, .n = 1, .mat = {SCHED_OUT}, .dst = {&w->classifier}};

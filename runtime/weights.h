@@ -47,7 +47,8 @@ void weights_shape(const llama_model *m, sched_shape *sh);
 // it. The pool's threads are the schedule's first pool_size(pl) threads, and every tile owner is
 // among them. On failure w is freed. The file's pages behind each packed matrix are dropped (not
 // the embedding table's: decode reads it every token).
+// on_layer, when not NULL, is called after each layer is packed with (arg, layers done, total).
 int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *s, const topo *t,
-                 char err[GGUF_ERR_MAX]);
+                 void (*on_layer)(void *arg, int done, int total), void *arg, char err[GGUF_ERR_MAX]);
 // Frees what weights_load allocated; safe on a zeroed model_weights.
 void weights_free(model_weights *w);

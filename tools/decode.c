@@ -3,6 +3,7 @@
 // everything else (timings, warnings, errors) goes to stderr. Exit 0 ok, 1 failure, 2 usage.
 #include "model/llama.h"
 #include "model/tokenizer.h"
+#include "platform/numa.h"
 #include "runtime/decoder.h"
 #include "runtime/sampler.h"
 #include "tools/util.h"
@@ -15,22 +16,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAX_THREADS 4096          // more than the CPUs is fine; threads are pinned round-robin
 
 typedef struct {
     const char *model, *prompt, *prompt_file, *dump_logits;
     long n_predict, n_ctx;
-    int n_threads, no_bos, ignore_eos, seed_set;
+    int n_threads, no_bos, ignore_eos, seed_set, print_schedule;
+    int numa;                     // topo_numa_mode, -1: the default for the topology
+    int split_k;                  // 0 off, N >= 2
     sampler_params sp;
 } options;
 
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig) { (void)sig; interrupted = 1; }
 
+// Physical cores among the CPUs we may use: SMT siblings share a core's memory bandwidth.
 static int default_threads(void) {
-    cpu_set_t s;
-    return sched_getaffinity(0, sizeof s, &s) == 0 ? CPU_COUNT(&s) : 1;
+    topo t;
+    char err[256];
+    if (topo_discover(&t, err)) return 1;
+    int n = t.physical_cores;
+    topo_free(&t);
+    return n;
 }
 
 static void usage(FILE *f) {
@@ -42,7 +51,13 @@ static void usage(FILE *f) {
         "  -p, --prompt TEXT         prompt, taken literally (default: empty, BOS only)\n"
         "  -f, --file PATH           read the prompt from a file, bytes exactly\n"
         "  -n, --n-predict N         tokens to generate; -1 = until EOS or a full context (default: -1)\n"
-        "  -t, --threads N           threads (default: CPUs available = %d)\n"
+        "  -t, --threads N           threads (default: physical cores available = %d)\n"
+        "      --numa MODE           off, distribute (threads and their tiles spread over the nodes),\n"
+        "                            isolate (only the starting node) (default: distribute on several\n"
+        "                            nodes, else off; DECODE_FAKE_NUMA=N pretends N nodes)\n"
+        "      --split-k off|N       cut matrices with fewer tiles than threads into N segment ranges\n"
+        "                            (same bits either way; default: off)\n"
+        "      --print-schedule      print which thread computes what, and its waits, on stderr\n"
         "  -c, --ctx-size N          context size (default: min(model context_length, 4096))\n"
         "      --temp T              temperature; 0 = greedy argmax (default: %.2f)\n"
         "      --top-k N             top-k, <= 0 = off (default: %d)\n"
@@ -86,16 +101,17 @@ static int parse_float(const char *s, float *out) {
 // Returns 0 to run, or an exit status (-1 for a clean --help exit).
 static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
-    o->n_predict = -1; o->n_threads = default_threads(); o->sp = sampler_defaults();
+    o->n_predict = -1; o->n_threads = default_threads(); o->sp = sampler_defaults(); o->numa = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
         if (!strcmp(a, "--no-bos")) { o->no_bos = 1; continue; }
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = 1; continue; }
+        if (!strcmp(a, "--print-schedule")) { o->print_schedule = 1; continue; }
         static const char *valued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file",
             "--dump-logits", "-n", "--n-predict", "-t", "--threads", "-c", "--ctx-size", "-s",
             "--seed", "--top-k", "--repeat-last-n", "--temp", "--top-p", "--min-p",
-            "--repeat-penalty"};
+            "--repeat-penalty", "--numa", "--split-k"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
         if (!known) return usage_error("unknown option '%s'", a);
@@ -106,6 +122,13 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->prompt_file = v;
         else if (!strcmp(a, "--dump-logits")) o->dump_logits = v;
+        else if (!strcmp(a, "--numa")) {
+            if ((o->numa = topo_parse_mode(v)) < 0) return usage_error("bad --numa value '%s' (off, distribute, isolate)", v);
+        } else if (!strcmp(a, "--split-k")) {
+            if (!strcmp(v, "off")) o->split_k = 0;
+            else if (parse_long(v, 2, 1 << 16, &n)) return usage_error("bad --split-k value '%s' (off or N >= 2)", v);
+            else o->split_k = (int)n;
+        }
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
             if (parse_long(v, -1, INT_MAX, &o->n_predict)) return usage_error("bad -n value '%s'", v);
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
@@ -181,6 +204,15 @@ static int forward(session *S, int32_t tok, int pos) {
     return 0;
 }
 
+// A progress line on stderr, rewritten in place, once a load has taken a second (terminals only).
+typedef struct { double t0; int tty, shown; } load_progress;
+static void on_layer(void *arg, int done, int total) {
+    load_progress *p = arg;
+    if (!p->tty || 1e3 * util_now() - p->t0 < 1000) return;
+    fprintf(stderr, "\rdecode: loading %d/%d layers", done, total);
+    p->shown = 1;
+}
+
 static int run(session *S, const options *o, const char *prompt, size_t plen) {
     char err[GGUF_ERR_MAX];
     double t0 = 1e3 * util_now();
@@ -208,10 +240,16 @@ static int run(session *S, const options *o, const char *prompt, size_t plen) {
         fprintf(stderr, "decode: the prompt has %zu tokens but the context holds %ld (-c)\n", n_ids, n_ctx);
         goto out;
     }
-    if (decoder_init(&S->d, &S->m, (int)n_ctx, o->n_threads, err)) {
+    decoder_opts dopt = decoder_default_opts(o->n_threads);
+    load_progress lp = {.t0 = t0, .tty = isatty(2)};
+    dopt.numa = o->numa, dopt.split_k = o->split_k, dopt.on_layer = on_layer, dopt.on_layer_arg = &lp;
+    int failed = decoder_init_opts(&S->d, &S->m, (int)n_ctx, &dopt, err);
+    if (lp.shown) fprintf(stderr, "\n");
+    if (failed) {
         fprintf(stderr, "decode: %s\n", err);
         goto out;
     }
+    if (o->print_schedule) sched_print(&S->d.sched, stderr);
     if (sampler_init(&S->s, &o->sp, h->n_vocab)) { fprintf(stderr, "decode: out of memory\n"); goto out; }
     S->t_load = 1e3 * util_now() - t0;
     if (o->sp.temp > 0 && !o->seed_set) fprintf(stderr, "decode: seed %llu\n", (unsigned long long)o->sp.seed);
