@@ -92,14 +92,8 @@ int topo_discover(topo *t, char err[256]) {
     int n = have ? CPU_COUNT(&allowed) : 1;
     t->cpu = calloc((size_t)n, sizeof *t->cpu);
     t->node = calloc((size_t)n, sizeof *t->node);
-    t->node_id = calloc((size_t)n, sizeof *t->node_id);
     int *scratch = calloc((size_t)n, sizeof *scratch);
-    if (!t->cpu || !t->node || !t->node_id || !scratch) {
-        free(scratch);
-        topo_free(t);
-        snprintf(err, 256, "out of memory discovering the CPU topology");
-        return -1;
-    }
+    if (!t->cpu || !t->node || !scratch) goto oom;
     for (int c = 0; have && c < CPU_SETSIZE && t->n_cpus < n; c++)
         if (CPU_ISSET(c, &allowed)) t->cpu[t->n_cpus++] = c;
     if (!have) t->n_cpus = 1;             // cpu[0] = 0: pinning will simply be refused
@@ -117,15 +111,22 @@ int topo_discover(topo *t, char err[256]) {
         }
         // Pretend nodes: CPUs split into f contiguous blocks; a node left without CPUs shares one.
         t->n_nodes = (int)f, t->fake = 1;
+        if (!(t->node_id = calloc((size_t)f, sizeof *t->node_id))) goto oom;
         for (int i = 0; i < t->n_cpus; i++) t->node[i] = (int)((long)i * f / t->n_cpus);
         for (int j = 0; j < t->n_nodes; j++) t->node_id[j] = j;
     } else {
+        if (!(t->node_id = calloc((size_t)t->n_cpus, sizeof *t->node_id))) goto oom;
         t->n_nodes = real_nodes(t, scratch);
         t->bindable = t->n_nodes > 1;
     }
     free(scratch);
     group_by_node(t);
     return 0;
+oom:
+    free(scratch);
+    topo_free(t);
+    snprintf(err, 256, "out of memory discovering the CPU topology");
+    return -1;
 }
 
 void topo_free(topo *t) {
