@@ -1,19 +1,16 @@
-// Progress counters (runtime/progress.h). A waiter spins, then yields a few times, then sleeps.
-// Publisher and sleeper meet Dekker-style: the
+// Progress counters (runtime/progress.h). A waiter spins, then sleeps (no sched_yield: on a
+// busy machine one yield can hand the CPU to another process for a whole time slice). Publisher and sleeper meet Dekker-style: the
 // publisher stores its counter, then reads `sleepers`; a sleeper bumps `sleepers`, then rereads
 // the counter before it sleeps. Both sides are seq_cst, so at least one sees the other and a
 // wake-up is never lost; a publish with nobody asleep costs one store and one load.
 #include "runtime/progress.h"
 #include <linux/futex.h>
-#include <sched.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-#define YIELDS 32
 
 typedef struct {
     alignas(64) atomic_uint step; // last step published
@@ -73,12 +70,6 @@ double progress_wait(progress *p, int of, unsigned v) {
     double t0 = now_s();
     for (int i = 0; i < p->spin; i++) {
         cpu_relax();
-        if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return now_s() - t0;
-    }
-    // Then give the CPU away a few times: with more threads than CPUs the producer may be waiting
-    // for this very CPU, and a yield hands it over without a futex round trip.
-    for (int i = 0; i < YIELDS; i++) {
-        sched_yield();
         if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return now_s() - t0;
     }
     for (;;) {

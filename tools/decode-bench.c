@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #define MAXV 32                   // values per list option
-#define ROOF_BYTES ((size_t)1 << 30)
 
 typedef struct {
     char *model_list;             // the -m value, split in place into models
@@ -28,6 +27,7 @@ typedef struct {
     int prompts[MAXV], n_prompts;
     int gens[MAXV], n_gens;
     int reps, numa, split_k;
+    int roofline_mib;             // bytes the roofline pass reads, MiB; 0: no roofline
     const char *fmt, *plot;
 } options;
 
@@ -53,6 +53,7 @@ static void usage(FILE *f) {
         "      --numa MODE      off, distribute, isolate (default: distribute on several nodes)\n"
         "      --split-k N      off or N >= 2 segment ranges per split matrix (default off)\n"
         "      --plot FILE.svg  tg tok/s against threads with the roofline limit\n"
+        "      --roofline-mib N read roofline buffer in MiB; 0 = none (default 1024)\n"
         "stdout: the table only; stderr: progress\n");
 }
 
@@ -63,7 +64,7 @@ static int parse_list(const char *s, int *out, int lo, int hi) {
 
 static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
-    o->reps = 5, o->fmt = "md", o->numa = -1;
+    o->reps = 5, o->fmt = "md", o->numa = -1, o->roofline_mib = 1024;
     o->prompts[0] = 512, o->n_prompts = 1, o->gens[0] = 128, o->n_gens = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -91,6 +92,7 @@ static int parse_args(int argc, char **argv, options *o) {
             if (!strcmp(v, "off")) o->split_k = 0;
             else { bad = parse_list(v, k, 2, 1 << 16) != 1; o->split_k = k[0]; }
         } else if (!strcmp(a, "--plot")) o->plot = v;
+        else if (!strcmp(a, "--roofline-mib")) { int r[1]; bad = parse_list(v, r, 0, 1 << 20) != 1; o->roofline_mib = r[0]; }
         else { fprintf(stderr, "decode-bench: unknown option '%s' (see --help)\n", a); return 2; }
         if (bad) { fprintf(stderr, "decode-bench: bad value '%s' for %s (see --help)\n", v, a); return 2; }
     }
@@ -121,18 +123,19 @@ static double run_test(decoder *d, int n, int tg) {
     return membw_now() - t0;
 }
 
-static double roofline_gbps(int n_threads, int numa) {
-    (void)numa;
-    pool *pl = pool_create(n_threads);
-    char *buf = pl ? aligned_alloc(4096, ROOF_BYTES) : NULL;
+// Median GB/s of 7 passes over `mib` MiB, every thread reading its share (first touched by it).
+static double roofline_gbps(int n_threads, int mib) {
+    size_t bytes = (size_t)mib << 20;
+    pool *pl = mib ? pool_create(n_threads) : NULL;
+    char *buf = pl ? aligned_alloc(4096, bytes) : NULL;
     if (!buf) { pool_destroy(pl); return 0; }
-    memset(buf, 1, ROOF_BYTES);
+    memset(buf, 1, bytes);
     double s[7];
-    membw_pass_seconds(pl, buf, ROOF_BYTES, 4096, 1);           // warm
-    for (int i = 0; i < 7; i++) s[i] = membw_pass_seconds(pl, buf, ROOF_BYTES, 4096, 1);
+    membw_pass_seconds(pl, buf, bytes, 4096, 1);                // warm
+    for (int i = 0; i < 7; i++) s[i] = membw_pass_seconds(pl, buf, bytes, 4096, 1);
     free(buf);
     pool_destroy(pl);
-    return ROOF_BYTES / membw_median(s, 7) / 1e9;
+    return (double)bytes / membw_median(s, 7) / 1e9;
 }
 
 static void stats(result *r) {
@@ -290,8 +293,8 @@ int main(int argc, char **argv) {
     double *roof = calloc((size_t)o.n_threads, sizeof *roof);
     if (!rs || !roof) { fprintf(stderr, "decode-bench: out of memory\n"); free(rs); free(roof); free(o.model_list); return 1; }
     for (int ti = 0; ti < o.n_threads; ti++) {
-        fprintf(stderr, "decode-bench: read roofline at %d thread(s)...\n", o.threads[ti]);
-        roof[ti] = roofline_gbps(o.threads[ti], o.numa);
+        if (o.roofline_mib) fprintf(stderr, "decode-bench: read roofline at %d thread(s)...\n", o.threads[ti]);
+        roof[ti] = roofline_gbps(o.threads[ti], o.roofline_mib);
     }
     int n = 0, status = 0;
     for (int mi = 0; mi < o.n_models && !status; mi++) {
