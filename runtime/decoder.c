@@ -4,10 +4,10 @@
 #include "runtime/decoder.h"
 #include "kernels/gemv.h"
 #include "kernels/ops.h"
+#include "platform/clock.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 int decoder_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX]) {
@@ -366,20 +366,14 @@ static void embed(float *x, const gguf_tensor *table, int32_t token, size_t n_em
     kernels_get()->type[table->type].to_f32(row, x, n_embd);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 float *decoder_forward(decoder *d, int32_t token, int pos) {
     // the token's embedding starts the residual stream
     embed(d->x, d->model->tok_embd, token, d->hp.n_embd);
     // every thread runs the layers and the classifier over its share
     step_job j = {.d = d, .pos = pos};
-    double t0 = now_s();
+    double t0 = monotonic_seconds();
     pool_run(d->pool, step_job_run, &j);
-    d->busy_s += (now_s() - t0) * pool_size(d->pool);
+    d->busy_s += (monotonic_seconds() - t0) * pool_size(d->pool);
     d->step_seq++;
     return d->logits;
 }

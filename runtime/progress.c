@@ -4,12 +4,12 @@
 // the counter before it sleeps. Both sides are seq_cst, so at least one sees the other and a
 // wake-up is never lost; a publish with nobody asleep costs one store and one load.
 #include "runtime/progress.h"
+#include "platform/clock.h"
 #include <linux/futex.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 typedef struct {
@@ -52,12 +52,6 @@ void progress_publish(progress *p, int tid, unsigned v) {
 
 static int reached(unsigned cur, unsigned v) { return (int)(cur - v) >= 0; }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
@@ -67,16 +61,16 @@ static inline void cpu_relax(void) {
 double progress_wait(progress *p, int of, unsigned v) {
     slot *s = &p->s[of];
     if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return 0;
-    double t0 = now_s();
+    double t0 = monotonic_seconds();
     for (int i = 0; i < p->spin; i++) {
         cpu_relax();
-        if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return now_s() - t0;
+        if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return monotonic_seconds() - t0;
     }
     for (;;) {
         atomic_fetch_add(&s->sleepers, 1);
         unsigned cur = atomic_load(&s->step);
         if (!reached(cur, v)) syscall(SYS_futex, &s->step, FUTEX_WAIT_PRIVATE, cur, NULL, NULL, 0);
         atomic_fetch_sub(&s->sleepers, 1);
-        if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return now_s() - t0;
+        if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return monotonic_seconds() - t0;
     }
 }

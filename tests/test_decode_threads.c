@@ -8,6 +8,7 @@
 #include "model/llama.h"
 #include "runtime/decoder.h"
 #include "tests/check.h"
+#include "tools/util.h"
 #include "tests/tool_util.h"
 #include <stdlib.h>
 #include <string.h>

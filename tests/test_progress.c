@@ -4,6 +4,7 @@
 #include "runtime/pool.h"
 #include "runtime/progress.h"
 #include "tests/check.h"
+#include "tools/util.h"
 
 #define ROUNDS (SLOW > 1 ? 100 : 500)   // sanitizers: fewer rounds (the sleep path dominates)
 typedef struct { progress *p; long data[16]; } ring;

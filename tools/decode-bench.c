@@ -11,6 +11,7 @@
 #include "model/llama.h"
 #include "platform/numa.h"
 #include "runtime/decoder.h"
+#include "tools/util.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -58,7 +59,7 @@ static void usage(FILE *f) {
 }
 
 static int parse_list(const char *s, int *out, int lo, int hi) {
-    int n = membw_parse_ints(s, out, MAXV, lo, hi);
+    int n = util_parse_ints(s, out, MAXV, lo, hi);
     return n;
 }
 
@@ -111,7 +112,7 @@ static int parse_args(int argc, char **argv, options *o) {
 static double run_test(decoder *d, int n, int tg) {
     int vocab = d->hp.n_vocab;
     int32_t tok = 1 % vocab;
-    double t0 = membw_now();
+    double t0 = util_now();
     for (int i = 0; i < n; i++) {
         float *logits = decoder_forward(d, tok, i);
         if (tg) {
@@ -120,7 +121,7 @@ static double run_test(decoder *d, int n, int tg) {
             tok = best;
         } else tok = (int32_t)((i * 7919u + 13) % (unsigned)vocab);
     }
-    return membw_now() - t0;
+    return util_now() - t0;
 }
 
 // Median GB/s of 7 passes over `mib` MiB, every thread reading its share (first touched by it).
@@ -135,7 +136,7 @@ static double roofline_gbps(int n_threads, int mib) {
     for (int i = 0; i < 7; i++) s[i] = membw_pass_seconds(pl, buf, bytes, 4096, 1);
     free(buf);
     pool_destroy(pl);
-    return (double)bytes / membw_median(s, 7) / 1e9;
+    return (double)bytes / util_median(s, 7) / 1e9;
 }
 
 static void stats(result *r) {
