@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 // One pool job packs a layer's matrices (or the classifier): each thread its own tiles.
 typedef struct {
@@ -84,6 +86,19 @@ static int check_padding(const llama_model *m, char *err) {
     return 0;
 }
 
+// Asks the kernel to start reading a layer's matrices from the file while the one before is being
+// packed (a cold page cache then overlaps disk reads with packing; a warm one makes it a no-op).
+static void will_need(const llama_model *m, int l) {
+    if (l >= m->hp.n_layer || !m->f.mapped) return;
+    const llama_layer *s = &m->layers[l];
+    const gguf_tensor *t[] = {s->wq, s->wk, s->wv, s->wo, s->ffn_gate, s->ffn_up, s->ffn_down};
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < 7; i++) {
+        uintptr_t a = (uintptr_t)t[i]->data & ~(pg - 1);
+        madvise((void *)a, (uintptr_t)t[i]->data + t[i]->nbytes - a, MADV_WILLNEED);
+    }
+}
+
 static int load_layer(layer_weights *L, const llama_layer *s, const llama_model *m, pool *pl,
                       const sched *sc, const topo *t) {
     int failed = 0;
@@ -115,10 +130,13 @@ int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *
                  void (*on_layer)(void *arg, int done, int total), void *arg, char err[GGUF_ERR_MAX]) {
     memset(w, 0, sizeof *w);
     if (check_padding(m, err)) return -1;
+    if (m->hp.n_layer < 1) goto oom;             // the binding guarantees >= 1
     w->layers = calloc((size_t)m->hp.n_layer, sizeof *w->layers);
     if (!w->layers) goto oom;
     w->n_layer = m->hp.n_layer;
+    will_need(m, 0);
     for (int l = 0; l < m->hp.n_layer; l++) {
+        will_need(m, l + 1);
         if (load_layer(&w->layers[l], &m->layers[l], m, pl, s, t)) goto oom;
         if (on_layer) on_layer(arg, l + 1, m->hp.n_layer);
     }
