@@ -267,9 +267,8 @@ int sched_build(sched *s, const sched_shape *sh, const sched_opts *o) {
     int T = o->n_threads;
     s->node = calloc((size_t)T, sizeof *s->node);
     s->share = calloc((size_t)T, sizeof *s->share);
-    s->split = calloc(SCHED_N_MAT, sizeof *s->split);
     s->dep_off = calloc((size_t)T, sizeof *s->dep_off);
-    if (!s->node || !s->share || !s->split || !s->dep_off) goto fail;
+    if (!s->node || !s->share || !s->dep_off) goto fail;
     for (int t = 0; t < T; t++) s->node[t] = o->node ? o->node[t] : 0;
 
     assign_qkv(s, o);
@@ -286,7 +285,7 @@ fail:
 
 void sched_free(sched *s) {
     for (int m = 0; m < SCHED_N_MAT; m++) free(s->owner[m]);
-    free(s->node); free(s->share); free(s->split); free(s->dep); free(s->dep_off);
+    free(s->node); free(s->share); free(s->dep); free(s->dep_off);
     memset(s, 0, sizeof *s);
 }
 

@@ -74,7 +74,7 @@ typedef struct {
     int *node;                    // (n_threads) NUMA node index of each thread
     sched_share *share;           // (n_threads) the layer plan (and the lm_head's range)
     uint32_t *owner[SCHED_N_MAT]; // (n_tiles of the matrix) thread that owns (folds) each tile
-    int *split;                   // (SCHED_N_MAT) 1 when that matrix's tiles are cut into segments
+    int split[SCHED_N_MAT];       // 1 when that matrix's tiles are cut into segments
     // Waits before each step: thread t, step s (layer steps 0..8, then OUT_PART, OUT_DONE,
     // OUT_END at SCHED_N_STEP + 0/1/2) waits for dep[dep_off[t][s] .. dep_off[t][s + 1]).
     sched_dep *dep;
