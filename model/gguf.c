@@ -379,6 +379,13 @@ static int place_tensors(rd *r, gguf_file *g) {
                         (unsigned long long)t->offset, (unsigned long long)t->nbytes, (unsigned long long)room);
         end = t->offset + t->nbytes;
         t->data = r->p + g->data_offset + t->offset;
+        // general.alignment 1 or 2 can put an F16 or F32 tensor at an odd address (ggml types
+        // of one element per block are read as arrays of that element).
+        uint64_t esz = ggml_types[t->type].size;
+        if (ggml_types[t->type].blck == 1 && (uintptr_t)t->data % esz)
+            return fail(r, "data at file offset %llu is not aligned to its %llu-byte %s elements",
+                        (unsigned long long)(g->data_offset + t->offset), (unsigned long long)esz,
+                        ggml_types[t->type].name);
     }
     return 0;
 }
@@ -417,7 +424,8 @@ int gguf_open(gguf_file *g, const char *path, char err[GGUF_ERR_MAX]) {
     rd r = {.path = path, .err = err};
     struct stat st;
     memset(g, 0, sizeof *g);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO without a writer would otherwise wait forever for one.
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) return fail(&r, "cannot open: %s", strerror(errno));
     if (fstat(fd, &st)) { close(fd); return fail(&r, "cannot stat: %s", strerror(errno)); }
     if (S_ISDIR(st.st_mode)) { close(fd); return fail(&r, "is a directory"); }
@@ -426,7 +434,10 @@ int gguf_open(gguf_file *g, const char *path, char err[GGUF_ERR_MAX]) {
     void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (map == MAP_FAILED) return fail(&r, "cannot map %lld bytes: %s", (long long)st.st_size, strerror(errno));
-    return open_buf(g, map, (size_t)st.st_size, path, 1, err);
+    if (open_buf(g, map, (size_t)st.st_size, path, 1, err)) return -1;
+    g->dev = (uint64_t)st.st_dev;
+    g->ino = (uint64_t)st.st_ino;
+    return 0;
 }
 
 void gguf_close(gguf_file *g) { release(g); }

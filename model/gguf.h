@@ -3,7 +3,10 @@
 // arithmetic overflow-checked, n_dims 1..4, known types, aligned in-file non-overlapping
 // offsets, no duplicate/empty/NUL keys or names, keys <= 65535 bytes, names < 64 bytes and valid
 // UTF-8, alignment a bounded UINT32 power of two, nested arrays rejected, counts capped below)
-// before it allocates anything sized by it.
+// before it allocates anything sized by it. The data of every element type (F32, F16, I8...)
+// lies at an address that is a multiple of its element size, whatever general.alignment says,
+// so it can be read as an array of that type. gguf_open never blocks: anything but a regular
+// file (a FIFO, a device, a directory) is refused before a byte is read.
 // Errors are one line, "PATH: what: problem", written to err; the library never exits or aborts.
 //
 // model/ sits above platform/ (weight types) and beside kernels/ and l4/: it includes only
@@ -60,6 +63,7 @@ typedef struct {
     char *path;
     const uint8_t *map; size_t size;   // the whole file
     int mapped;                   // 1: munmap on close; 0: caller's buffer (gguf_open_mem)
+    uint64_t dev, ino;            // the opened file's identity (st_dev, st_ino); 0 for a buffer
     uint32_t version;             // 2 or 3
     uint32_t alignment;
     uint64_t data_offset;         // start of the tensor data section

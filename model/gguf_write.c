@@ -31,6 +31,7 @@ struct gguf_writer {
     wtensor *t; uint64_t n_t, t_cap;      // (n_t)
     uint64_t data_end;                    // end of the last tensor's bytes
     gguf_fill_fn fill; void *fill_ctx;
+    void (*temp_hook)(const char *);      // told the temporary file's path, then NULL
     char err[256];                        // the first failure, reported by save
 };
 
@@ -196,6 +197,7 @@ void gguf_w_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_d
 }
 
 void gguf_w_set_fill(gguf_writer *w, gguf_fill_fn fill, void *ctx) { w->fill = fill; w->fill_ctx = ctx; }
+void gguf_w_set_temp_hook(gguf_writer *w, void (*hook)(const char *path)) { w->temp_hook = hook; }
 
 // ---------------------------------------------------------------- save
 
@@ -357,23 +359,31 @@ int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
     char *dst = out_target(path, err);
     if (!dst) return -1;
 
-    size_t plen = strlen(dst);
-    char *tmp = malloc(plen + 48);
+    // The temporary file sits beside the target under a short name of its own, so a target
+    // name of NAME_MAX bytes still has room for it.
+    const char *slash = strrchr(dst, '/');
+    size_t dlen = slash ? (size_t)(slash - dst) + 1 : 0, cap = dlen + 64;
+    char *tmp = malloc(cap);
     out o = {.fd = -1};
     if (!tmp || !(o.buf = malloc(WBUF_BYTES))) {
         free(tmp); free(dst);
         snprintf(err, GGUF_ERR_MAX, "%s: out of memory", path);
         return -1;
     }
-    // O_EXCL with a fresh name: the mode honours the umask, unlike mkstemp's 0600.
+    // O_EXCL with a fresh name: the mode honours the umask, unlike mkstemp's 0600. The hook
+    // hears the name before the file exists, so a signal handler can always remove it.
     static unsigned serial;
     for (int i = 0; i < 100 && o.fd < 0; i++) {
-        snprintf(tmp, plen + 48, "%s.tmp.%ld.%u", dst, (long)getpid(), __atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED));
+        snprintf(tmp, cap, "%.*s.gguf-tmp.%ld.%u", (int)dlen, dst, (long)getpid(),
+                 __atomic_fetch_add(&serial, 1, __ATOMIC_RELAXED));
+        if (w->temp_hook) w->temp_hook(tmp);
         o.fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (o.fd < 0 && errno != EEXIST) break;
     }
     if (o.fd < 0) {
-        snprintf(err, GGUF_ERR_MAX, "%s: cannot create a temporary file: %s", path, strerror(errno));
+        int e = errno;
+        if (w->temp_hook) w->temp_hook(NULL);
+        snprintf(err, GGUF_ERR_MAX, "%s: cannot create a temporary file: %s", path, strerror(e));
         free(tmp); free(o.buf); free(dst);
         return -1;
     }
@@ -385,6 +395,7 @@ int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
     else if (rename(tmp, dst)) snprintf(err, GGUF_ERR_MAX, "%s: cannot rename the temporary file: %s", path, strerror(errno));
     else rc = 0;
     if (rc) unlink(tmp);
+    if (w->temp_hook) w->temp_hook(NULL);
     free(tmp); free(o.buf); free(dst);
     return rc;
 }

@@ -36,10 +36,13 @@ void gguf_w_kv_copy(gguf_writer *w, const gguf_kv *kv);
 void gguf_w_tensor(gguf_writer *w, const char *name, uint32_t ggml_type, uint32_t n_dims,
                    const uint64_t *ne, const void *data);
 void gguf_w_set_fill(gguf_writer *w, gguf_fill_fn fill, void *ctx);
+// Called by save with the temporary file's path just before creating it, and with NULL once it
+// was renamed into place or removed: a tool's signal handler can then remove it (tools/cli.h).
+void gguf_w_set_temp_hook(gguf_writer *w, void (*hook)(const char *path));
 
 // general.alignment is written when the alignment is not 32; setting it to another value, or
 // giving a key or tensor name twice, is an error reported by save.
-// Writes the file (to a temporary name, then renamed). 0 ok, -1 with err filled. Any earlier
+// Writes the file (to a temporary name in the same directory, then renamed). 0 ok, -1 with err filled. Any earlier
 // failed call (OOM, bad argument) is reported here. An existing path must be a regular file, or
 // a symbolic link to one: the link is kept and the file it leads to replaced. Directories,
 // FIFOs, devices and dangling links are refused before anything is written.

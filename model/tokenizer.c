@@ -261,6 +261,9 @@ void tokenizer_free(tokenizer *t) {
 int tokenizer_n_vocab(const tokenizer *t) { return t->n_vocab; }
 int32_t tokenizer_bos(const tokenizer *t) { return t->bos; }
 int32_t tokenizer_eos(const tokenizer *t) { return t->eos; }
+// A token is a piece of at most max_len bytes of the text with ' ' spelled U+2581 (never fewer
+// bytes than it covers), or a byte-fallback token covering one byte.
+size_t tokenizer_max_token_bytes(const tokenizer *t) { return t->max_len > 1 ? t->max_len : 1; }
 int tokenizer_add_bos(const tokenizer *t) { return t->add_bos; }
 
 // ---- encoding ----

@@ -22,6 +22,10 @@ int tokenizer_add_bos(const tokenizer *t);    // tokenizer.ggml.add_bos_token, t
 // *ids is malloc'ed (free it); 0 ok, -1 on allocation failure.
 int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos,
                      int32_t **ids, size_t *n_ids);
+// No token of tokenizer_encode (BOS aside) stands for more than this many bytes of the text,
+// so len bytes take at least ceil(len / this) tokens: a caller can refuse a text too long for
+// its context before it reads or tokenizes all of it.
+size_t tokenizer_max_token_bytes(const tokenizer *t);
 // The bytes token id stands for: U+2581 -> ' ', <0xNN> -> that byte, control/unknown tokens
 // -> nothing. Returns the byte count (may exceed cap: then only cap bytes were written).
 size_t tokenizer_piece(const tokenizer *t, int32_t id, char *buf, size_t cap);

@@ -5,6 +5,7 @@
 #include "kernels/gemv.h"
 #include "kernels/ops.h"
 #include "platform/clock.h"
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +40,10 @@ decoder_opts decoder_default_opts(int n_threads) {
                           .min_stage_bytes = -1, .min_step_bytes = -1};
 }
 
-int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, char err[GGUF_ERR_MAX]) {
+int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, const volatile sig_atomic_t *stop,
+                 char err[GGUF_ERR_MAX]) {
     decoder_opts o = decoder_default_opts(n_threads);
+    o.stop = stop;
     return decoder_init_opts(d, m, n_ctx, &o, err);
 }
 
@@ -113,12 +116,18 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
     if (plan(d, o, cpu, err)) { if (err[0]) { free(cpu); decoder_free(d); return -1; } goto oom; }
     int n = busy_threads(&d->sched);
     ctx_job cj = {.d = d, .cpu = cpu};
-    if (!(d->pool = pool_create_pinned(n, cpu)) || !(d->progress = progress_create(n, n > d->topo.n_cpus ? 0 : SPIN_ITERS)) ||
-        !ALLOC(d->threads, n))
+    if (!(d->pool = pool_create_pinned(n, cpu))) {
+        int e = errno;
+        snprintf(err, GGUF_ERR_MAX, "cannot start %d threads: %s", n, strerror(e));
+        free(cpu);
+        decoder_free(d);
+        return -1;
+    }
+    if (!(d->progress = progress_create(n, n > d->topo.n_cpus ? 0 : SPIN_ITERS)) || !ALLOC(d->threads, n))
         goto oom;
     pool_run(d->pool, ctx_job_run, &cj);
     if (cj.failed || alloc_partials(d)) goto oom;
-    if (weights_load(&d->w, m, d->pool, &d->sched, &d->topo, o->on_layer, o->on_layer_arg, err)) { free(cpu); decoder_free(d); return -1; }
+    if (weights_load(&d->w, m, d->pool, &d->sched, &d->topo, o->on_layer, o->on_layer_arg, o->stop, err)) { free(cpu); decoder_free(d); return -1; }
     if (!ALLOC(d->key_cache, cache) || !ALLOC(d->value_cache, cache) || !ALLOC(d->x, h->n_embd) ||
         !ALLOC(d->xb2, h->n_embd) || !ALLOC(d->q, q_dim) ||
         !ALLOC(d->att_out, q_dim) || !ALLOC(d->hb, h->n_ff) || !ALLOC(d->hb2, h->n_ff) ||
@@ -360,15 +369,15 @@ static void step_job_run(void *ctx, int tid, int n_threads) {
     classifier_forward(j->d, c);
 }
 
-// Row `token` of the embedding table, widened to f32.
-static void embed(float *x, const gguf_tensor *table, int32_t token, size_t n_embd) {
-    const char *row = (const char *)table->data + (size_t)token * n_embd * wtype_get(table->type)->size;
-    kernels_get()->type[table->type].to_f32(row, x, n_embd);
+// Row `token` of the embedding table (type `type`), widened to f32.
+static void embed(float *x, const void *table, uint32_t type, int32_t token, size_t n_embd) {
+    const char *row = (const char *)table + (size_t)token * n_embd * wtype_get(type)->size;
+    kernels_get()->type[type].to_f32(row, x, n_embd);
 }
 
 float *decoder_forward(decoder *d, int32_t token, int pos) {
     // the token's embedding starts the residual stream
-    embed(d->x, d->model->tok_embd, token, d->hp.n_embd);
+    embed(d->x, d->w.token_embd, d->w.embd_type, token, d->hp.n_embd);
     // every thread runs the layers and the classifier over its share
     step_job j = {.d = d, .pos = pos};
     double t0 = monotonic_seconds();

@@ -25,6 +25,7 @@ typedef struct {
     long min_step_bytes;          // a step uses at most its bytes / this threads; -1: the default
     void (*on_layer)(void *arg, int done, int total);   // load progress, or NULL
     void *on_layer_arg;
+    const volatile sig_atomic_t *stop;  // NULL, or: the load gives up between matrices once non-zero
 } decoder_opts;
 
 // Each thread's own state, allocated (and so placed) by that thread.
@@ -73,10 +74,12 @@ typedef struct {
 int decoder_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX]);
 // Options with every default: n_threads threads, NUMA mode from the topology, no split.
 decoder_opts decoder_default_opts(int n_threads);
-// 0 ok, -1 with err; n_ctx already checked with decoder_check_ctx.
+// 0 ok, -1 with err; n_ctx already checked with decoder_check_ctx. After it, decoder_forward never
+// reads m's file mapping: the file may change or shrink.
 int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder_opts *o, char err[GGUF_ERR_MAX]);
-// decoder_init_opts with decoder_default_opts(n_threads).
-int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, char err[GGUF_ERR_MAX]);
+// decoder_init_opts with decoder_default_opts(n_threads) and that stop.
+int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, const volatile sig_atomic_t *stop,
+                 char err[GGUF_ERR_MAX]);
 // Evaluates token at position pos (0 <= pos < n_ctx, positions in order); returns the logits.
 float *decoder_forward(decoder *d, int32_t token, int pos);
 // Frees what decoder_init allocated; safe on a zeroed decoder and after a failed init.

@@ -2,6 +2,7 @@
 // (spinning briefly, then sleeping in futex), run the job, and count down `pending`; the
 // last one to finish wakes the caller. Atomics carry all synchronisation (TSan-visible).
 #include "runtime/pool.h"
+#include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -105,11 +106,9 @@ pool *pool_create_pinned(int n_threads, const int *cpus) {
     pthread_attr_setstacksize(&attr, WORKER_STACK);
     for (int i = 1; i < n_threads; i++) {
         worker_arg *a = malloc(sizeof *a);
-        if (!a) { p->n = i; pthread_attr_destroy(&attr); pool_destroy(p); return NULL; }
-        a->p = p; a->tid = i;
-        if (pthread_create(&p->threads[i - 1], &attr, worker, a) != 0) {
-            free(a); p->n = i; pthread_attr_destroy(&attr); pool_destroy(p); return NULL;
-        }
+        if (a) { a->p = p; a->tid = i; }
+        int rc = a ? pthread_create(&p->threads[i - 1], &attr, worker, a) : ENOMEM;
+        if (rc) { free(a); p->n = i; pthread_attr_destroy(&attr); pool_destroy(p); errno = rc; return NULL; }
         pin(p, p->threads[i - 1], i);
     }
     pthread_attr_destroy(&attr);

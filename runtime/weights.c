@@ -41,15 +41,15 @@ static int alloc_packed(packed_matrix *w, const gguf_tensor *t) {
 }
 
 // Allocates and packs matrices as one pool job, each tile by its owner, then releases their
-// file pages so peak memory stays near one copy of the weights.
+// file pages so peak memory stays near one copy of the weights (a tied classifier faults the
+// embedding's pages back in from the file).
 static int pack(const llama_model *m, pool *pl, pack_job *j, const gguf_tensor *const *src) {
     for (int i = 0; i < j->n; i++) {
         if (alloc_packed(j->dst[i], src[i])) return -1;
         j->src[i] = src[i]->data;
     }
     pool_run(pl, pack_job_run, j);
-    for (int i = 0; i < j->n; i++)
-        if (src[i] != m->tok_embd) gguf_drop_pages(&m->f, src[i]->data, src[i]->nbytes);
+    for (int i = 0; i < j->n; i++) gguf_drop_pages(&m->f, src[i]->data, src[i]->nbytes);
     return 0;
 }
 
@@ -126,8 +126,19 @@ void weights_shape(const llama_model *m, sched_shape *sh) {
         sh->mat[i] = (sched_mat){.k = t[i]->ne[0], .n = t[i]->ne[1], .es = wtype_get(t[i]->type)->size};
 }
 
+// The embedding table as stored, in memory of its own: decode reads a row every token.
+static void *copy_table(const llama_model *m) {
+    const gguf_tensor *t = m->tok_embd;
+    void *copy = malloc(t->nbytes ? t->nbytes : 1);
+    if (!copy) return NULL;
+    memcpy(copy, t->data, t->nbytes);
+    gguf_drop_pages(&m->f, t->data, t->nbytes);
+    return copy;
+}
+
 int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *s, const topo *t,
-                 void (*on_layer)(void *arg, int done, int total), void *arg, char err[GGUF_ERR_MAX]) {
+                 void (*on_layer)(void *arg, int done, int total), void *arg,
+                 const volatile sig_atomic_t *stop, char err[GGUF_ERR_MAX]) {
     memset(w, 0, sizeof *w);
     if (check_padding(m, err)) return -1;
     if (m->hp.n_layer < 1) goto oom;             // the binding guarantees >= 1
@@ -137,17 +148,20 @@ int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *
     will_need(m, 0);
     for (int l = 0; l < m->hp.n_layer; l++) {
         will_need(m, l + 1);
-        if (load_layer(&w->layers[l], &m->layers[l], m, pl, s, t)) goto oom;
+        if (load_layer(&w->layers[l], &m->layers[l], m, pl, s, t) || (stop && *stop)) goto oom;
         if (on_layer) on_layer(arg, l + 1, m->hp.n_layer);
     }
     int failed = 0;
     w->out_norm = widen_1d(m->output_norm, &failed);
     pack_job j = {.s = s, .t = t, .n = 1, .mat = {SCHED_OUT}, .dst = {&w->classifier}};
     if (failed || pack(m, pl, &j, (const gguf_tensor *[]){m->output})) goto oom;
+    w->embd_type = m->tok_embd->type;
+    if (!(w->token_embd = copy_table(m))) goto oom;
     return 0;
 oom:
     weights_free(w);
-    snprintf(err, GGUF_ERR_MAX, "%s: out of memory", m->f.path ? m->f.path : "model");
+    snprintf(err, GGUF_ERR_MAX, "%s: %s", m->f.path ? m->f.path : "model",
+             stop && *stop ? "loading interrupted" : "out of memory");
     return -1;
 }
 
@@ -161,5 +175,6 @@ void weights_free(model_weights *w) {
     free(w->layers);
     free(w->out_norm);
     free(w->classifier.tiles);
+    free(w->token_embd);
     memset(w, 0, sizeof *w);
 }

@@ -3,6 +3,7 @@
 // touch places its pages, after binding them to its NUMA node), the file's pages released behind it, and the 1-D tensors (norms,
 // biases) widened to f32. Load-time concerns live here; runtime/decoder.c only reads the result.
 #pragma once
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "model/llama.h"
@@ -34,6 +35,9 @@ typedef struct {
 
 typedef struct {
     int n_layer;
+    uint32_t embd_type;           // weight type of token_embd
+    void *token_embd;             // (n_vocab, n_embd) the embedding table as stored, copied:
+                                  // after the load nothing reads the file, which may then change
     layer_weights *layers;        // (n_layer)
     float *out_norm;              // (n_embd)
     packed_matrix classifier;     // (n_embd -> n_vocab)
@@ -47,8 +51,12 @@ void weights_shape(const llama_model *m, sched_shape *sh);
 // it. The pool's threads are the schedule's first pool_size(pl) threads, and every tile owner is
 // among them. On failure w is freed. The file's pages behind each packed matrix are dropped (not
 // the embedding table's: decode reads it every token).
-// on_layer, when not NULL, is called after each layer is packed with (arg, layers done, total).
+// The embedding table is copied, and the file's pages behind each tensor are dropped once it is
+// packed or copied. on_layer, when not NULL, is called after each layer is packed with (arg,
+// layers done, total). stop (may be NULL) is checked between layers: once non-zero the load
+// gives up ("loading interrupted").
 int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *s, const topo *t,
-                 void (*on_layer)(void *arg, int done, int total), void *arg, char err[GGUF_ERR_MAX]);
+                 void (*on_layer)(void *arg, int done, int total), void *arg,
+                 const volatile sig_atomic_t *stop, char err[GGUF_ERR_MAX]);
 // Frees what weights_load allocated; safe on a zeroed model_weights.
 void weights_free(model_weights *w);

@@ -2,3 +2,7 @@
 decode_test(test_ref_stories decode test_ref_stories.c ref_forward.c decode_util.c tool_util.c)
 decode_test(test_decode_stories decode test_decode_stories.c ref_forward.c decode_util.c tool_util.c)
 decode_test(test_decode_synth decode test_decode_synth.c ref_forward.c decode_util.c tool_util.c)
+# Hostile command lines and environments (tests/test_hostile.sh): files kept, no hang, no crash.
+add_test(NAME test_hostile COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_hostile.sh
+         ${CMAKE_RUNTIME_OUTPUT_DIRECTORY} ${DECODE_SHARED_DIR} "${SANITIZE}")
+set_tests_properties(test_hostile PROPERTIES LABELS decode TIMEOUT 1200)

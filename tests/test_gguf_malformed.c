@@ -224,6 +224,33 @@ static void alignment_cases(spec s) {
     accept("alignment 64, offsets 0/64/128");
 }
 
+// general.alignment 1 or 2 with every tensor of the given type placed so its data starts at a
+// file offset of want mod 8 (the tensor offsets shifted, the file padded so the last still fits).
+static void build_at(uint32_t align, uint32_t type, unsigned want) {
+    spec s = base();
+    s.align = align; s.pad = align;
+    for (int t = 0; t < NT; t++) s.type[t] = type;
+    build(&s);
+    unsigned shift = (want + 8 - (unsigned)(at.data % 8)) % 8;
+    for (int t = 0; t < NT; t++) s.off[t] += shift;
+    build(&s);
+    for (unsigned k = 0; k < shift; k++) put("", 1);
+}
+
+// Each element type's data must sit at a multiple of its element size, or a load of an F16 or
+// F32 element would be misaligned (undefined behaviour in C, a fault on some CPUs).
+static void element_alignment_cases(void) {
+    build_at(1, GGML_TYPE_F32, 2); reject("alignment 1, F32 at 2 mod 4", "not aligned to its 4-byte F32");
+    build_at(1, GGML_TYPE_F32, 1); reject("alignment 1, F32 at 1 mod 4", "not aligned to its 4-byte F32");
+    build_at(2, GGML_TYPE_F32, 6); reject("alignment 2, F32 at 2 mod 4", "not aligned to its 4-byte F32");
+    build_at(1, GGML_TYPE_F16, 3); reject("alignment 1, F16 at an odd offset", "not aligned to its 2-byte F16");
+    build_at(1, GGML_TYPE_BF16, 5); reject("alignment 1, BF16 at an odd offset", "not aligned to its 2-byte BF16");
+    build_at(1, 28 /* F64 */, 4); reject("alignment 1, F64 at 4 mod 8", "not aligned to its 8-byte F64");
+    build_at(1, GGML_TYPE_F32, 4); accept("alignment 1, F32 at 4 mod 8");
+    build_at(2, GGML_TYPE_F16, 2); accept("alignment 2, F16 at an even offset");
+    build_at(1, 24 /* I8 */, 3); accept("alignment 1, I8 at an odd offset");
+}
+
 static void tensor_cases(spec s) {
     static const char long_name[] = "0123456789012345678901234567890123456789012345678901234567890123456789";
     s = base(); s.name[1] = long_name; s.name_len[1] = 64; build(&s); reject("name of 64 bytes", "limit");
@@ -329,11 +356,12 @@ int main(void) {
     int n_header = n_cases;
     kv_cases(s);
     alignment_cases(s);
+    element_alignment_cases();
     tensor_cases(s);
     int n_files = n_cases;
     getter_cases(s);
     unlink(tmp_path);
-    CHECK(n_header == 16 && n_files == 78 && n_cases == 96);
+    CHECK(n_header == 16 && n_files == 84 && n_cases == 102);
     CHECK(n_cases >= 40);
     printf("test_gguf_malformed: %d prefixes and %d crafted cases (%d files, %d getter calls) rejected\n",
            n_prefix, n_cases, n_files, n_cases - n_files);

@@ -1,20 +1,28 @@
 // decode: run a llama GGUF model on a prompt and stream the continuation to stdout.
 // stdout holds the prompt exactly as given followed by the generated pieces, nothing else;
-// everything else (timings, warnings, errors) goes to stderr. Exit 0 ok, 1 failure, 2 usage.
+// everything else (timings, warnings, errors) goes to stderr. Exit 0 ok, 1 failure, 2 usage,
+// 128 + N after signal N (SIGINT, SIGTERM, SIGHUP): the first stops at the next token (or
+// phase of the load) and still prints the timings, a second exits at once.
+// The order protects the user's files: the model's metadata and the prompt are checked first,
+// the dump is opened only then (never over the model, the prompt file, stdout or stderr), and
+// the long load (packing the weights) comes last.
 #include "model/llama.h"
 #include "model/tokenizer.h"
 #include "platform/numa.h"
 #include "runtime/decoder.h"
 #include "runtime/sampler.h"
+#include "tools/cli.h"
 #include "tools/util.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,8 +37,12 @@ typedef struct {
     sampler_params sp;
 } options;
 
-static volatile sig_atomic_t interrupted;
-static void on_sigint(int sig) { (void)sig; interrupted = 1; }
+static double now_ms(void) { return 1e3 * util_now(); }
+
+static int cpus_available(void) {
+    cpu_set_t s;
+    return sched_getaffinity(0, sizeof s, &s) == 0 ? CPU_COUNT(&s) : 1;
+}
 
 // Physical cores among the CPUs we may use: SMT siblings share a core's memory bandwidth.
 static int default_threads(void) {
@@ -170,6 +182,8 @@ static int parse_args(int argc, char **argv, options *o) {
 
 typedef struct {
     llama_model m; tokenizer *tok; decoder d; sampler s; FILE *dump;
+    char *file_prompt;                 // the -f prompt's bytes
+    struct stat prompt_st;             // what the -f prompt was (its identity)
     double t_load, t_prompt, t_eval; int n_prompt, n_eval;
 } session;
 
@@ -204,18 +218,71 @@ static int forward(session *S, int32_t tok, int pos) {
     return 0;
 }
 
-// A progress line on stderr, rewritten in place, once a load has taken a second (terminals only).
-typedef struct { double t0; int tty, shown; } load_progress;
-static void on_layer(void *arg, int done, int total) {
-    load_progress *p = arg;
-    if (!p->tty || 1e3 * util_now() - p->t0 < 1000) return;
-    fprintf(stderr, "\rdecode: loading %d/%d layers", done, total);
-    p->shown = 1;
+static int same_file(const struct stat *a, uint64_t dev, uint64_t ino) {
+    return (uint64_t)a->st_dev == dev && (uint64_t)a->st_ino == ino;
 }
 
-static int run(session *S, const options *o, const char *prompt, size_t plen) {
+// Opens the dump without truncating it, and truncates only a file that holds nothing of the
+// run's inputs or outputs: the model (a hard or symbolic link to it included), the prompt file,
+// or the file stdout or stderr already write to. NULL after a one-line error.
+static FILE *open_dump(const session *S, const char *path) {
+    int fd;
+    while ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666)) < 0 && errno == EINTR && !cli_stop) {}
+    if (fd < 0) {
+        if (!cli_stop) fprintf(stderr, "decode: %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st, o;
+    const char *clash = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        if (same_file(&st, S->m.f.dev, S->m.f.ino)) clash = "the model file";
+        else if (S->file_prompt && same_file(&st, S->prompt_st.st_dev, S->prompt_st.st_ino)) clash = "the prompt file";
+        else if (fstat(1, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stdout goes";
+        else if (fstat(2, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stderr goes";
+    }
+    if (clash) {
+        fprintf(stderr, "decode: --dump-logits %s is %s; not overwriting it\n", path, clash);
+        close(fd);
+        return NULL;
+    }
+    FILE *f = NULL;
+    if ((S_ISREG(st.st_mode) && ftruncate(fd, 0)) || !(f = fdopen(fd, "wb"))) {
+        fprintf(stderr, "decode: %s: %s\n", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
+// The prompt, at most max bytes of it (more cannot fit the context): -p's text or -f's file.
+static int read_prompt(session *S, const options *o, size_t max, long n_ctx, const char **prompt, size_t *plen) {
+    size_t per = tokenizer_max_token_bytes(S->tok);
+    if (o->prompt_file) {
+        if (!(S->file_prompt = cli_read_file(o->prompt_file, max, plen, &S->prompt_st))) {
+            if (errno == EFBIG)
+                fprintf(stderr, "decode: %s: more than %zu bytes, so more than the %ld tokens the context holds (-c)\n",
+                        o->prompt_file, max, n_ctx);
+            else if (!cli_stop)
+                fprintf(stderr, "decode: %s: %s\n", o->prompt_file, strerror(errno));
+            return -1;
+        }
+        *prompt = S->file_prompt;
+    } else {
+        *prompt = o->prompt ? o->prompt : "";
+        *plen = strlen(*prompt);
+        if (*plen > max) {
+            fprintf(stderr, "decode: the prompt is %zu bytes, at least %zu tokens: more than the %ld the context holds (-c)\n",
+                    *plen, (*plen + per - 1) / per, n_ctx);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+// Model metadata and tokenizer, then the prompt read and tokenized within the context: all
+// before the dump is opened and the weights are packed. 0 ok, 1 failure.
+static int load(session *S, const options *o, const char **prompt, size_t *plen, int32_t **ids, size_t *n_ids, long *n_ctx) {
     char err[GGUF_ERR_MAX];
-    double t0 = 1e3 * util_now();
+    cli_mapped_file(o->model);
     if (llama_model_load(&S->m, o->model, err) || tokenizer_load(&S->tok, &S->m.f, err)) {
         fprintf(stderr, "decode: %s\n", err);
         return 1;
@@ -226,98 +293,154 @@ static int run(session *S, const options *o, const char *prompt, size_t plen) {
                 tokenizer_n_vocab(S->tok), h->n_vocab);
         return 1;
     }
-    long n_ctx = o->n_ctx ? o->n_ctx : (h->n_ctx_train < 4096 ? h->n_ctx_train : 4096);
-    int32_t *ids = NULL; size_t n_ids = 0;
-    if (decoder_check_ctx(&S->m, n_ctx, err)) { fprintf(stderr, "decode: %s\n", err); return 1; }
+    *n_ctx = o->n_ctx ? o->n_ctx : (h->n_ctx_train < 4096 ? h->n_ctx_train : 4096);
+    if (decoder_check_ctx(&S->m, *n_ctx, err)) { fprintf(stderr, "decode: %s\n", err); return 1; }
     int add_bos = !o->no_bos && tokenizer_add_bos(S->tok) && tokenizer_bos(S->tok) >= 0;
-    if (tokenizer_encode(S->tok, prompt, plen, add_bos, &ids, &n_ids)) {
+    cli_test_stop("prompt");
+    if (cli_stop) return 1;
+    // len bytes take at least ceil(len / per) tokens: longer prompts are refused unread.
+    size_t max = (size_t)(*n_ctx - add_bos) * tokenizer_max_token_bytes(S->tok);
+    if (read_prompt(S, o, max, *n_ctx, prompt, plen)) return 1;
+    if (tokenizer_encode(S->tok, *prompt, *plen, add_bos, ids, n_ids)) {
         fprintf(stderr, "decode: out of memory tokenizing the prompt\n");
         return 1;
     }
-    int status = 1;
-    if (n_ids == 0) { fprintf(stderr, "decode: the prompt has no tokens to evaluate (empty prompt with --no-bos)\n"); goto out; }
-    if ((long)n_ids > n_ctx) {
-        fprintf(stderr, "decode: the prompt has %zu tokens but the context holds %ld (-c)\n", n_ids, n_ctx);
-        goto out;
+    if (*n_ids == 0) {
+        fprintf(stderr, o->no_bos ? "decode: the prompt is empty and --no-bos leaves no token to evaluate\n"
+                                  : "decode: the prompt is empty and the model adds no BOS token: nothing to evaluate\n");
+        return 1;
     }
+    if ((long)*n_ids > *n_ctx) {
+        fprintf(stderr, "decode: the prompt has %zu tokens but the context holds %ld (-c)\n", *n_ids, *n_ctx);
+        return 1;
+    }
+    return 0;
+}
+
+// The weights packed and the pool started, with the stop signals blocked while the workers are
+// created: they inherit the mask, so a Ctrl-C always reaches the main thread and interrupts
+// what it is blocked in.
+// A progress line on stderr, rewritten in place, once packing has taken a second (terminals only).
+typedef struct { double t0; int tty, shown; } load_progress;
+static void on_layer(void *arg, int done, int total) {
+    load_progress *p = arg;
+    if (!p->tty || now_ms() - p->t0 < 1000) return;
+    fprintf(stderr, "\rdecode: loading %d/%d layers", done, total);
+    p->shown = 1;
+}
+
+static int start_decoder(session *S, const options *o, long n_ctx) {
+    char err[GGUF_ERR_MAX];
+    sigset_t stops, old;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT); sigaddset(&stops, SIGTERM); sigaddset(&stops, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &stops, &old);
     decoder_opts dopt = decoder_default_opts(o->n_threads);
-    load_progress lp = {.t0 = t0, .tty = isatty(2)};
-    dopt.numa = o->numa, dopt.split_k = o->split_k, dopt.on_layer = on_layer, dopt.on_layer_arg = &lp;
-    int failed = decoder_init_opts(&S->d, &S->m, (int)n_ctx, &dopt, err);
+    load_progress lp = {.t0 = now_ms(), .tty = isatty(2)};
+    dopt.numa = o->numa, dopt.split_k = o->split_k, dopt.stop = &cli_stop;
+    dopt.on_layer = on_layer, dopt.on_layer_arg = &lp;
+    int rc = decoder_init_opts(&S->d, &S->m, (int)n_ctx, &dopt, err);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (lp.shown) fprintf(stderr, "\n");
-    if (failed) {
-        fprintf(stderr, "decode: %s\n", err);
-        goto out;
+    if (rc) {
+        if (!cli_stop) fprintf(stderr, "decode: %s\n", err);
+        return 1;
     }
     if (o->print_schedule) sched_print(&S->d.sched, stderr);
-    if (sampler_init(&S->s, &o->sp, h->n_vocab)) { fprintf(stderr, "decode: out of memory\n"); goto out; }
-    S->t_load = 1e3 * util_now() - t0;
-    if (o->sp.temp > 0 && !o->seed_set) fprintf(stderr, "decode: seed %llu\n", (unsigned long long)o->sp.seed);
-    if (fwrite(prompt, 1, plen, stdout) != plen || fflush(stdout) != 0) goto stdout_failed;
+    if (sampler_init(&S->s, &o->sp, S->m.hp.n_vocab)) { fprintf(stderr, "decode: out of memory\n"); return 1; }
+    return 0;
+}
 
+// After a stop signal: 128 + its number, as shells expect.
+static int stopped(void) {
+    fprintf(stderr, "\ndecode: interrupted\n");
+    return 128 + cli_stop;
+}
+
+static int generate(session *S, const options *o, const char *prompt, size_t plen, const int32_t *ids, size_t n_ids, long n_ctx) {
+    if (fwrite(prompt, 1, plen, stdout) != plen || fflush(stdout) != 0) goto stdout_failed;
     // The last prompt position's logits only pick the first new token: -n 0 skips it, so the
     // dump always holds P + N - 1 rows.
     size_t n_eval = o->n_predict == 0 ? n_ids - 1 : n_ids;
-    t0 = 1e3 * util_now();
-    for (size_t i = 0; i < n_eval && !interrupted; i++) {
+    double t0 = now_ms();
+    for (size_t i = 0; i < n_eval && !cli_stop; i++) {
         if (forward(S, ids[i], (int)i)) goto dump_failed;
         sampler_accept(&S->s, ids[i]);
         S->n_prompt++;
     }
-    S->t_prompt = 1e3 * util_now() - t0;
+    S->t_prompt = now_ms() - t0;
     int pos = (int)n_ids;
-    for (long i = 0; (o->n_predict < 0 || i < o->n_predict) && !interrupted; i++) {
+    // A generated token's time is its sampling, its output and its forward pass.
+    for (long i = 0; (o->n_predict < 0 || i < o->n_predict) && !cli_stop; i++) {
+        t0 = now_ms();
         int32_t tok = sampler_sample(&S->s, S->d.logits);
         if (tok == tokenizer_eos(S->tok) && !o->ignore_eos) break;
         sampler_accept(&S->s, tok);
         if (emit_piece(S, tok, plen == 0 && i == 0)) goto stdout_failed;
-        if (o->n_predict >= 0 && i + 1 == o->n_predict) break;   // the last token needs no forward
-        if (pos >= n_ctx) { fprintf(stderr, "\ndecode: context full (%ld tokens); stopping\n", n_ctx); break; }
-        t0 = 1e3 * util_now();
-        if (forward(S, tok, pos++)) goto dump_failed;
-        S->t_eval += 1e3 * util_now() - t0;
+        int last = (o->n_predict >= 0 && i + 1 == o->n_predict) || pos >= n_ctx;   // no forward needed
+        if (!last && forward(S, tok, pos++)) goto dump_failed;
+        S->t_eval += now_ms() - t0;
+        if (last) {
+            if (pos >= n_ctx && i + 1 != o->n_predict) fprintf(stderr, "\ndecode: context full (%ld tokens); stopping\n", n_ctx);
+            break;
+        }
         S->n_eval++;
     }
-    if (interrupted) fprintf(stderr, "\ndecode: interrupted\n");
+    int status = cli_stop ? stopped() : 0;
     print_timings(S);
-    status = 0;
-    goto out;
+    return status;
 dump_failed:
     fprintf(stderr, "decode: writing %s failed\n", o->dump_logits);
-    goto out;
+    return 1;
 stdout_failed:
+    if (cli_stop) return stopped();      // the signal cut the write short
     fprintf(stderr, "decode: writing to stdout failed: %s\n", strerror(errno));
-out:
+    return 1;
+}
+
+static int run(session *S, const options *o) {
+    double t0 = now_ms();
+    const char *prompt; size_t plen = 0;
+    int32_t *ids = NULL; size_t n_ids = 0;
+    long n_ctx = 0;
+    int status = load(S, o, &prompt, &plen, &ids, &n_ids, &n_ctx);
+    if (!status && o->dump_logits && !(S->dump = open_dump(S, o->dump_logits))) status = 1;
+    if (!status) cli_test_stop("pack");
+    if (!status && !cli_stop) status = start_decoder(S, o, n_ctx);
+    if (!status && !cli_stop) {
+        S->t_load = now_ms() - t0;
+        if (o->sp.temp > 0 && !o->seed_set) fprintf(stderr, "decode: seed %llu\n", (unsigned long long)o->sp.seed);
+        cli_test_stop("generate");
+        status = generate(S, o, prompt, plen, ids, n_ids, n_ctx);
+    } else if (cli_stop) {
+        status = stopped();
+    }
     free(ids);
     return status;
 }
 
+// A seed from the kernel's generator: back-to-back runs never share one.
+static uint64_t random_seed(void) {
+    uint64_t s;
+    if (getrandom(&s, sizeof s, GRND_NONBLOCK) == (ssize_t)sizeof s) return s;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 32;
+}
+
 int main(int argc, char **argv) {
+    cli_init("decode", 1);
     options o;
     int r = parse_args(argc, argv, &o);
     if (r) return r < 0 ? 0 : r;
-    if (!o.seed_set) o.sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
-    size_t plen = 0;
-    char *file_prompt = NULL;
-    const char *prompt = o.prompt ? o.prompt : "";
-    if (o.prompt_file) {
-        if (!(file_prompt = util_read_file(o.prompt_file, &plen))) {
-            fprintf(stderr, "decode: %s: %s\n", o.prompt_file, strerror(errno ? errno : EIO));
-            return 1;
-        }
-        prompt = file_prompt;
-    } else plen = strlen(prompt);
+    if (!o.seed_set) o.sp.seed = random_seed();
+    int cpus = cpus_available();
+    if (o.n_threads > cpus)
+        fprintf(stderr, "decode: warning: -t %d is more than the %d CPUs available; threads will take turns "
+                "and each token will be slower than at -t %d\n", o.n_threads, cpus, cpus);
     session S;
     memset(&S, 0, sizeof S);
-    if (o.dump_logits && !(S.dump = fopen(o.dump_logits, "wb"))) {
-        fprintf(stderr, "decode: %s: %s\n", o.dump_logits, strerror(errno));
-        free(file_prompt);
-        return 1;
-    }
-    struct sigaction sa = {.sa_handler = on_sigint};
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);            // a closed stdout is a write error, not a signal
-    int status = run(&S, &o, prompt, plen);
+    int status = run(&S, &o);
     if (S.dump && fclose(S.dump) && status == 0) {
         fprintf(stderr, "decode: writing %s failed\n", o.dump_logits);
         status = 1;
@@ -326,6 +449,6 @@ int main(int argc, char **argv) {
     decoder_free(&S.d);
     tokenizer_free(S.tok);
     llama_model_free(&S.m);
-    free(file_prompt);
+    free(S.file_prompt);
     return status;
 }

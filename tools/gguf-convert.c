@@ -3,14 +3,15 @@
 // nearest even and NaN stays NaN (platform/fp.h). Metadata is copied, general.file_type set.
 // OUT is written to a temporary file renamed over it: an existing OUT must be a regular file or
 // a symbolic link to one (the link is kept, its target replaced); anything else is refused.
-// Exit 0 ok, 1 failure (one line on stderr), 2 usage.
-#include <signal.h>
+// Exit 0 ok, 1 failure (one line on stderr), 2 usage, 128 + N on signal N (SIGINT, SIGTERM,
+// SIGHUP); the temporary file never outlives the process, nor does IN shrinking crash it.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "platform/wtype.h"
 #include "model/gguf.h"
 #include "model/gguf_write.h"
+#include "tools/cli.h"
 
 #define FTYPE_ALL_F32 0       // llama.cpp's llama_ftype values
 #define FTYPE_MOSTLY_F16 1
@@ -35,6 +36,7 @@ static int fill(void *ctx, uint64_t index, void *dst, size_t nbytes) {
     const job *j = ctx;
     const gguf_tensor *t = &j->in->tensors[index];
     uint32_t to = j->to[index];
+    if (index == 0) cli_test_stop("write");      // the temporary file exists from here on
     if (t->type == to) { memcpy(dst, t->data, nbytes); return 0; }   // bit-exact, NaN payloads too
     const wtype_traits *src_t = wtype_get(t->type), *dst_t = wtype_get(to);
     size_t n = nbytes / dst_t->size;
@@ -49,6 +51,7 @@ static int fill(void *ctx, uint64_t index, void *dst, size_t nbytes) {
 
 static int convert(const char *in_path, const char *out_path, uint32_t type, uint32_t ftype, char *err) {
     gguf_file g;
+    cli_mapped_file(in_path);
     if (gguf_open(&g, in_path, err)) return -1;
     int rc = -1;
     uint32_t *to = calloc(g.n_tensors + 1, sizeof *to);
@@ -73,6 +76,7 @@ static int convert(const char *in_path, const char *out_path, uint32_t type, uin
     }
     job j = {&g, to};
     gguf_w_set_fill(w, fill, &j);
+    gguf_w_set_temp_hook(w, cli_temp_file);
     rc = gguf_writer_save(w, out_path, err);
 out:
     gguf_writer_free(w);
@@ -84,7 +88,7 @@ out:
 int main(int argc, char **argv) {
     const char *paths[2] = {0}, *type_s = NULL;
     int n_paths = 0;
-    signal(SIGPIPE, SIG_IGN);
+    cli_init("gguf-convert", 0);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
         if (!strcmp(argv[i], "--type")) {

@@ -1,9 +1,9 @@
 // gguf-info FILE: what a GGUF file holds. Header, metadata (long arrays abbreviated, every
 // byte from the file escaped), tensor table. Exit 0 ok, 1 bad file (one line on stderr), 2 usage.
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include "model/gguf.h"
+#include "tools/cli.h"
 
 #define ARR_SHOW 8          // array elements shown before "... (N total)"
 #define STR_SHOW 160        // string bytes shown
@@ -102,7 +102,7 @@ static void print_tensors(const gguf_file *g, uint64_t show) {
 int main(int argc, char **argv) {
     const char *path = NULL;
     int all = 0;
-    signal(SIGPIPE, SIG_IGN);   // `gguf-info F | head` ends with an error, never a signal
+    cli_init("gguf-info", 0);   // `gguf-info F | head` ends with an error, never a signal
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
         else if (!strcmp(argv[i], "--all")) all = 1;
@@ -114,6 +114,7 @@ int main(int argc, char **argv) {
 
     gguf_file g;
     char err[GGUF_ERR_MAX];
+    cli_mapped_file(path);
     if (gguf_open(&g, path, err)) { fprintf(stderr, "gguf-info: %s\n", err); return 1; }
     printf("file: %s\nGGUF version: %u\nsize: %zu bytes\nalignment: %u\ndata offset: %llu\n", path,
            g.version, g.size, g.alignment, (unsigned long long)g.data_offset);

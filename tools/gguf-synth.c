@@ -5,7 +5,8 @@
 // Tensor bytes are generated during the save (the writer's fill callback): a 2 GB model needs
 // no 2 GB buffer. Exit 0 ok; 2 for a usage error (bad flag, a value outside its option's range);
 // 1 for sizes that do not fit together, a model larger than OUT's free disk space (or a tensor
-// larger than half the memory), or a failed write; one line on stderr either way.
+// larger than half the memory), or a failed write; one line on stderr either way. 128 + N on
+// signal N (SIGINT, SIGTERM, SIGHUP), the temporary file removed.
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -17,6 +18,7 @@
 #include "platform/wtype.h"
 #include "tools/util.h"
 #include "model/gguf_write.h"
+#include "tools/cli.h"
 
 static void usage(void) {
     printf(
@@ -383,6 +385,7 @@ static int write_model(const args *a, char err[GGUF_ERR_MAX]) {
     for (int i = 0; i < n; i++) gguf_w_tensor(w, t[i].name, t[i].type, t[i].n_dims, t[i].ne, NULL);
     fill_ctx fc = {t, a->seed};
     gguf_w_set_fill(w, fill, &fc);
+    gguf_w_set_temp_hook(w, cli_temp_file);
     int rc = gguf_writer_save(w, a->out, err);
     gguf_writer_free(w);
     free(t); free(scores); free(types); vocab_free(&v);
@@ -391,6 +394,7 @@ static int write_model(const args *a, char err[GGUF_ERR_MAX]) {
 
 int main(int argc, char **argv) {
     args a;
+    cli_init("gguf-synth", 0);
     int rc = parse_args(&a, argc, argv);
     if (rc == 3) { usage(); return 0; }
     if (rc) return 2;

@@ -2,22 +2,24 @@
 // space-separated on one line. Reads only the tokenizer.* keys, so any architecture works.
 // Exit 0 ok, 1 failure (a closed or full stdout included), 2 usage; one line on stderr.
 #include <errno.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "model/gguf.h"
 #include "model/tokenizer.h"
-#include "tools/util.h"
+#include "tools/cli.h"
+
+// The tokenizer needs ~60 bytes of memory per byte of text: 16 MiB keeps it near 1 GB, and an
+// endless input (/dev/zero) is refused rather than read until memory runs out.
+#define MAX_TEXT ((size_t)16 << 20)
 
 static const char usage[] =
     "usage: tokenize -m FILE.gguf [--no-bos] (-p TEXT | -f FILE)\n"
     "  -m FILE.gguf  model or vocab-only GGUF (only tokenizer.* keys are read)\n"
     "  -p TEXT       text to tokenize, taken literally\n"
-    "  -f FILE       tokenize the file's bytes exactly (no newline stripped)\n"
+    "  -f FILE       tokenize the file's bytes exactly (no newline stripped; at most 16 MiB)\n"
     "  --no-bos      do not prepend BOS (by default it is prepended when\n"
     "                tokenizer.ggml.add_bos_token is true or absent)\n"
     "Prints the ids space-separated on one line.\n";
@@ -36,7 +38,7 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 int main(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *file = NULL;
     int no_bos = 0;
-    signal(SIGPIPE, SIG_IGN);   // `tokenize ... | head` ends with an error, never a signal
+    cli_init("tokenize", 0);    // `tokenize ... | head` ends with an error, never a signal
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(usage, stdout); return 0; }
@@ -54,14 +56,18 @@ int main(int argc, char **argv) {
     char *fbuf = NULL;
     size_t len = 0;
     if (file) {
-        fbuf = util_read_file(file, &len);
-        if (!fbuf) { fprintf(stderr, "tokenize: %s: %s\n", file, strerror(errno)); return 1; }
+        if (!(fbuf = cli_read_file(file, MAX_TEXT, &len, NULL))) {
+            if (errno == EFBIG) fprintf(stderr, "tokenize: %s: more than %zu bytes of text\n", file, MAX_TEXT);
+            else fprintf(stderr, "tokenize: %s: %s\n", file, strerror(errno));
+            return 1;
+        }
     } else {
         len = strlen(prompt);
     }
     char err[GGUF_ERR_MAX];
     gguf_file g;
     tokenizer *t = NULL;
+    cli_mapped_file(model);
     if (gguf_open(&g, model, err)) { fprintf(stderr, "tokenize: %s\n", err); free(fbuf); return 1; }
     int rc = tokenizer_load(&t, &g, err);
     gguf_close(&g);

@@ -1,0 +1,141 @@
+// The handlers only do async-signal-safe things: write a line prepared beforehand, unlink a
+// path copied beforehand, _exit. No unwinding: a fault or a second signal ends the process.
+#include "tools/cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+volatile sig_atomic_t cli_stop;
+
+static const char *tool_name = "?";
+static int graceful_stop;
+static char bus_line[PATH_MAX + 256];            // the SIGBUS message, ready to write
+static volatile sig_atomic_t bus_len;
+static char temp_path[PATH_MAX + 1];
+static volatile sig_atomic_t temp_set;
+
+static void remove_temp(void) {
+    if (temp_set) unlink(temp_path);
+}
+
+static void on_stop(int sig) {
+    if (graceful_stop && !cli_stop) { cli_stop = sig; return; }
+    remove_temp();
+    _exit(128 + sig);
+}
+
+// A read past the end of a file mapping is BUS_ADRERR; anything else is left to the default
+// action (SA_RESETHAND: returning re-runs the access, which then kills as before).
+static void on_bus(int sig, siginfo_t *si, void *uc) {
+    (void)sig; (void)uc;
+    if (si->si_code != BUS_ADRERR || !bus_len) return;
+    ssize_t r = write(2, bus_line, (size_t)bus_len);
+    (void)r;
+    remove_temp();
+    _exit(1);
+}
+
+// Keeps 0..2 open: a file opened later can then never land on stdout or stderr.
+static void std_fds(void) {
+    for (int fd = 0; fd < 3; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+        int n = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+        if (n < 0) n = open("/", O_RDONLY | O_DIRECTORY);    // no /dev: I/O on a directory fails too
+        if (n < 0) _exit(1);
+        if (n != fd) { dup2(n, fd); close(n); }
+    }
+}
+
+void cli_init(const char *tool, int graceful) {
+    tool_name = tool;
+    graceful_stop = graceful;
+    std_fds();
+    signal(SIGPIPE, SIG_IGN);
+    static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof stops / sizeof *stops; i++) {
+        struct sigaction old, sa = {.sa_handler = on_stop};   // no SA_RESTART: a blocked read returns
+        sigemptyset(&sa.sa_mask);
+        // nohup's SIGHUP stays ignored. SIGINT is caught even when ignored on entry (a shell
+        // script's `&` does that): a script's explicit kill -INT must still stop the tool.
+        if (stops[i] == SIGHUP && sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+        sigaction(stops[i], &sa, NULL);
+    }
+    struct sigaction bus = {.sa_sigaction = on_bus, .sa_flags = SA_SIGINFO | SA_RESETHAND};
+    sigemptyset(&bus.sa_mask);
+    sigaction(SIGBUS, &bus, NULL);
+}
+
+void cli_mapped_file(const char *path) {
+    bus_len = 0;
+    int n = snprintf(bus_line, sizeof bus_line,
+                     "%s: %s: the file shrank while it was being read (truncated or rewritten in place)\n",
+                     tool_name, path);
+    if (n >= (int)sizeof bus_line) { n = (int)sizeof bus_line - 1; bus_line[n - 1] = '\n'; }
+    bus_len = n > 0 ? n : 0;
+}
+
+void cli_temp_file(const char *path) {
+    temp_set = 0;
+    if (!path || strlen(path) >= sizeof temp_path) return;
+    strcpy(temp_path, path);
+    temp_set = 1;
+}
+
+void cli_test_stop(const char *phase) {
+    const char *want = getenv("DECODE_TEST_STOP");
+    if (!want || strcmp(want, phase)) return;
+    fprintf(stderr, "%s: stopped at %s\n", tool_name, phase);
+    raise(SIGSTOP);
+}
+
+// Race-free against the stop signals: they are blocked except inside ppoll, so one that comes
+// before a wait still ends it. The open never blocks (O_NONBLOCK: a FIFO waits in ppoll, for a
+// writer and then for data, instead of in open).
+char *cli_read_file(const char *path, size_t max, size_t *len, struct stat *st_out) {
+    sigset_t stops, old;
+    sigemptyset(&stops);
+    sigaddset(&stops, SIGINT); sigaddset(&stops, SIGTERM); sigaddset(&stops, SIGHUP);
+    sigprocmask(SIG_BLOCK, &stops, &old);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), e = fd < 0 ? errno : 0;
+    struct stat st = {0};
+    if (!e) e = fstat(fd, &st) ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+    if (st_out) *st_out = st;
+    // A regular file is read in one allocation; anything else grows as it comes, up to max + 1.
+    size_t cap = S_ISREG(st.st_mode) && (uint64_t)st.st_size < max ? (size_t)st.st_size + 1 : 1 << 16;
+    if (cap > max) cap = max + 1;
+    char *buf = e ? NULL : malloc(cap + 1);
+    size_t n = 0;
+    if (!e && !buf) e = ENOMEM;
+    while (!e) {
+        if (n == cap) {
+            size_t c = cap <= (max + 1) / 2 ? 2 * cap : max + 1;
+            char *b = realloc(buf, c + 1);
+            if (!b) { e = ENOMEM; break; }
+            buf = b; cap = c;
+        }
+        if (cli_stop) { e = EINTR; break; }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (!S_ISREG(st.st_mode) && ppoll(&p, 1, NULL, &old) < 0) {
+            if (errno != EINTR) e = errno;
+            continue;
+        }
+        ssize_t k = read(fd, buf + n, cap - n);
+        if (k < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+        if (k < 0) e = errno;
+        else if (k == 0) break;
+        else if ((n += (size_t)k) > max) e = EFBIG;
+    }
+    if (fd >= 0) close(fd);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (e) { free(buf); errno = e; return NULL; }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}

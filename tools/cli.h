@@ -1,0 +1,32 @@
+// What every tool does before it trusts its process: descriptors 0-2 made valid (so no file it
+// opens can become stdout or stderr), SIGINT/SIGTERM/SIGHUP turned into exit 128 + N after a
+// registered temporary file is removed, a SIGBUS from a file mapping whose file shrank turned
+// into one line naming the file and exit 1, and a whole-file reader with a size bound.
+#pragma once
+#include <signal.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+// The first stop signal's number (SIGINT, SIGTERM, SIGHUP) once one came; 0 before.
+extern volatile sig_atomic_t cli_stop;
+
+// Call first in main; tool names the error lines. A closed descriptor 0, 1 or 2 is reopened on
+// /dev/null the way no I/O can succeed on it (stdin write-only, stdout/stderr read-only), so a
+// closed stdout still fails writes. SIGPIPE is ignored (a closed pipe is a write error).
+// graceful = 0: a stop signal exits at once. graceful = 1: the first only sets cli_stop (the
+// tool stops at its next check, and blocking calls return EINTR); a second one exits at once.
+void cli_init(const char *tool, int graceful);
+// The file whose mapping a SIGBUS is reported against (the handler copies the path).
+void cli_mapped_file(const char *path);
+// A temporary file the handlers remove before exiting; NULL when there is none any more.
+// Matches gguf_writer's temp hook.
+void cli_temp_file(const char *path);
+// Test hook: when the environment has DECODE_TEST_STOP=phase, writes "TOOL: stopped at PHASE"
+// to stderr and stops the process (SIGSTOP) until a SIGCONT, so a test can act at that point.
+void cli_test_stop(const char *phase);
+
+// Reads the whole of path (a regular file, pipe or character device; a directory is refused
+// with EISDIR) into a malloc'ed buffer, NUL-terminated after *len bytes. More than max bytes
+// stops the read: NULL with errno EFBIG. NULL with errno on failure (EINTR when cli_stop was
+// set meanwhile). st (may be NULL) receives what fstat says of the opened file.
+char *cli_read_file(const char *path, size_t max, size_t *len, struct stat *st);
