@@ -42,7 +42,7 @@ int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, con
     if (!ALLOC(d->key_cache, cache) || !ALLOC(d->value_cache, cache) || !ALLOC(d->x, h->n_embd) ||
         !ALLOC(d->xb, h->n_embd) || !ALLOC(d->xb2, h->n_embd) || !ALLOC(d->q, q_dim) ||
         !ALLOC(d->att_out, q_dim) || !ALLOC(d->hb, h->n_ff) || !ALLOC(d->hb2, h->n_ff) ||
-        !ALLOC(d->logits, h->n_vocab) || !ALLOC(d->att_scores, (size_t)n_threads * n_ctx))
+        !ALLOC(d->logits, h->n_vocab) || !ALLOC(d->att_scores, (size_t)n_threads * n_ctx * (h->n_head / h->n_head_kv)))
         goto oom;
     return 0;
 oom:
@@ -108,7 +108,7 @@ static void attention_job_run(void *ctx, int tid, int n_threads) {
     rope(new_key, kv1 - kv0, head_dim, h->n_rot, j->pos, h->rope_base, 0);
     attention(d->att_out + (size_t)kv0 * q_per_kv * head_dim, q, keys + (size_t)kv0 * head_dim,
               values + (size_t)kv0 * head_dim, j->pos + 1, (kv1 - kv0) * q_per_kv, kv1 - kv0, head_dim,
-              kv_dim, d->att_scores + (size_t)tid * d->n_ctx);
+              kv_dim, d->att_scores + (size_t)tid * d->n_ctx * q_per_kv);
 }
 
 static void add(float *y, const float *x, size_t n) { for (size_t i = 0; i < n; i++) y[i] += x[i]; }

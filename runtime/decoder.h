@@ -30,7 +30,7 @@ typedef struct {
     float *hb;                    // (n_ff) FFN gate, then swiglu(gate, up)
     float *hb2;                   // (n_ff) FFN up
     float *logits;                // (n_vocab)
-    float *att_scores;            // (n_threads, n_ctx) each thread's attention scores
+    float *att_scores;            // (n_threads, n_head / n_head_kv, n_ctx) each thread's attention scores
 } decoder;
 
 // Checks a context length: 1 <= n_ctx, and the f32 KV cache it needs fits in memory.

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -23,6 +24,7 @@ static const int PF[] = {0, 1024, 2048, 4096, 8192};   // flat from 8 KB to 32 K
 #define NPF (int)(sizeof PF / sizeof *PF)
 #define ROUNDS 5
 #define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much
+#define RECHECK_S 600             // ... checked at most this often (a check allocates ~50 MB)
 
 // Defaults when tuning is off, by CPU vendor and family. Measured where a row says so; the rest
 // are the middle of the measured range, not a claim about that CPU.
@@ -173,7 +175,7 @@ static double check_gbps(gemv_tuning tu) {
     return g;
 }
 
-// ---- cache file: one line per machine, "KEY pf interleave gbps" ----
+// ---- cache file: one line per machine, "KEY pf interleave gbps checked" (unix seconds) ----
 
 static void default_cache_path(char *buf, size_t n) {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -182,7 +184,7 @@ static void default_cache_path(char *buf, size_t n) {
     else buf[0] = 0;
 }
 
-static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, double *gbps) {
+static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, double *gbps, long long *checked) {
     FILE *f = fopen(path, "r");
     if (!f) return -1;
     char line[512], k[256];
@@ -190,8 +192,9 @@ static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, doub
     while (found && fgets(line, sizeof line, f)) {
         gemv_tuning t;
         double g;
-        if (sscanf(line, "%255s %d %d %lf", k, &t.pf, &t.interleave, &g) == 4 && !strcmp(k, key) && g > 0)
-            *tu = t, *gbps = g, found = 0;
+        long long c = 0;
+        if (sscanf(line, "%255s %d %d %lf %lld", k, &t.pf, &t.interleave, &g, &c) >= 4 && !strcmp(k, key) && g > 0)
+            *tu = t, *gbps = g, *checked = c, found = 0;
     }
     fclose(f);
     return found;
@@ -220,7 +223,7 @@ static int cache_store(const char *path, const char *key, gemv_tuning tu, double
     while (in && fgets(line, sizeof line, in))
         if (sscanf(line, "%255s", k) == 1 && strcmp(k, key) && strchr(line, '\n')) fputs(line, out);
     if (in) fclose(in);
-    fprintf(out, "%s %d %d %.2f\n", key, tu.pf, tu.interleave, gbps);
+    fprintf(out, "%s %d %d %.2f %lld\n", key, tu.pf, tu.interleave, gbps, (long long)time(NULL));
     if (fclose(out) || rename(tmp, path)) { unlink(tmp); return -1; }
     return 0;
 }
@@ -241,10 +244,17 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     if (mode == TUNE_OFF || gemv_isa_id() == GEMV_SCALAR) goto done;   // scalar has no choices
     double cached_gbps;
     gemv_tuning cached;
-    if (mode == TUNE_AUTO && path[0] && !cache_lookup(path, r.key, &cached, &cached_gbps)) {
+    long long checked;
+    if (mode == TUNE_AUTO && path[0] && !cache_lookup(path, r.key, &cached, &cached_gbps, &checked)) {
+        long long age = (long long)time(NULL) - checked;
+        if (age >= 0 && age < RECHECK_S) {                      // checked recently: trust it
+            r.tu = cached, r.gbps = cached_gbps, r.source = TUNE_CACHED;
+            goto done;
+        }
         double now = check_gbps(cached);
         if (now > 0 && now >= cached_gbps * (1 - MOVED) && now <= cached_gbps * (1 + MOVED)) {
             r.tu = cached, r.gbps = now, r.source = TUNE_CACHED;
+            cache_store(path, r.key, cached, cached_gbps);        // restamp; the rate stays the tuned one
             goto done;
         }
         snprintf(r.note, sizeof r.note, "cached DRAM rate %.1f GB/s, now %.1f: measured again", cached_gbps, now);

@@ -4,8 +4,8 @@
 // (well under a second) over a DRAM-sized and an L2-sized packed f16 matrix picks the fastest
 // candidates, and the result is cached in $XDG_CACHE_HOME/decode/tune (or ~/.cache/decode/tune)
 // under a key of CPU vendor, family, model, stepping, cache sizes and the GEMV path. A cached
-// entry is reused while a one-pass check of the DRAM read rate stays within 20% of the rate
-// stored with it; otherwise it is measured again. DECODE_TUNE=off takes a per-family default
+// entry is reused while a check of the DRAM read rate (at most every 10 minutes: it allocates
+// ~50 MB) stays within 20% of the rate stored with it; otherwise it is measured again. DECODE_TUNE=off takes a per-family default
 // without measuring; DECODE_TUNE=force measures even with a valid cache entry.
 #pragma once
 #include "kernels/gemv.h"
