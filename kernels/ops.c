@@ -226,6 +226,41 @@ static inline __attribute__((always_inline)) AVX2 void scores_block(float *s, co
     for (int j = 0; j < np; j++) s[p + j] = dot_finish(acc[j], q, k + (size_t)(p + j) * stride, nb, hd) * scale;
 }
 
+// Per 128-bit half of a and b: (x0+x4, x1+x5, x2+x6, x3+x7) of a in the low half and of b in the
+// high half, reordered (m0, m2, m1, m3) so that two hadds give (m0+m2) + (m1+m3).
+static inline __attribute__((always_inline)) AVX2 __m256 fold_pair(__m256 a, __m256 b) {
+    __m256 m = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+    return _mm256_permute_ps(m, 0xd8);
+}
+
+// Eight positions from p when hd is whole 8-blocks: eight chains, and their eight lane
+// reductions done together, each in dot_ref's order ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
+static inline __attribute__((always_inline)) AVX2 void scores_block8(float *s, const float *q,
+        const float *k, size_t stride, int p, int hd, float scale) {
+    __m256 acc[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
+    for (int i = 0; i < hd; i += 8) {
+        __m256 qv = _mm256_loadu_ps(q + i);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + (size_t)(p + j) * stride + i), acc[j]);
+    }
+    __m256 f01 = fold_pair(acc[0], acc[1]), f23 = fold_pair(acc[2], acc[3]);
+    __m256 f45 = fold_pair(acc[4], acc[5]), f67 = fold_pair(acc[6], acc[7]);
+    // hadd twice: (0, 2, 4, 6 | 1, 3, 5, 7), then into position order
+    __m256 r = _mm256_hadd_ps(_mm256_hadd_ps(f01, f23), _mm256_hadd_ps(f45, f67));
+    r = _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_ps(s + p, _mm256_mul_ps(r, _mm256_set1_ps(scale)));
+}
+
+// One query head's scores over [0, n_pos).
+static inline __attribute__((always_inline)) AVX2 void scores_head(float *s, const float *q,
+        const float *k, size_t stride, int p, int np, int hd, float scale) {
+    if (np == 8 && hd % 8 == 0) scores_block8(s, q, k, stride, p, hd, scale);
+    else
+        for (int j = 0; j < np; j += 4) scores_block(s, q, k, stride, p + j, np - j < 4 ? np - j : 4, hd, scale);
+}
+
 // nv * 8 dims of one head over positions [p0, p1), accumulators in registers across the chunk.
 static inline __attribute__((always_inline)) AVX2 void vsum_block(float *o, const float *a,
         const float *v, int p0, int p1, size_t stride, int nv) {
@@ -242,6 +277,25 @@ static inline __attribute__((always_inline)) AVX2 void vsum_block(float *o, cons
     for (int j = 0; j < nv; j++) _mm256_storeu_ps(o + 8 * j, acc[j]);
 }
 
+// Dims [0, hd) of one head over [p0, p1): blocks of up to 64 dims (as many chains as 8-blocks),
+// the last d % 8 scalar.
+static AVX2 void vsum_head(float *o, const float *a, const float *v, int p0, int p1, int hd, size_t stride) {
+    int d = 0;
+    for (; d + 64 <= hd; d += 64) vsum_block(o + d, a, v + d, p0, p1, stride, 8);
+    switch ((hd - d) / 8) {
+    case 7: vsum_block(o + d, a, v + d, p0, p1, stride, 7); break;
+    case 6: vsum_block(o + d, a, v + d, p0, p1, stride, 6); break;
+    case 5: vsum_block(o + d, a, v + d, p0, p1, stride, 5); break;
+    case 4: vsum_block(o + d, a, v + d, p0, p1, stride, 4); break;
+    case 3: vsum_block(o + d, a, v + d, p0, p1, stride, 3); break;
+    case 2: vsum_block(o + d, a, v + d, p0, p1, stride, 2); break;
+    case 1: vsum_block(o + d, a, v + d, p0, p1, stride, 1); break;
+    default: break;
+    }
+    d += (hd - d) / 8 * 8;
+    vsum_ref(o, a, v, p0, p1, d, hd, stride);
+}
+
 static AVX2 void attention_avx2(float *out, const float *q, const float *k, const float *v,
         int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, float *scratch) {
     const float scale = 1.0f / sqrtf((float)head_dim);
@@ -250,21 +304,15 @@ static AVX2 void attention_avx2(float *out, const float *q, const float *k, cons
         const float *kg = k + (size_t)g * hd, *vg = v + (size_t)g * hd;
         const float *qg = q + (size_t)g * grp * hd;
         float *og = out + (size_t)g * grp * hd;
-        for (int p = 0; p < n_pos; p += 4)
+        for (int p = 0; p < n_pos; p += 8)
             for (int h = 0; h < grp; h++)
-                scores_block(scratch + (size_t)h * n_pos, qg + (size_t)h * hd, kg, kv_stride, p,
-                             n_pos - p < 4 ? n_pos - p : 4, hd, scale);
+                scores_head(scratch + (size_t)h * n_pos, qg + (size_t)h * hd, kg, kv_stride, p,
+                            n_pos - p < 8 ? n_pos - p : 8, hd, scale);
         for (int h = 0; h < grp; h++) softmax_avx2(scratch + (size_t)h * n_pos, n_pos);
         for (int p0 = 0; p0 < n_pos; p0 += VCHUNK) {
             int p1 = n_pos - p0 < VCHUNK ? n_pos : p0 + VCHUNK;
-            for (int h = 0; h < grp; h++) {
-                float *o = og + (size_t)h * hd;
-                const float *a = scratch + (size_t)h * n_pos;
-                int d = 0;
-                for (; d + 64 <= hd; d += 64) vsum_block(o + d, a, vg + d, p0, p1, kv_stride, 8);
-                for (; d + 8 <= hd; d += 8) vsum_block(o + d, a, vg + d, p0, p1, kv_stride, 1);
-                vsum_ref(o, a, vg, p0, p1, d, hd, kv_stride);
-            }
+            for (int h = 0; h < grp; h++)
+                vsum_head(og + (size_t)h * hd, scratch + (size_t)h * n_pos, vg, p0, p1, hd, kv_stride);
         }
     }
 }
