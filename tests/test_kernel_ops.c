@@ -167,10 +167,12 @@ static size_t test_argmax(void) {
 // Attention: AVX2 vs attention_ref bit for bit, then float64. Scores carry (hd + 4) u scale
 // sum|q k| (E); softmax weights move by 2E + (6 + 2 spread) u relative; the V sum adds n_pos u.
 static size_t test_attention(void) {
-    const int hds[] = {8, 12, 64, 72, 100, 128}, nps[] = {1, 2, 17, 300};
+    // head_dim: every count of 8-dim blocks past a 64-block (1..8) and tails; positions: part and
+    // whole 8-blocks, and chunks of V beyond the first
+    const int hds[] = {8, 12, 16, 24, 40, 48, 56, 64, 72, 80, 100, 128}, nps[] = {1, 2, 17, 300};
     const int heads[][2] = {{1, 1}, {4, 1}, {6, 2}, {8, 8}};
     size_t cases = 0;
-    for (int a = 0; a < 6; a++)
+    for (int a = 0; a < 12; a++)
         for (int b = 0; b < 4; b++)
             for (int c = 0; c < 4; c++, cases++) {
                 int hd = hds[a], np = nps[b], nh = heads[c][0], nkv = heads[c][1];
@@ -222,7 +224,7 @@ static size_t test_attention(void) {
 
 int main(void) {
     size_t n[6] = {test_rmsnorm(), test_rope(), test_softmax(), test_swiglu(), test_argmax(), test_attention()};
-    const size_t want[6] = {18, 241, 15 + 71 * 4, 14, 8, 97};
+    const size_t want[6] = {18, 241, 15 + 71 * 4, 14, 8, 12 * 4 * 4 + 1};
     const char *names[6] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention"};
     for (int i = 0; i < 6; i++) {
         CHECKF(n[i] == want[i], "%s ran %zu cases, expected %zu", names[i], n[i], want[i]);
