@@ -266,7 +266,7 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     }
     r.tu = tu, r.source = TUNE_MEASURED;
     if (path[0] && cache_store(path, r.key, tu, r.gbps))
-        snprintf(r.note, sizeof r.note, "could not write the cache %s: %s", path, strerror(errno));
+        snprintf(r.note, sizeof r.note, "could not write the cache %.100s: %.40s", path, strerror(errno));
 done:
     gemv_set_tuning(r.tu);
     r.tu = gemv_get_tuning();

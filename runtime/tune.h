@@ -20,7 +20,7 @@ typedef struct {
     double gbps;                  // single-thread DRAM GEMV read rate with tu (0 when not measured)
     double seconds;               // time spent tuning
     char key[160];                // the cache key (the machine)
-    char note[160];               // why a cache entry was not used, or a cache write failed; or ""
+    char note[256];               // why a cache entry was not used, or a cache write failed; or ""
 } tune_result;
 
 // DECODE_TUNE as a mode: unset or "" -> TUNE_AUTO, "off", "force"; -1 for anything else.
