@@ -143,32 +143,23 @@ A512 void gemv_stripe_f16_avx512(const float *x, const void *B, size_t k, size_t
 A512 void gemv_stripe_bf16_avx512(const float *x, const void *B, size_t k, size_t ldb, size_t j0, size_t w, float *y) {
     stripe_body(F_BF16, x, B, k, ldb, j0, w, y);
 }
-static A512 void packed_f32(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y,
-                            gemv_tuning tu) {
+A512 void gemv_packed_f32_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
+    gemv_tuning tu = gemv_get_tuning();
     packed_body(F_F32, x, P, k, n, t0, t1, y, tu.pf, tu.interleave);
 }
-static A512 void packed_f16(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y,
-                            gemv_tuning tu) {
+A512 void gemv_packed_f16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
+    gemv_tuning tu = gemv_get_tuning();
     packed_body(F_F16, x, P, k, n, t0, t1, y, tu.pf, tu.interleave);
 }
-static A512 void packed_bf16(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y,
-                             gemv_tuning tu) {
+A512 void gemv_packed_bf16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
+    gemv_tuning tu = gemv_get_tuning();
     packed_body(F_BF16, x, P, k, n, t0, t1, y, tu.pf, tu.interleave);
 }
-void gemv_packed_f32_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
-    packed_f32(x, P, k, n, t0, t1, y, gemv_get_tuning());
-}
-void gemv_packed_f16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
-    packed_f16(x, P, k, n, t0, t1, y, gemv_get_tuning());
-}
-void gemv_packed_bf16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
-    packed_bf16(x, P, k, n, t0, t1, y, gemv_get_tuning());
-}
 
-void gemv_packed_avx512_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
-                              size_t t0, size_t t1, float *y, const gemv_tuning *tu) {
-    if (dt == WTYPE_F32) packed_f32(x, P, k, n, t0, t1, y, *tu);
-    else if (dt == WTYPE_F16) packed_f16(x, P, k, n, t0, t1, y, *tu);
-    else packed_bf16(x, P, k, n, t0, t1, y, *tu);
+A512 void gemv_packed_avx512_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
+                                   size_t t0, size_t t1, float *y, const gemv_tuning *tu) {
+    if (dt == WTYPE_F32) packed_body(F_F32, x, P, k, n, t0, t1, y, tu->pf, tu->interleave);
+    else if (dt == WTYPE_F16) packed_body(F_F16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave);
+    else packed_body(F_BF16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave);
 }
 #endif
