@@ -14,6 +14,7 @@
 #include "runtime/membw.h"
 #include "tools/util.h"
 #include "model/gguf.h"
+#include "platform/cpu.h"
 #include "runtime/tune.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +179,11 @@ int main(int argc, char **argv) {
             return 2;
         }
         i++;
+    }
+    const char *isa = getenv("DECODE_ISA");
+    if (isa && !cpu_isa_name_ok(isa)) {
+        fprintf(stderr, "gemv-bench: DECODE_ISA must be avx512, avx2 or scalar, got '%s'\n", isa);
+        return 2;
     }
     int mode = tune_mode_from_env();
     if (mode < 0) { fprintf(stderr, "gemv-bench: DECODE_TUNE must be off or force, got '%s'\n", getenv("DECODE_TUNE")); return 2; }
