@@ -91,7 +91,7 @@ static void ctx_job_run(void *arg, int tid, int n_threads) {
     ctx_job *j = arg;
     thread_ctx *c = &j->d->threads[tid];
     c->tid = tid, c->node = j->d->sched.node[tid], c->cpu = j->cpu[tid];
-    if (!ALLOC(c->xb, j->d->hp.n_embd) || !ALLOC(c->att_scores, j->d->n_ctx)) j->failed = 1;
+    if (!ALLOC(c->xb, j->d->hp.n_embd) || !ALLOC(c->att_scores, (size_t)j->d->n_ctx * (j->d->hp.n_head / j->d->hp.n_head_kv))) j->failed = 1;
 }
 
 static int alloc_partials(decoder *d) {

@@ -34,7 +34,7 @@ typedef struct {
     int node;                     // NUMA node index
     int cpu;                      // CPU it is pinned to
     float *xb;                    // (n_embd) its RMSNorm of the residual stream
-    float *att_scores;            // (n_ctx) its attention scores
+    float *att_scores;            // (n_head / n_head_kv, n_ctx) its attention scores, one row per query head of a group
     double wait_s;                // seconds waited at sync points since decoder_stats_reset
 } thread_ctx;
 

@@ -6,3 +6,4 @@ decode_test(test_decode_synth decode test_decode_synth.c ref_forward.c decode_ut
 add_test(NAME test_hostile COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_hostile.sh
          ${CMAKE_RUNTIME_OUTPUT_DIRECTORY} ${DECODE_SHARED_DIR} "${SANITIZE}")
 set_tests_properties(test_hostile PROPERTIES LABELS decode TIMEOUT 1200)
+decode_test(test_decode_isa decode test_decode_isa.c tool_util.c)

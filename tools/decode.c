@@ -13,6 +13,8 @@
 #include "runtime/sampler.h"
 #include "tools/cli.h"
 #include "tools/util.h"
+#include "platform/cpu.h"
+#include "runtime/tune.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -31,7 +33,7 @@
 typedef struct {
     const char *model, *prompt, *prompt_file, *dump_logits;
     long n_predict, n_ctx;
-    int n_threads, no_bos, ignore_eos, seed_set, print_schedule;
+    int n_threads, no_bos, ignore_eos, seed_set, print_schedule, verbose;
     int numa;                     // topo_numa_mode, -1: the default for the topology
     int split_k;                  // 0 off, N >= 2
     sampler_params sp;
@@ -81,7 +83,12 @@ static void usage(FILE *f) {
         "      --no-bos              do not prepend BOS (default: prepend when the model asks or says nothing)\n"
         "      --ignore-eos          keep generating past EOS\n"
         "      --dump-logits PATH    write each evaluated position's logits (f32 LE, n_vocab per row)\n"
-        "  -h, --help                this text\n",
+        "  -v, --verbose             print the kernel path and GEMV tuning on stderr\n"
+        "  -h, --help                this text\n"
+        "environment: DECODE_ISA=avx512|avx2|scalar caps the SIMD path (same logits on every one);\n"
+        "  DECODE_TUNE=off|force: per-CPU-family defaults without measuring, or measure again even\n"
+        "  with a cached result (default: measure once, cached in $XDG_CACHE_HOME/decode/tune or\n"
+        "  ~/.cache/decode/tune, redone when the memory read rate moved by more than 20%%)\n",
         default_threads(), d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n);
 }
 
@@ -120,6 +127,7 @@ static int parse_args(int argc, char **argv, options *o) {
         if (!strcmp(a, "--no-bos")) { o->no_bos = 1; continue; }
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = 1; continue; }
         if (!strcmp(a, "--print-schedule")) { o->print_schedule = 1; continue; }
+        if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { o->verbose = 1; continue; }
         static const char *valued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file",
             "--dump-logits", "-n", "--n-predict", "-t", "--threads", "-c", "--ctx-size", "-s",
             "--seed", "--top-k", "--repeat-last-n", "--temp", "--top-p", "--min-p",
@@ -177,6 +185,9 @@ static int parse_args(int argc, char **argv, options *o) {
     }
     if (!o->model) return usage_error("%s", "missing -m MODEL");
     if (o->prompt && o->prompt_file) return usage_error("%s", "give -p or -f, not both");
+    const char *isa = getenv("DECODE_ISA");
+    if (isa && !cpu_isa_name_ok(isa)) return usage_error("DECODE_ISA must be avx512, avx2 or scalar, got '%s'", isa);
+    if (tune_mode_from_env() < 0) return usage_error("DECODE_TUNE must be off or force, got '%s'", getenv("DECODE_TUNE"));
     return 0;
 }
 
@@ -283,6 +294,12 @@ static int read_prompt(session *S, const options *o, size_t max, long n_ctx, con
 static int load(session *S, const options *o, const char **prompt, size_t *plen, int32_t **ids, size_t *n_ids, long *n_ctx) {
     char err[GGUF_ERR_MAX];
     cli_mapped_file(o->model);
+    tune_result tr = tune_gemv(tune_mode_from_env(), NULL);   // before the model: it needs ~100 MB
+    if (o->verbose) {
+        char line[512];
+        tune_describe(&tr, line, sizeof line);
+        fprintf(stderr, "decode: %s\n", line);
+    }
     if (llama_model_load(&S->m, o->model, err) || tokenizer_load(&S->tok, &S->m.f, err)) {
         fprintf(stderr, "decode: %s\n", err);
         return 1;
