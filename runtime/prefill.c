@@ -4,6 +4,7 @@
 // rotated and in the cache, each query reading positions [0, its own] as decode does.
 #include "runtime/prefill.h"
 #include "kernels/gemm.h"
+#include "kernels/gemv.h"
 #include "kernels/ops.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,23 +33,30 @@ void prefill_free(prefill *b) {
     memset(b, 0, sizeof *b);
 }
 
-// Up to three products over the same rows run as one pool job, with decode's tile cut
-// (matmul_group_tiles): Y[i] = X W[i]^T for `rows` rows, X rows n_in apart, Y rows n_out apart.
+// Up to three products over the same rows run as one pool job: their tiles, taken in order, are
+// cut into equal runs, one per thread. Y[i] = X W[i]^T for `rows` rows, X rows n_in apart, Y rows
+// n_out apart.
+#define BATCH_MAX 3
 typedef struct {
-    matmul_group g;
-    const float *x[MATMUL_GROUP_MAX];
-    float *y[MATMUL_GROUP_MAX];
+    int n;
+    const packed_matrix *w[BATCH_MAX];
+    const float *x[BATCH_MAX];
+    float *y[BATCH_MAX];
     size_t rows;
 } batch_job;
 
 static void batch_job_run(void *ctx, int tid, int n_threads) {
     const batch_job *j = ctx;
-    size_t lo[MATMUL_GROUP_MAX], hi[MATMUL_GROUP_MAX];
-    matmul_group_tiles(&j->g, tid, n_threads, lo, hi);
-    for (int i = 0; i < j->g.n; i++) {
-        const packed_matrix *w = j->g.w[i];
-        if (lo[i] < hi[i])
-            gemm_packed(w->type, j->x[i], w->n_in, j->rows, w->tiles, w->n_in, w->n_out, lo[i], hi[i], j->y[i], w->n_out);
+    size_t total = 0;
+    for (int i = 0; i < j->n; i++) total += gemv_n_tiles(j->w[i]->n_out);
+    size_t lo = total * (size_t)tid / (size_t)n_threads, hi = total * (size_t)(tid + 1) / (size_t)n_threads;
+    for (int i = 0, base = 0; i < j->n; base += (int)gemv_n_tiles(j->w[i]->n_out), i++) {
+        const packed_matrix *w = j->w[i];
+        size_t nt = gemv_n_tiles(w->n_out), b = (size_t)base;
+        size_t t0 = lo > b ? lo - b : 0, t1 = hi > b ? hi - b : 0;
+        if (t0 > nt) t0 = nt;
+        if (t1 > nt) t1 = nt;
+        if (t0 < t1) gemm_packed(w->type, j->x[i], w->n_in, j->rows, w->tiles, w->n_in, w->n_out, t0, t1, j->y[i], w->n_out);
     }
 }
 
@@ -70,7 +78,7 @@ static void attn_batch_job(void *ctx, int tid, int nth) {
             rope(kc + (size_t)pos * kvd + (size_t)g * hd, 1, hd, h->n_rot, pos, h->rope_base, 0);
         } else {
             attention(j->b->att + i * Q + (size_t)g * grp * hd, q, kc + (size_t)g * hd, vc + (size_t)g * hd,
-                      pos + 1, grp, 1, hd, kvd, d->att_scores + (size_t)tid * d->n_ctx);
+                      pos + 1, grp, 1, hd, kvd, d->threads[tid].att_scores);
         }
     }
 }
@@ -91,7 +99,7 @@ static void add_rows(float *y, const float *bias, int rows, size_t n) {
 static void add(float *y, const float *x, size_t n) { for (size_t i = 0; i < n; i++) y[i] += x[i]; }
 
 static void matmul(prefill *b, int rows, float *y, const float *x, packed_matrix *w) {
-    batch_job j = {.g = {.n = 1, .w = {w}}, .x = {x}, .y = {y}, .rows = (size_t)rows};
+    batch_job j = {.n = 1, .w = {w}, .x = {x}, .y = {y}, .rows = (size_t)rows};
     pool_run(b->d->pool, batch_job_run, &j);
 }
 
@@ -109,7 +117,7 @@ float *prefill_forward(prefill *b, const int32_t *tokens, int n, int pos0, int n
         float *krows = d->key_cache + ((size_t)l * d->n_ctx + pos0) * kvd;
         float *vrows = d->value_cache + ((size_t)l * d->n_ctx + pos0) * kvd;
         for (int i = 0; i < n; i++) rmsnorm(b->xn + i * E, b->x + i * E, w->attn_norm, (int)E, h->rms_eps);
-        batch_job qkv = {.g = {.n = 3, .w = {&w->wq, &w->wk, &w->wv}}, .x = {b->xn, b->xn, b->xn},
+        batch_job qkv = {.n = 3, .w = {&w->wq, &w->wk, &w->wv}, .x = {b->xn, b->xn, b->xn},
                          .y = {b->q, krows, vrows}, .rows = (size_t)n};
         pool_run(d->pool, batch_job_run, &qkv);
         if (w->bq) add_rows(b->q, w->bq, n, Q);
@@ -123,7 +131,7 @@ float *prefill_forward(prefill *b, const int32_t *tokens, int n, int pos0, int n
         add(b->x, b->xo, n * E);
 
         for (int i = 0; i < n; i++) rmsnorm(b->xn + i * E, b->x + i * E, w->ffn_norm, (int)E, h->rms_eps);
-        batch_job gate_up = {.g = {.n = 2, .w = {&w->w_gate, &w->w_up}}, .x = {b->xn, b->xn},
+        batch_job gate_up = {.n = 2, .w = {&w->w_gate, &w->w_up}, .x = {b->xn, b->xn},
                              .y = {b->gate, b->up}, .rows = (size_t)n};
         pool_run(d->pool, batch_job_run, &gate_up);
         pool_run(d->pool, swiglu_job, &(rows_job){b, n});

@@ -7,3 +7,4 @@ add_test(NAME test_hostile COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_hostile
          ${CMAKE_RUNTIME_OUTPUT_DIRECTORY} ${DECODE_SHARED_DIR} "${SANITIZE}")
 set_tests_properties(test_hostile PROPERTIES LABELS decode TIMEOUT 1200)
 decode_test(test_decode_batch decode test_decode_batch.c tool_util.c)
+decode_test(test_decode_isa decode test_decode_isa.c tool_util.c)
