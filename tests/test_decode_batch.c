@@ -11,11 +11,12 @@
 #include "tests/check.h"
 #include "tests/tool_util.h"
 
-typedef struct { const char *embd, *layer, *head, *kv, *ff, *vocab, *dtype, *extra; } synth;
+#define MAX_EXTRA 6
+typedef struct { const char *embd, *layer, *head, *kv, *ff, *vocab, *dtype, *extra[MAX_EXTRA]; } synth;
 static const synth models[] = {
-    {"96", "2", "4", "2", "256", "517", "f16", "--tie"},
-    {"120", "3", "5", "5", "328", "777", "bf16", "--bias"},
-    {"160", "2", "2", "1", "432", "333", "f32", NULL},
+    {"96", "2", "4", "2", "256", "517", "f16", {"--tie"}},
+    {"120", "3", "5", "5", "328", "777", "bf16", {"--bias"}},
+    {"160", "2", "2", "1", "432", "333", "f32", {NULL}},
 };
 #define N_SYNTH (int)(sizeof models / sizeof *models)
 static const char *batches[] = {"2", "5", "16", "4096"};
@@ -86,13 +87,16 @@ int main(void) {
         char name[32];
         snprintf(name, sizeof name, "m%d.gguf", i);
         char *model = path_join(dir, name);
-        const char *sv[] = {bin_path("gguf-synth", 1), model, "--n-embd", s->embd, "--n-layer", s->layer,
-            "--n-head", s->head, "--n-kv-head", s->kv, "--n-ff", s->ff, "--n-vocab", s->vocab, "--ctx", "256",
-            "--dtype", s->dtype, "--seed", "7", s->extra, NULL};
+        const char *sv[21 + MAX_EXTRA] = {bin_path("gguf-synth", 1), model, "--n-embd", s->embd, "--n-layer",
+            s->layer, "--n-head", s->head, "--n-kv-head", s->kv, "--n-ff", s->ff, "--n-vocab", s->vocab, "--ctx",
+            "256", "--dtype", s->dtype, "--seed", "7"};
+        char tag[128];
+        int at = snprintf(tag, sizeof tag, "synth e%s kv%s/%s %s", s->embd, s->kv, s->head, s->dtype);
+        for (int e = 0; e < MAX_EXTRA && s->extra[e]; e++) {
+            sv[20 + e] = s->extra[e];
+            at += snprintf(tag + at, sizeof tag - (size_t)at, " %s", s->extra[e]);
+        }
         CHECKF(run_capture(sv, NULL, NULL) == 0, "gguf-synth failed: %s", argv_text(sv));
-        char tag[64];
-        snprintf(tag, sizeof tag, "synth e%s kv%s/%s %s%s%s", s->embd, s->kv, s->head, s->dtype,
-                 s->extra ? " " : "", s->extra ? s->extra : "");
         runs += check_model(model, tag);
         unlink(model);
         free(model);
