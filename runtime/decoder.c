@@ -1,4 +1,4 @@
-// Forward pass of llama for one token, llama2.c-style, with each group of GEMVs split over the
+// Forward pass of llama, qwen2 and qwen3 for one token, llama2.c-style, with each group of GEMVs split over the
 // pool by packed tiles (the same cut that packed them: runtime/weights.c).
 #include "runtime/decoder.h"
 #include "kernels/gemv.h"
@@ -84,8 +84,18 @@ static void matmul1(decoder *d, float *out, const float *x, packed_matrix *w) {
     pool_run(d->pool, matmul_job_run, &j);
 }
 
-// RoPE on q and the new key, then attention, for one layer; threads split the KV heads (each
-// takes its KV heads with the query heads that read them).
+// Per-head RMSNorm (qwen3's q_norm/k_norm, before RoPE as llama.cpp does; norm NULL: none),
+// then RoPE with the model's pairing and scaling, on n_heads heads of v.
+static void norm_rope(const decoder *d, float *v, int n_heads, const float *norm, int pos) {
+    const llama_hparams *h = &d->hp;
+    for (int i = 0; norm && i < n_heads; i++)
+        rmsnorm(v + (size_t)i * h->head_dim, v + (size_t)i * h->head_dim, norm, h->head_dim, h->rms_eps);
+    rope_scaled(v, n_heads, h->head_dim, h->n_rot, pos, h->rope_base, h->rope_neox, h->rope_freq_scale,
+                d->w.rope_freqs);
+}
+
+// Q/K norm and RoPE on q and the new key, then attention, for one layer; threads split the KV
+// heads (each takes its KV heads with the query heads that read them).
 typedef struct {
     decoder *d;
     int layer;
@@ -104,8 +114,9 @@ static void attention_job_run(void *ctx, int tid, int n_threads) {
     float *keys = d->key_cache + layer_at, *values = d->value_cache + layer_at;
     float *q = d->q + (size_t)kv0 * q_per_kv * head_dim;
     float *new_key = keys + (size_t)j->pos * kv_dim + (size_t)kv0 * head_dim;
-    rope(q, (kv1 - kv0) * q_per_kv, head_dim, h->n_rot, j->pos, h->rope_base, 0);
-    rope(new_key, kv1 - kv0, head_dim, h->n_rot, j->pos, h->rope_base, 0);
+    const layer_weights *w = &d->w.layers[j->layer];
+    norm_rope(d, q, (kv1 - kv0) * q_per_kv, w->q_norm, j->pos);
+    norm_rope(d, new_key, kv1 - kv0, w->k_norm, j->pos);
     attention(d->att_out + (size_t)kv0 * q_per_kv * head_dim, q, keys + (size_t)kv0 * head_dim,
               values + (size_t)kv0 * head_dim, j->pos + 1, (kv1 - kv0) * q_per_kv, kv1 - kv0, head_dim,
               kv_dim, d->att_scores + (size_t)tid * d->n_ctx);
@@ -143,7 +154,8 @@ float *decoder_forward(decoder *d, int32_t token, int pos) {
         if (w->bk) add(k, w->bk, kv_dim);
         if (w->bv) add(v, w->bv, kv_dim);
 
-        // RoPE on q and k, then multi-head (grouped-query) attention over positions 0..pos
+        // Q/K norm (qwen3) and RoPE on q and k, then multi-head (grouped-query) attention over
+        // positions 0..pos
         attention_job att = {.d = d, .layer = l, .pos = pos};
         pool_run(d->pool, attention_job_run, &att);
 
