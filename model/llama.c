@@ -242,7 +242,8 @@ static int check_all_used(const llama_model *m, char *err) {
     while (i < f->n_tensors && used[i]) i++;
     free(used);
     if (i == f->n_tensors) return 0;
-    return gguf_fail(err, f->path, NULL, "tensor %s is not used by the %s architecture; refusing rather than ignoring it",
+    return gguf_fail(err, f->path, NULL,
+                     "tensor %s is not used by the %s architecture; refusing rather than ignoring it",
                      f->tensors[i].name, arch_names[m->hp.arch]);
 }
 

@@ -1,7 +1,8 @@
-// The llama-family (llama, qwen2, qwen3) decode loop's state and forward pass: the weights packed once at load
-// (runtime/weights.h), an f32 KV cache, f32 activations. decoder_forward evaluates one token at
-// one position and returns the logits; the result is bit-identical for any thread count (each
-// output is computed whole by one thread, in the canonical order of docs/design.md).
+// The llama-family (llama, qwen2, qwen3) decode loop's state and forward pass: the weights
+// packed once at load (runtime/weights.h), an f32 KV cache, f32 activations. decoder_forward
+// evaluates one token at one position and returns the logits; the result is bit-identical for
+// any thread count (each output is computed whole by one thread, in the canonical order of
+// docs/design.md).
 //
 // runtime/ sits above kernels/, model/, l4/ and platform/ and may include any of them; only
 // tools/ include runtime/.

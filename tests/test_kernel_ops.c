@@ -69,7 +69,8 @@ static size_t test_rope(void) {
                                 int ia = neox ? i : 2 * i, ib2 = neox ? i + half : 2 * i + 1;
                                 double th = pos * pow(base, -2.0 * i / n_rot) * (scaled ? 0.25 / ff[i] : 1);
                                 double y0 = x[ia] * cos(th) - x[ib2] * sin(th), y1 = x[ia] * sin(th) + x[ib2] * cos(th);
-                                double tol = (fabs(x[ia]) + fabs(x[ib2])) * (((2 * i + 2) * L + 2 * scaled) * U * th + 6 * U);
+                                double rel = ((2 * i + 2) * L + 2 * scaled) * U;
+                                double tol = (fabs(x[ia]) + fabs(x[ib2])) * (rel * th + 6 * U);
                                 CHECKF(fabs(y[ia] - y0) <= tol && fabs(y[ib2] - y1) <= tol,
                                        "hd=%d n_rot=%d pos=%d mode=%d i=%d: %g %g vs %g %g tol %g", hd, n_rot, pos,
                                        mode, i, y[ia], y[ib2], y0, y1, tol);

@@ -263,10 +263,12 @@ static int check_archs(void) {
     for (int i = 0; i < 16; i++) {       // Llama 3.1: factor 8, low 1, high 4, original context 8192
         double wl = 2 * 3.14159265358979323846 * pow(500000.0, 2.0 * i / 32), sm = (8192 / wl - 1) / 3;
         double want = wl < 2048 ? 1 : wl > 8192 ? 8 : 1 / ((1 - sm) / 8 + sm);
-        CHECKF(fabs(elem(rf, (size_t)i) - want) <= 1e-6 * want, "rope_freqs[%d] = %g, want %g", i, elem(rf, (size_t)i), want);
+        double got = elem(rf, (size_t)i);
+        CHECKF(fabs(got - want) <= 1e-6 * want, "rope_freqs[%d] = %g, want %g", i, got, want);
         n_one += want == 1; n_eight += want == 8;
     }
-    CHECKF(n_one > 0 && n_eight > 0 && n_one + n_eight < 16, "%d ones, %d eights: not all three regimes", n_one, n_eight);
+    CHECKF(n_one > 0 && n_eight > 0 && n_one + n_eight < 16, "%d ones, %d eights: not all three regimes",
+           n_one, n_eight);
     gguf_close(&g);
     unlink(p);
     free(p);

@@ -408,7 +408,8 @@ static const char *check_values(const args *a) {
     if (!(a->rope_base > 0) || isinf(a->rope_base)) return "--rope-base must be positive and finite";
     if (!(a->rope_factor > 0) || isinf(a->rope_factor)) return "--rope-factor must be positive and finite";
     if (a->head_dim != -1 && (a->head_dim < 2 || a->head_dim > 4096)) return "--head-dim must be in [2, 4096]";
-    if (a->arch == ARCH_QWEN3 && a->bias) return "--bias: qwen3 has no attention biases (llama.cpp would refuse the file)";
+    if (a->arch == ARCH_QWEN3 && a->bias)
+        return "--bias: qwen3 has no attention biases (llama.cpp would refuse the file)";
     if (a->scaling == SCALE_LLAMA3 && a->arch != ARCH_LLAMA)
         return "--rope-scaling llama3 is for --arch llama (llama.cpp reads rope_freqs.weight there only)";
     return NULL;
