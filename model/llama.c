@@ -49,8 +49,6 @@ static int bind(const gguf_file *f, const char *name, int optional, int64_t ne0,
 
 static const char *const arch_names[] = {"llama", "qwen2", "qwen3"};
 
-const char *llama_arch_name(int arch) { return arch >= 0 && arch < 3 ? arch_names[arch] : "?"; }
-
 // "<arch>.suffix": the key names llama.cpp reads for this architecture.
 typedef struct { char s[96]; } keybuf;
 static const char *key(keybuf *b, const llama_hparams *h, const char *suffix) {

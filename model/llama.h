@@ -51,5 +51,3 @@ int llama_model_load(llama_model *m, const char *path, char err[GGUF_ERR_MAX]);
 // Binds an already opened file, which m takes over (closed by llama_model_free, or on failure).
 int llama_model_bind(llama_model *m, gguf_file *f, char err[GGUF_ERR_MAX]);
 void llama_model_free(llama_model *m);
-// "llama", "qwen2", "qwen3".
-const char *llama_arch_name(int arch);
