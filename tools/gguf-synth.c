@@ -1,5 +1,6 @@
 // gguf-synth: writes a llama, qwen2 or qwen3 GGUF v3 with deterministic random weights and a
-// valid SentencePiece-style (or, with --vocab bpe, byte-level BPE) vocabulary, for tests and benchmarks of shapes no real file has.
+// valid SentencePiece-style (or, with --vocab bpe, byte-level BPE) vocabulary, for tests and
+// benchmarks of shapes no real file has.
 // qwen2 always has Q/K/V biases and qwen3 per-head Q/K norms (llama.cpp requires them); biases
 // and norms are random like every other tensor, so a runtime that skips one gets other logits.
 // Every tensor's values depend only on (seed, tensor name), and f16/bf16 files hold the f32
