@@ -7,6 +7,7 @@
 // Bounds (hard checks, also under NDEBUG): an unknown dt, j0 + w > ldb, or a tile range outside
 // [0, gemv_n_tiles(n)] makes the call return without reading or writing anything.
 #include "kernels/gemv.h"
+#include "kernels/gemv_simd.h"
 #include "kernels/ops.h"
 #include "platform/wtype.h"
 #include "platform/cpu.h"
@@ -240,23 +241,20 @@ INL void stripe_body(int f, uint32_t dt, const float *x, const void *B, size_t k
     for (; i < w; i++) y[i] = dot_canon(dt, x, b + i * es, k, ldb);
 }
 
-// Software prefetch distance in the packed stream. The out-of-order window alone keeps about 3 KB
-// of loads in flight, short of DRAM's bandwidth-delay product: gemv-bench dram_8192 at t=1 read
-// 80% (f16) / 75% (bf16) of the roofline at 1 KB ahead, 84% at 2 KB, 94% at 4 KB, 100% at 8 KB,
-// flat from there to 32 KB.
-#define GEMV_PF 8192
-
+// pf: the software prefetch distance in the packed stream, a tuning (runtime/tune.c). The
+// out-of-order window alone keeps about 3 KB of loads in flight, short of DRAM's bandwidth-delay
+// product; the best distance differs by CPU (8 KB on Zen 5, 2 KB on a Sapphire Rapids Xeon).
 INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, size_t t0,
-                     size_t t1, float *y) {
+                     size_t t1, float *y, int pf) {
     const size_t es = f == F_F32 ? 4 : 2;
     for (size_t t = t0; t < t1; t++) {
         const char *tile = (const char *)P + t * k * GEMV_TILE * es;
         size_t j = t * GEMV_TILE;
         if (n - j >= GEMV_TILE) {
-            cols(f, 8, GEMV_PF, x, tile, k, GEMV_TILE, y + j);
+            cols(f, 8, pf, x, tile, k, GEMV_TILE, y + j);
         } else {                                  // the zero-padded last tile
             float tmp[GEMV_TILE];
-            cols(f, 8, GEMV_PF, x, tile, k, GEMV_TILE, tmp);
+            cols(f, 8, pf, x, tile, k, GEMV_TILE, tmp);
             memcpy(y + j, tmp, (n - j) * sizeof(float));
         }
     }
@@ -277,15 +275,22 @@ static AVX2 void gemv_stripe_bf16_avx2(const float *x, const void *B, size_t k, 
 }
 static AVX2 void gemv_packed_f32_avx2(const float *x, const void *P, size_t k, size_t n,
                                       size_t t0, size_t t1, float *y) {
-    packed_body(F_F32, x, P, k, n, t0, t1, y);
+    packed_body(F_F32, x, P, k, n, t0, t1, y, gemv_get_tuning().pf);
 }
 static AVX2 void gemv_packed_f16_avx2(const float *x, const void *P, size_t k, size_t n,
                                       size_t t0, size_t t1, float *y) {
-    packed_body(F_F16, x, P, k, n, t0, t1, y);
+    packed_body(F_F16, x, P, k, n, t0, t1, y, gemv_get_tuning().pf);
 }
 static AVX2 void gemv_packed_bf16_avx2(const float *x, const void *P, size_t k, size_t n,
                                        size_t t0, size_t t1, float *y) {
-    packed_body(F_BF16, x, P, k, n, t0, t1, y);
+    packed_body(F_BF16, x, P, k, n, t0, t1, y, gemv_get_tuning().pf);
+}
+
+AVX2 void gemv_packed_avx2_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
+                            size_t t0, size_t t1, float *y, const gemv_tuning *tu) {
+    if (dt == WTYPE_F32) packed_body(F_F32, x, P, k, n, t0, t1, y, tu->pf);
+    else if (dt == WTYPE_F16) packed_body(F_F16, x, P, k, n, t0, t1, y, tu->pf);
+    else packed_body(F_BF16, x, P, k, n, t0, t1, y, tu->pf);
 }
 #endif
 
@@ -328,6 +333,14 @@ static const kernel_table kernels_scalar = {
     },
 };
 #if defined(__x86_64__)
+static const kernel_table kernels_avx512 = {
+    .isa = "avx512",
+    .type = {
+        [WTYPE_F32] = {gemv_stripe_f32_avx512, gemv_packed_f32_avx512, f32_to_f32_row},
+        [WTYPE_F16] = {gemv_stripe_f16_avx512, gemv_packed_f16_avx512, f16_row_widen},
+        [WTYPE_BF16] = {gemv_stripe_bf16_avx512, gemv_packed_bf16_avx512, bf16_row_widen},
+    },
+};
 static const kernel_table kernels_avx2 = {
     .isa = "avx2",
     .type = {
@@ -338,14 +351,48 @@ static const kernel_table kernels_avx2 = {
 };
 #endif
 
-// The best table this CPU runs (DECODE_ISA=scalar forces the scalar one). A new ISA adds its
-// table above and one line here, best first.
-static const kernel_table *resolve(void) {
+// Until a tuner sets it: 4 KB ahead (between the best distances measured on the CPUs seen so far,
+// see runtime/tune.c) and two tiles in flight.
+static atomic_int tune_pf = 4096, tune_nt = 2;
+
+void gemv_set_tuning(gemv_tuning tu) {
+    int pf = tu.pf < 0 ? 0 : tu.pf > (1 << 20) ? (1 << 20) : tu.pf;
+    int nt = tu.interleave < 1 ? 1 : tu.interleave > GEMV_MAX_INTERLEAVE ? GEMV_MAX_INTERLEAVE : tu.interleave;
+    atomic_store_explicit(&tune_pf, pf, memory_order_relaxed);
+    atomic_store_explicit(&tune_nt, nt, memory_order_relaxed);
+}
+
+gemv_tuning gemv_get_tuning(void) {
+    return (gemv_tuning){atomic_load_explicit(&tune_pf, memory_order_relaxed),
+                         atomic_load_explicit(&tune_nt, memory_order_relaxed)};
+}
+
+int gemv_isa_supported(int isa) {
+    return isa == GEMV_SCALAR || (isa == GEMV_AVX2 && cpu_isa_max() >= CPU_ISA_AVX2) ||
+           (isa == GEMV_AVX512 && cpu_isa_max() >= CPU_ISA_AVX512);
+}
+
+const kernel_table *kernels_for(int isa) {
+    if (!gemv_isa_supported(isa)) return NULL;
 #if defined(__x86_64__)
-    if (cpu_simd_enabled()) return &kernels_avx2;
+    if (isa == GEMV_AVX512) return &kernels_avx512;
+    if (isa == GEMV_AVX2) return &kernels_avx2;
 #endif
     return &kernels_scalar;
 }
+
+int gemv_isa_id(void) {
+    int isa = cpu_isa();
+    return isa >= CPU_ISA_AVX512 ? GEMV_AVX512 : isa >= CPU_ISA_AVX2 ? GEMV_AVX2 : GEMV_SCALAR;
+}
+
+const char *gemv_isa_name(int isa) {
+    static const char *const names[GEMV_N_ISA] = {"scalar", "avx2", "avx512"};
+    return isa >= 0 && isa < GEMV_N_ISA ? names[isa] : "unknown";
+}
+
+// The table of the level cpu_isa() chose (DECODE_ISA caps it).
+static const kernel_table *resolve(void) { return kernels_for(gemv_isa_id()); }
 
 const kernel_table *kernels_get(void) {
     static _Atomic(const kernel_table *) chosen;   // racing first calls choose the same table
@@ -355,6 +402,24 @@ const kernel_table *kernels_get(void) {
         atomic_store_explicit(&chosen, t, memory_order_relaxed);
     }
     return t;
+}
+
+void gemv_stripe_on(int isa, uint32_t dt, const float *x, const void *B, size_t k, size_t ldb,
+                    size_t j0, size_t w, float *y) {
+    const kernel_table *t = kernels_for(isa);
+    if (t && stripe_ok(dt, ldb, j0, w)) t->type[dt].stripe(x, B, k, ldb, j0, w, y);
+}
+
+void gemv_packed_on(int isa, uint32_t dt, const float *x, const void *P, size_t k, size_t n,
+                    size_t t0, size_t t1, float *y, const gemv_tuning *tu) {
+    const kernel_table *t = kernels_for(isa);
+    if (!t || !tiles_ok(dt, n, t0, t1)) return;
+#if defined(__x86_64__)
+    if (tu && isa == GEMV_AVX512) gemv_packed_avx512_tuned(dt, x, P, k, n, t0, t1, y, tu);
+    else if (tu && isa == GEMV_AVX2) gemv_packed_avx2_tuned(dt, x, P, k, n, t0, t1, y, tu);
+    else
+#endif
+        t->type[dt].packed(x, P, k, n, t0, t1, y);
 }
 
 void gemv_stripe(uint32_t dt, const float *x, const void *B, size_t k, size_t ldb, size_t j0,

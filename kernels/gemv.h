@@ -16,6 +16,19 @@
 
 #define GEMV_TILE 64
 #define GEMV_KSEG 256
+#define GEMV_MAX_INTERLEAVE 4
+
+// Instruction-set paths, lowest first. Every one gives the same bits.
+enum { GEMV_SCALAR, GEMV_AVX2, GEMV_AVX512, GEMV_N_ISA };
+
+// Free choices of the packed kernel that leave the arithmetic alone (runtime/tune.c picks them
+// per machine): pf, bytes the weight stream is prefetched ahead (0: no software prefetch);
+// interleave, tiles run side by side as independent FMA chains (1..GEMV_MAX_INTERLEAVE; the AVX2
+// path has the registers for one).
+typedef struct {
+    int pf;
+    int interleave;
+} gemv_tuning;
 
 // Stripe kernel, scalar reference and run-time dispatched SIMD path.
 // y[i] = sum_p x[p] * B[p*ldb + j0 + i] for i in [0, w). Requires j0 + w <= ldb.
@@ -38,13 +51,30 @@ void gemv_packed(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
 // Row-major reference straight on the GGUF layout (tests, reference paths).
 void gemv_rows_ref(uint32_t dt, const float *x, const void *W, size_t k, size_t n, float *y);
 
-// Name of the SIMD path the dispatch picked ("avx2" or "scalar").
+// Name of the SIMD path the dispatch picked ("avx512", "avx2" or "scalar"): the best the CPU
+// and OS support, or the lower one DECODE_ISA=avx2|scalar asks for. The packed AVX2/AVX-512
+// kernels read the current tuning (gemv_set_tuning) on every call.
 const char *gemv_isa(void);
+int gemv_isa_id(void);
+const char *gemv_isa_name(int isa);
+// 1 when this machine can run path isa (CPU and OS), whatever DECODE_ISA says.
+int gemv_isa_supported(int isa);
+// The same kernels on one named path (tests, benchmarks); a path the machine cannot run, or an
+// unknown isa, makes the call return without reading or writing anything. tu NULL: the current
+// tuning.
+void gemv_stripe_on(int isa, uint32_t dt, const float *x, const void *B, size_t k, size_t ldb,
+                    size_t j0, size_t w, float *y);
+void gemv_packed_on(int isa, uint32_t dt, const float *x, const void *P, size_t k, size_t n,
+                    size_t t0, size_t t1, float *y, const gemv_tuning *tu);
+// The tuning gemv_packed uses. Set it before the threads that call gemv_packed start a job (the
+// pool's hand-off orders it); out-of-range values are clamped (pf to [0, 1 MiB]).
+void gemv_set_tuning(gemv_tuning tu);
+gemv_tuning gemv_get_tuning(void);
 
 // The kernel table: for each ISA one row per weight type (ggml-cpu's type_traits_cpu), chosen
 // once after CPU detection (kernels_get). gemv_stripe / gemv_packed check bounds, then call the
-// chosen row. Adding an ISA (say avx512): write gemv_packed_f16_avx512 and its siblings in
-// gemv.c, a `kernels_avx512` table beside `kernels_avx2`, and one line in resolve().
+// chosen row. The avx512 table lives in kernels/gemv_avx512.c; adding an ISA: its table, a
+// GEMV_* id and a line in kernels_for().
 typedef void (*gemv_stripe_fn)(const float *x, const void *B, size_t k, size_t ldb, size_t j0,
                                size_t w, float *y);
 typedef void (*gemv_packed_fn)(const float *x, const void *P, size_t k, size_t n, size_t t0,
@@ -58,8 +88,10 @@ typedef struct {
     const char *isa;              // "scalar", "avx2"
     kernel_traits type[WTYPE_ID_MAX];   // indexed by weight type; all NULL for an unsupported one
 } kernel_table;
-// The table for this CPU (DECODE_ISA=scalar forces the scalar one); resolved on the first call.
+// The table for this CPU (DECODE_ISA=avx2|scalar caps it); resolved on the first call.
 const kernel_table *kernels_get(void);
+// The table of path isa (GEMV_SCALAR..), or NULL when this machine cannot run it.
+const kernel_table *kernels_for(int isa);
 
 // Contract details (kernels/gemv.c; tests/test_kernel_stripe.c, test_kernel_packed.c):
 // - Bounds are checked on every path, also under NDEBUG: an unknown dt, j0 > ldb or

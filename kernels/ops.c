@@ -1,7 +1,8 @@
-// Small kernels of the llama forward pass. RMSNorm, RoPE, softmax and SwiGLU follow ggml's CPU
-// arithmetic (so logits track llama.cpp's) and are scalar: they touch a few KB per token.
-// Attention and the row conversions have AVX2 paths; their scalar references (attention_ref, the
-// fp.h loops) reproduce the SIMD order bit for bit.
+// Small kernels of the llama forward pass. RMSNorm, RoPE and SwiGLU follow ggml's CPU arithmetic
+// (so logits track llama.cpp's) and are scalar: they touch a few KB per token. Softmax, attention
+// and the row conversions have AVX2 paths (also taken under AVX-512: same bits, and attention is
+// bound by the KV cache's bandwidth, not the vector width); their scalar references
+// (softmax_ref, attention_ref, the fp.h loops) reproduce the SIMD order bit for bit.
 #include "kernels/ops.h"
 #include "platform/fp.h"
 #include "platform/cpu.h"
@@ -10,6 +11,19 @@
 #include <immintrin.h>
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
 #endif
+
+// exp_ref's constants (Cephes expf): clamp, log2(e), ln 2 in two parts, the polynomial.
+#define EXP_LO -87.33654f
+#define EXP_HI 88.37626f
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_LN2_HI -0.693359375f
+#define EXP_LN2_LO 2.12194440e-4f
+#define EXP_P0 1.9875691500e-4f
+#define EXP_P1 1.3981999507e-3f
+#define EXP_P2 8.3334519073e-3f
+#define EXP_P3 4.1665795894e-2f
+#define EXP_P4 1.6666665459e-1f
+#define EXP_P5 5.0000001201e-1f
 
 // ggml_rms_norm then ggml_mul: squares in f32 summed in f64, scale = 1/sqrtf(mean + eps).
 void rmsnorm(float *o, const float *x, const float *w, int n, float eps) {
@@ -46,18 +60,44 @@ void rope(float *v, int n_heads, int head_dim, int n_rot, int pos, float base, i
     rope_scaled(v, n_heads, head_dim, n_rot, pos, base, neox, 1.0f, NULL);
 }
 
-// ggml_soft_max: max subtracted, expf, sum in f64, scaled by the f32 reciprocal of the sum.
-void softmax(float *x, int n) {
+// ---- softmax: one order on every path (softmax_ref states it; the AVX2 path is its lanes) ----
+
+// e^x by Cody-Waite reduction and Cephes' degree-5 polynomial, every step one IEEE operation
+// (fmaf where fused), so eight lanes give the bits of this scalar code. Within 1.01 ulp of exp
+// (every 8th float of [-87.3, 0] checked); 0 below -87.34 (the smallest normal's log); NaN -> 0.
+static inline float exp_ref(float x) {
+    float c = x > EXP_LO ? x : EXP_LO;
+    c = c < EXP_HI ? c : EXP_HI;
+    float kf = nearbyintf(c * EXP_LOG2E);
+    float r = fmaf(kf, EXP_LN2_HI, c);
+    r = fmaf(kf, EXP_LN2_LO, r);
+    float p = EXP_P0;
+    p = fmaf(p, r, EXP_P1);
+    p = fmaf(p, r, EXP_P2);
+    p = fmaf(p, r, EXP_P3);
+    p = fmaf(p, r, EXP_P4);
+    p = fmaf(p, r, EXP_P5);
+    float y = fmaf(p, r * r, r) + 1.0f;
+    float e = y * fp_from_bits((uint32_t)((int32_t)kf + 127) << 23);
+    return x > EXP_LO ? e : 0.0f;
+}
+
+// Max with "x[i] > m ? x[i] : m" from m = x[0]: order-free (NaN never replaces a number; a NaN
+// x[0] stays). Exponentials in place with e = exp_ref(x - m); their sum in double over eight
+// lanes (lane l takes i = l mod 8 of the whole blocks of 8), reduced ((l0+l4)+(l2+l6)) +
+// ((l1+l5)+(l3+l7)), then the tail in order; each weight times (float)(1 / sum).
+void softmax_ref(float *x, int n) {
     if (n <= 0) return;
     float m = x[0];
     for (int i = 1; i < n; i++) m = x[i] > m ? x[i] : m;
-    double sum = 0.0;
-    for (int i = 0; i < n; i++) {
-        x[i] = expf(x[i] - m);
-        sum += (double)x[i];
-    }
+    double l[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++) l[j] += (double)(x[i + j] = exp_ref(x[i + j] - m));
+    double sum = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+    for (; i < n; i++) sum += (double)(x[i] = exp_ref(x[i] - m));
     float r = (float)(1.0 / sum);
-    for (int i = 0; i < n; i++) x[i] *= r;
+    for (i = 0; i < n; i++) x[i] *= r;
 }
 
 void swiglu(float *o, const float *gate, const float *up, int n) {
@@ -76,6 +116,13 @@ int argmax_f32(const float *x, int n) {
 }
 
 // ---- attention ----
+// One KV head at a time with its group of query heads (n_head / n_head_kv of them), so each K and
+// V row comes from memory once per group, not once per query head: the scores run in blocks of
+// positions with the group's heads inside (the block's K rows stay in L1), softmax per head, then
+// the V sum in chunks of positions with the heads inside. The loop order decides which row is in
+// cache, never an output's arithmetic.
+
+#define VCHUNK 64                 // positions per V chunk: VCHUNK rows of V stay in L1 for the group
 
 // Dot product in the SIMD order: eight lanes (lane l takes i = l mod 8 over whole blocks of 8),
 // reduced ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), then the tail with fmaf in order.
@@ -89,24 +136,12 @@ static float dot_ref(const float *a, const float *b, int n) {
     return s;
 }
 
-static void scores_ref(float *s, const float *q, const float *k, size_t stride, int n_pos, int hd,
-                       float scale) {
-    for (int p = 0; p < n_pos; p++) s[p] = dot_ref(q, k + (size_t)p * stride, hd) * scale;
-}
-
-// One query head: scores, softmax, then out[d] = sum_p a[p] * v[p][d] with fmaf, p ascending.
-#define ATTN_HEAD(SCORES, VSUM)                                                                \
-    for (int h = 0; h < n_head; h++) {                                                         \
-        size_t kv = (size_t)(h / (n_head / n_head_kv)) * head_dim;                             \
-        SCORES(scratch, q + (size_t)h * head_dim, k + kv, kv_stride, n_pos, head_dim, scale);  \
-        softmax(scratch, n_pos);                                                               \
-        VSUM(out + (size_t)h * head_dim, scratch, v + kv, n_pos, head_dim, kv_stride);         \
-    }
-
-static void vsum_ref(float *o, const float *a, const float *v, int n_pos, int hd, size_t stride) {
-    for (int d = 0; d < hd; d++) {
-        float s = 0.0f;
-        for (int p = 0; p < n_pos; p++) s = fmaf(a[p], v[(size_t)p * stride + d], s);
+// Dims [d0, d1) of o += sum_p a[p] * v[p][d] over positions [p0, p1), fmaf p ascending; p0 == 0
+// starts from 0. Chunks of positions continue each chain exactly where the last one stopped.
+static void vsum_ref(float *o, const float *a, const float *v, int p0, int p1, int d0, int d1, size_t stride) {
+    for (int d = d0; d < d1; d++) {
+        float s = p0 == 0 ? 0.0f : o[d];
+        for (int p = p0; p < p1; p++) s = fmaf(a[p], v[(size_t)p * stride + d], s);
         o[d] = s;
     }
 }
@@ -119,10 +154,61 @@ void attention_ref(float *out, const float *q, const float *k, const float *v, i
                    int n_head, int n_head_kv, int head_dim, size_t kv_stride, float *scratch) {
     if (!attn_ok(n_pos, n_head, n_head_kv, head_dim)) return;
     const float scale = 1.0f / sqrtf((float)head_dim);
-    ATTN_HEAD(scores_ref, vsum_ref)
+    const int grp = n_head / n_head_kv, hd = head_dim;
+    for (int h = 0; h < n_head; h++) {
+        const float *kh = k + (size_t)(h / grp) * hd, *vh = v + (size_t)(h / grp) * hd;
+        for (int p = 0; p < n_pos; p++) scratch[p] = dot_ref(q + (size_t)h * hd, kh + (size_t)p * kv_stride, hd) * scale;
+        softmax_ref(scratch, n_pos);
+        vsum_ref(out + (size_t)h * hd, scratch, vh, 0, n_pos, 0, hd, kv_stride);
+    }
 }
 
 #if defined(__x86_64__)
+// exp_ref in eight lanes, operation for operation.
+static inline __attribute__((always_inline)) AVX2 __m256 exp8(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(EXP_LO);
+    __m256 c = _mm256_min_ps(_mm256_max_ps(x, lo), _mm256_set1_ps(EXP_HI));
+    __m256 kf = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fmadd_ps(kf, _mm256_set1_ps(EXP_LN2_HI), c);
+    r = _mm256_fmadd_ps(kf, _mm256_set1_ps(EXP_LN2_LO), r);
+    __m256 p = _mm256_set1_ps(EXP_P0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P5));
+    __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+    __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(kf), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(_mm256_cmp_ps(x, lo, _CMP_GT_OQ), _mm256_mul_ps(y, _mm256_castsi256_ps(e)));
+}
+
+// softmax_ref's order: lanes of the max folded like the scalar loop; the double sum's lanes 0-3
+// in s0 and 4-7 in s1, so s0 + s1 holds (l0+l4, l1+l5, l2+l6, l3+l7).
+static AVX2 void softmax_avx2(float *x, int n) {
+    __m256 mv = _mm256_set1_ps(x[0]);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) mv = _mm256_max_ps(_mm256_loadu_ps(x + i), mv);
+    float lanes[8], m = x[0];
+    _mm256_storeu_ps(lanes, mv);
+    for (int j = 0; j < 8; j++) m = lanes[j] > m ? lanes[j] : m;
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    __m256 mm = _mm256_set1_ps(m);
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), mm));
+        _mm256_storeu_ps(x + i, e);
+        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    double t[4];
+    _mm256_storeu_pd(t, _mm256_add_pd(s0, s1));
+    double sum = (t[0] + t[2]) + (t[1] + t[3]);
+    for (; i < n; i++) sum += (double)(x[i] = exp_ref(x[i] - m));
+    __m256 r = _mm256_set1_ps((float)(1.0 / sum));
+    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), r));
+    for (; i < n; i++) x[i] *= (float)(1.0 / sum);
+}
+
 // dot_ref's order: the lanes of acc reduced ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), then the
 // tail a[i..n) * b[i..n) with fmaf in order.
 static inline AVX2 float dot_finish(__m256 acc, const float *a, const float *b, int i, int n) {
@@ -133,36 +219,62 @@ static inline AVX2 float dot_finish(__m256 acc, const float *a, const float *b, 
     return s;
 }
 
-// Four positions at a time: four independent FMA chains share each load of q.
-static AVX2 void scores_avx2(float *s, const float *q, const float *k, size_t stride, int n_pos,
-                             int hd, float scale) {
-    int p = 0, nb = hd / 8 * 8;
-    for (; p + 4 <= n_pos; p += 4) {
-        const float *kp[4];
-        __m256 acc[4];
-        for (int j = 0; j < 4; j++) kp[j] = k + (size_t)(p + j) * stride, acc[j] = _mm256_setzero_ps();
-        for (int i = 0; i < nb; i += 8) {
-            __m256 qv = _mm256_loadu_ps(q + i);
+// Scores of np (1..4) positions from p for one query head: np independent FMA chains.
+static inline __attribute__((always_inline)) AVX2 void scores_block(float *s, const float *q,
+        const float *k, size_t stride, int p, int np, int hd, float scale) {
+    const int nb = hd / 8 * 8;
+    __m256 acc[4];
+    for (int j = 0; j < np; j++) acc[j] = _mm256_setzero_ps();
+    for (int i = 0; i < nb; i += 8) {
+        __m256 qv = _mm256_loadu_ps(q + i);
 #pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kp[j] + i), acc[j]);
-        }
-        for (int j = 0; j < 4; j++) s[p + j] = dot_finish(acc[j], q, kp[j], nb, hd) * scale;
+        for (int j = 0; j < np; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + (size_t)(p + j) * stride + i), acc[j]);
     }
-    for (; p < n_pos; p++) {
-        const float *kp = k + (size_t)p * stride;
-        __m256 acc = _mm256_setzero_ps();
-        for (int i = 0; i < nb; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kp + i), acc);
-        s[p] = dot_finish(acc, q, kp, nb, hd) * scale;
-    }
+    for (int j = 0; j < np; j++) s[p + j] = dot_finish(acc[j], q, k + (size_t)(p + j) * stride, nb, hd) * scale;
 }
 
-// nv * 8 output dims at once, accumulators in registers across all positions.
-static inline __attribute__((always_inline)) AVX2 void vsum_block(float *o, const float *a,
-        const float *v, int n_pos, size_t stride, int nv) {
+// Per 128-bit half of a and b: (x0+x4, x1+x5, x2+x6, x3+x7) of a in the low half and of b in the
+// high half, reordered (m0, m2, m1, m3) so that two hadds give (m0+m2) + (m1+m3).
+static inline __attribute__((always_inline)) AVX2 __m256 fold_pair(__m256 a, __m256 b) {
+    __m256 m = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+    return _mm256_permute_ps(m, 0xd8);
+}
+
+// Eight positions from p when hd is whole 8-blocks: eight chains, and their eight lane
+// reductions done together, each in dot_ref's order ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
+static inline __attribute__((always_inline)) AVX2 void scores_block8(float *s, const float *q,
+        const float *k, size_t stride, int p, int hd, float scale) {
     __m256 acc[8];
 #pragma GCC unroll 8
-    for (int j = 0; j < nv; j++) acc[j] = _mm256_setzero_ps();
-    for (int p = 0; p < n_pos; p++) {
+    for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
+    for (int i = 0; i < hd; i += 8) {
+        __m256 qv = _mm256_loadu_ps(q + i);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + (size_t)(p + j) * stride + i), acc[j]);
+    }
+    __m256 f01 = fold_pair(acc[0], acc[1]), f23 = fold_pair(acc[2], acc[3]);
+    __m256 f45 = fold_pair(acc[4], acc[5]), f67 = fold_pair(acc[6], acc[7]);
+    // hadd twice: (0, 2, 4, 6 | 1, 3, 5, 7), then into position order
+    __m256 r = _mm256_hadd_ps(_mm256_hadd_ps(f01, f23), _mm256_hadd_ps(f45, f67));
+    r = _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_ps(s + p, _mm256_mul_ps(r, _mm256_set1_ps(scale)));
+}
+
+// One query head's scores over [0, n_pos).
+static inline __attribute__((always_inline)) AVX2 void scores_head(float *s, const float *q,
+        const float *k, size_t stride, int p, int np, int hd, float scale) {
+    if (np == 8 && hd % 8 == 0) scores_block8(s, q, k, stride, p, hd, scale);
+    else
+        for (int j = 0; j < np; j += 4) scores_block(s, q, k, stride, p + j, np - j < 4 ? np - j : 4, hd, scale);
+}
+
+// nv * 8 dims of one head over positions [p0, p1), accumulators in registers across the chunk.
+static inline __attribute__((always_inline)) AVX2 void vsum_block(float *o, const float *a,
+        const float *v, int p0, int p1, size_t stride, int nv) {
+    __m256 acc[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < nv; j++) acc[j] = p0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(o + 8 * j);
+    for (int p = p0; p < p1; p++) {
         __m256 ap = _mm256_broadcast_ss(a + p);
         const float *vp = v + (size_t)p * stride;
 #pragma GCC unroll 8
@@ -172,19 +284,57 @@ static inline __attribute__((always_inline)) AVX2 void vsum_block(float *o, cons
     for (int j = 0; j < nv; j++) _mm256_storeu_ps(o + 8 * j, acc[j]);
 }
 
-static AVX2 void vsum_avx2(float *o, const float *a, const float *v, int n_pos, int hd, size_t stride) {
+// Dims [0, hd) of one head over [p0, p1): blocks of up to 64 dims (as many chains as 8-blocks),
+// the last d % 8 scalar.
+static AVX2 void vsum_head(float *o, const float *a, const float *v, int p0, int p1, int hd, size_t stride) {
     int d = 0;
-    for (; d + 64 <= hd; d += 64) vsum_block(o + d, a, v + d, n_pos, stride, 8);
-    for (; d + 8 <= hd; d += 8) vsum_block(o + d, a, v + d, n_pos, stride, 1);
-    if (d < hd) vsum_ref(o + d, a, v + d, n_pos, hd - d, stride);
+    for (; d + 64 <= hd; d += 64) vsum_block(o + d, a, v + d, p0, p1, stride, 8);
+    switch ((hd - d) / 8) {
+    case 7: vsum_block(o + d, a, v + d, p0, p1, stride, 7); break;
+    case 6: vsum_block(o + d, a, v + d, p0, p1, stride, 6); break;
+    case 5: vsum_block(o + d, a, v + d, p0, p1, stride, 5); break;
+    case 4: vsum_block(o + d, a, v + d, p0, p1, stride, 4); break;
+    case 3: vsum_block(o + d, a, v + d, p0, p1, stride, 3); break;
+    case 2: vsum_block(o + d, a, v + d, p0, p1, stride, 2); break;
+    case 1: vsum_block(o + d, a, v + d, p0, p1, stride, 1); break;
+    default: break;
+    }
+    d += (hd - d) / 8 * 8;
+    vsum_ref(o, a, v, p0, p1, d, hd, stride);
 }
 
 static AVX2 void attention_avx2(float *out, const float *q, const float *k, const float *v,
         int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, float *scratch) {
     const float scale = 1.0f / sqrtf((float)head_dim);
-    ATTN_HEAD(scores_avx2, vsum_avx2)
+    const int grp = n_head / n_head_kv, hd = head_dim;
+    for (int g = 0; g < n_head_kv; g++) {
+        const float *kg = k + (size_t)g * hd, *vg = v + (size_t)g * hd;
+        const float *qg = q + (size_t)g * grp * hd;
+        float *og = out + (size_t)g * grp * hd;
+        for (int p = 0; p < n_pos; p += 8)
+            for (int h = 0; h < grp; h++)
+                scores_head(scratch + (size_t)h * n_pos, qg + (size_t)h * hd, kg, kv_stride, p,
+                            n_pos - p < 8 ? n_pos - p : 8, hd, scale);
+        for (int h = 0; h < grp; h++) softmax_avx2(scratch + (size_t)h * n_pos, n_pos);
+        for (int p0 = 0; p0 < n_pos; p0 += VCHUNK) {
+            int p1 = n_pos - p0 < VCHUNK ? n_pos : p0 + VCHUNK;
+            for (int h = 0; h < grp; h++)
+                vsum_head(og + (size_t)h * hd, scratch + (size_t)h * n_pos, vg, p0, p1, hd, kv_stride);
+        }
+    }
 }
 #endif
+
+void softmax(float *x, int n) {
+    if (n <= 0) return;
+#if defined(__x86_64__)
+    if (cpu_simd_enabled()) {
+        softmax_avx2(x, n);
+        return;
+    }
+#endif
+    softmax_ref(x, n);
+}
 
 void attention(float *out, const float *q, const float *k, const float *v, int n_pos,
                int n_head, int n_head_kv, int head_dim, size_t kv_stride, float *scratch) {

@@ -14,11 +14,14 @@ void rope(float *v, int n_heads, int head_dim, int n_rot, int pos, float base, i
 // RoPE scaling (freq_scale = 1/factor) and Llama 3's rope_freqs. rope is (1, NULL).
 void rope_scaled(float *v, int n_heads, int head_dim, int n_rot, int pos, float base, int neox,
                  float freq_scale, const float *freq_factors);
-// In place, numerically stable (max subtracted).
+// In place, numerically stable (max subtracted); softmax_ref states the order, softmax is its
+// SIMD path (same bits).
 void softmax(float *x, int n);
+void softmax_ref(float *x, int n);
 // Causal GQA attention for one query at position n_pos - 1 over positions [0, n_pos).
 // q: (n_head, head_dim). k, v: position p, kv head h at k[p*kv_stride + h*head_dim].
-// out: (n_head, head_dim). scratch: n_pos floats. Query head i reads kv head i / (n_head/n_head_kv).
+// out: (n_head, head_dim). scratch: n_pos * (n_head / n_head_kv) floats (the scores of one KV
+// head's group of query heads). Query head i reads kv head i / (n_head/n_head_kv).
 void attention(float *out, const float *q, const float *k, const float *v, int n_pos,
                int n_head, int n_head_kv, int head_dim, size_t kv_stride, float *scratch);
 // o[i] = silu(gate[i]) * up[i]; o may alias gate.
@@ -32,14 +35,15 @@ void f32_to_f16_row(const float *src, uint16_t *dst, size_t n);
 void f32_to_bf16_row(const float *src, uint16_t *dst, size_t n);
 
 // Scalar reference of attention's SIMD path (same bits): dot products over head_dim in eight
-// lanes reduced ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) then the tail; V summed with fmaf, p
-// ascending. Both return without writing when n_pos, n_head, n_head_kv or head_dim is not
+// lanes reduced ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) then the tail; softmax_ref; V summed with
+// fmaf, p ascending. Both return without writing when n_pos, n_head, n_head_kv or head_dim is not
 // positive or n_head % n_head_kv != 0.
 void attention_ref(float *out, const float *q, const float *k, const float *v, int n_pos,
                    int n_head, int n_head_kv, int head_dim, size_t kv_stride, float *scratch);
 
 // Contract details (kernels/ops.c; tests/test_kernel_ops.c, test_kernel_convert.c):
-// - rmsnorm, softmax, swiglu follow ggml's CPU arithmetic (f64 sums where ggml has them); rope
+// - rmsnorm, swiglu follow ggml's CPU arithmetic (f64 sums where ggml has them); softmax keeps
+//   ggml's f64 sum in eight fixed lanes and a polynomial exp (within 1.01 ulp of exp); rope
 //   builds theta_i = pos * s^i with s = powf(base, -2/n_rot) as a running f32 product, as ggml
 //   does; rope leaves v unchanged unless n_rot is even and 0 < n_rot <= head_dim.
 // - argmax_f32 returns -1 when n <= 0.

@@ -128,7 +128,9 @@ static void load_line(l4 *c, uint32_t line, uint64_t key) {
 
 static void publish(l4 *c, uint32_t line, uint64_t key, unsigned flags, bool hold) {
     l4_flags_set(c, line, flags | (l4_in_window(c, key) ? L4_F_WINDOW : 0));
-    atomic_store_explicit(&c->refs[line], hold, memory_order_relaxed);
+    // Add, never store: a lookup holding a stale table entry may have counted itself on this
+    // line meanwhile; it sees the new key, and its decrement must not undo the fill's hold.
+    if (hold) atomic_fetch_add_explicit(&c->refs[line], 1, memory_order_relaxed);
     atomic_store_explicit(&c->origin[line], key, memory_order_release);
     l4_table_insert(&c->map, key, line);
 }
@@ -242,18 +244,25 @@ void l4_write_back(l4 *c, int thread, uint32_t line, uint64_t key) {
     l4_flags_set(c, line, l4_flags_get(c, line) & ~L4_F_DIRTY);
 }
 
+// Under the lock. A held line is skipped: its holder may still be adding to this dirty period,
+// and writing back now would mark it clean and lose those writes. The claim keeps lookups off
+// the line while the callbacks run; then it is published again, clean.
+static bool flush_line(l4 *c, int thread, uint32_t line, uint64_t key) {
+    if (!(l4_flags_get(c, line) & L4_F_DIRTY) || !l4_claim(c, line, key)) return false;
+    l4_write_back(c, thread, line, key);
+    atomic_store(&c->origin[line], key);
+    return true;
+}
+
 bool l4_flush_dirty(l4 *c, int thread, uint64_t key) {
     if (c->cfg.mode == L4_STREAM_TRANSPARENT) return false;
     pthread_mutex_lock(&c->lock);
     uint32_t line;
-    bool dirty = key != 0 && l4_table_find(&c->map, key, &line) &&
-                 atomic_load(&c->origin[line]) == key && (l4_flags_get(c, line) & L4_F_DIRTY);
-    if (dirty) {
-        l4_write_back(c, thread, line, key);
-        l4_stat_add(c, thread, L4_ST_FLUSHES, 1);
-    }
+    bool flushed = key != 0 && l4_table_find(&c->map, key, &line) &&
+                   atomic_load(&c->origin[line]) == key && flush_line(c, thread, line, key);
+    if (flushed) l4_stat_add(c, thread, L4_ST_FLUSHES, 1);
     pthread_mutex_unlock(&c->lock);
-    return dirty;
+    return flushed;
 }
 
 int l4_flush_all_dirty(l4 *c, int thread) {
@@ -261,12 +270,8 @@ int l4_flush_all_dirty(l4 *c, int thread) {
     int n = 0;
     pthread_mutex_lock(&c->lock);
     for (uint32_t i = 0; i < c->n_lines; i++) {
-        unsigned f = l4_flags_get(c, i);
         uint64_t key = atomic_load(&c->origin[i]);
-        if ((f & L4_F_DIRTY) && !(f & L4_F_FREE) && key != 0) {
-            l4_write_back(c, thread, i, key);
-            n++;
-        }
+        if (key != 0 && !(l4_flags_get(c, i) & L4_F_FREE)) n += flush_line(c, thread, i, key);
     }
     l4_stat_add(c, thread, L4_ST_FLUSHES, (uint64_t)n);
     pthread_mutex_unlock(&c->lock);

@@ -43,16 +43,18 @@ int32_t l4_pick_victim(l4 *c, bool allow_window) {
     return -1;
 }
 
-// Claim the line: clear originKeys, then look at the count (both seq_cst). A lookup that took a
-// reference meanwhile either is seen here (we back off) or sees the cleared key (it retries).
+// Clear originKeys, then look at the count (both seq_cst). A lookup that took a reference
+// meanwhile either is seen here (we back off, key restored) or sees the cleared key (it retries).
+bool l4_claim(l4 *c, uint32_t line, uint64_t key) {
+    atomic_store(&c->origin[line], 0);
+    if (atomic_load(&c->refs[line]) == 0) return true;
+    atomic_store(&c->origin[line], key);
+    return false;
+}
+
 bool l4_evict(l4 *c, int thread, uint32_t line) {
     uint64_t key = atomic_load(&c->origin[line]);
-    if (key == 0) return false;
-    atomic_store(&c->origin[line], 0);
-    if (atomic_load(&c->refs[line]) != 0) {
-        atomic_store(&c->origin[line], key);
-        return false;
-    }
+    if (key == 0 || !l4_claim(c, line, key)) return false;
     if (l4_flags_get(c, line) & L4_F_DIRTY) l4_write_back(c, thread, line, key);
     l4_table_erase(&c->map, key);
     l4_flags_set(c, line, L4_F_FREE);
@@ -83,6 +85,7 @@ void l4_age(l4 *c) {
 }
 
 int32_t l4_alloc_line(l4 *c, int thread, bool allow_window) {
+    if (c->n_free == 0) l4_predictor_retire(c);   // the window as of now, not the last refresh
     for (int tries = 0; c->n_free == 0 && tries < 8; tries++) {   // a handle may race in
         int32_t v = l4_pick_victim(c, allow_window);
         if (v < 0) return -1;

@@ -35,9 +35,19 @@ typedef struct {
     _Atomic uint64_t val;          // a 32-bit value; 16-byte slots, 4 per cache line
 } l4_slot;
 
+// A bucket's 16 control bytes: H2 (0..127), EMPTY or TOMB. Readers load them as two 64-bit
+// words (acquire); the one writer stores just the byte it changes (release), with no read of the
+// word first (insert 20% cheaper than a word read-modify-write, docs/l4.md). Both are aligned
+// single instructions, each single-copy atomic on x86, which this file already requires.
+typedef union {
+    _Atomic uint64_t w[2];
+    _Atomic uint8_t b[16];
+} l4_ctrl;
+_Static_assert(sizeof(l4_ctrl) == 16, "a bucket's control bytes are one 16-byte group");
+
 // Control bytes apart from the slots (16 KiB, stays in L1): a hit touches one slot line.
 typedef struct {
-    _Atomic uint64_t (*ctrl)[2];   // (L4_BUCKETS, 2) 16 control bytes: H2 (0..127), EMPTY or TOMB
+    l4_ctrl *ctrl;                 // (L4_BUCKETS) control bytes
     l4_slot *slot;                 // (L4_BUCKETS * L4_SLOTS) bucket b's slots at b * L4_SLOTS
     uint64_t (*scratch)[2];        // (L4_TABLE_CAP, key/val) live entries during a rehash
     uint32_t (*hash)(uint64_t);    // a test's hash; NULL: CRC32C
@@ -62,8 +72,8 @@ static inline uint32_t l4_table_hash(const l4_table *t, uint64_t key) {
 static inline uint8_t l4_h2(uint32_t h) { return (uint8_t)((h >> 10) & 0x7F); }
 
 static inline __m128i l4_ctrl_load(const l4_table *t, int bi) {
-    uint64_t lo = atomic_load_explicit(&t->ctrl[bi][0], memory_order_acquire);
-    uint64_t hi = atomic_load_explicit(&t->ctrl[bi][1], memory_order_acquire);
+    uint64_t lo = atomic_load_explicit(&t->ctrl[bi].w[0], memory_order_acquire);
+    uint64_t hi = atomic_load_explicit(&t->ctrl[bi].w[1], memory_order_acquire);
     return _mm_set_epi64x((long long)hi, (long long)lo);
 }
 
@@ -181,12 +191,17 @@ static inline void l4_stat_add(l4 *c, int thread, int which, uint64_t n) {
 // Eviction (evict.c), all under the lock.
 // The line the priority order names, or -1; class 5 (window lines) only if allow_window.
 int32_t l4_pick_victim(l4 *c, bool allow_window);
+// Take a line away from lookups (originKeys cleared) if no handle holds it; false: held.
+bool l4_claim(l4 *c, uint32_t line, uint64_t key);
 bool l4_evict(l4 *c, int thread, uint32_t line); // false if a handle raced in
 int32_t l4_alloc_line(l4 *c, int thread, bool allow_window);   // free or evicted line; -1: none
 void l4_age(l4 *c);                              // RRPV + 1 (saturating) on every line
 void l4_write_back(l4 *c, int thread, uint32_t line, uint64_t key);   // callbacks, then clean
 // Predictor (predictor.c).
 bool l4_in_window(const l4 *c, uint64_t key);    // (lock) key in the active set
+// (lock) Keys of every completed step leave the active set; eviction calls it first, since
+// refreshes (which also retire) skip steps while the frontier leads or the window is drained.
+void l4_predictor_retire(l4 *c);
 void l4_predictor_free(l4 *c);
 bool l4_predictor_init(l4 *c);
 // Fill one line for key under the lock and publish it, holding a reference (a demand miss,

@@ -81,8 +81,9 @@ l4_handle l4_map_writable(l4 *c, int thread, uint64_t key, l4_preprocess_fn prep
                           l4_writeback_fn writeback, void *ctx);
 void l4_release(l4 *c, l4_handle *h);
 
-// Write back one dirty line (true if it was dirty) or all of them (how many); lines stay cached
-// clean, and a later l4_map_writable of the key starts a fresh zeroed dirty period.
+// Write back one dirty line (true if it was written back) or all of them (how many); lines stay
+// cached clean, and a later l4_map_writable of the key starts a fresh zeroed dirty period. A
+// line some handle holds is skipped (its holder may still be writing): flush after release.
 bool l4_flush_dirty(l4 *c, int thread, uint64_t key);
 int l4_flush_all_dirty(l4 *c, int thread);
 

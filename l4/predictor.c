@@ -63,6 +63,10 @@ static void retire(l4 *c, l4_window *w) {
         active_remove(c, w->ring[w->retired % L4_WINDOW].key);
 }
 
+void l4_predictor_retire(l4 *c) {
+    for (int t = 0; t < c->cfg.n_threads; t++) retire(c, &c->win[t]);
+}
+
 // Append entries [0, n) that fit in the ring; returns how many.
 static int append(l4 *c, l4_window *w, const l4_entry *e, int n) {
     uint64_t tail = tail_of(w);

@@ -11,23 +11,18 @@ static unsigned ctrl_match(const l4_table *t, int bi, uint8_t c) {
     return l4_ctrl_match(l4_ctrl_load(t, bi), c);
 }
 static unsigned ctrl_byte(const l4_table *t, int bi, int s) {
-    return (unsigned)(atomic_load_explicit(&t->ctrl[bi][s >> 3], memory_order_relaxed) >>
-                      (8 * (s & 7))) & 0xFF;
+    return atomic_load_explicit(&t->ctrl[bi].b[s], memory_order_relaxed);
 }
 static l4_slot *slot_at(const l4_table *t, int bi, int s) { return &t->slot[bi * L4_SLOTS + s]; }
 
 static void ctrl_store(l4_table *t, int bi, int s, uint8_t c) {   // writer only
-    _Atomic uint64_t *w = &t->ctrl[bi][s >> 3];
-    int sh = 8 * (s & 7);
-    uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
-    v = (v & ~((uint64_t)0xFF << sh)) | ((uint64_t)c << sh);
-    atomic_store_explicit(w, v, memory_order_release);
+    atomic_store_explicit(&t->ctrl[bi].b[s], c, memory_order_release);
 }
 
 static void buckets_reset(l4_table *t) {
     for (int i = 0; i < L4_BUCKETS; i++)
         for (int w = 0; w < 2; w++)
-            atomic_store_explicit(&t->ctrl[i][w], 0x8080808080808080ull, memory_order_release);
+            atomic_store_explicit(&t->ctrl[i].w[w], 0x8080808080808080ull, memory_order_release);
     t->live = t->tombs = 0;
 }
 
@@ -84,12 +79,12 @@ static void rehash(l4_table *t) {
     t->rehashes++;
 }
 
-// One walk of the probe chain: the key if present, else the first EMPTY or TOMB slot on it.
+// One walk of the probe chain: the key if present, else the first EMPTY or TOMB slot on it
+// (both have the top bit set, H2 never does: one movemask finds them).
 int l4_table_insert(l4_table *t, uint64_t key, uint32_t val) {
     if (t->tombs > t->tomb_limit) rehash(t);
     uint32_t h = l4_table_hash(t, key);
     int free_bi = -1, free_s = 0;
-    bool free_was_tomb = false;
     for (int i = 0; i < L4_BUCKETS; i++) {
         int bi = (int)((h + (uint32_t)i) & (L4_BUCKETS - 1));
         __m128i ctrl = l4_ctrl_load(t, bi);
@@ -100,18 +95,12 @@ int l4_table_insert(l4_table *t, uint64_t key, uint32_t val) {
                 return 0;
             }
         }
-        unsigned empty = l4_ctrl_match(ctrl, L4_CTRL_EMPTY);
-        if (free_bi < 0) {
-            unsigned tomb = l4_ctrl_match(ctrl, L4_CTRL_TOMB);
-            if (empty | tomb) {
-                free_bi = bi, free_s = __builtin_ctz(empty | tomb);
-                free_was_tomb = tomb >> free_s & 1;
-            }
-        }
-        if (empty) break;
+        unsigned free = (unsigned)_mm_movemask_epi8(ctrl);
+        if (free_bi < 0 && free) free_bi = bi, free_s = __builtin_ctz(free);
+        if (l4_ctrl_match(ctrl, L4_CTRL_EMPTY)) break;
     }
     if (free_bi < 0) return -1;
-    t->tombs -= free_was_tomb;
+    if (ctrl_byte(t, free_bi, free_s) == L4_CTRL_TOMB) t->tombs--;
     put(t, free_bi, free_s, key, val, l4_h2(h));
     t->live++;
     return 1;

@@ -43,13 +43,27 @@ const cpu_features *cpu_detect(void) {
 
 int cpu_has_avx2(void) { return cpu_detect()->avx2; }
 
-int cpu_simd_enabled(void) {
+int cpu_isa_max(void) {
+    const cpu_features *f = cpu_detect();
+    if (f->avx2 && f->avx512f && f->avx512bw && f->avx512vl) return CPU_ISA_AVX512;
+    return f->avx2 ? CPU_ISA_AVX2 : CPU_ISA_SCALAR;
+}
+
+int cpu_isa_name_ok(const char *s) {
+    return !strcmp(s, "avx512") || !strcmp(s, "avx2") || !strcmp(s, "scalar");
+}
+
+int cpu_isa(void) {
     static atomic_int cached = -1;               // racing first calls compute the same value
     int v = atomic_load_explicit(&cached, memory_order_relaxed);
     if (v < 0) {
         const char *e = getenv("DECODE_ISA");
-        v = (e && strcmp(e, "scalar") == 0) ? 0 : cpu_has_avx2();
+        int cap = !e ? CPU_ISA_AVX512 : !strcmp(e, "scalar") ? CPU_ISA_SCALAR
+                : !strcmp(e, "avx2") ? CPU_ISA_AVX2 : CPU_ISA_AVX512;
+        v = cpu_isa_max() < cap ? cpu_isa_max() : cap;
         atomic_store_explicit(&cached, v, memory_order_relaxed);
     }
     return v;
 }
+
+int cpu_simd_enabled(void) { return cpu_isa() >= CPU_ISA_AVX2; }

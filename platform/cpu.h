@@ -18,5 +18,15 @@ typedef struct {
 const cpu_features *cpu_detect(void);
 // 1 when the CPU and OS support AVX2, FMA and F16C with ymm state enabled.
 int cpu_has_avx2(void);
-// DECODE_ISA=scalar in the environment forces the scalar paths (for tests and comparisons).
+// Instruction-set levels, lowest first. AVX512 means F, BW and VL (with their XCR0 state) on top
+// of AVX2.
+enum { CPU_ISA_SCALAR, CPU_ISA_AVX2, CPU_ISA_AVX512 };
+// The best level this CPU and OS support.
+int cpu_isa_max(void);
+// The level the SIMD paths use: cpu_isa_max(), or the lower one DECODE_ISA=avx2|scalar asks for
+// (DECODE_ISA=avx512 or unset: the best; a level above the machine's falls back to its best).
+int cpu_isa(void);
+// cpu_isa() >= CPU_ISA_AVX2.
 int cpu_simd_enabled(void);
+// 1 when s is a DECODE_ISA value this build understands (avx512, avx2, scalar).
+int cpu_isa_name_ok(const char *s);

@@ -1,8 +1,11 @@
-// Forward pass of llama, qwen2 and qwen3 for one token, llama2.c-style, with each group of GEMVs split over the
-// pool by packed tiles (the same cut that packed them: runtime/weights.c).
+// Forward pass of llama, qwen2 and qwen3 for one token, llama2.c-style, run by every thread over
+// its own share of the schedule (runtime/schedule.h): the same top-to-bottom pass, with a wait
+// before each step for the threads that produce what it reads and a publish after it. One pool
+// job per token.
 #include "runtime/decoder.h"
 #include "kernels/gemv.h"
 #include "kernels/ops.h"
+#include "platform/clock.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +27,83 @@ int decoder_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX
 
 #define ALLOC(ptr, count) ((ptr) = calloc((size_t)(count), sizeof *(ptr)))
 
+// Defaults of the thread thresholds: a stage is cut only into shares of at least 64 KiB and a
+// step into shares of at least 1 MiB. Waking a thread and handing a stage over costs on the order
+// of a microsecond; these keep each share's streaming time well above that (stories260K's 1.2 MB
+// step runs on one thread, so -t 2 is never slower than -t 1). A guess from this machine's
+// figures (docs/runtime.md), not a law for every CPU.
+#define MIN_STAGE_BYTES (64L << 10)
+#define MIN_STEP_BYTES (1L << 20)
+#define SPIN_ITERS 20000          // ~50-100 us of pause before a waiting thread sleeps
+
+decoder_opts decoder_default_opts(int n_threads) {
+    return (decoder_opts){.n_threads = n_threads, .numa = -1, .split_k = 0,
+                          .min_stage_bytes = -1, .min_step_bytes = -1};
+}
+
 int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, const volatile sig_atomic_t *stop,
                  char err[GGUF_ERR_MAX]) {
+    decoder_opts o = decoder_default_opts(n_threads);
+    o.stop = stop;
+    return decoder_init_opts(d, m, n_ctx, &o, err);
+}
+
+// Threads the schedule gives any work: the pool needs only those (they are its first threads).
+static int busy_threads(const sched *s) {
+    int n = 1;
+    for (int t = 0; t < s->n_threads; t++)
+        for (int m = 0; m < SCHED_N_MAT; m++)
+            if (s->share[t].r[m].t0 != s->share[t].r[m].t1 || s->share[t].g0 != s->share[t].g1) n = t + 1;
+    return n;
+}
+
+static double step_bytes(const sched_shape *sh) {
+    double b = 0;
+    for (int m = 0; m < SCHED_N_MAT; m++)
+        b += (double)sh->mat[m].k * ((sh->mat[m].n + 63) / 64 * 64) * sh->mat[m].es * (m < SCHED_OUT ? sh->n_layer : 1);
+    return b;
+}
+
+// Topology, thread placement and the schedule.
+static int plan(decoder *d, const decoder_opts *o, int *cpu, char *err) {
+    char terr[256];
+    if (topo_discover(&d->topo, terr)) { snprintf(err, GGUF_ERR_MAX, "%s", terr); return -1; }
+    int T = o->n_threads;
+    int *node = calloc((size_t)T, sizeof *node);
+    if (!node) return -1;
+    topo_numa_mode mode = o->numa < 0 ? topo_default_mode(&d->topo) : (topo_numa_mode)o->numa;
+    topo_place(&d->topo, mode, T, cpu, node);
+    sched_shape sh;
+    weights_shape(d->model, &sh);
+    long step_min = o->min_step_bytes < 0 ? MIN_STEP_BYTES : o->min_step_bytes;
+    long stage_min = o->min_stage_bytes < 0 ? MIN_STAGE_BYTES : o->min_stage_bytes;
+    double cap = step_min ? step_bytes(&sh) / (double)step_min : T;
+    int used = cap < 1 ? 1 : cap < T ? (int)cap : T;
+    sched_opts so = {.n_threads = used, .node = node, .split_k = o->split_k, .min_bytes = (size_t)stage_min};
+    int rc = sched_build(&d->sched, &sh, &so);
+    free(node);
+    return rc;
+}
+
+// Per-thread state, allocated by each thread itself so it lands on that thread's node.
+typedef struct { decoder *d; const int *cpu; int failed; } ctx_job;
+static void ctx_job_run(void *arg, int tid, int n_threads) {
+    (void)n_threads;
+    ctx_job *j = arg;
+    thread_ctx *c = &j->d->threads[tid];
+    c->tid = tid, c->node = j->d->sched.node[tid], c->cpu = j->cpu[tid];
+    if (!ALLOC(c->xb, j->d->hp.n_embd) || !ALLOC(c->att_scores, (size_t)j->d->n_ctx * (j->d->hp.n_head / j->d->hp.n_head_kv))) j->failed = 1;
+}
+
+static int alloc_partials(decoder *d) {
+    for (int m = 0; m < SCHED_N_MAT; m++)
+        if (d->sched.split[m] &&
+            !(d->partials[m] = calloc(sched_n_tiles(&d->sched, m), sched_partial_bytes(&d->sched, m))))
+            return -1;
+    return 0;
+}
+
+int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder_opts *o, char err[GGUF_ERR_MAX]) {
     memset(d, 0, sizeof *d);
     d->model = m;
     d->hp = m->hp;
@@ -33,19 +111,33 @@ int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, con
     const llama_hparams *h = &d->hp;
     size_t q_dim = (size_t)h->n_head * h->head_dim, kv_dim = (size_t)h->n_head_kv * h->head_dim;
     size_t cache = (size_t)h->n_layer * (size_t)n_ctx * kv_dim;
-    if (!(d->pool = pool_create(n_threads))) {
+    int *cpu = calloc((size_t)o->n_threads, sizeof *cpu);
+    if (!cpu) goto oom;
+    err[0] = 0;
+    if (plan(d, o, cpu, err)) { if (err[0]) { free(cpu); decoder_free(d); return -1; } goto oom; }
+    int n = busy_threads(&d->sched);
+    ctx_job cj = {.d = d, .cpu = cpu};
+    if (!(d->pool = pool_create_pinned(n, cpu))) {
         int e = errno;
-        snprintf(err, GGUF_ERR_MAX, "cannot start %d threads: %s", n_threads, strerror(e));
+        snprintf(err, GGUF_ERR_MAX, "cannot start %d threads: %s", n, strerror(e));
+        free(cpu);
+        decoder_free(d);
         return -1;
     }
-    if (weights_load(&d->w, m, d->pool, stop, err)) { decoder_free(d); return -1; }
-    if (!ALLOC(d->key_cache, cache) || !ALLOC(d->value_cache, cache) || !ALLOC(d->x, h->n_embd) ||
-        !ALLOC(d->xb, h->n_embd) || !ALLOC(d->xb2, h->n_embd) || !ALLOC(d->q, q_dim) ||
-        !ALLOC(d->att_out, q_dim) || !ALLOC(d->hb, h->n_ff) || !ALLOC(d->hb2, h->n_ff) ||
-        !ALLOC(d->logits, h->n_vocab) || !ALLOC(d->att_scores, (size_t)n_threads * n_ctx))
+    if (!(d->progress = progress_create(n, n > d->topo.n_cpus ? 0 : SPIN_ITERS)) || !ALLOC(d->threads, n))
         goto oom;
+    pool_run(d->pool, ctx_job_run, &cj);
+    if (cj.failed || alloc_partials(d)) goto oom;
+    if (weights_load(&d->w, m, d->pool, &d->sched, &d->topo, o->on_layer, o->on_layer_arg, o->stop, err)) { free(cpu); decoder_free(d); return -1; }
+    if (!ALLOC(d->key_cache, cache) || !ALLOC(d->value_cache, cache) || !ALLOC(d->x, h->n_embd) ||
+        !ALLOC(d->xb2, h->n_embd) || !ALLOC(d->q, q_dim) ||
+        !ALLOC(d->att_out, q_dim) || !ALLOC(d->hb, h->n_ff) || !ALLOC(d->hb2, h->n_ff) ||
+        !ALLOC(d->logits, h->n_vocab))
+        goto oom;
+    free(cpu);
     return 0;
 oom:
+    free(cpu);
     decoder_free(d);
     snprintf(err, GGUF_ERR_MAX, "%s: out of memory", m->f.path ? m->f.path : "model");
     return -1;
@@ -54,34 +146,43 @@ oom:
 void decoder_free(decoder *d) {
     weights_free(&d->w);
     free(d->key_cache); free(d->value_cache);
-    free(d->x); free(d->xb); free(d->xb2); free(d->q); free(d->att_out);
-    free(d->hb); free(d->hb2); free(d->logits); free(d->att_scores);
+    free(d->x); free(d->xb2); free(d->q); free(d->att_out);
+    free(d->hb); free(d->hb2); free(d->logits);
+    for (int t = 0; d->threads && d->pool && t < pool_size(d->pool); t++) {
+        free(d->threads[t].xb);
+        free(d->threads[t].att_scores);
+    }
+    free(d->threads);
+    for (int m = 0; m < SCHED_N_MAT; m++) free(d->partials[m]);
     if (d->pool) pool_destroy(d->pool);
+    progress_destroy(d->progress);
+    sched_free(&d->sched);
+    topo_free(&d->topo);
     memset(d, 0, sizeof *d);
 }
 
-// ---- the two pool jobs of a step: a group of GEMVs, and attention ----
+// ---- the steps a thread waits for and publishes ----
 
-// out[i] = w[i] x for up to three matrices reading the same x, their tiles cut over the threads.
-typedef struct {
-    matmul_group g;
-    const float *x;
-    float *out[MATMUL_GROUP_MAX];
-} matmul_job;
+// Step numbers grow through a token: layer l's step s, then the classifier as "layer n_layer".
+static unsigned step_number(const decoder *d, int layer, int step) {
+    unsigned per_token = (unsigned)(d->hp.n_layer + 1) * SCHED_N_STEP;
+    return d->step_seq * per_token + (unsigned)(layer * SCHED_N_STEP + step) + 1;
+}
 
-static void matmul_job_run(void *ctx, int tid, int n_threads) {
-    const matmul_job *j = ctx;
-    size_t lo[MATMUL_GROUP_MAX], hi[MATMUL_GROUP_MAX];
-    matmul_group_tiles(&j->g, tid, n_threads, lo, hi);
-    for (int i = 0; i < j->g.n; i++) {
-        const packed_matrix *w = j->g.w[i];
-        if (lo[i] < hi[i]) gemv_packed(w->type, j->x, w->tiles, w->n_in, w->n_out, lo[i], hi[i], j->out[i]);
+// Waits for the producers of what step `step` of `layer` reads (runtime/schedule.h).
+static void wait_for(decoder *d, thread_ctx *c, int layer, int step) {
+    const sched *s = &d->sched;
+    int at = layer < d->hp.n_layer ? step : SCHED_N_STEP + step;
+    for (uint32_t i = s->dep_off[c->tid][at]; i < s->dep_off[c->tid][at + 1]; i++) {
+        const sched_dep *dep = &s->dep[i];
+        int l = layer + dep->layer_delta;
+        if (l < 0) continue;                 // the previous token: finished before this step began
+        c->wait_s += progress_wait(d->progress, dep->thread, step_number(d, l, dep->step));
     }
 }
 
-static void matmul1(decoder *d, float *out, const float *x, packed_matrix *w) {
-    matmul_job j = {.g = {.n = 1, .w = {w}}, .x = x, .out = {out}};
-    pool_run(d->pool, matmul_job_run, &j);
+static void publish(decoder *d, const thread_ctx *c, int layer, int step) {
+    progress_publish(d->progress, c->tid, step_number(d, layer, step));
 }
 
 // Per-head RMSNorm (qwen3's q_norm/k_norm, before RoPE as llama.cpp does; norm NULL: none),
@@ -94,35 +195,191 @@ static void norm_rope(const decoder *d, float *v, int n_heads, const float *norm
                 d->w.rope_freqs);
 }
 
-// Q/K norm and RoPE on q and the new key, then attention, for one layer; threads split the KV
-// heads (each takes its KV heads with the query heads that read them).
-typedef struct {
-    decoder *d;
-    int layer;
-    int pos;
-} attention_job;
+// ---- a thread's share of the work ----
 
-static void attention_job_run(void *ctx, int tid, int n_threads) {
-    const attention_job *j = ctx;
-    decoder *d = j->d;
-    const llama_hparams *h = &d->hp;
-    int head_dim = h->head_dim, q_per_kv = h->n_head / h->n_head_kv;
-    int kv0 = h->n_head_kv * tid / n_threads, kv1 = h->n_head_kv * (tid + 1) / n_threads;
-    if (kv0 == kv1) return;
-    size_t kv_dim = (size_t)h->n_head_kv * head_dim;
-    size_t layer_at = (size_t)j->layer * d->n_ctx * kv_dim;
-    float *keys = d->key_cache + layer_at, *values = d->value_cache + layer_at;
-    float *q = d->q + (size_t)kv0 * q_per_kv * head_dim;
-    float *new_key = keys + (size_t)j->pos * kv_dim + (size_t)kv0 * head_dim;
-    const layer_weights *w = &d->w.layers[j->layer];
-    norm_rope(d, q, (kv1 - kv0) * q_per_kv, w->q_norm, j->pos);
-    norm_rope(d, new_key, kv1 - kv0, w->k_norm, j->pos);
-    attention(d->att_out + (size_t)kv0 * q_per_kv * head_dim, q, keys + (size_t)kv0 * head_dim,
-              values + (size_t)kv0 * head_dim, j->pos + 1, (kv1 - kv0) * q_per_kv, kv1 - kv0, head_dim,
-              kv_dim, d->att_scores + (size_t)tid * d->n_ctx);
+static packed_matrix *matrix(decoder *d, int layer, int m) {
+    if (m == SCHED_OUT) return &d->w.classifier;
+    layer_weights *w = &d->w.layers[layer];
+    packed_matrix *all[SCHED_OUT] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
+    return all[m];
 }
 
-static void add(float *y, const float *x, size_t n) { for (size_t i = 0; i < n; i++) y[i] += x[i]; }
+static const sched_range *share(const decoder *d, const thread_ctx *c, int m) {
+    return &d->sched.share[c->tid].r[m];
+}
+static int has_share(const decoder *d, const thread_ctx *c, int m) {
+    return share(d, c, m)->t0 != share(d, c, m)->t1;
+}
+
+static float *partial_slot(decoder *d, int m, size_t tile, uint32_t seg) {
+    return (float *)((char *)d->partials[m] + tile * sched_partial_bytes(&d->sched, m) + seg * (size_t)SCHED_SLOT_BYTES);
+}
+
+static void trace(decoder *d, const thread_ctx *c, int layer, int m, int write, const void *base, const void *lo, size_t len) {
+    if (d->trace) {
+        size_t off = (size_t)((const char *)lo - (const char *)base);
+        d->trace(d->trace_arg, c->tid, layer, m, write, off, off + len);
+    }
+}
+
+// This thread's share of out = W x: whole tiles straight into out; a split tile's segments each
+// into its own partial slot, every one summed from 0 (the fold comes later, by the tile's owner).
+static void matmul_share(decoder *d, thread_ctx *c, int layer, int m, const float *x, float *out) {
+    const sched_range *r = share(d, c, m);
+    if (r->t0 == r->t1) return;
+    const packed_matrix *w = matrix(d, layer, m);
+    size_t es = wtype_get(w->type)->size, tile = w->n_in * GEMV_TILE * es;
+    const char *tiles = w->tiles;
+    if (r->s0 == 0 && r->s1 == sched_n_seg(&d->sched, m)) {
+        trace(d, c, layer, m, 0, tiles, tiles + r->t0 * tile, (r->t1 - r->t0) * tile);
+        gemv_packed(w->type, x, w->tiles, w->n_in, w->n_out, r->t0, r->t1, out);
+        return;
+    }
+    for (uint32_t g = r->s0; g < r->s1; g++) {
+        size_t p0 = (size_t)g * GEMV_KSEG, len = w->n_in - p0 < GEMV_KSEG ? w->n_in - p0 : GEMV_KSEG;
+        const char *rows = tiles + r->t0 * tile + p0 * GEMV_TILE * es;   // rows p0.. of the tile
+        float *slot = partial_slot(d, m, r->t0, g);
+        trace(d, c, layer, m, 0, tiles, rows, len * GEMV_TILE * es);
+        trace(d, c, layer, m, 1, d->partials[m], slot, SCHED_SLOT_BYTES);
+        gemv_packed(w->type, x + p0, rows, len, GEMV_TILE, 0, 1, slot);
+    }
+}
+
+// The owner of a split tile folds its segment partials left to right into out (the canonical
+// order: ((s0 + s1) + s2) + ...); then it adds the bias, if any, to the rows it owns.
+static void finish_share(decoder *d, thread_ctx *c, int m, float *out, const float *bias) {
+    const sched_range *r = share(d, c, m);
+    size_t lo, hi;
+    sched_rows(&d->sched, c->tid, m, &lo, &hi);
+    if (d->sched.split[m] && lo < hi)
+        for (size_t j = lo; j < hi; j++) {
+            float y = partial_slot(d, m, r->t0, 0)[j - lo];
+            for (uint32_t g = 1; g < sched_n_seg(&d->sched, m); g++) y = y + partial_slot(d, m, r->t0, g)[j - lo];
+            out[j] = y;
+        }
+    if (bias)
+        for (size_t j = lo; j < hi; j++) out[j] += bias[j];
+}
+
+// The residual connection on the rows of x this thread owns in matrix m.
+static void residual_share(decoder *d, thread_ctx *c, int m) {
+    size_t lo, hi;
+    sched_rows(&d->sched, c->tid, m, &lo, &hi);
+    for (size_t j = lo; j < hi; j++) d->x[j] += d->xb2[j];
+}
+
+// Q/K norm (qwen3) and RoPE on q and the new keys, then attention, for this thread's KV-head
+// groups (each with the query heads that read it): it touches only those groups' heads.
+static void attention_share(decoder *d, thread_ctx *c, int layer, int pos) {
+    const llama_hparams *h = &d->hp;
+    const sched_share *sh = &d->sched.share[c->tid];
+    int kv0 = (int)sh->g0, kv1 = (int)sh->g1;
+    if (kv0 == kv1) return;
+    int head_dim = h->head_dim, q_per_kv = h->n_head / h->n_head_kv;
+    size_t kv_dim = (size_t)h->n_head_kv * head_dim;
+    size_t layer_at = (size_t)layer * d->n_ctx * kv_dim;
+    float *keys = d->key_cache + layer_at, *values = d->value_cache + layer_at;
+    float *q = d->q + (size_t)kv0 * q_per_kv * head_dim;
+    float *new_key = keys + (size_t)pos * kv_dim + (size_t)kv0 * head_dim;
+    const layer_weights *w = &d->w.layers[layer];
+    norm_rope(d, q, (kv1 - kv0) * q_per_kv, w->q_norm, pos);
+    norm_rope(d, new_key, kv1 - kv0, w->k_norm, pos);
+    attention(d->att_out + (size_t)kv0 * q_per_kv * head_dim, q, keys + (size_t)kv0 * head_dim,
+              values + (size_t)kv0 * head_dim, pos + 1, (kv1 - kv0) * q_per_kv, kv1 - kv0, head_dim,
+              kv_dim, c->att_scores);
+}
+
+// ---- one thread's forward pass ----
+
+static void layer_forward(decoder *d, thread_ctx *c, int l, int pos) {
+    const llama_hparams *h = &d->hp;
+    layer_weights *w = &d->w.layers[l];
+    int dim = h->n_embd;
+    size_t kv_dim = (size_t)h->n_head_kv * h->head_dim;
+    // this position's K and V rows go straight into the cache
+    float *k = d->key_cache + ((size_t)l * d->n_ctx + pos) * kv_dim;
+    float *v = d->value_cache + ((size_t)l * d->n_ctx + pos) * kv_dim;
+
+    // attention rmsnorm, computed by every thread that projects it
+    wait_for(d, c, l, SCHED_QKV_PART);
+    if (has_share(d, c, SCHED_WQ) || has_share(d, c, SCHED_WK) || has_share(d, c, SCHED_WV))
+        rmsnorm(c->xb, d->x, w->attn_norm, dim, h->rms_eps);
+
+    // q, k, v: this thread's tiles (its own KV-head groups' rows where they divide evenly)
+    matmul_share(d, c, l, SCHED_WQ, c->xb, d->q);
+    matmul_share(d, c, l, SCHED_WK, c->xb, k);
+    matmul_share(d, c, l, SCHED_WV, c->xb, v);
+    publish(d, c, l, SCHED_QKV_PART);
+    wait_for(d, c, l, SCHED_QKV);
+    finish_share(d, c, SCHED_WQ, d->q, w->bq);
+    finish_share(d, c, SCHED_WK, k, w->bk);
+    finish_share(d, c, SCHED_WV, v, w->bv);
+    publish(d, c, l, SCHED_QKV);
+
+    // Q/K norm, RoPE and attention over its KV-head groups: waits only for the owners of their q, k, v rows
+    wait_for(d, c, l, SCHED_ATTN);
+    attention_share(d, c, l, pos);
+    publish(d, c, l, SCHED_ATTN);
+
+    // output projection, then the residual connection on its own rows
+    wait_for(d, c, l, SCHED_WO_PART);
+    matmul_share(d, c, l, SCHED_WO, d->att_out, d->xb2);
+    publish(d, c, l, SCHED_WO_PART);
+    wait_for(d, c, l, SCHED_WO_DONE);
+    finish_share(d, c, SCHED_WO, d->xb2, NULL);
+    residual_share(d, c, SCHED_WO);
+    publish(d, c, l, SCHED_WO_DONE);
+
+    // ffn rmsnorm (again per thread), gate and up tiles, SwiGLU on its own rows
+    wait_for(d, c, l, SCHED_FFN_PART);
+    if (has_share(d, c, SCHED_GATE)) rmsnorm(c->xb, d->x, w->ffn_norm, dim, h->rms_eps);
+    matmul_share(d, c, l, SCHED_GATE, c->xb, d->hb);
+    matmul_share(d, c, l, SCHED_UP, c->xb, d->hb2);
+    publish(d, c, l, SCHED_FFN_PART);
+    wait_for(d, c, l, SCHED_FFN);
+    finish_share(d, c, SCHED_GATE, d->hb, NULL);
+    finish_share(d, c, SCHED_UP, d->hb2, NULL);
+    size_t lo, hi;
+    sched_rows(&d->sched, c->tid, SCHED_GATE, &lo, &hi);
+    swiglu(d->hb + lo, d->hb + lo, d->hb2 + lo, (int)(hi - lo));
+    publish(d, c, l, SCHED_FFN);
+
+    // down projection, then the residual connection on its own rows
+    wait_for(d, c, l, SCHED_DOWN_PART);
+    matmul_share(d, c, l, SCHED_DOWN, d->hb, d->xb2);
+    publish(d, c, l, SCHED_DOWN_PART);
+    wait_for(d, c, l, SCHED_DOWN_DONE);
+    finish_share(d, c, SCHED_DOWN, d->xb2, NULL);
+    residual_share(d, c, SCHED_DOWN);
+    publish(d, c, l, SCHED_DOWN_DONE);
+}
+
+// final rmsnorm (per thread), then its share of the classifier into the logits
+static void classifier_forward(decoder *d, thread_ctx *c) {
+    const llama_hparams *h = &d->hp;
+    int l = h->n_layer;
+    wait_for(d, c, l, SCHED_OUT_PART);
+    if (has_share(d, c, SCHED_OUT)) rmsnorm(c->xb, d->x, d->w.out_norm, h->n_embd, h->rms_eps);
+    matmul_share(d, c, l, SCHED_OUT, c->xb, d->logits);
+    publish(d, c, l, SCHED_OUT_PART);
+    wait_for(d, c, l, SCHED_OUT_DONE);
+    finish_share(d, c, SCHED_OUT, d->logits, NULL);
+    publish(d, c, l, SCHED_OUT_DONE);
+    wait_for(d, c, l, SCHED_OUT_END);        // thread 0: every logit written
+}
+
+typedef struct {
+    decoder *d;
+    int pos;
+} step_job;
+
+static void step_job_run(void *ctx, int tid, int n_threads) {
+    (void)n_threads;
+    const step_job *j = ctx;
+    thread_ctx *c = &j->d->threads[tid];
+    for (int l = 0; l < j->d->hp.n_layer; l++) layer_forward(j->d, c, l, j->pos);
+    classifier_forward(j->d, c);
+}
 
 // Row `token` of the embedding table (type `type`), widened to f32.
 static void embed(float *x, const void *table, uint32_t type, int32_t token, size_t n_embd) {
@@ -131,53 +388,38 @@ static void embed(float *x, const void *table, uint32_t type, int32_t token, siz
 }
 
 float *decoder_forward(decoder *d, int32_t token, int pos) {
-    const llama_hparams *h = &d->hp;
-    size_t dim = h->n_embd, q_dim = (size_t)h->n_head * h->head_dim;
-    size_t kv_dim = (size_t)h->n_head_kv * h->head_dim;
-
     // the token's embedding starts the residual stream
-    embed(d->x, d->w.token_embd, d->w.embd_type, token, dim);
-
-    for (int l = 0; l < h->n_layer; l++) {
-        layer_weights *w = &d->w.layers[l];
-        // this position's K and V rows go straight into the cache
-        float *k = d->key_cache + ((size_t)l * d->n_ctx + pos) * kv_dim;
-        float *v = d->value_cache + ((size_t)l * d->n_ctx + pos) * kv_dim;
-
-        // attention rmsnorm
-        rmsnorm(d->xb, d->x, w->attn_norm, (int)dim, h->rms_eps);
-
-        // q, k, v projections (one pool job), then the optional biases
-        matmul_job qkv = {.g = {.n = 3, .w = {&w->wq, &w->wk, &w->wv}}, .x = d->xb, .out = {d->q, k, v}};
-        pool_run(d->pool, matmul_job_run, &qkv);
-        if (w->bq) add(d->q, w->bq, q_dim);
-        if (w->bk) add(k, w->bk, kv_dim);
-        if (w->bv) add(v, w->bv, kv_dim);
-
-        // Q/K norm (qwen3) and RoPE on q and k, then multi-head (grouped-query) attention over
-        // positions 0..pos
-        attention_job att = {.d = d, .layer = l, .pos = pos};
-        pool_run(d->pool, attention_job_run, &att);
-
-        // output projection, then the residual connection
-        matmul1(d, d->xb2, d->att_out, &w->wo);
-        add(d->x, d->xb2, dim);
-
-        // ffn rmsnorm
-        rmsnorm(d->xb, d->x, w->ffn_norm, (int)dim, h->rms_eps);
-
-        // gate and up projections (one pool job), SwiGLU, down projection
-        matmul_job gate_up = {.g = {.n = 2, .w = {&w->w_gate, &w->w_up}}, .x = d->xb, .out = {d->hb, d->hb2}};
-        pool_run(d->pool, matmul_job_run, &gate_up);
-        swiglu(d->hb, d->hb, d->hb2, h->n_ff);
-        matmul1(d, d->xb2, d->hb, &w->w_down);
-
-        // residual connection
-        add(d->x, d->xb2, dim);
-    }
-
-    // final rmsnorm, then the classifier into the logits
-    rmsnorm(d->x, d->x, d->w.out_norm, (int)dim, h->rms_eps);
-    matmul1(d, d->logits, d->x, &d->w.classifier);
+    embed(d->x, d->w.token_embd, d->w.embd_type, token, d->hp.n_embd);
+    // every thread runs the layers and the classifier over its share
+    step_job j = {.d = d, .pos = pos};
+    double t0 = monotonic_seconds();
+    pool_run(d->pool, step_job_run, &j);
+    d->busy_s += (monotonic_seconds() - t0) * pool_size(d->pool);
+    d->step_seq++;
     return d->logits;
+}
+
+void decoder_stats_reset(decoder *d) {
+    d->busy_s = 0;
+    for (int t = 0; t < pool_size(d->pool); t++) d->threads[t].wait_s = 0;
+}
+
+void decoder_stats_get(const decoder *d, decoder_stats *s) {
+    s->busy_s = d->busy_s;
+    s->wait_s = 0;
+    for (int t = 0; t < pool_size(d->pool); t++) s->wait_s += d->threads[t].wait_s;
+}
+
+double decoder_bytes_per_token(const decoder *d, int pos) {
+    const llama_hparams *h = &d->hp;
+    double kv = 2.0 * (pos + 1) * h->n_head_kv * h->head_dim * sizeof(float) * h->n_layer;
+    return step_bytes(&d->sched.shape) + kv;
+}
+
+size_t decoder_n_params(const decoder *d) {
+    const sched_shape *sh = &d->sched.shape;
+    const gguf_tensor *e = d->model->tok_embd;
+    size_t n = d->model->output == e ? 0 : (size_t)e->ne[0] * e->ne[1];   // tied: the classifier
+    for (int m = 0; m < SCHED_N_MAT; m++) n += sh->mat[m].k * sh->mat[m].n * (m < SCHED_OUT ? sh->n_layer : 1);
+    return n;
 }

@@ -1,8 +1,9 @@
 // The llama-family (llama, qwen2, qwen3) decode loop's state and forward pass: the weights
 // packed once at load (runtime/weights.h), an f32 KV cache, f32 activations. decoder_forward
-// evaluates one token at one position and returns the logits; the result is bit-identical for
-// any thread count (each output is computed whole by one thread, in the canonical order of
-// docs/design.md).
+// evaluates one token at one position and returns the logits. The step is one pool job: every
+// thread runs the forward pass over its own share of the static schedule (runtime/schedule.h),
+// waiting only for the threads that produce what it reads. The result is bit-identical for any
+// thread count, split and topology (every output in the canonical order of docs/design.md).
 //
 // runtime/ sits above kernels/, model/, l4/ and platform/ and may include any of them; only
 // tools/ include runtime/.
@@ -10,38 +11,90 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "model/llama.h"
+#include "platform/numa.h"
 #include "runtime/pool.h"
+#include "runtime/progress.h"
+#include "runtime/schedule.h"
 #include "runtime/weights.h"
+
+typedef struct {
+    int n_threads;                // >= 1; more than the CPUs is allowed
+    int numa;                     // topo_numa_mode, or -1 for topo_default_mode
+    int split_k;                  // 0: off; N >= 2: split small matrices into N segment ranges
+    long min_stage_bytes;         // a stage uses at most bytes / this threads; -1: the default
+    long min_step_bytes;          // a step uses at most its bytes / this threads; -1: the default
+    void (*on_layer)(void *arg, int done, int total);   // load progress, or NULL
+    void *on_layer_arg;
+    const volatile sig_atomic_t *stop;  // NULL, or: the load gives up between matrices once non-zero
+} decoder_opts;
+
+// Each thread's own state, allocated (and so placed) by that thread.
+typedef struct {
+    int tid;
+    int node;                     // NUMA node index
+    int cpu;                      // CPU it is pinned to
+    float *xb;                    // (n_embd) its RMSNorm of the residual stream
+    float *att_scores;            // (n_head / n_head_kv, n_ctx) its attention scores, one row per query head of a group
+    double wait_s;                // seconds waited at sync points since decoder_stats_reset
+} thread_ctx;
+
+// Called from each thread for every range a kernel reads (write 0: packed tiles, byte offsets in
+// the matrix's tiles) or writes (write 1: segment partials, offsets in the matrix's partial block).
+typedef void (*decoder_trace_fn)(void *arg, int tid, int layer, int mat, int write, size_t lo, size_t hi);
 
 typedef struct {
     const llama_model *model;
     llama_hparams hp;
     int n_ctx;                    // positions the KV cache holds
-    pool *pool;
+    pool *pool;                   // the threads the schedule gives work to
+    topo topo;
+    sched sched;
+    progress *progress;           // each thread's last finished step
+    thread_ctx *threads;          // (n_threads)
+    unsigned step_seq;            // decode steps run so far (progress numbers derive from it)
+    float *partials[SCHED_N_MAT]; // split matrices: (n_tiles, sched_partial_bytes) segment partials
+    double busy_s;                // thread-seconds of decode steps since decoder_stats_reset
+    decoder_trace_fn trace;       // NULL, or a test's recorder
+    void *trace_arg;
     model_weights w;
     // KV cache, f32: position p of layer l at [(l * n_ctx + p) * kv_dim]
     float *key_cache;             // (n_layer, n_ctx, n_head_kv * head_dim)
     float *value_cache;           // (n_layer, n_ctx, n_head_kv * head_dim)
     // activations of the current token (llama2.c's RunState)
     float *x;                     // (n_embd) the residual stream
-    float *xb;                    // (n_embd) x normed, the input of attention and of the FFN
     float *xb2;                   // (n_embd) attention or FFN output, before the residual add
     float *q;                     // (n_head * head_dim) query
     float *att_out;               // (n_head * head_dim) attention output, per head
     float *hb;                    // (n_ff) FFN gate, then swiglu(gate, up)
     float *hb2;                   // (n_ff) FFN up
     float *logits;                // (n_vocab)
-    float *att_scores;            // (n_threads, n_ctx) each thread's attention scores
 } decoder;
 
 // Checks a context length: 1 <= n_ctx, and the f32 KV cache it needs fits in memory.
 int decoder_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX]);
-// 0 ok, -1 with err. n_threads >= 1; n_ctx already checked with decoder_check_ctx. stop (may be
-// NULL): the load gives up between matrices once it is non-zero (weights_load). After it,
-// decoder_forward never reads m's file mapping: the file may change or shrink.
+// Options with every default: n_threads threads, NUMA mode from the topology, no split.
+decoder_opts decoder_default_opts(int n_threads);
+// 0 ok, -1 with err; n_ctx already checked with decoder_check_ctx. After it, decoder_forward never
+// reads m's file mapping: the file may change or shrink.
+int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder_opts *o, char err[GGUF_ERR_MAX]);
+// decoder_init_opts with decoder_default_opts(n_threads) and that stop.
 int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, const volatile sig_atomic_t *stop,
                  char err[GGUF_ERR_MAX]);
 // Evaluates token at position pos (0 <= pos < n_ctx, positions in order); returns the logits.
 float *decoder_forward(decoder *d, int32_t token, int pos);
 // Frees what decoder_init allocated; safe on a zeroed decoder and after a failed init.
 void decoder_free(decoder *d);
+
+// Sync waiting since the last reset: wait_s summed over threads, busy_s the thread-seconds of
+// the steps (wall time of each step times the threads that had work in it).
+typedef struct {
+    double wait_s;
+    double busy_s;
+} decoder_stats;
+void decoder_stats_reset(decoder *d);
+void decoder_stats_get(const decoder *d, decoder_stats *s);
+// Bytes a step at position pos streams: every packed matrix (padding included) and the KV cache
+// rows attention reads.
+double decoder_bytes_per_token(const decoder *d, int pos);
+// Weights in the packed matrices and the embedding table.
+size_t decoder_n_params(const decoder *d);

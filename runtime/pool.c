@@ -18,6 +18,7 @@ struct pool {
     int n;                        // threads including the caller
     pthread_t *threads;           // (n - 1)
     int *cpus; int n_cpus;        // CPUs the process may run on
+    int *pinned;                  // (n) the CPU of each thread, or NULL: cpus[i mod n_cpus]
     cpu_set_t caller_mask;        // restored on destroy
     int caller_pinned;
     int spin;                     // spin iterations before sleeping: 0 when oversubscribed
@@ -56,7 +57,7 @@ static void pin(pool *p, pthread_t t, int tid) {
     if (p->n_cpus <= 0) return;
     cpu_set_t s;
     CPU_ZERO(&s);
-    CPU_SET(p->cpus[tid % p->n_cpus], &s);
+    CPU_SET(p->pinned ? p->pinned[tid] : p->cpus[tid % p->n_cpus], &s);
     pthread_setaffinity_np(t, sizeof s, &s);   // best effort: a refused pin is not an error
 }
 
@@ -74,11 +75,17 @@ static void *worker(void *arg) {
     }
 }
 
-pool *pool_create(int n_threads) {
+pool *pool_create(int n_threads) { return pool_create_pinned(n_threads, NULL); }
+
+pool *pool_create_pinned(int n_threads, const int *cpus) {
     if (n_threads < 1) return NULL;
     pool *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->n = n_threads;
+    if (cpus) {
+        if (!(p->pinned = malloc(sizeof(int) * (size_t)n_threads))) { free(p); return NULL; }
+        for (int i = 0; i < n_threads; i++) p->pinned[i] = cpus[i];
+    }
     cpu_set_t allowed;
     if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
         p->caller_mask = allowed;
@@ -89,7 +96,7 @@ pool *pool_create(int n_threads) {
     // More threads than CPUs: a spinning thread would steal the CPU a working one needs.
     p->spin = (p->n_cpus > 0 && n_threads > p->n_cpus) ? 0 : SPIN_ITERS;
     p->threads = calloc((size_t)n_threads, sizeof(pthread_t));
-    if (!p->threads) { free(p->cpus); free(p); return NULL; }
+    if (!p->threads) { free(p->cpus); free(p->pinned); free(p); return NULL; }
     if (n_threads > 1) {             // a single-threaded pool leaves the caller alone
         pin(p, pthread_self(), 0);
         p->caller_pinned = 1;
@@ -129,5 +136,5 @@ void pool_destroy(pool *p) {
     futex_wake(&p->gen);
     for (int i = 1; i < p->n; i++) pthread_join(p->threads[i - 1], NULL);
     if (p->caller_pinned) sched_setaffinity(0, sizeof p->caller_mask, &p->caller_mask);
-    free(p->threads); free(p->cpus); free(p);
+    free(p->threads); free(p->cpus); free(p->pinned); free(p);
 }

@@ -10,6 +10,8 @@ typedef void (*pool_fn)(void *ctx, int tid, int n_threads);
 // NULL on failure with errno set (ENOMEM, or pthread_create's error, e.g. EAGAIN when no more
 // threads can be made); n_threads >= 1 (more than CPUs is fine).
 pool *pool_create(int n_threads);
+// Thread i pinned to cpus[i] instead (the caller is thread 0); cpus NULL: as pool_create.
+pool *pool_create_pinned(int n_threads, const int *cpus);
 int pool_size(const pool *p);
 void pool_run(pool *p, pool_fn fn, void *ctx);
 void pool_destroy(pool *p);

@@ -2,35 +2,33 @@
 #include "runtime/weights.h"
 #include "kernels/gemv.h"
 #include "platform/hugepage.h"
+#include "platform/wtype.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
-void matmul_group_tiles(const matmul_group *g, int tid, int n_threads, size_t lo[], size_t hi[]) {
-    size_t total = 0, base = 0;
-    for (int i = 0; i < g->n; i++) total += gemv_n_tiles(g->w[i]->n_out);
-    size_t a = total * (size_t)tid / (size_t)n_threads, b = total * (size_t)(tid + 1) / (size_t)n_threads;
-    for (int i = 0; i < g->n; i++) {
-        size_t tiles = gemv_n_tiles(g->w[i]->n_out);
-        lo[i] = a > base ? a - base : 0;
-        hi[i] = b <= base ? 0 : b - base < tiles ? b - base : tiles;
-        if (hi[i] < lo[i]) hi[i] = lo[i];
-        base += tiles;
-    }
-}
-
+// One pool job packs a layer's matrices (or the classifier): each thread its own tiles.
 typedef struct {
-    matmul_group g;
-    const void *src[MATMUL_GROUP_MAX];          // the GGUF rows of each matrix
+    const sched *s;
+    const topo *t;
+    int n;                                      // matrices in the job
+    int mat[SCHED_OUT + 1];                     // their schedule index (SCHED_WQ ..)
+    packed_matrix *dst[SCHED_OUT + 1];
+    const void *src[SCHED_OUT + 1];             // the GGUF rows of each matrix
 } pack_job;
 
 static void pack_job_run(void *ctx, int tid, int n_threads) {
+    (void)n_threads;
     const pack_job *j = ctx;
-    size_t lo[MATMUL_GROUP_MAX], hi[MATMUL_GROUP_MAX];
-    matmul_group_tiles(&j->g, tid, n_threads, lo, hi);
-    for (int i = 0; i < j->g.n; i++) {
-        const packed_matrix *w = j->g.w[i];
-        if (lo[i] < hi[i]) gemv_pack(w->type, j->src[i], w->n_in, w->n_out, w->tiles, lo[i], hi[i]);
+    for (int i = 0; i < j->n; i++) {
+        const sched_range *r = &j->s->share[tid].r[j->mat[i]];
+        const packed_matrix *w = j->dst[i];
+        if (r->t0 == r->t1 || r->s0 != 0) continue;            // not a tile it owns
+        size_t tile = sched_tile_bytes(j->s, j->mat[i]);
+        topo_bind(j->t, (char *)w->tiles + r->t0 * tile, (r->t1 - r->t0) * tile, j->s->node[tid]);
+        gemv_pack(w->type, j->src[i], w->n_in, w->n_out, w->tiles, r->t0, r->t1);
     }
 }
 
@@ -42,19 +40,16 @@ static int alloc_packed(packed_matrix *w, const gguf_tensor *t) {
     return w->tiles ? 0 : -1;
 }
 
-// Allocates and packs up to three matrices as one group, with the cut decode will use, then
-// releases their file pages so peak memory stays near one copy of the weights (a tied
-// classifier faults the embedding's pages back in from the file).
-static int pack_group(const llama_model *m, pool *pl, int n, packed_matrix *const *dst,
-                      const gguf_tensor *const *src) {
-    pack_job j = {.g = {.n = n}};
-    for (int i = 0; i < n; i++) {
-        if (alloc_packed(dst[i], src[i])) return -1;
-        j.g.w[i] = dst[i];
-        j.src[i] = src[i]->data;
+// Allocates and packs matrices as one pool job, each tile by its owner, then releases their
+// file pages so peak memory stays near one copy of the weights (a tied classifier faults the
+// embedding's pages back in from the file).
+static int pack(const llama_model *m, pool *pl, pack_job *j, const gguf_tensor *const *src) {
+    for (int i = 0; i < j->n; i++) {
+        if (alloc_packed(j->dst[i], src[i])) return -1;
+        j->src[i] = src[i]->data;
     }
-    pool_run(pl, pack_job_run, &j);
-    for (int i = 0; i < n; i++) gguf_drop_pages(&m->f, src[i]->data, src[i]->nbytes);
+    pool_run(pl, pack_job_run, j);
+    for (int i = 0; i < j->n; i++) gguf_drop_pages(&m->f, src[i]->data, src[i]->nbytes);
     return 0;
 }
 
@@ -91,8 +86,21 @@ static int check_padding(const llama_model *m, char *err) {
     return 0;
 }
 
+// Asks the kernel to start reading a layer's matrices from the file while the one before is being
+// packed (a cold page cache then overlaps disk reads with packing; a warm one makes it a no-op).
+static void will_need(const llama_model *m, int l) {
+    if (l >= m->hp.n_layer || !m->f.mapped) return;
+    const llama_layer *s = &m->layers[l];
+    const gguf_tensor *t[] = {s->wq, s->wk, s->wv, s->wo, s->ffn_gate, s->ffn_up, s->ffn_down};
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < 7; i++) {
+        uintptr_t a = (uintptr_t)t[i]->data & ~(pg - 1);
+        madvise((void *)a, (uintptr_t)t[i]->data + t[i]->nbytes - a, MADV_WILLNEED);
+    }
+}
+
 static int load_layer(layer_weights *L, const llama_layer *s, const llama_model *m, pool *pl,
-                      const volatile sig_atomic_t *stop) {
+                      const sched *sc, const topo *t) {
     int failed = 0;
     L->attn_norm = widen_1d(s->attn_norm, &failed);
     L->ffn_norm = widen_1d(s->ffn_norm, &failed);
@@ -102,14 +110,22 @@ static int load_layer(layer_weights *L, const llama_layer *s, const llama_model 
     L->q_norm = widen_1d(s->q_norm, &failed);
     L->k_norm = widen_1d(s->k_norm, &failed);
     if (failed) return -1;
-    if (pack_group(m, pl, 3, (packed_matrix *[]){&L->wq, &L->wk, &L->wv},
-                   (const gguf_tensor *[]){s->wq, s->wk, s->wv}) || (stop && *stop) ||
-        pack_group(m, pl, 1, (packed_matrix *[]){&L->wo}, (const gguf_tensor *[]){s->wo}) || (stop && *stop) ||
-        pack_group(m, pl, 2, (packed_matrix *[]){&L->w_gate, &L->w_up},
-                   (const gguf_tensor *[]){s->ffn_gate, s->ffn_up}) || (stop && *stop) ||
-        pack_group(m, pl, 1, (packed_matrix *[]){&L->w_down}, (const gguf_tensor *[]){s->ffn_down}))
-        return -1;
-    return 0;
+    pack_job j = {.s = sc, .t = t, .n = 7,
+                  .mat = {SCHED_WQ, SCHED_WK, SCHED_WV, SCHED_WO, SCHED_GATE, SCHED_UP, SCHED_DOWN},
+                  .dst = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down}};
+    return pack(m, pl, &j, (const gguf_tensor *[]){s->wq, s->wk, s->wv, s->wo, s->ffn_gate,
+                                                   s->ffn_up, s->ffn_down});
+}
+
+void weights_shape(const llama_model *m, sched_shape *sh) {
+    const llama_hparams *h = &m->hp;
+    const llama_layer *l0 = &m->layers[0];
+    const gguf_tensor *t[SCHED_N_MAT] = {l0->wq, l0->wk, l0->wv, l0->wo, l0->ffn_gate, l0->ffn_up,
+                                         l0->ffn_down, m->output};
+    *sh = (sched_shape){.n_layer = h->n_layer, .n_head = h->n_head, .n_head_kv = h->n_head_kv,
+                        .head_dim = h->head_dim};
+    for (int i = 0; i < SCHED_N_MAT; i++)
+        sh->mat[i] = (sched_mat){.k = t[i]->ne[0], .n = t[i]->ne[1], .es = wtype_get(t[i]->type)->size};
 }
 
 // The embedding table as stored, in memory of its own: decode reads a row every token.
@@ -122,20 +138,26 @@ static void *copy_table(const llama_model *m) {
     return copy;
 }
 
-int weights_load(model_weights *w, const llama_model *m, pool *pl, const volatile sig_atomic_t *stop,
-                 char err[GGUF_ERR_MAX]) {
+int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *s, const topo *t,
+                 void (*on_layer)(void *arg, int done, int total), void *arg,
+                 const volatile sig_atomic_t *stop, char err[GGUF_ERR_MAX]) {
     memset(w, 0, sizeof *w);
     if (check_padding(m, err)) return -1;
+    if (m->hp.n_layer < 1) goto oom;             // the binding guarantees >= 1
     w->layers = calloc((size_t)m->hp.n_layer, sizeof *w->layers);
     if (!w->layers) goto oom;
     w->n_layer = m->hp.n_layer;
-    for (int l = 0; l < m->hp.n_layer; l++)
-        if (load_layer(&w->layers[l], &m->layers[l], m, pl, stop) || (stop && *stop)) goto oom;
+    will_need(m, 0);
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        will_need(m, l + 1);
+        if (load_layer(&w->layers[l], &m->layers[l], m, pl, s, t) || (stop && *stop)) goto oom;
+        if (on_layer) on_layer(arg, l + 1, m->hp.n_layer);
+    }
     int failed = 0;
     w->out_norm = widen_1d(m->output_norm, &failed);
     w->rope_freqs = widen_1d(m->rope_freqs, &failed);
-    if (failed || pack_group(m, pl, 1, (packed_matrix *[]){&w->classifier}, (const gguf_tensor *[]){m->output}))
-        goto oom;
+    pack_job j = {.s = s, .t = t, .n = 1, .mat = {SCHED_OUT}, .dst = {&w->classifier}};
+    if (failed || pack(m, pl, &j, (const gguf_tensor *[]){m->output})) goto oom;
     w->embd_type = m->tok_embd->type;
     if (!(w->token_embd = copy_table(m))) goto oom;
     return 0;

@@ -1,13 +1,15 @@
 // The weights as decode reads them, prepared once at load: every matrix packed into the
 // packed-tile layout (kernels/gemv.h) by the thread that will read each tile in decode (first
-// touch places its pages), the file's pages released behind it, and the 1-D tensors (norms,
+// touch places its pages, after binding them to its NUMA node), the file's pages released behind it, and the 1-D tensors (norms,
 // biases) widened to f32. Load-time concerns live here; runtime/decoder.c only reads the result.
 #pragma once
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "model/llama.h"
+#include "platform/numa.h"
 #include "runtime/pool.h"
+#include "runtime/schedule.h"
 
 typedef struct {
     uint32_t type;                // weight type (platform/wtype.h)
@@ -44,22 +46,20 @@ typedef struct {
     packed_matrix classifier;     // (n_embd -> n_vocab)
 } model_weights;
 
-// Up to three GEMVs that read the same input run as one pool job: their tiles are concatenated
-// and cut evenly over the threads. Packing uses the same cut, so each thread packs exactly the
-// tiles it will read.
-#define MATMUL_GROUP_MAX 3
-typedef struct {
-    int n;                                      // matrices in the group, 1..MATMUL_GROUP_MAX
-    packed_matrix *w[MATMUL_GROUP_MAX];
-} matmul_group;
-// Thread tid of n_threads owns tiles [lo[i], hi[i]) of matrix i of g (possibly empty).
-void matmul_group_tiles(const matmul_group *g, int tid, int n_threads, size_t lo[], size_t hi[]);
-
-// Packs every matrix of m over the pool, widens its 1-D tensors and copies the embedding table;
-// 0 ok, -1 with err. On failure w is freed. The file's pages behind each tensor are dropped once
-// it is copied. stop (may be NULL) is checked between matrices: once non-zero the load gives up
-// ("loading interrupted").
-int weights_load(model_weights *w, const llama_model *m, pool *pl, const volatile sig_atomic_t *stop,
-                 char err[GGUF_ERR_MAX]);
+// The shapes the schedule cuts (runtime/schedule.h): every matrix's inputs, outputs, weight size.
+void weights_shape(const llama_model *m, sched_shape *sh);
+// Packs every matrix of m over the pool and widens its 1-D tensors; 0 ok, -1 with err. Thread t
+// packs the tiles it owns in schedule s (a split tile: its segment-0 holder), after binding them
+// to its node (topo_bind), so each tile is written first, and placed, by the thread that reads
+// it. The pool's threads are the schedule's first pool_size(pl) threads, and every tile owner is
+// among them. On failure w is freed. The file's pages behind each packed matrix are dropped (not
+// the embedding table's: decode reads it every token).
+// The embedding table is copied, and the file's pages behind each tensor are dropped once it is
+// packed or copied. on_layer, when not NULL, is called after each layer is packed with (arg,
+// layers done, total). stop (may be NULL) is checked between layers: once non-zero the load
+// gives up ("loading interrupted").
+int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *s, const topo *t,
+                 void (*on_layer)(void *arg, int done, int total), void *arg,
+                 const volatile sig_atomic_t *stop, char err[GGUF_ERR_MAX]);
 // Frees what weights_load allocated; safe on a zeroed model_weights.
 void weights_free(model_weights *w);

@@ -2,8 +2,9 @@
 decode_test(test_pool runtime test_pool.c)
 decode_test(test_llama_load model test_llama_load.c)
 add_test(NAME test_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.sh ${CMAKE_RUNTIME_OUTPUT_DIRECTORY} ${DECODE_SHARED_DIR})
-set_tests_properties(test_cli PROPERTIES LABELS "decode;runtime")
+set_tests_properties(test_cli PROPERTIES LABELS "decode;runtime" ENVIRONMENT "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/test-cache")
 decode_test(test_sampler runtime test_sampler.c)
 # The layer order (README): fails when any file includes a layer above its own.
 add_test(NAME check_layers COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/check_layers.cmake)
 set_tests_properties(check_layers PROPERTIES LABELS model)
+decode_test(test_tune runtime test_tune.c tool_util.c)

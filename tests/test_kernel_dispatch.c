@@ -1,7 +1,8 @@
-// The oracle tests compare SIMD with scalar only if the dispatch really picks SIMD: on a CPU with
-// AVX2+FMA+F16C gemv_isa() must say "avx2" and the AVX2 code must visibly run (F16C quiets a
-// signalling NaN where fp.h keeps it; the packed GEMV runs far faster than the scalar reference);
-// and a child started with DECODE_ISA=scalar must say "scalar" and show the scalar behaviour.
+// The oracle tests compare SIMD with scalar only if the dispatch really picks SIMD: gemv_isa()
+// must name the best path the machine supports (avx512, avx2, scalar), or the lower one DECODE_ISA
+// asks for, and the SIMD code must visibly run (F16C quiets a signalling NaN where fp.h keeps it;
+// the packed GEMV runs far faster than the scalar reference). Children run with DECODE_ISA=avx512,
+// avx2 and scalar and check the same of themselves.
 #include "kernels/gemv.h"
 #include "kernels/ops.h"
 #include "platform/cpu.h"
@@ -53,33 +54,42 @@ static double speed_ratio(void) {
     return best[1] / best[0];
 }
 
-int main(int argc, char **argv) {
-    if (argc > 1 && strcmp(argv[1], "--expect-scalar") == 0) {
-        CHECK(cpu_simd_enabled() == 0);
-        CHECKF(strcmp(gemv_isa(), "scalar") == 0, "DECODE_ISA=scalar gave %s", gemv_isa());
-        CHECK(f16c_witness() == 0);
-        printf("child: isa scalar, fp.h kept the signalling NaN, speed ratio %.2f\n", speed_ratio());
-        return 0;
-    }
+// The path DECODE_ISA=env should give on this machine: the best supported one at or below it.
+static int expected_isa(const char *env) {
+    int cap = !env || !strcmp(env, "avx512") ? GEMV_AVX512 : !strcmp(env, "avx2") ? GEMV_AVX2 : GEMV_SCALAR;
+    while (!gemv_isa_supported(cap)) cap--;
+    return cap;
+}
+
+// Checks this process's dispatch against DECODE_ISA; returns the number of checks made.
+static int check_dispatch(void) {
     const char *env = getenv("DECODE_ISA");
-    int forced = env && strcmp(env, "scalar") == 0, checks = 0;
-    if (cpu_has_avx2() && !forced) {
-        CHECKF(strcmp(gemv_isa(), "avx2") == 0, "AVX2 present but dispatch picked %s", gemv_isa());
-        CHECK(f16c_witness() == 1);
-        double r = speed_ratio();
-        CHECKF(r > 4.0, "packed kernel only %.2fx faster than the scalar reference", r);
-        printf("isa avx2: F16C quieted the NaN, packed kernel %.1fx faster than scalar\n", r);
-        checks += 3;
-    } else {
-        CHECK(strcmp(gemv_isa(), "scalar") == 0 && f16c_witness() == 0);
-        printf("no AVX2 (or DECODE_ISA=scalar): isa scalar\n");
-        checks += 3;
+    int want = expected_isa(env);
+    CHECKF(gemv_isa_id() == want, "DECODE_ISA=%s: dispatch picked %s, expected %s", env ? env : "(unset)",
+           gemv_isa(), gemv_isa_name(want));
+    CHECK(strcmp(gemv_isa(), gemv_isa_name(want)) == 0);
+    CHECK(cpu_simd_enabled() == (want >= GEMV_AVX2));
+    CHECK(f16c_witness() == (want >= GEMV_AVX2));
+    double r = speed_ratio();
+    if (want >= GEMV_AVX2) CHECKF(r > 4.0, "packed kernel only %.2fx faster than the scalar reference", r);
+    printf("DECODE_ISA=%s: isa %s, %s, packed kernel %.1fx the scalar reference's speed\n", env ? env : "(unset)",
+           gemv_isa(), want >= GEMV_AVX2 ? "F16C quieted the NaN" : "fp.h kept the signalling NaN", r);
+    return 5;
+}
+
+int main(int argc, char **argv) {
+    int checks = check_dispatch();
+    if (argc > 1 && strcmp(argv[1], "--child") == 0) return 0;
+    // A child per DECODE_ISA value (this process's dispatch is fixed once chosen).
+    static const char *const values[] = {"avx512", "avx2", "scalar"};
+    for (int i = 0; i < 3; i++) {
+        setenv("DECODE_ISA", values[i], 1);
+        const char *const child[] = {BIN_DIR "/test_kernel_dispatch", "--child", NULL};
+        int st = run_capture(child, NULL, NULL);
+        CHECKF(st == 0, "DECODE_ISA=%s child failed (status %d)", values[i], st);
+        checks++;
     }
-    setenv("DECODE_ISA", "scalar", 1);         // for the child; this process's dispatch is done
-    const char *const child[] = {BIN_DIR "/test_kernel_dispatch", "--expect-scalar", NULL};
-    int st = run_capture(child, NULL, NULL);
-    CHECKF(st == 0, "scalar child failed (status %d)", st);
-    checks++;
-    CHECK(checks == 4);
+    CHECK(checks == 8);
+    printf("dispatch: this process and 3 DECODE_ISA children checked (%d checks)\n", checks);
     return 0;
 }

@@ -1,8 +1,10 @@
 // Packed-tile layout and kernel: the divisibility facts the layout rests on; gemv_pack against
-// the layout's definition element by element (whole, and tile range by tile range); gemv_packed
-// (AVX2 when available) against gemv_packed_ref and gemv_rows_ref (the GGUF-layout reference) bit
-// for bit, for every N in 1 .. 2*TILE+9 (crossing each tile boundary), K in {1, 7, 255, 256, 257,
-// 1000, 4099}, f16, bf16 and f32 with special values; tile sub-ranges write only their outputs.
+// the layout's definition element by element (whole, and tile range by tile range); every GEMV
+// path the machine supports (scalar, AVX2, AVX-512 with 1..4 tiles in flight, prefetch on and
+// off; test_kernel_util.h) against gemv_packed_ref and gemv_rows_ref (the GGUF-layout reference)
+// bit for bit, for every N in 1 .. 2*TILE+9 and N around 3, 4 and 5 tiles (crossing each tile
+// boundary and each interleave group), K in {1, 7, 255, 256, 257, 1000, 4099}, f16, bf16 and f32 with special values; tile
+// sub-ranges (every start, lengths 1..5) write only their outputs; the dispatched gemv_packed too.
 #include "kernels/gemv.h"
 #include "test_kernel_util.h"
 #include "tests/check.h"
@@ -21,7 +23,12 @@ _Static_assert(GEMV_KSEG % 8 == 0, "a segment is whole 8-element blocks");
 static const size_t Ks[] = {1, 7, 255, 256, 257, 1000, 4099};
 static const uint32_t DTs[] = {GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_F32};
 #define NK (sizeof Ks / sizeof *Ks)
-#define NMAX (2 * GEMV_TILE + 9)
+#define NSWEEP (2 * GEMV_TILE + 9)
+#define NMAX (5 * GEMV_TILE + 9)
+static const size_t N_EXTRA[] = {3 * GEMV_TILE - 1, 3 * GEMV_TILE, 3 * GEMV_TILE + 1, 4 * GEMV_TILE - 1,
+                                 4 * GEMV_TILE, 4 * GEMV_TILE + 1, 5 * GEMV_TILE, 5 * GEMV_TILE + 1, NMAX};
+#define NN (NSWEEP + sizeof N_EXTRA / sizeof *N_EXTRA)
+static size_t n_at(size_t i) { return i < NSWEEP ? i + 1 : N_EXTRA[i - NSWEEP]; }
 #define GUARD 4
 
 static size_t layout_facts(void) {
@@ -40,14 +47,30 @@ static size_t layout_facts(void) {
     return n + 3;
 }
 
+// Path g over tiles [t0, t1) into a poisoned y: exactly outputs [t0*TILE, min(t1*TILE, n)) are
+// written, each bit-identical to yr.
+static void check_range(const gemv_path *g, uint32_t dt, const float *x, const void *P, size_t k,
+                        size_t n, size_t t0, size_t t1, const float *yr) {
+    float y[NMAX + GUARD];
+    for (size_t i = 0; i < NMAX + GUARD; i++) y[i] = -777.0f;
+    gemv_packed_on(g->isa, dt, x, P, k, n, t0, t1, y, &g->tu);
+    for (size_t i = 0; i < NMAX + GUARD; i++) {
+        int mine = i >= t0 * GEMV_TILE && i < t1 * GEMV_TILE && i < n;
+        CHECKF(mine ? same_f32(y[i], yr[i]) : y[i] == -777.0f, "%s %s pf=%d nt=%d k=%zu n=%zu tiles "
+               "[%zu,%zu) i=%zu: %.9g vs %.9g", gemv_isa_name(g->isa), dt_name(dt), g->tu.pf,
+               g->tu.interleave, k, n, t0, t1, i, y[i], yr[i]);
+    }
+}
+
 int main(void) {
-    size_t facts = layout_facts(), cases = 0, pack_elems = 0;
+    size_t facts = layout_facts(), cases = 0, pack_elems = 0, path_cases = 0, n_paths = gemv_paths_report("packed");
     CHECKF(facts == 3 * 9 * 11 + 3, "%zu layout cases", facts);
     float y[NMAX + GUARD], yr[NMAX + GUARD], yp[NMAX + GUARD];
     for (size_t d = 0; d < 3; d++)
         for (size_t ik = 0; ik < NK; ik++)
-            for (size_t n = 1; n <= NMAX; n++) {
+            for (size_t in = 0; in < NN; in++) {
                 uint32_t dt = DTs[d];
+                size_t n = n_at(in);
                 size_t k = Ks[ik], es = dt_size(dt), nt = gemv_n_tiles(n), bytes = gemv_packed_bytes(dt, k, n);
                 float *x = malloc(k * sizeof(float));
                 void *W = malloc(n * k * es), *P = aligned_alloc(64, bytes), *P2 = aligned_alloc(64, bytes);
@@ -78,14 +101,15 @@ int main(void) {
                     CHECK(same_f32(yp[j], yr[j]));
                 }
                 for (size_t i = n; i < NMAX + GUARD; i++) CHECK(y[i] == -777.0f && yp[i] == -777.0f);
-                // one tile at a time: each call writes exactly its own outputs
-                for (size_t t = 0; t < nt; t++) {
-                    for (size_t i = 0; i < NMAX + GUARD; i++) y[i] = -777.0f;
-                    gemv_packed(dt, x, P, k, n, t, t + 1, y);
-                    for (size_t i = 0; i < NMAX + GUARD; i++) {
-                        int mine = i >= t * GEMV_TILE && i < (t + 1) * GEMV_TILE && i < n;
-                        CHECK(mine ? same_f32(y[i], yr[i]) : y[i] == -777.0f);
-                    }
+                // every path: the whole range, then every start with 1..5 tiles (K small enough)
+                for (size_t g = 0; g < N_GEMV_PATHS; g++) {
+                    if (!gemv_isa_supported(GEMV_PATHS[g].isa)) continue;
+                    check_range(&GEMV_PATHS[g], dt, x, P, k, n, 0, nt, yr);
+                    path_cases++;
+                    if (k > 257) continue;
+                    for (size_t t0 = 0; t0 < nt; t0++)
+                        for (size_t t1 = t0 + 1; t1 <= nt && t1 <= t0 + 5; t1++, path_cases++)
+                            check_range(&GEMV_PATHS[g], dt, x, P, k, n, t0, t1, yr);
                 }
                 // bad tile ranges touch nothing
                 for (size_t i = 0; i < NMAX + GUARD; i++) y[i] = -777.0f;
@@ -100,8 +124,16 @@ int main(void) {
                 free(P);
                 free(P2);
             }
-    CHECKF(cases == 3 * NK * NMAX, "ran %zu packed cases", cases);
-    printf("packed: %zu layout facts, %zu cases bit-identical, %zu packed elements checked\n", facts,
-           cases, pack_elems);
+    CHECKF(cases == 3 * NK * NN, "ran %zu packed cases", cases);
+    // per path: one whole-range call per case, plus, for the 5 K <= 257, every (start, 1..5 tiles)
+    size_t ranges = 0;
+    for (size_t in = 0; in < NN; in++) {
+        size_t nt = gemv_n_tiles(n_at(in));
+        for (size_t t0 = 0; t0 < nt; t0++) ranges += nt - t0 < 5 ? nt - t0 : 5;
+    }
+    size_t want = n_paths * 3 * (NK * NN + 5 * ranges);
+    CHECKF(n_paths >= 2 && path_cases == want, "ran %zu path cases, want %zu", path_cases, want);
+    printf("packed: %zu layout facts, %zu cases bit-identical, %zu packed elements checked, %zu path "
+           "cases on %zu of %zu paths\n", facts, cases, pack_elems, path_cases, n_paths, N_GEMV_PATHS);
     return 0;
 }

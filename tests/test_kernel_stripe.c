@@ -1,5 +1,5 @@
-// Stripe kernel oracle: gemv_stripe (AVX2 when available, see test_kernel_dispatch) against the
-// scalar canonical order bit for bit, over every width 1 .. 2*TILE+9 (two tiles, an 8-lane block
+// Stripe kernel oracle: every path the machine supports (scalar, AVX2, AVX-512; the skipped ones
+// are named) and the dispatched gemv_stripe against the scalar canonical order bit for bit, over every width 1 .. 2*TILE+9 (two tiles, an 8-lane block
 // and a scalar tail in one call) at six stripe offsets, for K in {1, 7, 255, 256, 257, 1000, 4099}
 // and f16, bf16, f32 weights holding NaN, infinities, subnormals, zeros, -0 and large values.
 // Beside it, the scalar reference against float64 with the bound of the canonical order, and the
@@ -41,8 +41,15 @@ static int check_f64(uint32_t dt, const float *x, const void *B, size_t k, size_
     return 1;
 }
 
+static const int ISAS[] = {GEMV_SCALAR, GEMV_AVX2, GEMV_AVX512};
+#define NISA (sizeof ISAS / sizeof *ISAS)
+
 int main(void) {
-    size_t cases = 0, f64_checked = 0, f64_cols = 0;
+    size_t cases = 0, f64_checked = 0, f64_cols = 0, n_isa = 0;
+    for (size_t i = 0; i < NISA; i++) {
+        if (gemv_isa_supported(ISAS[i])) n_isa++;
+        else printf("stripe: SKIPPED %s: not supported by this CPU/OS\n", gemv_isa_name(ISAS[i]));
+    }
     float *y = malloc((WMAX + GUARD) * sizeof(float)), full[LDB];
     for (size_t d = 0; d < 3; d++)
         for (size_t ik = 0; ik < NK; ik++) {
@@ -60,13 +67,18 @@ int main(void) {
                 for (size_t w = 1; w <= WMAX; w++) {
                     size_t j0 = OFFS[io];
                     CHECK(j0 + w <= LDB);                // the sweep never shrinks by skipping
-                    for (size_t i = 0; i < WMAX + GUARD; i++) y[i] = -12345.0f;
-                    gemv_stripe(dt, x, B, k, LDB, j0, w, y);
-                    for (size_t i = 0; i < w; i++)
-                        CHECKF(same_f32(y[i], full[j0 + i]), "%s k=%zu j0=%zu w=%zu i=%zu: %.9g vs ref %.9g",
-                               dt_name(dt), k, j0, w, i, y[i], full[j0 + i]);
-                    for (size_t i = w; i < WMAX + GUARD; i++) CHECK(y[i] == -12345.0f);
-                    cases++;
+                    for (size_t a = 0; a <= NISA; a++) {  // each path, then the dispatch
+                        if (a < NISA && !gemv_isa_supported(ISAS[a])) continue;
+                        for (size_t i = 0; i < WMAX + GUARD; i++) y[i] = -12345.0f;
+                        if (a < NISA) gemv_stripe_on(ISAS[a], dt, x, B, k, LDB, j0, w, y);
+                        else gemv_stripe(dt, x, B, k, LDB, j0, w, y);
+                        for (size_t i = 0; i < w; i++)
+                            CHECKF(same_f32(y[i], full[j0 + i]), "%s %s k=%zu j0=%zu w=%zu i=%zu: %.9g vs ref %.9g",
+                                   a < NISA ? gemv_isa_name(ISAS[a]) : "dispatch", dt_name(dt), k, j0, w, i,
+                                   y[i], full[j0 + i]);
+                        for (size_t i = w; i < WMAX + GUARD; i++) CHECK(y[i] == -12345.0f);
+                        cases++;
+                    }
                 }
             // the reference entry point on a sub-stripe gives the same columns
             gemv_stripe_ref(dt, x, B, k, LDB, 67, WMAX, y);
@@ -74,7 +86,7 @@ int main(void) {
             free(x);
             free(B);
         }
-    CHECKF(cases == 3 * NK * NOFF * WMAX, "ran %zu stripe cases", cases);
+    CHECKF(n_isa >= 1 && cases == (n_isa + 1) * 3 * NK * NOFF * WMAX, "ran %zu stripe cases", cases);
     CHECKF(f64_cols == 3 * NK * LDB, "%zu columns", f64_cols);
     CHECKF(f64_checked * 2 > f64_cols, "only %zu of %zu columns had a float64 check", f64_checked, f64_cols);
 
@@ -93,14 +105,18 @@ int main(void) {
     for (int q = 0; q < GUARD; q++) CHECK(y[q] == -1.0f);
     bad++;
     // k = 0 is an empty sum on every path; the exact fit j0 + w == ldb is allowed.
-    gemv_stripe(GGML_TYPE_F16, x1, b16, 0, 16, 0, 16, y);
-    for (int q = 0; q < 16; q++) CHECK(fp_bits(y[q]) == 0);
-    for (int q = 0; q < 64; q++) b16[q] = f32_to_f16((float)q);
-    gemv_stripe(GGML_TYPE_F16, x1, b16, 4, 16, 7, 9, y);
-    for (int q = 0; q < 9; q++) CHECK(y[q] == (float)(4 * (7 + q) + 96));
+    for (size_t a = 0; a < NISA; a++) {
+        if (!gemv_isa_supported(ISAS[a])) continue;
+        for (int q = 0; q < 64; q++) b16[q] = 0, y[q] = -1.0f;
+        gemv_stripe_on(ISAS[a], GGML_TYPE_F16, x1, b16, 0, 16, 0, 16, y);
+        for (int q = 0; q < 16; q++) CHECK(fp_bits(y[q]) == 0);
+        for (int q = 0; q < 64; q++) b16[q] = f32_to_f16((float)q);
+        gemv_stripe_on(ISAS[a], GGML_TYPE_F16, x1, b16, 4, 16, 7, 9, y);
+        for (int q = 0; q < 9; q++) CHECK(y[q] == (float)(4 * (7 + q) + 96));
+    }
     CHECK(bad == 5);
     free(y);
-    printf("stripe: %zu cases bit-identical, %zu/%zu columns within the float64 bound, %zu bounds cases\n",
-           cases, f64_checked, f64_cols, bad);
+    printf("stripe: %zu cases bit-identical on %zu of %zu paths and the dispatch, %zu/%zu columns within the "
+           "float64 bound, %zu bounds cases\n", cases, n_isa, NISA, f64_checked, f64_cols, bad);
     return 0;
 }

@@ -5,6 +5,8 @@
 #include "model/gguf.h"
 #include "platform/wtype.h"
 #include "tools/util.h"
+#include "kernels/gemv.h"
+#include <stdio.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -70,4 +72,28 @@ static inline float act_value(void) {
     if (r < 5) return -0.0f;
     if (r < 7) return fp_from_bits((uint32_t)(1 + rng_u64() % 0x7fffff) | (r & 1) << 31);
     return rng_sym(2.0f);
+}
+
+// The GEMV paths an oracle test runs: every ISA with each packed-kernel tuning that changes the
+// code path (tiles in flight, prefetch on or off). Paths this machine cannot run are skipped, and
+// the test says so; paths_run counts what ran.
+typedef struct {
+    int isa;
+    gemv_tuning tu;
+} gemv_path;
+static const gemv_path GEMV_PATHS[] = {
+    {GEMV_SCALAR, {0, 1}}, {GEMV_AVX2, {0, 1}}, {GEMV_AVX2, {4096, 1}},
+    {GEMV_AVX512, {0, 1}}, {GEMV_AVX512, {2048, 2}}, {GEMV_AVX512, {0, 3}}, {GEMV_AVX512, {8192, 4}},
+};
+#define N_GEMV_PATHS (sizeof GEMV_PATHS / sizeof *GEMV_PATHS)
+// Prints which paths are skipped; returns how many will run.
+static inline size_t gemv_paths_report(const char *test) {
+    size_t n = 0;
+    for (size_t i = 0; i < N_GEMV_PATHS; i++) {
+        const gemv_path *g = &GEMV_PATHS[i];
+        if (gemv_isa_supported(g->isa)) n++;
+        else printf("%s: SKIPPED %s (pf %d, interleave %d): not supported by this CPU/OS\n", test,
+                    gemv_isa_name(g->isa), g->tu.pf, g->tu.interleave);
+    }
+    return n;
 }

@@ -166,6 +166,56 @@ static void test_handle_recheck(void) {
     l4_destroy(c);
 }
 
+// A lookup's reference on a line that was evicted and refilled between its table read and its
+// increment must survive the refill: the fill adds its own hold rather than storing the count.
+// Constructed here step by step: the stale increment, the refill, the lookup's back-off.
+static void test_stale_ref_during_fill(void) {
+    for (int demand = 0; demand < 2; demand++) {
+        l4 *c = l4t_cache(16, 1, load_pattern, NULL);
+        l4_handle h = l4_map(c, 0, key_of(1));
+        uint32_t line = (uint32_t)h.line;
+        l4_release(c, &h);
+        CHECK(l4_evict(c, 0, line));                          // freed; the next fill takes it
+        atomic_fetch_add(&c->refs[line], 1);                  // the stale lookup's increment
+        if (demand) h = l4_map(c, 0, key_of(2));              // a demand fill, held
+        else CHECK(l4_fill(c, 0, key_of(2), false) == (int32_t)line);   // a prefetch
+        CHECK(!demand || h.line == (int32_t)line);
+        CHECK(atomic_load(&c->origin[line]) != key_of(1));   // the lookup sees another key
+        atomic_fetch_sub(&c->refs[line], 1);                  // and backs off
+        CHECKF(atomic_load(&c->refs[line]) == (uint32_t)demand, "refs %u after a %s fill",
+               atomic_load(&c->refs[line]), demand ? "demand" : "prefetch");
+        if (demand) {                                         // the handle keeps its line
+            CHECK(!l4_evict(c, 0, line) && atomic_load(&c->origin[line]) == key_of(2));
+            l4_release(c, &h);
+        }
+        CHECK(l4_evict(c, 0, line));                          // free of handles: it can go
+        l4_destroy(c);
+    }
+}
+
+// A flush leaves a held line alone (the contract: not written back until l4_release), so the
+// holder's writes after the flush call are not lost when the line is later taken as clean.
+static int wb_sum;
+static void wb_sum_cb(uint64_t key, void *line, void *ctx) {
+    (void)key, (void)ctx;
+    wb_sum += ((int *)line)[0];
+}
+
+static void test_flush_held(void) {
+    l4 *c = l4t_cache(16, 1, NULL, NULL);
+    wb_sum = 0;
+    l4_handle h = l4_map_writable(c, 0, 7, NULL, wb_sum_cb, NULL);
+    CHECK(h.line >= 0);
+    ((int *)h.ptr)[0] += 1;
+    CHECK(!l4_flush_dirty(c, 0, 7) && wb_sum == 0);           // held: not written back
+    CHECK(l4_flush_all_dirty(c, 0) == 0 && wb_sum == 0);
+    ((int *)h.ptr)[0] += 2;                                   // still this period's partial
+    l4_release(c, &h);
+    CHECK(l4_flush_all_dirty(c, 0) == 1 && wb_sum == 3);
+    CHECK(!l4_flush_dirty(c, 0, 7) && wb_sum == 3);
+    l4_destroy(c);
+}
+
 typedef struct {
     char tag;              // 'p' preprocess, 'w' writeback
     uint64_t key;
@@ -303,6 +353,8 @@ int main(void) {
     int random = test_random_states();
     test_aging();
     test_handle_recheck();
+    test_stale_ref_during_fill();
+    test_flush_held();
     int wr = test_writable();
     test_refcount();
     test_modes();

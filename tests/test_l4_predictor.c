@@ -152,11 +152,42 @@ static void test_eviction_spares_window(void) {
     l4_destroy(c);
 }
 
+// A completed step's key leaves the window at once for eviction, not only at the next refresh:
+// with the window drained, step_complete refreshes only every 64 steps, so the eviction itself
+// must retire. Key 2's step is done; its line must go before any line still due.
+static void test_completed_step_not_protected(void) {
+    l4 *c = l4t_cache(16, 1, load_stub, NULL);
+    l4_entry e[16];
+    for (uint64_t k = 1; k <= 16; k++) {
+        l4_handle h = l4_map(c, 0, k);
+        l4_release(c, &h);
+        e[k - 1] = (l4_entry){k, 0};
+    }
+    CHECK(l4_predictor_feed(c, 0, e, 16) == 16);
+    l4_step_complete(c, 0);                                      // step 0 (key 1): refreshes
+    CHECK(atomic_load(&c->win[0].drained));                     // nothing left to prefetch
+    l4_step_complete(c, 0);                                      // step 1 (key 2): no refresh
+    uint32_t line2;
+    CHECK(l4_table_find(&c->map, 2, &line2));
+    for (uint32_t i = 0; i < 16; i++)                            // RRPV 3 everywhere but key 2
+        l4_flags_set(c, i, (l4_flags_get(c, i) & ~L4_F_RRPV) | (i == line2 ? 0 : L4_F_RRPV));
+    // Two misses, both held (a new line, RRPV 2 and out of the window, would rank first).
+    l4_handle h[2];
+    for (int k = 0; k < 2; k++) CHECK((h[k] = l4_map(c, 0, 100 + (uint64_t)k)).line >= 0);
+    for (int k = 0; k < 2; k++) l4_release(c, &h[k]);
+
+    for (uint64_t k = 1; k <= 16; k++)
+        CHECKF(l4_table_find(&c->map, k, &(uint32_t){0}) == (k > 2), "key %llu", (unsigned long long)k);
+    CHECK(window_bits_agree(c) == 16);
+    l4_destroy(c);
+}
+
 int main(void) {
     int n = test_window();
     test_repeated_key();
     test_streams();
     test_eviction_spares_window();
+    test_completed_step_not_protected();
     printf("predictor: %d window checks\n", n);
     CHECK(n > 3000 + 64 + 2048);
     return 0;

@@ -8,10 +8,13 @@
 // the long load (packing the weights) comes last.
 #include "model/llama.h"
 #include "model/tokenizer.h"
+#include "platform/numa.h"
 #include "runtime/decoder.h"
 #include "runtime/sampler.h"
 #include "tools/cli.h"
 #include "tools/util.h"
+#include "platform/cpu.h"
+#include "runtime/tune.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -30,15 +33,27 @@
 typedef struct {
     const char *model, *prompt, *prompt_file, *dump_logits;
     long n_predict, n_ctx;
-    int n_threads, no_bos, ignore_eos, seed_set;
+    int n_threads, no_bos, ignore_eos, seed_set, print_schedule, verbose;
+    int numa;                     // topo_numa_mode, -1: the default for the topology
+    int split_k;                  // 0 off, N >= 2
     sampler_params sp;
 } options;
 
 static double now_ms(void) { return 1e3 * util_now(); }
 
-static int default_threads(void) {
+static int cpus_available(void) {
     cpu_set_t s;
     return sched_getaffinity(0, sizeof s, &s) == 0 ? CPU_COUNT(&s) : 1;
+}
+
+// Physical cores among the CPUs we may use: SMT siblings share a core's memory bandwidth.
+static int default_threads(void) {
+    topo t;
+    char err[256];
+    if (topo_discover(&t, err)) return 1;
+    int n = t.physical_cores;
+    topo_free(&t);
+    return n;
 }
 
 static void usage(FILE *f) {
@@ -50,7 +65,13 @@ static void usage(FILE *f) {
         "  -p, --prompt TEXT         prompt, taken literally (default: empty, BOS only)\n"
         "  -f, --file PATH           read the prompt from a file, bytes exactly\n"
         "  -n, --n-predict N         tokens to generate; -1 = until EOS or a full context (default: -1)\n"
-        "  -t, --threads N           threads (default: CPUs available = %d)\n"
+        "  -t, --threads N           threads (default: physical cores available = %d)\n"
+        "      --numa MODE           off, distribute (threads and their tiles spread over the nodes),\n"
+        "                            isolate (only the starting node) (default: distribute on several\n"
+        "                            nodes, else off; DECODE_FAKE_NUMA=N pretends N nodes)\n"
+        "      --split-k off|N       cut matrices with fewer tiles than threads into N segment ranges\n"
+        "                            (same bits either way; default: off)\n"
+        "      --print-schedule      print which thread computes what, and its waits, on stderr\n"
         "  -c, --ctx-size N          context size (default: min(model context_length, 4096))\n"
         "      --temp T              temperature; 0 = greedy argmax (default: %.2f)\n"
         "      --top-k N             top-k, <= 0 = off (default: %d)\n"
@@ -62,7 +83,12 @@ static void usage(FILE *f) {
         "      --no-bos              do not prepend BOS (default: prepend when the model asks or says nothing)\n"
         "      --ignore-eos          keep generating past EOS\n"
         "      --dump-logits PATH    write each evaluated position's logits (f32 LE, n_vocab per row)\n"
-        "  -h, --help                this text\n",
+        "  -v, --verbose             print the kernel path and GEMV tuning on stderr\n"
+        "  -h, --help                this text\n"
+        "environment: DECODE_ISA=avx512|avx2|scalar caps the SIMD path (same logits on every one);\n"
+        "  DECODE_TUNE=off|force: per-CPU-family defaults without measuring, or measure again even\n"
+        "  with a cached result (default: measure once, cached in $XDG_CACHE_HOME/decode/tune or\n"
+        "  ~/.cache/decode/tune, redone when the memory read rate moved by more than 20%%)\n",
         default_threads(), d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n);
 }
 
@@ -94,16 +120,18 @@ static int parse_float(const char *s, float *out) {
 // Returns 0 to run, or an exit status (-1 for a clean --help exit).
 static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
-    o->n_predict = -1; o->n_threads = default_threads(); o->sp = sampler_defaults();
+    o->n_predict = -1; o->n_threads = default_threads(); o->sp = sampler_defaults(); o->numa = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
         if (!strcmp(a, "--no-bos")) { o->no_bos = 1; continue; }
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = 1; continue; }
+        if (!strcmp(a, "--print-schedule")) { o->print_schedule = 1; continue; }
+        if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { o->verbose = 1; continue; }
         static const char *valued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file",
             "--dump-logits", "-n", "--n-predict", "-t", "--threads", "-c", "--ctx-size", "-s",
             "--seed", "--top-k", "--repeat-last-n", "--temp", "--top-p", "--min-p",
-            "--repeat-penalty"};
+            "--repeat-penalty", "--numa", "--split-k"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
         if (!known) return usage_error("unknown option '%s'", a);
@@ -114,6 +142,13 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) o->prompt = v;
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->prompt_file = v;
         else if (!strcmp(a, "--dump-logits")) o->dump_logits = v;
+        else if (!strcmp(a, "--numa")) {
+            if ((o->numa = topo_parse_mode(v)) < 0) return usage_error("bad --numa value '%s' (off, distribute, isolate)", v);
+        } else if (!strcmp(a, "--split-k")) {
+            if (!strcmp(v, "off")) o->split_k = 0;
+            else if (parse_long(v, 2, 1 << 16, &n)) return usage_error("bad --split-k value '%s' (off or N >= 2)", v);
+            else o->split_k = (int)n;
+        }
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
             if (parse_long(v, -1, INT_MAX, &o->n_predict)) return usage_error("bad -n value '%s'", v);
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
@@ -150,6 +185,9 @@ static int parse_args(int argc, char **argv, options *o) {
     }
     if (!o->model) return usage_error("%s", "missing -m MODEL");
     if (o->prompt && o->prompt_file) return usage_error("%s", "give -p or -f, not both");
+    const char *isa = getenv("DECODE_ISA");
+    if (isa && !cpu_isa_name_ok(isa)) return usage_error("DECODE_ISA must be avx512, avx2 or scalar, got '%s'", isa);
+    if (tune_mode_from_env() < 0) return usage_error("DECODE_TUNE must be off or force, got '%s'", getenv("DECODE_TUNE"));
     return 0;
 }
 
@@ -256,6 +294,12 @@ static int read_prompt(session *S, const options *o, size_t max, long n_ctx, con
 static int load(session *S, const options *o, const char **prompt, size_t *plen, int32_t **ids, size_t *n_ids, long *n_ctx) {
     char err[GGUF_ERR_MAX];
     cli_mapped_file(o->model);
+    tune_result tr = tune_gemv(tune_mode_from_env(), NULL);   // before the model: it needs ~100 MB
+    if (o->verbose) {
+        char line[512];
+        tune_describe(&tr, line, sizeof line);
+        fprintf(stderr, "decode: %s\n", line);
+    }
     if (llama_model_load(&S->m, o->model, err) || tokenizer_load(&S->tok, &S->m.f, err)) {
         fprintf(stderr, "decode: %s\n", err);
         return 1;
@@ -293,18 +337,33 @@ static int load(session *S, const options *o, const char **prompt, size_t *plen,
 // The weights packed and the pool started, with the stop signals blocked while the workers are
 // created: they inherit the mask, so a Ctrl-C always reaches the main thread and interrupts
 // what it is blocked in.
+// A progress line on stderr, rewritten in place, once packing has taken a second (terminals only).
+typedef struct { double t0; int tty, shown; } load_progress;
+static void on_layer(void *arg, int done, int total) {
+    load_progress *p = arg;
+    if (!p->tty || now_ms() - p->t0 < 1000) return;
+    fprintf(stderr, "\rdecode: loading %d/%d layers", done, total);
+    p->shown = 1;
+}
+
 static int start_decoder(session *S, const options *o, long n_ctx) {
     char err[GGUF_ERR_MAX];
     sigset_t stops, old;
     sigemptyset(&stops);
     sigaddset(&stops, SIGINT); sigaddset(&stops, SIGTERM); sigaddset(&stops, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &stops, &old);
-    int rc = decoder_init(&S->d, &S->m, (int)n_ctx, o->n_threads, &cli_stop, err);
+    decoder_opts dopt = decoder_default_opts(o->n_threads);
+    load_progress lp = {.t0 = now_ms(), .tty = isatty(2)};
+    dopt.numa = o->numa, dopt.split_k = o->split_k, dopt.stop = &cli_stop;
+    dopt.on_layer = on_layer, dopt.on_layer_arg = &lp;
+    int rc = decoder_init_opts(&S->d, &S->m, (int)n_ctx, &dopt, err);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (lp.shown) fprintf(stderr, "\n");
     if (rc) {
         if (!cli_stop) fprintf(stderr, "decode: %s\n", err);
         return 1;
     }
+    if (o->print_schedule) sched_print(&S->d.sched, stderr);
     if (sampler_init(&S->s, &o->sp, S->m.hp.n_vocab)) { fprintf(stderr, "decode: out of memory\n"); return 1; }
     return 0;
 }
@@ -392,7 +451,7 @@ int main(int argc, char **argv) {
     int r = parse_args(argc, argv, &o);
     if (r) return r < 0 ? 0 : r;
     if (!o.seed_set) o.sp.seed = random_seed();
-    int cpus = default_threads();
+    int cpus = cpus_available();
     if (o.n_threads > cpus)
         fprintf(stderr, "decode: warning: -t %d is more than the %d CPUs available; threads will take turns "
                 "and each token will be slower than at -t %d\n", o.n_threads, cpus, cpus);

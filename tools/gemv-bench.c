@@ -5,12 +5,17 @@
 // back-to-back calls to last ~20 ms; the cell, its null control (the identical measurement
 // repeated, interleaved: its distance from the cell row is this run's noise) and the roofline
 // rotate within a trial. Rows report medians. Every result is checked against gemv_packed_ref.
-// stdout holds only the table (-o csv|json|md); packing speed and progress go to stderr.
+// stdout holds only the table (-o csv|json|md); packing speed and progress go to stderr. GFLOP/s
+// (2 K N per call) is appended after pct_roofline. The kernel's tuning (runtime/tune.h: measured,
+// cached or default, DECODE_TUNE as for decode) is printed in the stderr header; --pf and
+// --interleave override it for sweeps.
 #include "platform/wtype.h"
 #include "kernels/gemv.h"
 #include "runtime/membw.h"
 #include "tools/util.h"
 #include "model/gguf.h"
+#include "platform/cpu.h"
+#include "runtime/tune.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +31,7 @@ typedef struct {
     const char *dtype;
     size_t k, n;
     int threads;
-    double ms, gbps, roof, pct;
+    double ms, gbps, roof, pct, gflops;
 } row;
 
 typedef struct {
@@ -50,10 +55,13 @@ static void pack_fn(void *c, int tid, int nth) {       // the thread that reads 
 static void usage(FILE *f) {
     fprintf(f, "usage: gemv-bench [-t THREADS] [-o csv|json|md] [-c CELLS] [-d TYPES] [-r TRIALS]\n"
                "  -t LIST   thread counts, e.g. 1,2 (default 1,2)\n"
-               "  -o FMT    csv (default): cell,dtype,k,n,threads,median_ms,gbps,roofline_gbps,pct_roofline\n"
+               "  -o FMT    csv (default): cell,dtype,k,n,threads,median_ms,gbps,roofline_gbps,pct_roofline,gflops\n"
                "  -c LIST   cells among l2_512,l2_1024,l3_2048,l3_3584,dram_8192 (default all)\n"
                "  -d LIST   weight types among f16,bf16,f32 (default f16,bf16)\n"
                "  -r N      trials, median reported (default 9, at least 7)\n"
+               "  --pf N          prefetch distance in bytes, 0 = none (default: tuned)\n"
+               "  --interleave N  tiles in flight, 1..4, AVX-512 only (default: tuned)\n"
+               "environment: DECODE_ISA=avx512|avx2|scalar, DECODE_TUNE=off|force (see decode --help)\n"
                "stdout: the table only; stderr: packing GB/s (weight bytes packed per second) and progress\n");
 }
 
@@ -113,9 +121,10 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
         o->gbps = k * n * es / med[i] / 1e9;
         o->roof = roof;
         o->pct = 100.0 * o->gbps / roof;
+        o->gflops = 2.0 * k * n / med[i] / 1e9;
     }
-    fprintf(stderr, "%s %s t=%d: %.1f GB/s, roofline %.1f GB/s (%.1f%%), %d calls per trial\n", cell, dname,
-            nth, out[0].gbps, roof, out[0].pct, reps);
+    fprintf(stderr, "%s %s t=%d: %.1f GB/s, roofline %.1f GB/s (%.1f%%), %.1f GFLOP/s, %d calls per trial\n",
+            cell, dname, nth, out[0].gbps, roof, out[0].pct, out[0].gflops, reps);
     free(j.P);
     free(j.y);
     free(yr);
@@ -124,33 +133,35 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
 
 static void print(const row *r, int n, const char *fmt) {
     if (!strcmp(fmt, "csv")) {
-        printf("cell,dtype,k,n,threads,median_ms,gbps,roofline_gbps,pct_roofline\n");
+        printf("cell,dtype,k,n,threads,median_ms,gbps,roofline_gbps,pct_roofline,gflops\n");
         for (int i = 0; i < n; i++)
-            printf("%s,%s,%zu,%zu,%d,%.4f,%.1f,%.1f,%.1f\n", r[i].cell, r[i].dtype, r[i].k, r[i].n,
-                   r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct);
+            printf("%s,%s,%zu,%zu,%d,%.4f,%.1f,%.1f,%.1f,%.1f\n", r[i].cell, r[i].dtype, r[i].k, r[i].n,
+                   r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct, r[i].gflops);
     } else if (!strcmp(fmt, "json")) {
         printf("[");
         for (int i = 0; i < n; i++)
             printf("%s{\"cell\":\"%s\",\"dtype\":\"%s\",\"k\":%zu,\"n\":%zu,\"threads\":%d,\"median_ms\":%.4f,"
-                   "\"gbps\":%.1f,\"roofline_gbps\":%.1f,\"pct_roofline\":%.1f}", i ? "," : "", r[i].cell,
-                   r[i].dtype, r[i].k, r[i].n, r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct);
+                   "\"gbps\":%.1f,\"roofline_gbps\":%.1f,\"pct_roofline\":%.1f,\"gflops\":%.1f}", i ? "," : "",
+                   r[i].cell, r[i].dtype, r[i].k, r[i].n, r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct,
+                   r[i].gflops);
         printf("]\n");
     } else {
-        printf("| cell | dtype | k | n | threads | median ms | GB/s | roofline GB/s | %% of roofline |\n"
-               "|---|---|---|---|---|---|---|---|---|\n");
+        printf("| cell | dtype | k | n | threads | median ms | GB/s | roofline GB/s | %% of roofline | GFLOP/s |\n"
+               "|---|---|---|---|---|---|---|---|---|---|\n");
         for (int i = 0; i < n; i++)
-            printf("| %s | %s | %zu | %zu | %d | %.4f | %.1f | %.1f | %.1f |\n", r[i].cell, r[i].dtype,
-                   r[i].k, r[i].n, r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct);
+            printf("| %s | %s | %zu | %zu | %d | %.4f | %.1f | %.1f | %.1f | %.1f |\n", r[i].cell, r[i].dtype,
+                   r[i].k, r[i].n, r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct, r[i].gflops);
     }
 }
 
 int main(int argc, char **argv) {
     static const char *const cell_names[NCELL] = {"l2_512", "l2_1024", "l3_2048", "l3_3584", "dram_8192"};
     static const char *const dt_names[3] = {"f16", "bf16", "f32"};
-    const uint32_t dts[3] = {GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_F32};
+    const uint32_t dts[3] = {WTYPE_F16, WTYPE_BF16, WTYPE_F32};
     int th[MAXT] = {1, 2}, nth = 2, trials = 9;
     unsigned cells = 0x1f, types = 0x3;
     const char *fmt = "csv";
+    int pf = -1, inter = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
@@ -159,6 +170,8 @@ int main(int argc, char **argv) {
         else if (ok && !strcmp(a, "-r")) ok = util_parse_ints(v, &trials, 1, 7, MAXTRIAL) == 1;
         else if (ok && !strcmp(a, "-c")) ok = (cells = util_parse_names(v, cell_names, NCELL)) != 0;
         else if (ok && !strcmp(a, "-d")) ok = (types = util_parse_names(v, dt_names, 3)) != 0;
+        else if (ok && !strcmp(a, "--pf")) ok = util_parse_ints(v, &pf, 1, 0, 1 << 20) == 1;
+        else if (ok && !strcmp(a, "--interleave")) ok = util_parse_ints(v, &inter, 1, 1, GEMV_MAX_INTERLEAVE) == 1;
         else if (ok && !strcmp(a, "-o")) ok = !strcmp(fmt = v, "csv") || !strcmp(v, "json") || !strcmp(v, "md");
         else ok = 0;
         if (!ok) {
@@ -167,7 +180,23 @@ int main(int argc, char **argv) {
         }
         i++;
     }
-    fprintf(stderr, "gemv-bench: isa %s, %d trials\n", gemv_isa(), trials);
+    const char *isa = getenv("DECODE_ISA");
+    if (isa && !cpu_isa_name_ok(isa)) {
+        fprintf(stderr, "gemv-bench: DECODE_ISA must be avx512, avx2 or scalar, got '%s'\n", isa);
+        return 2;
+    }
+    int mode = tune_mode_from_env();
+    if (mode < 0) { fprintf(stderr, "gemv-bench: DECODE_TUNE must be off or force, got '%s'\n", getenv("DECODE_TUNE")); return 2; }
+    tune_result tr = tune_gemv(mode, NULL);
+    gemv_tuning tu = gemv_get_tuning();
+    if (pf >= 0) tu.pf = pf;
+    if (inter > 0) tu.interleave = inter;
+    gemv_set_tuning(tu);
+    char line[512];
+    tune_describe(&tr, line, sizeof line);
+    fprintf(stderr, "gemv-bench: isa %s, %d trials; %s\n", gemv_isa(), trials, line);
+    if (pf >= 0 || inter > 0)
+        fprintf(stderr, "gemv-bench: overridden: prefetch %d B, interleave %d\n", tu.pf, tu.interleave);
     row rows[NCELL * 3 * MAXT * 2];
     int nrow = 0, fail = 0;
     for (int c = 0; c < NCELL; c++) {
@@ -180,7 +209,7 @@ int main(int argc, char **argv) {
         for (int d = 0; d < 3; d++) {
             if (!(types >> d & 1)) continue;
             void *W = wf;                               // GGUF layout: n rows of k
-            if (dts[d] != GGML_TYPE_F32) {
+            if (dts[d] != WTYPE_F32) {
                 const wtype_traits *wt = wtype_get(dts[d]);
                 if (!(W = malloc(k * n * wt->size))) { fprintf(stderr, "gemv-bench: out of memory\n"); return 1; }
                 wt->from_f32(wf, W, k * n);

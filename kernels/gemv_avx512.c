@@ -1,0 +1,165 @@
+// The AVX-512 (F/BW/VL) GEMV paths. Same canonical order as dot_canon in gemv.c: each output is
+// one lane of a zmm accumulator that starts from 0 at every KSEG segment, takes one fmadd per p
+// ascending, and is added to the running sum once per segment. 16 lanes instead of 8 only change
+// how many outputs are in flight: a 64-output tile is 4 zmm.
+//
+// At M = 1 a cache-resident tile is bound by the latency of its FMA chains, not by the cache: 4
+// chains per tile is half of what two FMA pipes with a 4-cycle latency need. So the packed kernel
+// runs `interleave` tiles (1..GEMV_MAX_INTERLEAVE) side by side, each an independent set of
+// chains; how many is a free choice of the tuner (runtime/tune.c), not of the arithmetic.
+// gemv.c's kernels_avx512 table holds the kernels written out at the end of this file.
+#include "kernels/gemv_simd.h"
+#include "kernels/gemv.h"
+#include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define A512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#define INL static inline __attribute__((always_inline)) A512
+
+enum { F_F32, F_F16, F_BF16 };
+
+// Sixteen weights from element i, widened exactly; m masks the lanes read (others are 0).
+INL __m512 load16(int f, const void *w, size_t i, __mmask16 m) {
+    if (f == F_F32) return _mm512_maskz_loadu_ps(m, (const float *)w + i);
+    __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)w + i);
+    if (f == F_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+// Thirty-two weights from element i into two zmm. bf16 widens without a shuffle: a bf16 is the
+// top half of its f32, so a shift left takes the even columns and a mask the odd ones. lo then
+// holds columns 0,2,..,30 and hi 1,3,..,31; unshuffle() restores the order at the store.
+INL void load32(int f, const void *w, size_t i, __m512 *lo, __m512 *hi) {
+    if (f != F_BF16) {
+        *lo = load16(f, w, i, 0xffff), *hi = load16(f, w, i + 16, 0xffff);
+        return;
+    }
+    __m512i h = _mm512_loadu_si512((const uint16_t *)w + i);
+    *lo = _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
+    *hi = _mm512_castsi512_ps(_mm512_and_si512(h, _mm512_set1_epi32((int)0xffff0000u)));
+}
+INL void unshuffle(__m512 *lo, __m512 *hi) {
+    const __m512i i0 = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i i1 = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    __m512 a = _mm512_permutex2var_ps(*lo, i0, *hi), b = _mm512_permutex2var_ps(*lo, i1, *hi);
+    *lo = a, *hi = b;
+}
+
+// Folds one segment's accumulator into y (the first segment stores it).
+INL void fold(float *y, __m512 a, size_t s0, __mmask16 m) {
+    _mm512_mask_storeu_ps(y, m, s0 == 0 ? a : _mm512_add_ps(_mm512_maskz_loadu_ps(m, y), a));
+}
+
+// nt tiles of 64 columns at once; tile u's row p starts at element u * ts + p * ld. With pf > 0
+// the rows are contiguous (packed) and each tile's stream is prefetched pf bytes ahead.
+INL void tiles(int f, int nt, int pf, const float *x, const void *w, size_t k, size_t ld,
+               size_t ts, float *y) {
+    const size_t es = f == F_F32 ? 4 : 2;
+    for (size_t s0 = 0; s0 < k; s0 += GEMV_KSEG) {
+        size_t s1 = k - s0 > GEMV_KSEG ? s0 + GEMV_KSEG : k;
+        __m512 a[GEMV_MAX_INTERLEAVE][4];
+#pragma GCC unroll 16
+        for (int u = 0; u < nt; u++)
+            for (int v = 0; v < 4; v++) a[u][v] = _mm512_setzero_ps();
+        for (size_t p = s0; p < s1; p++) {
+            __m512 xv = _mm512_set1_ps(x[p]);
+#pragma GCC unroll 4
+            for (int u = 0; u < nt; u++) {
+                const char *row = (const char *)w + (u * ts + p * ld) * es;
+                if (pf)
+                    for (int l = 0; l < (int)(GEMV_TILE * es); l += 64)
+                        _mm_prefetch(row + pf + l, _MM_HINT_T0);
+                __m512 l0, h0, l1, h1;
+                load32(f, row, 0, &l0, &h0);
+                load32(f, row, 32, &l1, &h1);
+                a[u][0] = _mm512_fmadd_ps(xv, l0, a[u][0]);
+                a[u][1] = _mm512_fmadd_ps(xv, h0, a[u][1]);
+                a[u][2] = _mm512_fmadd_ps(xv, l1, a[u][2]);
+                a[u][3] = _mm512_fmadd_ps(xv, h1, a[u][3]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int u = 0; u < nt; u++) {
+            if (f == F_BF16) unshuffle(&a[u][0], &a[u][1]), unshuffle(&a[u][2], &a[u][3]);
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) fold(y + GEMV_TILE * u + 16 * v, a[u][v], s0, 0xffff);
+        }
+    }
+    if (k == 0)
+        for (int i = 0; i < GEMV_TILE * nt; i++) y[i] = 0.0f;
+}
+
+// Up to 16 columns (lanes m) of a K x ld matrix, one chain per column.
+INL void cols16(int f, const float *x, const void *w, size_t k, size_t ld, float *y, __mmask16 m) {
+    if (k == 0) _mm512_mask_storeu_ps(y, m, _mm512_setzero_ps());
+    for (size_t s0 = 0; s0 < k; s0 += GEMV_KSEG) {
+        size_t s1 = k - s0 > GEMV_KSEG ? s0 + GEMV_KSEG : k;
+        __m512 a = _mm512_setzero_ps();
+        for (size_t p = s0; p < s1; p++) a = _mm512_fmadd_ps(_mm512_set1_ps(x[p]), load16(f, w, p * ld, m), a);
+        fold(y, a, s0, m);
+    }
+}
+
+INL void stripe_body(int f, const float *x, const void *B, size_t k, size_t ldb, size_t j0,
+                     size_t w, float *y) {
+    const size_t es = f == F_F32 ? 4 : 2;
+    const char *b = (const char *)B + j0 * es;
+    size_t i = 0;
+    for (; i + GEMV_TILE <= w; i += GEMV_TILE) tiles(f, 1, 0, x, b + i * es, k, ldb, 0, y + i);
+    for (; i < w; i += 16) {
+        size_t r = w - i < 16 ? w - i : 16;
+        cols16(f, x, b + i * es, k, ldb, y + i, (__mmask16)((1u << r) - 1));
+    }
+}
+
+// Runs tiles [t0, t1) nt at a time while whole; the zero-padded last tile goes through tmp.
+INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, size_t t0,
+                     size_t t1, float *y, int pf, int nt) {
+    const size_t es = f == F_F32 ? 4 : 2, ts = k * GEMV_TILE;
+    const char *base = (const char *)P;
+    size_t t = t0, whole = n / GEMV_TILE < t1 ? n / GEMV_TILE : t1;
+#define RUN(NT)                                                                                \
+    for (; t + NT <= whole; t += NT) tiles(f, NT, pf, x, base + t * ts * es, k, GEMV_TILE, ts, y + t * GEMV_TILE)
+    if (nt >= 4) RUN(4);
+    if (nt >= 3) RUN(3);
+    if (nt >= 2) RUN(2);
+    RUN(1);
+#undef RUN
+    if (t < t1) {
+        float tmp[GEMV_TILE];
+        tiles(f, 1, pf, x, base + t * ts * es, k, GEMV_TILE, ts, tmp);
+        memcpy(y + t * GEMV_TILE, tmp, (n - t * GEMV_TILE) * sizeof(float));
+    }
+}
+
+// The kernels, written out so a grep finds each one; the bodies are specialised per format.
+A512 void gemv_stripe_f32_avx512(const float *x, const void *B, size_t k, size_t ldb, size_t j0, size_t w, float *y) {
+    stripe_body(F_F32, x, B, k, ldb, j0, w, y);
+}
+A512 void gemv_stripe_f16_avx512(const float *x, const void *B, size_t k, size_t ldb, size_t j0, size_t w, float *y) {
+    stripe_body(F_F16, x, B, k, ldb, j0, w, y);
+}
+A512 void gemv_stripe_bf16_avx512(const float *x, const void *B, size_t k, size_t ldb, size_t j0, size_t w, float *y) {
+    stripe_body(F_BF16, x, B, k, ldb, j0, w, y);
+}
+A512 void gemv_packed_f32_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
+    gemv_tuning tu = gemv_get_tuning();
+    packed_body(F_F32, x, P, k, n, t0, t1, y, tu.pf, tu.interleave);
+}
+A512 void gemv_packed_f16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
+    gemv_tuning tu = gemv_get_tuning();
+    packed_body(F_F16, x, P, k, n, t0, t1, y, tu.pf, tu.interleave);
+}
+A512 void gemv_packed_bf16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
+    gemv_tuning tu = gemv_get_tuning();
+    packed_body(F_BF16, x, P, k, n, t0, t1, y, tu.pf, tu.interleave);
+}
+
+A512 void gemv_packed_avx512_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
+                                   size_t t0, size_t t1, float *y, const gemv_tuning *tu) {
+    if (dt == WTYPE_F32) packed_body(F_F32, x, P, k, n, t0, t1, y, tu->pf, tu->interleave);
+    else if (dt == WTYPE_F16) packed_body(F_F16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave);
+    else packed_body(F_BF16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave);
+}
+#endif

@@ -1,0 +1,17 @@
+// Private to kernels/gemv*.c: the AVX-512 kernels (kernels/gemv_avx512.c) that gemv.c's
+// kernels_avx512 table holds, and the packed kernels with an explicit tuning (gemv_packed_on).
+// Called only after the bounds checks, and only on a CPU/OS that runs the path.
+#pragma once
+#include "kernels/gemv.h"
+
+void gemv_stripe_f32_avx512(const float *x, const void *B, size_t k, size_t ldb, size_t j0, size_t w, float *y);
+void gemv_stripe_f16_avx512(const float *x, const void *B, size_t k, size_t ldb, size_t j0, size_t w, float *y);
+void gemv_stripe_bf16_avx512(const float *x, const void *B, size_t k, size_t ldb, size_t j0, size_t w, float *y);
+void gemv_packed_f32_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y);
+void gemv_packed_f16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y);
+void gemv_packed_bf16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y);
+
+void gemv_packed_avx512_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
+                              size_t t0, size_t t1, float *y, const gemv_tuning *tu);
+void gemv_packed_avx2_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
+                            size_t t0, size_t t1, float *y, const gemv_tuning *tu);

@@ -1,0 +1,76 @@
+// Progress counters (runtime/progress.h). A waiter spins, then sleeps (no sched_yield: on a
+// busy machine one yield can hand the CPU to another process for a whole time slice). Publisher and sleeper meet Dekker-style: the
+// publisher stores its counter, then reads `sleepers`; a sleeper bumps `sleepers`, then rereads
+// the counter before it sleeps. Both sides are seq_cst, so at least one sees the other and a
+// wake-up is never lost; a publish with nobody asleep costs one store and one load.
+#include "runtime/progress.h"
+#include "platform/clock.h"
+#include <linux/futex.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+typedef struct {
+    alignas(64) atomic_uint step; // last step published
+    atomic_uint sleepers;         // threads asleep (or about to be) on `step`
+} slot;
+
+struct progress {
+    int n, spin;
+    slot *s;                      // (n) one cache line each
+};
+
+progress *progress_create(int n_threads, int spin) {
+    progress *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->n = n_threads, p->spin = spin;
+    p->s = aligned_alloc(64, sizeof(slot) * (size_t)n_threads);
+    if (!p->s) { free(p); return NULL; }
+    progress_reset(p);
+    return p;
+}
+
+void progress_destroy(progress *p) {
+    if (p) free(p->s);
+    free(p);
+}
+
+void progress_reset(progress *p) {
+    for (int i = 0; i < p->n; i++) {
+        atomic_init(&p->s[i].step, 0);
+        atomic_init(&p->s[i].sleepers, 0);
+    }
+}
+
+void progress_publish(progress *p, int tid, unsigned v) {
+    slot *s = &p->s[tid];
+    atomic_store(&s->step, v);
+    if (atomic_load(&s->sleepers)) syscall(SYS_futex, &s->step, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}
+
+static int reached(unsigned cur, unsigned v) { return (int)(cur - v) >= 0; }
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+double progress_wait(progress *p, int of, unsigned v) {
+    slot *s = &p->s[of];
+    if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return 0;
+    double t0 = monotonic_seconds();
+    for (int i = 0; i < p->spin; i++) {
+        cpu_relax();
+        if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return monotonic_seconds() - t0;
+    }
+    for (;;) {
+        atomic_fetch_add(&s->sleepers, 1);
+        unsigned cur = atomic_load(&s->step);
+        if (!reached(cur, v)) syscall(SYS_futex, &s->step, FUTEX_WAIT_PRIVATE, cur, NULL, NULL, 0);
+        atomic_fetch_sub(&s->sleepers, 1);
+        if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return monotonic_seconds() - t0;
+    }
+}

@@ -1,0 +1,18 @@
+// Per-thread progress counters: the only synchronisation inside a decode step. Each thread
+// publishes a monotone step number as it finishes a step; a thread that needs another's output
+// waits until that thread's counter reaches the step that produced it. Waiting spins briefly,
+// then sleeps on a futex (never a busy loop that never sleeps). Counters compare modulo 2^32, so
+// they may wrap as long as no waiter is more than 2^31 steps behind.
+#pragma once
+
+typedef struct progress progress;
+
+// n_threads slots, all at 0. spin: pause iterations before sleeping (0 when threads outnumber CPUs).
+progress *progress_create(int n_threads, int spin);
+void progress_destroy(progress *p);
+// Thread tid has finished step v (v only grows).
+void progress_publish(progress *p, int tid, unsigned v);
+// Returns once thread `of` has published v or later: 0 when it already had, else the seconds waited.
+double progress_wait(progress *p, int of, unsigned v);
+// Sets every counter back to 0 (no thread may be waiting or publishing).
+void progress_reset(progress *p);

@@ -1,0 +1,379 @@
+// Builds the per-thread decode schedule (runtime/schedule.h). A stage's tiles are laid end to
+// end and cut into contiguous byte-balanced shares, one per participating thread; attention
+// groups follow the Q/K/V rows where the groups divide evenly, so a thread computes the Q, K and
+// V tiles of its own groups and runs their attention without waiting. Waits are derived from
+// who owns the rows a step reads.
+#include "runtime/schedule.h"
+#include <stdlib.h>
+#include <string.h>
+
+static const char *mat_names[SCHED_N_MAT] = {"wq", "wk", "wv", "wo", "gate", "up", "down", "out"};
+
+size_t sched_tile_bytes(const sched *s, int m) { return s->shape.mat[m].k * 64 * s->shape.mat[m].es; }
+size_t sched_seg_bytes(const sched *s, int m) { return 256 * 64 * s->shape.mat[m].es; }
+size_t sched_partial_bytes(const sched *s, int m) {
+    size_t per_line = SCHED_LINE / SCHED_SLOT_BYTES;
+    return (sched_n_seg(s, m) + per_line - 1) / per_line * SCHED_LINE;
+}
+
+static int whole(const sched *s, int m, const sched_range *r) {
+    return r->s0 == 0 && r->s1 == sched_n_seg(s, m);
+}
+
+void sched_rows(const sched *s, int t, int m, size_t *lo, size_t *hi) {
+    const sched_range *r = &s->share[t].r[m];
+    size_t n = s->shape.mat[m].n;
+    *lo = *hi = 0;
+    if (r->t0 == r->t1 || r->s0 != 0) return;
+    *lo = (size_t)r->t0 * 64;
+    *hi = (size_t)r->t1 * 64 < n ? (size_t)r->t1 * 64 : n;
+}
+
+void sched_bytes(const sched *s, int t, int m, int write, size_t *lo, size_t *hi) {
+    const sched_range *r = &s->share[t].r[m];
+    *lo = *hi = 0;
+    if (r->t0 == r->t1) return;
+    if (whole(s, m, r)) {
+        if (!write) *lo = r->t0 * sched_tile_bytes(s, m), *hi = r->t1 * sched_tile_bytes(s, m);
+        return;
+    }
+    if (write) {                            // slots s0 .. s1 of the tile's partial block
+        *lo = r->t0 * sched_partial_bytes(s, m) + r->s0 * (size_t)SCHED_SLOT_BYTES;
+        *hi = r->t0 * sched_partial_bytes(s, m) + r->s1 * (size_t)SCHED_SLOT_BYTES;
+        return;
+    }
+    size_t tb = sched_tile_bytes(s, m), end = r->s1 * sched_seg_bytes(s, m);
+    *lo = r->t0 * tb + r->s0 * sched_seg_bytes(s, m);
+    *hi = r->t0 * tb + (end < tb ? end : tb);
+}
+
+// ---- assignment ----
+
+// Threads a stage of `bytes` uses.
+static int stage_threads(const sched_opts *o, double bytes) {
+    if (!o->min_bytes) return o->n_threads;
+    double p = bytes / (double)o->min_bytes;
+    return p < 1 ? 1 : p > o->n_threads ? o->n_threads : (int)p;
+}
+
+// Whole tiles of matrices mats[0..nm) (paired: every matrix gets the same tiles, as gate and up
+// do, so SwiGLU stays with the tile's owner), split evenly by bytes over threads 0..P-1.
+static void assign_whole(sched *s, const int *mats, int nm, int paired, int P) {
+    double total = 0;
+    for (int i = 0; i < nm; i++)
+        if (!s->split[mats[i]]) total += (double)sched_n_tiles(s, mats[i]) * sched_tile_bytes(s, mats[i]);
+    double at = 0;
+    for (int i = 0; i < nm; i++) {
+        int m = mats[i];
+        if (s->split[m]) continue;
+        size_t nt = sched_n_tiles(s, m);
+        double w = (double)sched_tile_bytes(s, m) * (paired ? nm : 1);
+        for (size_t t = 0; t < nt; t++, at += w) {
+            int owner = (int)((at + w / 2) * P / total);
+            if (owner >= P) owner = P - 1;
+            for (int j = paired ? 0 : i; j < (paired ? nm : i + 1); j++) {
+                sched_range *r = &s->share[owner].r[mats[j]];
+                if (r->t0 == r->t1) r->t0 = (uint32_t)t;
+                r->t1 = (uint32_t)t + 1, r->s1 = sched_n_seg(s, mats[j]);
+            }
+        }
+        if (paired) break;
+    }
+}
+
+// Segment chunks per tile of matrix m when its stage has P threads: enough to give every thread
+// one (at most split_k, at most the segments); the matrix is split only when that is 2 or more.
+static uint32_t split_chunks(const sched *s, int m, int P, int split_k) {
+    size_t nt = sched_n_tiles(s, m);
+    if (split_k < 2 || nt >= (size_t)P) return 1;
+    size_t c = (size_t)P / nt;
+    if (c > (size_t)split_k) c = (size_t)split_k;
+    if (c > sched_n_seg(s, m)) c = sched_n_seg(s, m);
+    return (uint32_t)c;
+}
+
+// Split matrices: tile t's segments cut into C chunks; chunk u of the stage goes to thread u % P.
+static void assign_split(sched *s, const int *mats, int nm, int paired, int P) {
+    int u = 0;
+    for (int i = 0; i < nm; i++) {
+        int m = mats[i];
+        if (!s->split[m]) continue;
+        size_t nt = sched_n_tiles(s, m);
+        uint32_t ns = sched_n_seg(s, m), C = split_chunks(s, m, P, s->split_k);
+        for (size_t t = 0; t < nt; t++)
+            for (uint32_t c = 0; c < C; c++, u++)
+                for (int j = paired ? 0 : i; j < (paired ? nm : i + 1); j++)
+                    s->share[u % P].r[mats[j]] = (sched_range){(uint32_t)t, (uint32_t)t + 1,
+                                                               ns * c / C, ns * (c + 1) / C};
+        if (paired) break;
+    }
+}
+
+static void assign_stage(sched *s, const sched_opts *o, const int *mats, int nm, int paired) {
+    double bytes = 0;
+    for (int i = 0; i < nm; i++) bytes += (double)sched_n_tiles(s, mats[i]) * sched_tile_bytes(s, mats[i]);
+    int P = stage_threads(o, bytes);
+    for (int i = 0; i < nm; i++) s->split[mats[i]] = split_chunks(s, mats[i], P, o->split_k) >= 2;
+    assign_whole(s, mats, nm, paired, P);
+    assign_split(s, mats, nm, paired, P);
+}
+
+// Q/K/V by KV-head groups when the groups divide evenly over the stage's threads and nothing is
+// split: thread i owns the rows of groups [G*i/P, G*(i+1)/P) in all three. Otherwise the three
+// are byte-balanced like any stage and attention waits for the rows' owners.
+static void assign_qkv(sched *s, const sched_opts *o) {
+    const sched_shape *h = &s->shape;
+    static const int qkv[3] = {SCHED_WQ, SCHED_WK, SCHED_WV};
+    double bytes = 0;
+    for (int i = 0; i < 3; i++) bytes += (double)sched_n_tiles(s, qkv[i]) * sched_tile_bytes(s, qkv[i]);
+    int P = stage_threads(o, bytes), G = h->n_head_kv, grp = h->n_head / h->n_head_kv;
+    int any_split = 0;
+    for (int i = 0; i < 3; i++) any_split |= split_chunks(s, qkv[i], P, o->split_k) >= 2;
+    int Pa = P < G ? P : G;                   // threads with attention groups
+    for (int i = 0; i < Pa; i++)
+        s->share[i].g0 = (uint32_t)(G * i / Pa), s->share[i].g1 = (uint32_t)(G * (i + 1) / Pa);
+    if (any_split || G % P != 0) {
+        assign_stage(s, o, qkv, 3, 0);
+        return;
+    }
+    for (int i = 0; i < 3; i++) {            // tile t goes to the owner of the group of its row 0
+        int m = qkv[i];
+        size_t rows_per_group = (size_t)h->head_dim * (m == SCHED_WQ ? grp : 1);
+        for (size_t t = 0; t < sched_n_tiles(s, m); t++) {
+            size_t g = t * 64 / rows_per_group;
+            int owner = (int)(g * (size_t)Pa / (size_t)G);
+            sched_range *r = &s->share[owner].r[m];
+            if (r->t0 == r->t1) r->t0 = (uint32_t)t;
+            r->t1 = (uint32_t)t + 1, r->s1 = sched_n_seg(s, m);
+        }
+    }
+}
+
+// ---- dependencies ----
+
+typedef struct { sched_dep *d; size_t n, cap, from; } dep_list;   // [from, n): the current step's
+
+static int dep_add(dep_list *l, int thread, int delta, int step) {
+    for (size_t i = l->from; i < l->n; i++)
+        if (l->d[i].thread == thread && l->d[i].layer_delta == delta && l->d[i].step == step) return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        sched_dep *d = realloc(l->d, cap * sizeof *d);
+        if (!d) return -1;
+        l->d = d, l->cap = cap;
+    }
+    l->d[l->n++] = (sched_dep){thread, delta, step};
+    return 0;
+}
+
+static int has(const sched *s, int t, int m) { return s->share[t].r[m].t0 != s->share[t].r[m].t1; }
+
+// Owners of the tiles covering rows [lo, hi) of matrix m.
+static int add_row_owners(const sched *s, dep_list *l, int self, int m, size_t lo, size_t hi, int step) {
+    for (size_t t = lo / 64; t < (hi + 63) / 64; t++)
+        if ((int)s->owner[m][t] != self && dep_add(l, (int)s->owner[m][t], 0, step)) return -1;
+    return 0;
+}
+static int add_all_owners(const sched *s, dep_list *l, int self, int m, int step) {
+    return add_row_owners(s, l, self, m, 0, s->shape.mat[m].n, step);
+}
+// Threads holding other segments of the tiles thread t folds.
+static int add_coproducers(const sched *s, dep_list *l, int t, int m, int step) {
+    const sched_range *r = &s->share[t].r[m];
+    if (!s->split[m] || r->t0 == r->t1 || r->s0 != 0) return 0;
+    for (int p = 0; p < s->n_threads; p++) {
+        const sched_range *q = &s->share[p].r[m];
+        if (p != t && q->t0 == r->t0 && q->t1 == r->t1 && dep_add(l, p, 0, step)) return -1;
+    }
+    return 0;
+}
+
+// Dependencies of thread t before step `st` (layer steps, then SCHED_N_STEP + OUT_PART/DONE).
+static int deps_of(const sched *s, dep_list *l, int t, int st) {
+    const sched_share *sh = &s->share[t];
+    const sched_shape *h = &s->shape;
+    int grp = h->n_head / h->n_head_kv, hd = h->head_dim, rc = 0;
+    size_t before = l->n;
+    switch (st) {
+    case SCHED_QKV_PART:                     // the previous layer's residual stream, whole
+        if (has(s, t, SCHED_WQ) || has(s, t, SCHED_WK) || has(s, t, SCHED_WV))
+            rc = add_all_owners(s, l, t, SCHED_DOWN, SCHED_DOWN_DONE);
+        for (size_t i = before; i < l->n; i++) l->d[i].layer_delta = -1;
+        return rc;
+    case SCHED_QKV:
+        for (int m = SCHED_WQ; m <= SCHED_WV && !rc; m++) rc = add_coproducers(s, l, t, m, SCHED_QKV_PART);
+        return rc;
+    case SCHED_ATTN:                         // the Q, K, V rows of its own groups
+        if (sh->g0 == sh->g1) return 0;
+        return add_row_owners(s, l, t, SCHED_WQ, (size_t)sh->g0 * grp * hd, (size_t)sh->g1 * grp * hd, SCHED_QKV) ||
+               add_row_owners(s, l, t, SCHED_WK, (size_t)sh->g0 * hd, (size_t)sh->g1 * hd, SCHED_QKV) ||
+               add_row_owners(s, l, t, SCHED_WV, (size_t)sh->g0 * hd, (size_t)sh->g1 * hd, SCHED_QKV);
+    case SCHED_WO_PART:                      // every head's attention output
+        if (!has(s, t, SCHED_WO)) return 0;
+        for (int p = 0; p < s->n_threads; p++)
+            if (p != t && s->share[p].g0 != s->share[p].g1 && dep_add(l, p, 0, SCHED_ATTN)) return -1;
+        return 0;
+    case SCHED_WO_DONE: return add_coproducers(s, l, t, SCHED_WO, SCHED_WO_PART);
+    case SCHED_FFN_PART:                     // the residual stream after attention, whole
+        return has(s, t, SCHED_GATE) ? add_all_owners(s, l, t, SCHED_WO, SCHED_WO_DONE) : 0;
+    case SCHED_FFN: return add_coproducers(s, l, t, SCHED_GATE, SCHED_FFN_PART);
+    case SCHED_DOWN_PART:                    // the whole SwiGLU output
+        return has(s, t, SCHED_DOWN) ? add_all_owners(s, l, t, SCHED_GATE, SCHED_FFN) : 0;
+    case SCHED_DOWN_DONE: return add_coproducers(s, l, t, SCHED_DOWN, SCHED_DOWN_PART);
+    case SCHED_N_STEP + SCHED_OUT_PART:      // the last layer's residual stream, whole
+        if (has(s, t, SCHED_OUT)) rc = add_all_owners(s, l, t, SCHED_DOWN, SCHED_DOWN_DONE);
+        for (size_t i = before; i < l->n; i++) l->d[i].layer_delta = -1;
+        return rc;
+    case SCHED_N_STEP + SCHED_OUT_DONE: return add_coproducers(s, l, t, SCHED_OUT, SCHED_OUT_PART);
+    case SCHED_N_STEP + SCHED_OUT_END:       // thread 0 returns the logits: all of them
+        return t == 0 ? add_all_owners(s, l, t, SCHED_OUT, SCHED_OUT_DONE) : 0;
+    }
+    return 0;
+}
+
+static int build_deps(sched *s) {
+    dep_list l = {0};
+    for (int t = 0; t < s->n_threads; t++)
+        for (int st = 0; st < SCHED_N_STEP + 3; st++) {
+            s->dep_off[t][st] = (uint32_t)(l.from = l.n);
+            if (deps_of(s, &l, t, st)) { free(l.d); return -1; }
+            s->dep_off[t][st + 1] = (uint32_t)l.n;
+        }
+    s->dep = l.d;
+    return 0;
+}
+
+static int build_owners(sched *s) {
+    for (int m = 0; m < SCHED_N_MAT; m++) {
+        size_t nt = sched_n_tiles(s, m);
+        if (!(s->owner[m] = calloc(nt, sizeof *s->owner[m]))) return -1;
+        for (int t = 0; t < s->n_threads; t++) {
+            const sched_range *r = &s->share[t].r[m];
+            if (r->s0 == 0)
+                for (uint32_t i = r->t0; i < r->t1; i++) s->owner[m][i] = (uint32_t)t;
+        }
+    }
+    return 0;
+}
+
+int sched_build(sched *s, const sched_shape *sh, const sched_opts *o) {
+    memset(s, 0, sizeof *s);
+    if (o->n_threads < 1 || sh->n_layer < 1 || sh->n_head_kv < 1 || sh->head_dim < 1 ||
+        sh->n_head % sh->n_head_kv)
+        return -1;
+    for (int m = 0; m < SCHED_N_MAT; m++)
+        if (!sh->mat[m].k || !sh->mat[m].n || !sh->mat[m].es) return -1;
+    s->shape = *sh, s->n_threads = o->n_threads, s->split_k = o->split_k;
+    int T = o->n_threads;
+    s->node = calloc((size_t)T, sizeof *s->node);
+    s->share = calloc((size_t)T, sizeof *s->share);
+    s->dep_off = calloc((size_t)T, sizeof *s->dep_off);
+    if (!s->node || !s->share || !s->dep_off) goto fail;
+    for (int t = 0; t < T; t++) s->node[t] = o->node ? o->node[t] : 0;
+
+    assign_qkv(s, o);
+    assign_stage(s, o, (const int[]){SCHED_WO}, 1, 0);
+    assign_stage(s, o, (const int[]){SCHED_GATE, SCHED_UP}, 2, 1);
+    assign_stage(s, o, (const int[]){SCHED_DOWN}, 1, 0);
+    assign_stage(s, o, (const int[]){SCHED_OUT}, 1, 0);
+    if (build_owners(s) || build_deps(s)) goto fail;
+    return 0;
+fail:
+    sched_free(s);
+    return -1;
+}
+
+void sched_free(sched *s) {
+    for (int m = 0; m < SCHED_N_MAT; m++) free(s->owner[m]);
+    free(s->node); free(s->share); free(s->dep); free(s->dep_off);
+    memset(s, 0, sizeof *s);
+}
+
+// ---- printing ----
+
+static void print_range(const sched *s, FILE *f, int t, int m) {
+    const sched_range *r = &s->share[t].r[m];
+    if (r->t0 == r->t1) { fprintf(f, " %s -", mat_names[m]); return; }
+    fprintf(f, " %s %u-%u", mat_names[m], r->t0, r->t1 - 1);
+    if (!whole(s, m, r)) fprintf(f, "[seg %u-%u]", r->s0, r->s1 - 1);
+}
+
+static const char *step_names[SCHED_N_STEP + 3] = {"qkv", "qkv-fold", "attn", "wo", "wo-fold",
+    "gate/up", "gate/up-fold", "down", "down-fold", "out", "out-fold", "logits"};
+
+static double layer_mib(const sched *s, int t) {
+    double b = 0;
+    for (int m = 0; m < SCHED_OUT; m++) {
+        size_t lo, hi;
+        sched_bytes(s, t, m, 0, &lo, &hi);
+        b += (double)(hi - lo);
+    }
+    return b / (1 << 20);
+}
+
+void sched_print(const sched *s, FILE *f) {
+    const sched_shape *h = &s->shape;
+    fprintf(f, "schedule: %d threads, %d layers with one plan, split-k %s; tiles of 64 outputs, "
+            "segments of 256 inputs\n", s->n_threads, h->n_layer, s->split_k >= 2 ? "on" : "off");
+    for (int m = 0; m < SCHED_N_MAT; m++)
+        fprintf(f, "  %-4s %zu x %zu: %zu tiles of %zu KiB%s\n", mat_names[m], h->mat[m].n, h->mat[m].k,
+                sched_n_tiles(s, m), sched_tile_bytes(s, m) >> 10, s->split[m] ? ", split" : "");
+    for (int t = 0; t < s->n_threads; t++) {
+        const sched_share *sh = &s->share[t];
+        fprintf(f, "thread %d (node %d), %.2f MiB per layer:", t, s->node[t], layer_mib(s, t));
+        for (int m = SCHED_WQ; m <= SCHED_WV; m++) print_range(s, f, t, m);
+        if (sh->g0 != sh->g1) fprintf(f, " | attn groups %u-%u |", sh->g0, sh->g1 - 1);
+        else fprintf(f, " | attn - |");
+        for (int m = SCHED_WO; m < SCHED_N_MAT; m++) print_range(s, f, t, m);
+        fprintf(f, "\n  waits:");
+        int any = 0;
+        for (int st = 0; st < SCHED_N_STEP + 3; st++) {
+            if (s->dep_off[t][st] == s->dep_off[t][st + 1]) continue;
+            fprintf(f, " before %s for", step_names[st]);
+            for (uint32_t i = s->dep_off[t][st]; i < s->dep_off[t][st + 1]; i++) {
+                const sched_dep *d = &s->dep[i];
+                int fin = st >= SCHED_N_STEP;
+                const char *nm = fin && d->layer_delta == 0 ? step_names[SCHED_N_STEP + d->step] : step_names[d->step];
+                fprintf(f, " %d:%s%s", d->thread, nm, d->layer_delta ? "(prev layer)" : "");
+            }
+            fprintf(f, ";");
+            any = 1;
+        }
+        fprintf(f, "%s\n", any ? "" : " none");
+    }
+}
+
+// ---- future keys ----
+
+// Moves the iterator to the next (layer, matrix, read/write) interval with lines.
+static int keys_seek(sched_keys *it) {
+    const sched *s = it->s;
+    for (;;) {
+        if (++it->write > 1) {
+            it->write = 0;
+            if (++it->mat == (it->layer < s->shape.n_layer ? SCHED_OUT : SCHED_N_MAT)) {
+                it->mat = SCHED_WQ;
+                if (++it->layer == s->shape.n_layer) it->mat = SCHED_OUT;
+                if (it->layer > s->shape.n_layer) return 0;
+            }
+        }
+        size_t lo, hi;
+        sched_bytes(s, it->tid, it->mat, it->write, &lo, &hi);
+        if (hi > lo) {
+            it->line = lo / SCHED_LINE, it->end = (hi - 1) / SCHED_LINE + 1;
+            return 1;
+        }
+    }
+}
+
+void sched_keys_begin(sched_keys *it, const sched *s, int tid) {
+    *it = (sched_keys){.s = s, .tid = tid, .layer = 0, .mat = SCHED_WQ, .write = -1};
+    if (!keys_seek(it)) it->layer = s->shape.n_layer + 1;
+}
+
+int sched_keys_next(sched_keys *it, sched_key *k) {
+    if (it->layer > it->s->shape.n_layer) return 0;
+    if (it->line == it->end && !keys_seek(it)) { it->layer = it->s->shape.n_layer + 1; return 0; }
+    *k = (sched_key){(uint16_t)it->layer, (uint8_t)it->mat, (uint8_t)it->write, (uint32_t)it->line++};
+    return 1;
+}

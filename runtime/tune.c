@@ -1,0 +1,282 @@
+// The GEMV tuner (runtime/tune.h). One thread, f16, the GEMV path the dispatch chose:
+//  - interleave: 1..GEMV_MAX_INTERLEAVE tiles in flight on a packed matrix of half the L2 (AVX-512
+//    only; AVX2 has the registers for one tile);
+//  - prefetch: PF candidates on a packed matrix of 2 x L3 + 16 MiB, 48..64 MiB (a VM may report a
+//    bogus L3: this one says 508 MiB), read from DRAM or at least from far beyond L2.
+// Candidates rotate within each round and the median of ROUNDS rounds decides, so a burst of
+// noise from another process hits every candidate alike.
+#include "runtime/tune.h"
+#include "platform/clock.h"
+#include "platform/cpu.h"
+#include "platform/wtype.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+static const int PF[] = {0, 1024, 2048, 4096, 8192};   // flat from 8 KB to 32 KB on Zen 5
+#define NPF (int)(sizeof PF / sizeof *PF)
+#define ROUNDS 5
+#define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much
+#define RECHECK_S 600             // ... checked at most this often (a check allocates ~50 MB)
+
+// Defaults when tuning is off, by CPU vendor and family. Measured where a row says so; the rest
+// are the middle of the measured range, not a claim about that CPU.
+static const struct { const char *vendor; int family; gemv_tuning tu; } DEFAULTS[] = {
+    {"AuthenticAMD", 0x1a, {8192, 2}},   // Zen 5: 8 KB best at t=1 (docs/performance.md sweep)
+    {"GenuineIntel", 6, {2048, 2}},      // Xeon (Sapphire Rapids): 2 KB best at t=1 and t=2
+};
+static const gemv_tuning FALLBACK = {4096, 2};
+
+typedef struct {
+    char vendor[13];
+    int family, model, stepping;
+} cpu_id;
+
+static cpu_id cpu_ident(void) {
+    cpu_id c = {"unknown", 0, 0, 0};
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, cx, d;
+    if (__get_cpuid(0, &a, &b, &cx, &d)) {
+        memcpy(c.vendor, &b, 4), memcpy(c.vendor + 4, &d, 4), memcpy(c.vendor + 8, &cx, 4);
+        c.vendor[12] = 0;
+    }
+    if (__get_cpuid(1, &a, &b, &cx, &d)) {
+        int fam = (a >> 8) & 0xf, model = (a >> 4) & 0xf;
+        c.family = fam == 0xf ? fam + (int)((a >> 20) & 0xff) : fam;
+        c.model = fam == 0xf || fam == 6 ? model | (int)((a >> 12) & 0xf0) : model;
+        c.stepping = a & 0xf;
+    }
+#endif
+    return c;
+}
+
+static long cache_kb(int name) {
+    long v = sysconf(name);
+    return v > 0 ? v / 1024 : 0;
+}
+
+static gemv_tuning family_default(const cpu_id *c) {
+    for (size_t i = 0; i < sizeof DEFAULTS / sizeof *DEFAULTS; i++)
+        if (!strcmp(DEFAULTS[i].vendor, c->vendor) && DEFAULTS[i].family == c->family) return DEFAULTS[i].tu;
+    return FALLBACK;
+}
+
+int tune_mode_from_env(void) {
+    const char *e = getenv("DECODE_TUNE");
+    if (!e || !*e) return TUNE_AUTO;
+    if (!strcmp(e, "off")) return TUNE_OFF;
+    if (!strcmp(e, "force")) return TUNE_FORCE;
+    return -1;
+}
+
+// ---- measurement ----
+
+// Median of v[0..n), n <= 8 (sorts v).
+static double median(double *v, int n) {
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+typedef struct {
+    uint16_t *P;
+    float *x, *y;
+    size_t k, n;
+} mat;
+
+static int mat_alloc(mat *m, size_t bytes, size_t k) {
+    m->k = k;
+    m->n = bytes / 2 / k / GEMV_TILE * GEMV_TILE;
+    if (m->n < GEMV_TILE) m->n = GEMV_TILE;
+    m->P = aligned_alloc(64, gemv_packed_bytes(WTYPE_F16, k, m->n));
+    m->x = malloc(k * sizeof(float));
+    m->y = malloc(m->n * sizeof(float));
+    if (!m->P || !m->x || !m->y) return -1;
+    memset(m->P, 0x11, gemv_packed_bytes(WTYPE_F16, k, m->n));   // small normal f16 values
+    for (size_t i = 0; i < k; i++) m->x[i] = 0.5f;
+    return 0;
+}
+static void mat_free(mat *m) { free(m->P), free(m->x), free(m->y); }
+
+// Seconds per GEMV over the whole matrix with tu, the mean of `reps` back-to-back calls.
+static double gemv_seconds(const mat *m, gemv_tuning tu, int reps) {
+    double t = monotonic_seconds();
+    for (int r = 0; r < reps; r++)
+        gemv_packed_on(gemv_isa_id(), WTYPE_F16, m->x, m->P, m->k, m->n, 0, gemv_n_tiles(m->n), m->y, &tu);
+    return (monotonic_seconds() - t) / reps;
+}
+
+// Index of the fastest of nc tunings (median over rounds, order rotated each round).
+static int fastest(const mat *m, const gemv_tuning *c, int nc, int reps, double *best_s) {
+    double t[8][ROUNDS];
+    for (int r = 0; r < ROUNDS; r++)
+        for (int q = 0; q < nc; q++) {
+            int i = (q + r) % nc;
+            t[i][r] = gemv_seconds(m, c[i], reps);
+        }
+    int best = 0;
+    double bs = 1e300;
+    for (int i = 0; i < nc; i++) {
+        double s = median(t[i], ROUNDS);
+        if (s < bs) bs = s, best = i;
+    }
+    *best_s = bs;
+    return best;
+}
+
+static size_t dram_bytes(void) {
+    size_t l3 = (size_t)cache_kb(_SC_LEVEL3_CACHE_SIZE) << 10, b = 2 * l3 + (16u << 20);
+    return b < (48u << 20) ? 48u << 20 : b > (64u << 20) ? 64u << 20 : b;
+}
+
+// Measures both choices; 0 ok (tu, gbps set), -1 out of memory.
+static int measure(gemv_tuning *tu, double *gbps) {
+    *tu = (gemv_tuning){PF[NPF - 1], 1};
+    double s;
+    if (gemv_isa_id() == GEMV_AVX512) {
+        size_t l2 = (size_t)cache_kb(_SC_LEVEL2_CACHE_SIZE) << 10;
+        mat m;
+        if (mat_alloc(&m, (l2 ? l2 : 1u << 20) / 2, 512)) { mat_free(&m); return -1; }
+        gemv_tuning c[GEMV_MAX_INTERLEAVE];
+        for (int i = 0; i < GEMV_MAX_INTERLEAVE; i++) c[i] = (gemv_tuning){0, i + 1};
+        gemv_seconds(&m, c[0], 20);                              // warm the cache
+        tu->interleave = fastest(&m, c, GEMV_MAX_INTERLEAVE, 50, &s) + 1;
+        mat_free(&m);
+    }
+    mat m;
+    if (mat_alloc(&m, dram_bytes(), 4096)) { mat_free(&m); return -1; }
+    gemv_tuning c[NPF];
+    for (int i = 0; i < NPF; i++) c[i] = (gemv_tuning){PF[i], tu->interleave};
+    tu->pf = PF[fastest(&m, c, NPF, 1, &s)];
+    *gbps = gemv_packed_bytes(WTYPE_F16, m.k, m.n) / s / 1e9;
+    mat_free(&m);
+    return 0;
+}
+
+// The DRAM rate with tu now: one warm-up pass and the median of three.
+static double check_gbps(gemv_tuning tu) {
+    mat m;
+    if (mat_alloc(&m, dram_bytes(), 4096)) { mat_free(&m); return 0; }
+    double t[3];
+    gemv_seconds(&m, tu, 1);
+    for (int i = 0; i < 3; i++) t[i] = gemv_seconds(&m, tu, 1);
+    double g = gemv_packed_bytes(WTYPE_F16, m.k, m.n) / median(t, 3) / 1e9;
+    mat_free(&m);
+    return g;
+}
+
+// ---- cache file: one line per machine, "KEY pf interleave gbps checked" (unix seconds) ----
+
+static void default_cache_path(char *buf, size_t n) {
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg == '/') snprintf(buf, n, "%s/decode/tune", xdg);
+    else if (home && *home) snprintf(buf, n, "%s/.cache/decode/tune", home);
+    else buf[0] = 0;
+}
+
+static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, double *gbps, long long *checked) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[512], k[256];
+    int found = -1;
+    while (found && fgets(line, sizeof line, f)) {
+        gemv_tuning t;
+        double g;
+        long long c = 0;
+        if (sscanf(line, "%255s %d %d %lf %lld", k, &t.pf, &t.interleave, &g, &c) >= 4 && !strcmp(k, key) && g > 0)
+            *tu = t, *gbps = g, *checked = c, found = 0;
+    }
+    fclose(f);
+    return found;
+}
+
+static int mkdirs(char *path) {           // mkdir -p of path's directory
+    for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = 0;
+        int bad = mkdir(path, 0755) && errno != EEXIST;
+        *s = '/';
+        if (bad) return -1;
+    }
+    return 0;
+}
+
+// Rewrites the cache with key's line replaced: other lines kept, written to a temporary file
+// and renamed over the old one, so a concurrent reader sees either file whole.
+static int cache_store(const char *path, const char *key, gemv_tuning tu, double gbps) {
+    char tmp[4200], dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
+    if (mkdirs(dir)) return -1;
+    FILE *in = fopen(path, "r"), *out = fopen(tmp, "w");
+    if (!out) { if (in) fclose(in); return -1; }
+    char line[512], k[256];
+    while (in && fgets(line, sizeof line, in))
+        if (sscanf(line, "%255s", k) == 1 && strcmp(k, key) && strchr(line, '\n')) fputs(line, out);
+    if (in) fclose(in);
+    fprintf(out, "%s %d %d %.2f %lld\n", key, tu.pf, tu.interleave, gbps, (long long)time(NULL));
+    if (fclose(out) || rename(tmp, path)) { unlink(tmp); return -1; }
+    return 0;
+}
+
+tune_result tune_gemv(int mode, const char *cache_path) {
+    double t0 = monotonic_seconds();
+    tune_result r;
+    memset(&r, 0, sizeof r);
+    cpu_id c = cpu_ident();
+    snprintf(r.key, sizeof r.key, "%s-f%d-m%d-s%d-l1d%ldK-l2%ldK-l3%ldK-%s", c.vendor, c.family, c.model,
+             c.stepping, cache_kb(_SC_LEVEL1_DCACHE_SIZE), cache_kb(_SC_LEVEL2_CACHE_SIZE),
+             cache_kb(_SC_LEVEL3_CACHE_SIZE), gemv_isa());
+    char path[4096];
+    if (cache_path) snprintf(path, sizeof path, "%s", cache_path);
+    else default_cache_path(path, sizeof path);
+    r.tu = family_default(&c);
+    r.source = TUNE_DEFAULT;
+    if (mode == TUNE_OFF || gemv_isa_id() == GEMV_SCALAR) goto done;   // scalar has no choices
+    double cached_gbps;
+    gemv_tuning cached;
+    long long checked;
+    if (mode == TUNE_AUTO && path[0] && !cache_lookup(path, r.key, &cached, &cached_gbps, &checked)) {
+        long long age = (long long)time(NULL) - checked;
+        if (age >= 0 && age < RECHECK_S) {                      // checked recently: trust it
+            r.tu = cached, r.gbps = cached_gbps, r.source = TUNE_CACHED;
+            goto done;
+        }
+        double now = check_gbps(cached);
+        if (now > 0 && now >= cached_gbps * (1 - MOVED) && now <= cached_gbps * (1 + MOVED)) {
+            r.tu = cached, r.gbps = now, r.source = TUNE_CACHED;
+            cache_store(path, r.key, cached, cached_gbps);        // restamp; the rate stays the tuned one
+            goto done;
+        }
+        snprintf(r.note, sizeof r.note, "cached DRAM rate %.1f GB/s, now %.1f: measured again", cached_gbps, now);
+    }
+    gemv_tuning tu;
+    if (measure(&tu, &r.gbps)) {
+        snprintf(r.note, sizeof r.note, "out of memory measuring; defaults used");
+        goto done;
+    }
+    r.tu = tu, r.source = TUNE_MEASURED;
+    if (path[0] && cache_store(path, r.key, tu, r.gbps))
+        snprintf(r.note, sizeof r.note, "could not write the cache %.100s: %.40s", path, strerror(errno));
+done:
+    gemv_set_tuning(r.tu);
+    r.tu = gemv_get_tuning();
+    r.seconds = monotonic_seconds() - t0;
+    return r;
+}
+
+void tune_describe(const tune_result *r, char *buf, size_t n) {
+    static const char *const src[] = {"default", "cached", "measured"};
+    snprintf(buf, n, "gemv tuning: %s, prefetch %d B, interleave %d (%s in %.2f s, %.1f GB/s; key %s)%s%s",
+             gemv_isa(), r->tu.pf, r->tu.interleave, src[r->source], r->seconds, r->gbps, r->key,
+             r->note[0] ? "; " : "", r->note);
+}

@@ -1,0 +1,107 @@
+// decode-bench's interface (docs: DESIGN's decode-bench paragraph, kept in docs/runtime.md):
+// -o jsonl prints one compact object per test and nothing else on stdout, llama-bench's field
+// names, n_prompt 0 for generation tests and n_gen 0 for prompt tests, -p 0 / -n 0 drop a test,
+// -o json one array, csv and md a header and a row per test, --plot writes an SVG; bad usage
+// exits 2 and a missing model 1, each with one line on stderr.
+#include "tests/check.h"
+#include "tests/tool_util.h"
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *dir, *model;
+
+static tool_run bench(const char *const *extra) {
+    // a 16 MiB roofline keeps the test short (the default reads 1 GiB per thread count)
+    const char *argv[32] = {bin_path("decode-bench", 0), "-m", model, "-r", "2", "--roofline-mib", "16"};
+    int n = 7;
+    for (int i = 0; extra[i]; i++) argv[n++] = extra[i];
+    argv[n] = NULL;
+    tool_run r = {0};
+    run_read(argv, dir, &r);
+    return r;
+}
+
+static void check_object(const cJSON *o, int threads, int n_prompt, int n_gen) {
+    static const char *numbers[] = {"model_size", "n_threads", "n_prompt", "n_gen", "avg_ts", "stddev_ts",
+                                    "bytes_per_token", "gbps", "roofline_gbps", "pct_roofline", "sync_wait_pct", "split_k"};
+    CHECK(cJSON_IsString(cJSON_GetObjectItem(o, "model_filename")));
+    for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++)
+        CHECKF(cJSON_IsNumber(cJSON_GetObjectItem(o, numbers[i])), "field %s", numbers[i]);
+    CHECK(cJSON_GetObjectItem(o, "n_threads")->valueint == threads);
+    CHECK(cJSON_GetObjectItem(o, "n_prompt")->valueint == n_prompt);
+    CHECK(cJSON_GetObjectItem(o, "n_gen")->valueint == n_gen);
+    CHECK(cJSON_GetObjectItem(o, "avg_ts")->valuedouble > 0);
+    const cJSON *s = cJSON_GetObjectItem(o, "samples_ts");
+    CHECK(cJSON_IsArray(s) && cJSON_GetArraySize(s) == 2);
+    double sum = 0;
+    for (int i = 0; i < 2; i++) sum += cJSON_GetArrayItem(s, i)->valuedouble;
+    double avg = cJSON_GetObjectItem(o, "avg_ts")->valuedouble;
+    CHECKF(sum / 2 > avg * 0.999999 && sum / 2 < avg * 1.000001, "avg_ts %g is not the mean of samples_ts", avg);
+    CHECK(cJSON_GetObjectItem(o, "bytes_per_token")->valuedouble > 1e6);   // stories260K: 1.2 MB
+    CHECK(cJSON_GetObjectItem(o, "model_size")->valuedouble > 1e6);
+}
+
+int main(void) {
+    dir = scratch_dir();
+    model = path_join(SHARED_DIR, "testdata/models/stories260K.gguf");
+    int cases = 0;
+
+    tool_run r = bench((const char *[]){"-t", "1,2", "-p", "0,8", "-n", "8", "-o", "jsonl", NULL});
+    CHECKF(r.status == 0, "%s", r.err);
+    int lines = 0, want[4][3] = {{1, 8, 0}, {1, 0, 8}, {2, 8, 0}, {2, 0, 8}};
+    for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n"), lines++) {
+        CHECK(line[0] == '{' && !strchr(line, '\t'));
+        cJSON *o = cJSON_Parse(line);
+        CHECKF(o && lines < 4, "line %d: %s", lines, line);
+        check_object(o, want[lines][0], want[lines][1], want[lines][2]);
+        cJSON_Delete(o);
+        cases++;
+    }
+    CHECK(lines == 4);
+    tool_run_free(&r);
+
+    char *svg = path_join(dir, "plot.svg");
+    r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "8", "-o", "json", "--plot", svg, NULL});
+    CHECKF(r.status == 0, "%s", r.err);
+    cJSON *arr = cJSON_Parse(r.out);
+    CHECK(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 1);
+    check_object(cJSON_GetArrayItem(arr, 0), 1, 0, 8);
+    cJSON_Delete(arr);
+    size_t len;
+    char *s = must_read(svg, &len);
+    CHECK(strstr(s, "<svg") && strstr(s, "polyline") && strstr(s, "</svg>"));
+    free(s); free(svg);
+    tool_run_free(&r);
+    cases++;
+
+    r = bench((const char *[]){"-t", "1", "-p", "8", "-n", "0", "-o", "csv", NULL});
+    CHECKF(r.status == 0, "%s", r.err);
+    const char *head = "model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,";
+    CHECK(!strncmp(r.out, head, strlen(head)));
+    CHECK(strchr(r.out, '\n') && strchr(strchr(r.out, '\n') + 1, '\n') && !strchr(strchr(strchr(r.out, '\n') + 1, '\n') + 1, '\n'));
+    tool_run_free(&r);
+    r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "8", NULL});   // md by default
+    CHECK(r.status == 0 && !strncmp(r.out, "| model |", 9) && strstr(r.out, "| tg8 |"));
+    tool_run_free(&r);
+    cases += 2;
+
+    const char *const bad[][4] = {{"-o", "xml", NULL}, {"-t", "0", NULL}, {"-t", "1,x", NULL}, {"--frobnicate", "1", NULL}, {"-n", NULL}};
+    for (int i = 0; i < 5; i++) {
+        r = bench(bad[i]);
+        CHECKF(r.status == 2 && r.out_len == 0 && one_line_error(r.err, r.err_len, "decode-bench: ", NULL), "bad args %d: %s", i, r.err);
+        tool_run_free(&r);
+        cases++;
+    }
+    const char *missing[] = {bin_path("decode-bench", 0), "-m", "/nonexistent.gguf", "-t", "1", "-o", "jsonl", NULL};
+    run_read(missing, dir, &r);
+    CHECK(r.status == 1 && r.out_len == 0);
+    CHECK(strstr(r.err, "decode-bench: ") && strstr(r.err, "nonexistent"));
+    tool_run_free(&r);
+    cases++;
+    CHECK(cases == 13);
+    printf("decode-bench: %d interface cases\n", cases);
+    free(model);
+    CHECK(scratch_remove(dir) == 0);
+    return 0;
+}

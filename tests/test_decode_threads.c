@@ -1,0 +1,200 @@
+// The threaded decode step against itself. The logits must be byte-identical for every thread
+// count, NUMA topology (real and DECODE_FAKE_NUMA=2) and split-K setting: through the CLI
+// (--dump-logits, -t 1..4) on stories260K and on two gguf-synth models big enough to use four
+// threads; in-process on those and a qwen3 one (per-head Q/K norm, linear-scaled NeoX RoPE, in
+// each thread's own KV-head groups), with the thread thresholds off, so every thread gets a
+// share even of stories260K's tiny matrices. On the way: each thread's future-key stream equals the lines its
+// kernels then read and write (the trace hook), and on two pretend nodes every tile belongs to a
+// thread of the node it is meant for.
+#include "model/llama.h"
+#include "runtime/decoder.h"
+#include "tests/check.h"
+#include "tools/util.h"
+#include "tests/tool_util.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define N_TOK 10
+#define MAXT 8
+
+static char *dir;
+static int node_checks;       // matrices whose tile placement was checked on two pretend nodes
+static int split_runs;        // in-process runs in which some matrix was cut into segments
+
+// Runs decode with --dump-logits; returns the dump (malloc'ed) and its length.
+static char *dump(const char *model, const char *threads, const char *split, const char *fake, size_t *len) {
+    char *path = path_join(dir, "dump.bin");
+    if (fake) setenv("DECODE_FAKE_NUMA", fake, 1);
+    else unsetenv("DECODE_FAKE_NUMA");
+    const char *argv[] = {bin_path("decode", 0), "-m", model, "-p", "Once upon a time", "-n", "12",
+                          "--temp", "0", "--ignore-eos", "-t", threads, "--split-k", split,
+                          "--dump-logits", path, NULL};
+    char *out = path_join(dir, "out.txt"), *err = path_join(dir, "err.txt");
+    CHECKF(run_capture(argv, out, err) == 0, "%s", argv_text(argv));
+    unsetenv("DECODE_FAKE_NUMA");
+    char *d = must_read(path, len);
+    free(path); free(out); free(err);
+    return d;
+}
+
+static int cli_cases(const char *model) {
+    size_t ref_len, len;
+    char *ref = dump(model, "1", "off", NULL, &ref_len);
+    CHECK(ref_len > 0);
+    int cases = 0;
+    const char *threads[] = {"1", "2", "3", "4"}, *splits[] = {"off", "4"}, *fakes[] = {NULL, "2"};
+    for (int t = 0; t < 4; t++)
+        for (int s = 0; s < 2; s++)
+            for (int f = 0; f < 2; f++) {
+                char *d = dump(model, threads[t], splits[s], fakes[f], &len);
+                CHECKF(len == ref_len && !memcmp(d, ref, len), "%s: -t %s --split-k %s DECODE_FAKE_NUMA=%s differs from -t 1",
+                       model, threads[t], splits[s], fakes[f] ? fakes[f] : "unset");
+                free(d);
+                cases++;
+            }
+    free(ref);
+    return cases;
+}
+
+// ---- in-process: the key stream against the trace ----
+
+typedef struct { sched_key *k; size_t n, cap; } key_vec;
+static key_vec traced[MAXT];
+
+static void push(key_vec *v, sched_key k) {
+    if (v->n && sched_key_u64(v->k[v->n - 1]) == sched_key_u64(k)) return;
+    if (v->n == v->cap) {
+        v->cap = v->cap ? 2 * v->cap : 1024;
+        CHECK((v->k = realloc(v->k, v->cap * sizeof *v->k)));
+    }
+    v->k[v->n++] = k;
+}
+
+static void record(void *arg, int tid, int layer, int mat, int write, size_t lo, size_t hi) {
+    (void)arg;
+    CHECK(tid < MAXT && hi > lo);
+    for (size_t line = lo / SCHED_LINE; line <= (hi - 1) / SCHED_LINE; line++)
+        push(&traced[tid], (sched_key){(uint16_t)layer, (uint8_t)mat, (uint8_t)write, (uint32_t)line});
+}
+
+// The trace of one step, per (layer, matrix) its reads then its writes (a split task reads a
+// segment and writes its slot in turn; the stream lists a task's reads, then its writes).
+static void check_stream(const decoder *d, int tid) {
+    key_vec *v = &traced[tid], sorted = {0};
+    for (size_t i = 0; i < v->n;) {
+        size_t j = i;
+        while (j < v->n && v->k[j].layer == v->k[i].layer && v->k[j].mat == v->k[i].mat) j++;
+        for (int w = 0; w < 2; w++)
+            for (size_t a = i; a < j; a++)
+                if (v->k[a].write == w) push(&sorted, v->k[a]);
+        i = j;
+    }
+    sched_keys it;
+    sched_keys_begin(&it, &d->sched, tid);
+    sched_key k;
+    size_t n = 0;
+    while (sched_keys_next(&it, &k)) {
+        CHECKF(n < sorted.n, "thread %d: the stream has more keys than the step touched (%zu)", tid, sorted.n);
+        CHECKF(sched_key_u64(k) == sched_key_u64(sorted.k[n]), "thread %d key %zu: stream (%d %d %d %u) vs executed (%d %d %d %u)",
+               tid, n, k.layer, k.mat, k.write, k.line, sorted.k[n].layer, sorted.k[n].mat, sorted.k[n].write, sorted.k[n].line);
+        n++;
+    }
+    CHECKF(n == sorted.n, "thread %d: stream %zu keys, executed %zu", tid, n, sorted.n);
+    free(sorted.k);
+    v->n = 0;
+}
+
+static float *run_tokens(const llama_model *m, int T, int split, const char *fake, int thresholds, int check_keys) {
+    if (fake) setenv("DECODE_FAKE_NUMA", fake, 1);
+    else unsetenv("DECODE_FAKE_NUMA");
+    decoder d;
+    char err[GGUF_ERR_MAX];
+    decoder_opts o = decoder_default_opts(T);
+    o.split_k = split;
+    if (!thresholds) o.min_stage_bytes = o.min_step_bytes = 0;
+    CHECKF(decoder_init_opts(&d, m, 64, &o, err) == 0, "%s", err);
+    unsetenv("DECODE_FAKE_NUMA");
+    if (!thresholds) CHECK(pool_size(d.pool) == T);
+    int any_split = 0;
+    for (int mat = 0; mat < SCHED_N_MAT; mat++) any_split |= d.sched.split[mat];
+    CHECK(!any_split || split);
+    split_runs += any_split;
+    int nv = m->hp.n_vocab;
+    float *out = malloc(sizeof(float) * nv * N_TOK);
+    CHECK(out);
+    for (int i = 0; i < N_TOK; i++) {
+        d.trace = check_keys && i == 3 ? record : NULL;
+        memcpy(out + (size_t)i * nv, decoder_forward(&d, (int32_t)((i * 37 + 1) % nv), i), sizeof(float) * nv);
+        if (d.trace)
+            for (int t = 0; t < pool_size(d.pool); t++) check_stream(&d, t);
+    }
+    if (fake && !strcmp(fake, "2") && T == 4 && !thresholds) {
+        // threads 0-1 on pretend node 0, 2-3 on node 1; each tile's owner is on the tile's node
+        CHECK(d.sched.node[0] == 0 && d.sched.node[1] == 0 && d.sched.node[2] == 1 && d.sched.node[3] == 1);
+        for (int mat = 0; mat < SCHED_N_MAT; mat++) {    // tiles in order, node 0's first
+            size_t nt = sched_n_tiles(&d.sched, mat);
+            if (nt < 4 || d.sched.split[mat]) continue;
+            CHECKF(d.sched.node[d.sched.owner[mat][0]] == 0, "mat %d: tile 0 on thread %u", mat, d.sched.owner[mat][0]);
+            CHECKF(d.sched.node[d.sched.owner[mat][nt - 1]] == 1, "mat %d: last tile on thread %u", mat, d.sched.owner[mat][nt - 1]);
+            for (size_t t = 1; t < nt; t++) CHECK(d.sched.owner[mat][t] >= d.sched.owner[mat][t - 1]);
+            node_checks++;
+        }
+    }
+    decoder_free(&d);
+    return out;
+}
+
+static int api_cases(const char *path) {
+    llama_model m;
+    char err[GGUF_ERR_MAX];
+    CHECKF(llama_model_load(&m, path, err) == 0, "%s", err);
+    size_t bytes = sizeof(float) * m.hp.n_vocab * N_TOK;
+    float *ref = run_tokens(&m, 1, 0, NULL, 1, 1);
+    int cases = 0;
+    for (int T = 1; T <= 4; T++)
+        for (int split = 0; split <= 4; split += 4)
+            for (int f = 0; f < 2; f++)
+                for (int th = 0; th < 2; th++) {
+                    float *got = run_tokens(&m, T, split, f ? "2" : NULL, th, 1);
+                    CHECKF(!memcmp(got, ref, bytes), "%s: T=%d split=%d fake=%d thresholds=%d: logits differ", path, T, split, f, th);
+                    free(got);
+                    cases++;
+                }
+    free(ref);
+    llama_model_free(&m);
+    return cases;
+}
+
+// arch: NULL for llama, or qwen3 with head_dim 128 and linear RoPE scaling (per-head Q/K norms).
+static char *synth(const char *name, const char *embd, const char *head, const char *kv, const char *ff,
+                   const char *vocab, const char *dtype, const char *arch) {
+    char *model = path_join(dir, name);
+    const char *argv[] = {bin_path("gguf-synth", 0), model, "--n-embd", embd, "--n-layer", "2", "--n-head", head,
+                          "--n-kv-head", kv, "--n-ff", ff, "--n-vocab", vocab, "--ctx", "128", "--dtype", dtype,
+                          "--seed", "7", arch ? "--arch" : NULL, arch, "--head-dim", "128", "--rope-scaling",
+                          "linear", NULL};
+    char *out = path_join(dir, "out.txt");
+    CHECKF(run_capture(argv, out, out) == 0, "%s", argv_text(argv));
+    free(out);
+    return model;
+}
+
+int main(void) {
+    dir = scratch_dir();
+    char *stories = path_join(SHARED_DIR, "testdata/models/stories260K.gguf");
+    char *a = synth("a.gguf", "512", "8", "4", "1376", "2000", "f16", NULL);   // 4 threads at the default thresholds
+    char *b = synth("b.gguf", "384", "6", "2", "1000", "1500", "bf16", NULL);  // head_dim 64, 2 KV heads
+    char *c = synth("c.gguf", "512", "8", "4", "1376", "2000", "f16", "qwen3"); // Q/K norm, scaled NeoX RoPE
+    // Under sanitizers (SLOW) the CLI runs stories260K only; the in-process runs cover the rest.
+    int cli = cli_cases(stories), cli_models = 1;
+    if (SLOW == 1.0) cli += cli_cases(a) + cli_cases(b), cli_models = 3;
+    CHECK(cli == cli_models * 16);
+    int api = api_cases(stories) + api_cases(a) + api_cases(b) + api_cases(c);
+    CHECK(api == 4 * 32);
+    CHECKF(split_runs >= 4, "split-K ran in %d runs only", split_runs);
+    CHECK(node_checks >= 2 * 8);   // model a: every matrix, 2 split settings
+    printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K) byte-identical, key streams checked\n", cli, api, split_runs);
+    free(stories); free(a); free(b); free(c);
+    CHECK(scratch_remove(dir) == 0);
+    return 0;
+}

@@ -1,0 +1,92 @@
+// NUMA topology (platform/numa.h): discovery matches the affinity mask, DECODE_FAKE_NUMA splits
+// the CPUs into pretend nodes, placement keeps each node's threads together and on that node's
+// CPUs, malformed settings are refused, and on a machine with two real nodes a bound page lands
+// on its node (checked with move_pages; said and skipped where there is one node).
+#include "platform/numa.h"
+#include "tests/check.h"
+#include <numa.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+static int cpu_node(const topo *t, int cpu) {
+    for (int i = 0; i < t->n_cpus; i++)
+        if (t->cpu[i] == cpu) return t->node[i];
+    return -1;
+}
+
+// Placement invariants for every mode and thread count 1..2*CPUs+3.
+static int check_place(const topo *t) {
+    int cases = 0, cpu[64], node[64];
+    for (int m = TOPO_NUMA_OFF; m <= TOPO_NUMA_ISOLATE; m++)
+        for (int T = 1; T <= 2 * t->n_cpus + 3 && T <= 64; T++) {
+            topo_place(t, (topo_numa_mode)m, T, cpu, node);
+            for (int i = 0; i < T; i++) {
+                CHECK(node[i] >= 0 && node[i] < t->n_nodes);
+                CHECK(cpu_node(t, cpu[i]) >= 0);                  // an allowed CPU
+                if (m == TOPO_NUMA_OFF) CHECK(cpu[i] == t->cpu[i % t->n_cpus]);
+                if (m == TOPO_NUMA_DISTRIBUTE) {
+                    CHECK(node[i] == (int)((long)i * t->n_nodes / T));
+                    if (t->n_cpus >= t->n_nodes) CHECK(cpu_node(t, cpu[i]) == node[i]);
+                }
+                if (m == TOPO_NUMA_ISOLATE) CHECK(node[i] == node[0]);
+                if (i) CHECK(node[i] >= node[i - 1] || m == TOPO_NUMA_OFF);
+            }
+            cases++;
+        }
+    return cases;
+}
+
+int main(void) {
+    char err[256];
+    topo t;
+    cpu_set_t s;
+    CHECK(sched_getaffinity(0, sizeof s, &s) == 0);
+    unsetenv("DECODE_FAKE_NUMA");
+    CHECK(topo_discover(&t, err) == 0);
+    CHECK(t.n_cpus == CPU_COUNT(&s) && t.n_nodes >= 1 && !t.fake);
+    CHECK(t.physical_cores >= 1 && t.physical_cores <= t.n_cpus);
+    for (int i = 0; i < t.n_cpus; i++) CHECK(CPU_ISSET(t.cpu[i], &s));
+    CHECK(topo_default_mode(&t) == (t.n_nodes > 1 ? TOPO_NUMA_DISTRIBUTE : TOPO_NUMA_OFF));
+    int cases = check_place(&t);
+    printf("real topology: %d node(s), %d CPUs, %d physical cores, libnuma %s\n", t.n_nodes,
+           t.n_cpus, t.physical_cores, numa_available() < 0 ? "unavailable" : "available");
+    topo_free(&t);
+
+    for (int f = 1; f <= 4; f++) {
+        char v[8];
+        snprintf(v, sizeof v, "%d", f);
+        setenv("DECODE_FAKE_NUMA", v, 1);
+        CHECK(topo_discover(&t, err) == 0);
+        CHECK(t.fake && !t.bindable && t.n_nodes == f);
+        for (int i = 1; i < t.n_cpus; i++) CHECK(t.node[i] >= t.node[i - 1]);
+        CHECK(topo_default_mode(&t) == (f > 1 ? TOPO_NUMA_DISTRIBUTE : TOPO_NUMA_OFF));
+        int x = 0;
+        topo_bind(&t, &x, sizeof x, 1);           // fake nodes never bind: a no-op
+        CHECK(topo_node_of(&t, &x) == -1);
+        cases += check_place(&t);
+        topo_free(&t);
+    }
+    // Two pretend nodes, 4 threads: threads 0-1 on node 0, 2-3 on node 1.
+    setenv("DECODE_FAKE_NUMA", "2", 1);
+    CHECK(topo_discover(&t, err) == 0);
+    int cpu[4], node[4];
+    topo_place(&t, TOPO_NUMA_DISTRIBUTE, 4, cpu, node);
+    CHECK(node[0] == 0 && node[1] == 0 && node[2] == 1 && node[3] == 1);
+    topo_free(&t);
+
+    const char *bad[] = {"0", "x", "2x", "-1", "100000"};
+    for (int i = 0; i < 5; i++) {
+        setenv("DECODE_FAKE_NUMA", bad[i], 1);
+        err[0] = 0;
+        CHECK(topo_discover(&t, err) == -1);
+        CHECK(strstr(err, "DECODE_FAKE_NUMA") != NULL);
+        cases++;
+    }
+    unsetenv("DECODE_FAKE_NUMA");
+    CHECK(topo_parse_mode("off") == TOPO_NUMA_OFF && topo_parse_mode("distribute") == TOPO_NUMA_DISTRIBUTE &&
+          topo_parse_mode("isolate") == TOPO_NUMA_ISOLATE && topo_parse_mode("numactl") == -1);
+    printf("numa: %d placement cases checked\n", cases);
+    return 0;
+}

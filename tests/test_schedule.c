@@ -1,0 +1,162 @@
+// The static schedule (runtime/schedule.h) over a sweep of model shapes, thread counts, split-K
+// settings and stage thresholds: every tile segment computed exactly once, one owner per tile,
+// every KV-head group once, gate and up paired, whole-tile stages balanced to within one tile,
+// deterministic, narrow waits where the groups divide evenly, and the future-key stream equal to
+// the lines of the ranges in execution order.
+#include "runtime/schedule.h"
+#include "tests/check.h"
+#include <string.h>
+
+typedef struct { const char *name; int n_layer, n_head, n_head_kv, head_dim; size_t embd, ff, vocab, es; } shape;
+
+static sched_shape make(const shape *x) {
+    sched_shape s = {x->n_layer, x->n_head, x->n_head_kv, x->head_dim, {{0}}};
+    size_t q = (size_t)x->n_head * x->head_dim, kv = (size_t)x->n_head_kv * x->head_dim;
+    size_t k[SCHED_N_MAT] = {x->embd, x->embd, x->embd, q, x->embd, x->embd, x->ff, x->embd};
+    size_t n[SCHED_N_MAT] = {q, kv, kv, x->embd, x->ff, x->ff, x->embd, x->vocab};
+    for (int m = 0; m < SCHED_N_MAT; m++) s.mat[m] = (sched_mat){k[m], n[m], x->es};
+    return s;
+}
+
+// Every (tile, segment) of every matrix covered by exactly one thread; owners consistent.
+static void check_cover(const sched *s) {
+    for (int m = 0; m < SCHED_N_MAT; m++) {
+        size_t nt = sched_n_tiles(s, m);
+        uint32_t ns = sched_n_seg(s, m);
+        int *hits = calloc(nt * ns, sizeof *hits);
+        CHECK(hits);
+        for (int t = 0; t < s->n_threads; t++) {
+            const sched_range *r = &s->share[t].r[m];
+            CHECK(r->t0 <= r->t1 && r->t1 <= nt);
+            if (r->t0 == r->t1) continue;
+            CHECK(r->s0 < r->s1 && r->s1 <= ns);
+            CHECKF(r->s0 == 0 && r->s1 == ns ? 1 : r->t1 == r->t0 + 1, "split range spans tiles");
+            for (uint32_t i = r->t0; i < r->t1; i++)
+                for (uint32_t g = r->s0; g < r->s1; g++) hits[i * ns + g]++;
+            if (r->s0 == 0)
+                for (uint32_t i = r->t0; i < r->t1; i++) CHECK(s->owner[m][i] == (uint32_t)t);
+        }
+        for (size_t i = 0; i < nt * ns; i++) CHECKF(hits[i] == 1, "mat %d tile %zu seg %zu hit %d times", m, i / ns, i % ns, hits[i]);
+        free(hits);
+    }
+    int *g = calloc((size_t)s->shape.n_head_kv, sizeof *g);
+    for (int t = 0; t < s->n_threads; t++)
+        for (uint32_t i = s->share[t].g0; i < s->share[t].g1; i++) g[i]++;
+    for (int i = 0; i < s->shape.n_head_kv; i++) CHECK(g[i] == 1);
+    free(g);
+    for (int t = 0; t < s->n_threads; t++)
+        CHECK(!memcmp(&s->share[t].r[SCHED_GATE], &s->share[t].r[SCHED_UP], sizeof(sched_range)));
+}
+
+// Whole-tile stages: the busiest and idlest participating threads differ by at most one unit.
+static void check_balance(const sched *s, int m, int units) {
+    if (s->split[m]) return;
+    size_t mx = 0, mn = SIZE_MAX;
+    for (int t = 0; t < s->n_threads; t++) {
+        size_t n = s->share[t].r[m].t1 - s->share[t].r[m].t0;
+        if (!n) continue;
+        if (n > mx) mx = n;
+        if (n < mn) mn = n;
+    }
+    CHECKF(mx - mn <= (size_t)units, "mat %d: %zu vs %zu tiles", m, mx, mn);
+}
+
+// The key stream is the ranges' lines in execution order, no line repeated back to back.
+static void check_keys(const sched *s, int t) {
+    sched_keys it;
+    sched_keys_begin(&it, s, t);
+    sched_key k;
+    int have = sched_keys_next(&it, &k);
+    for (int l = 0; l <= s->shape.n_layer; l++)
+        for (int m = l < s->shape.n_layer ? 0 : SCHED_OUT; m < (l < s->shape.n_layer ? SCHED_OUT : SCHED_N_MAT); m++)
+            for (int w = 0; w < 2; w++) {
+                size_t lo, hi;
+                sched_bytes(s, t, m, w, &lo, &hi);
+                for (size_t line = lo / SCHED_LINE; hi > lo && line <= (hi - 1) / SCHED_LINE; line++) {
+                    CHECKF(have, "stream ended early at layer %d mat %d", l, m);
+                    CHECKF(k.layer == l && k.mat == m && k.write == w && k.line == line,
+                           "key (%d %d %d %u) expected (%d %d %d %zu)", k.layer, k.mat, k.write, k.line, l, m, w, line);
+                    have = sched_keys_next(&it, &k);
+                }
+            }
+    CHECK(!have);
+    CHECK(!sched_keys_next(&it, &k));
+}
+
+int main(void) {
+    const shape shapes[] = {
+        {"tinyllama", 22, 32, 4, 64, 2048, 5632, 32000, 2},
+        {"stories260K", 5, 8, 4, 8, 64, 172, 512, 4},
+        {"stories15M", 6, 6, 6, 48, 288, 768, 32000, 2},
+        {"odd", 2, 6, 2, 40, 200, 333, 1000, 4},
+        {"qwen-ish", 3, 14, 2, 64, 896, 4864, 1500, 2},
+    };
+    const size_t mins[] = {0, 1 << 16};
+    int cases = 0;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+        for (int T = 1; T <= 9; T++)
+            for (int split = 0; split <= 4; split += 2)
+                for (size_t mi = 0; mi < 2; mi++) {
+                    sched_shape sh = make(&shapes[si]);
+                    sched_opts o = {T, NULL, split, mins[mi]};
+                    sched a, b;
+                    CHECK(sched_build(&a, &sh, &o) == 0);
+                    CHECK(sched_build(&b, &sh, &o) == 0);
+                    for (int t = 0; t < T; t++) CHECK(!memcmp(&a.share[t], &b.share[t], sizeof a.share[t]));
+                    check_cover(&a);
+                    check_balance(&a, SCHED_WO, 1);
+                    check_balance(&a, SCHED_DOWN, 1);
+                    check_balance(&a, SCHED_OUT, 1);
+                    check_balance(&a, SCHED_GATE, 1);
+                    for (int t = 0; t < T; t++) check_keys(&a, t);
+                    sched_free(&a); sched_free(&b);
+                    cases++;
+                }
+    CHECK(cases == 5 * 9 * 3 * 2);
+
+    // TinyLlama shape at 2 and 4 threads: each thread computes the Q/K/V tiles of its own
+    // groups, so attention waits for nobody; wo waits for every other attention thread.
+    for (int T = 2; T <= 4; T += 2) {
+        sched_shape sh = make(&shapes[0]);
+        sched s;
+        CHECK(sched_build(&s, &sh, &(sched_opts){T, NULL, 0, 0}) == 0);
+        for (int t = 0; t < T; t++) {
+            CHECKF(s.dep_off[t][SCHED_ATTN] == s.dep_off[t][SCHED_ATTN + 1], "T=%d thread %d waits before attention", T, t);
+            CHECKF(s.dep_off[t][SCHED_WO_PART + 1] - s.dep_off[t][SCHED_WO_PART] == (uint32_t)(T - 1), "%u", s.dep_off[t][SCHED_WO_PART + 1] - s.dep_off[t][SCHED_WO_PART]);
+            CHECK(s.share[t].g1 - s.share[t].g0 == (uint32_t)(4 / T));
+            CHECK(s.share[t].r[SCHED_WK].t1 - s.share[t].r[SCHED_WK].t0 == (uint32_t)(4 / T));
+        }
+        char *text = NULL; size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        sched_print(&s, f);
+        fclose(f);
+        CHECK(strstr(text, "thread 1 (node 0)") && strstr(text, "attn groups 0-"));
+        if (T == 2) printf("%s", text);
+        free(text);
+        sched_free(&s);
+    }
+    // A threshold that leaves a small model on one thread: nothing waits at all.
+    {
+        sched_shape sh = make(&shapes[1]);
+        sched s;
+        CHECK(sched_build(&s, &sh, &(sched_opts){2, NULL, 0, 1 << 20}) == 0);
+        CHECK(s.dep_off[0][SCHED_N_STEP + 3] == 0 && s.dep_off[1][SCHED_N_STEP + 3] == 0);
+        for (int m = 0; m < SCHED_N_MAT; m++) CHECK(s.share[1].r[m].t0 == s.share[1].r[m].t1);
+        sched_free(&s);
+    }
+    // Forced split-K on the TinyLlama shape at 8 threads: K and V (4 tiles) are cut in segments.
+    {
+        sched_shape sh = make(&shapes[0]);
+        sched s;
+        CHECK(sched_build(&s, &sh, &(sched_opts){8, NULL, 4, 0}) == 0);
+        CHECK(s.split[SCHED_WK] && s.split[SCHED_WV] && !s.split[SCHED_WQ] && !s.split[SCHED_OUT]);
+        CHECK(s.share[1].r[SCHED_WK].s0 == 4 && s.share[1].r[SCHED_WK].s1 == 8);   // 2 chunks of 8 segments
+        sched_free(&s);
+    }
+    sched_shape bad = make(&shapes[0]);
+    bad.n_head = 30;
+    sched s;
+    CHECK(sched_build(&s, &bad, &(sched_opts){2, NULL, 0, 0}) == -1);
+    printf("schedule: %d configurations checked\n", cases);
+    return 0;
+}

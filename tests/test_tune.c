@@ -1,0 +1,93 @@
+// The GEMV tuner (runtime/tune.h) with a cache file in a scratch directory: force measures and
+// writes one line for this machine's key with values from the candidate sets; a second run
+// reuses it without measuring (checked moments ago); an entry checked long ago whose stored rate
+// is far off is measured again and replaced; other machines' lines are kept;
+// off takes the family default and leaves the file alone; an unwritable cache is reported, not
+// fatal; DECODE_TUNE parsing.
+#include "runtime/tune.h"
+#include "tests/check.h"
+#include "tests/tool_util.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int valid(gemv_tuning t) {
+    int pf_ok = t.pf == 0 || t.pf == 1024 || t.pf == 2048 || t.pf == 4096 || t.pf == 8192;
+    return pf_ok && t.interleave >= 1 && t.interleave <= GEMV_MAX_INTERLEAVE;
+}
+
+// Lines in path that start with key; *pf/*nt from the last one.
+static int lines_with(const char *path, const char *key, int *pf, int *nt) {
+    size_t len;
+    char *s = must_read(path, &len), *save = NULL;
+    int n = 0;
+    for (char *l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+        if (!strncmp(l, key, strlen(key)) && l[strlen(key)] == ' ') n++, sscanf(l + strlen(key), "%d %d", pf, nt);
+    free(s);
+    return n;
+}
+
+int main(void) {
+    char *dir = scratch_dir(), *path = path_join(dir, "sub/tune");
+    CHECK(dir && path);
+    int checks = 0, pf, nt;
+    tune_result r = tune_gemv(TUNE_FORCE, path);
+    CHECKF(r.source == TUNE_MEASURED || gemv_isa_id() == GEMV_SCALAR, "force did not measure: %s", r.note);
+    if (r.source == TUNE_MEASURED) {
+        CHECKF(valid(r.tu) && r.gbps > 0, "pf %d interleave %d gbps %.1f", r.tu.pf, r.tu.interleave, r.gbps);
+        CHECK(gemv_get_tuning().pf == r.tu.pf && gemv_get_tuning().interleave == r.tu.interleave);
+        CHECK(lines_with(path, r.key, &pf, &nt) == 1 && pf == r.tu.pf && nt == r.tu.interleave);
+        CHECK(r.note[0] == 0 && strlen(r.key) > 10);
+        if (gemv_isa_id() == GEMV_AVX2) CHECK(r.tu.interleave == 1);
+        // reused: checked moments ago, so not even the rate is measured
+        tune_result c = tune_gemv(TUNE_AUTO, path);
+        CHECKF(c.source == TUNE_CACHED && c.tu.pf == r.tu.pf && c.tu.interleave == r.tu.interleave &&
+               fabs(c.gbps - r.gbps) < 0.006, "auto after force: source %d note '%s'", c.source, c.note);
+        // a stale entry (rate 1000x off) beside another machine's and a garbage line
+        FILE *f = fopen(path, "w");
+        CHECK(f);
+        fprintf(f, "other-machine 512 3 12.50\ngarbage\n%s 0 4 99999.00\n", r.key);
+        CHECK(fclose(f) == 0);
+        tune_result s = tune_gemv(TUNE_AUTO, path);
+        CHECKF(s.source == TUNE_MEASURED && strstr(s.note, "measured again"), "stale entry: %d '%s'", s.source, s.note);
+        CHECK(lines_with(path, r.key, &pf, &nt) == 1 && pf == s.tu.pf && nt == s.tu.interleave);
+        CHECK(lines_with(path, "other-machine", &pf, &nt) == 1 && pf == 512 && nt == 3);
+        CHECK(lines_with(path, "garbage", &pf, &nt) == 0);  // a line without values is not a key
+        checks += 9;
+    }
+    // off: the family default, no measurement, the file untouched
+    size_t before_len, after_len;
+    char *before = read_all(path, &before_len);
+    tune_result o = tune_gemv(TUNE_OFF, path);
+    CHECK(o.source == TUNE_DEFAULT && valid(o.tu) && o.gbps == 0);
+    char *after = read_all(path, &after_len);
+    CHECK((!before && !after) || (before && after && before_len == after_len && !memcmp(before, after, after_len)));
+    free(before), free(after);
+    // a cache that cannot be written: measured, with a note
+    if (gemv_isa_id() != GEMV_SCALAR) {
+        tune_result u = tune_gemv(TUNE_FORCE, "/proc/decode-no-such-dir/tune");
+        CHECKF(u.source == TUNE_MEASURED && strstr(u.note, "could not write"), "unwritable: '%s'", u.note);
+        checks++;
+    }
+    // no cache at all ("")
+    tune_result n = tune_gemv(TUNE_OFF, "");
+    CHECK(n.source == TUNE_DEFAULT);
+    char line[512];
+    tune_describe(&o, line, sizeof line);
+    CHECK(strstr(line, "default") && strstr(line, "prefetch"));
+    // DECODE_TUNE
+    const char *vals[] = {NULL, "", "off", "force", "on"};
+    const int want[] = {TUNE_AUTO, TUNE_AUTO, TUNE_OFF, TUNE_FORCE, -1};
+    for (int i = 0; i < 5; i++) {
+        if (vals[i]) setenv("DECODE_TUNE", vals[i], 1);
+        else unsetenv("DECODE_TUNE");
+        CHECKF(tune_mode_from_env() == want[i], "DECODE_TUNE=%s", vals[i] ? vals[i] : "(unset)");
+    }
+    checks += 8;
+    printf("tune: %d checks; %s\n", checks, line);
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 8 : 18));
+    free(path);
+    scratch_remove(dir);
+    return 0;
+}

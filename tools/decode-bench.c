@@ -1,0 +1,335 @@
+// decode-bench: tokens per second of decode per model and thread count, in llama-bench's manner.
+// For every model, thread count and test (pp: a prompt of n_prompt tokens evaluated from an
+// empty context; tg: n_gen greedy tokens from an empty context), one warmup run, then -r timed
+// repetitions; reported are the mean and standard deviation of tok/s, beside the bytes a step
+// streams (packed weights plus the KV cache it reads), the effective GB/s, the read roofline
+// measured in the same run on the same threads (1 GiB, runtime/membw), and the share of the
+// threads' step time spent waiting at sync points. stdout holds only the table (-o md|csv|json|
+// jsonl); progress goes to stderr. --plot FILE.svg draws tg tok/s against threads, with the
+// roofline limit (roofline / bytes per token) as a dashed line.
+#include "runtime/membw.h"
+#include "model/llama.h"
+#include "platform/numa.h"
+#include "runtime/decoder.h"
+#include "tools/util.h"
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAXV 32                   // values per list option
+
+typedef struct {
+    char *model_list;             // the -m value, split in place into models
+    char *models[MAXV]; int n_models;
+    int threads[MAXV], n_threads;
+    int prompts[MAXV], n_prompts;
+    int gens[MAXV], n_gens;
+    int reps, numa, split_k;
+    int roofline_mib;             // bytes the roofline pass reads, MiB; 0: no roofline
+    const char *fmt, *plot;
+} options;
+
+typedef struct {                  // one test's result
+    const char *model;
+    size_t model_size;            // bytes of the file
+    size_t n_params;
+    int n_threads, n_prompt, n_gen;
+    double avg_ts, stddev_ts, samples[MAXV * 4];
+    int n_samples;
+    double bytes_per_token, gbps, roofline_gbps, pct_roofline, sync_wait_pct;
+} result;
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "usage: decode-bench -m MODEL[,MODEL] [options]\n"
+        "  -m, --model LIST     GGUF models (comma-separated)\n"
+        "  -t, --threads LIST   thread counts (default: physical cores)\n"
+        "  -p, --n-prompt LIST  prompt tests of N tokens; 0 = none (default 512)\n"
+        "  -n, --n-gen LIST     generation tests of N tokens; 0 = none (default 128)\n"
+        "  -r, --repetitions N  timed repetitions per test after one warmup (default 5)\n"
+        "  -o, --output FMT     md (default), csv, json, jsonl\n"
+        "      --numa MODE      off, distribute, isolate (default: distribute on several nodes)\n"
+        "      --split-k N      off or N >= 2 segment ranges per split matrix (default off)\n"
+        "      --plot FILE.svg  tg tok/s against threads with the roofline limit\n"
+        "      --roofline-mib N read roofline buffer in MiB; 0 = none (default 1024)\n"
+        "stdout: the table only; stderr: progress\n");
+}
+
+static int parse_list(const char *s, int *out, int lo, int hi) {
+    int n = util_parse_ints(s, out, MAXV, lo, hi);
+    return n;
+}
+
+static int parse_args(int argc, char **argv, options *o) {
+    memset(o, 0, sizeof *o);
+    o->reps = 5, o->fmt = "md", o->numa = -1, o->roofline_mib = 1024;
+    o->prompts[0] = 512, o->n_prompts = 1, o->gens[0] = 128, o->n_gens = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
+        if (i + 1 >= argc) { fprintf(stderr, "decode-bench: %s needs a value (see --help)\n", a); return 2; }
+        const char *v = argv[++i];
+        int bad = 0;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            free(o->model_list);
+            char *s = o->model_list = strdup(v);
+            o->n_models = 0;
+            for (char *tok = s ? strtok(s, ",") : NULL; tok && o->n_models < MAXV; tok = strtok(NULL, ","))
+                o->models[o->n_models++] = tok;
+            bad = o->n_models == 0;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) bad = (o->n_threads = parse_list(v, o->threads, 1, 4096)) < 0;
+        else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) bad = (o->n_prompts = parse_list(v, o->prompts, 0, 1 << 20)) < 0;
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) bad = (o->n_gens = parse_list(v, o->gens, 0, 1 << 20)) < 0;
+        else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) { int r[1]; bad = parse_list(v, r, 1, 1000) != 1; o->reps = r[0]; }
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            o->fmt = v;
+            bad = strcmp(v, "md") && strcmp(v, "csv") && strcmp(v, "json") && strcmp(v, "jsonl");
+        } else if (!strcmp(a, "--numa")) bad = (o->numa = topo_parse_mode(v)) < 0;
+        else if (!strcmp(a, "--split-k")) {
+            int k[1];
+            if (!strcmp(v, "off")) o->split_k = 0;
+            else { bad = parse_list(v, k, 2, 1 << 16) != 1; o->split_k = k[0]; }
+        } else if (!strcmp(a, "--plot")) o->plot = v;
+        else if (!strcmp(a, "--roofline-mib")) { int r[1]; bad = parse_list(v, r, 0, 1 << 20) != 1; o->roofline_mib = r[0]; }
+        else { fprintf(stderr, "decode-bench: unknown option '%s' (see --help)\n", a); return 2; }
+        if (bad) { fprintf(stderr, "decode-bench: bad value '%s' for %s (see --help)\n", v, a); return 2; }
+    }
+    if (!o->n_models) { fprintf(stderr, "decode-bench: missing -m MODEL (see --help)\n"); return 2; }
+    if (!o->n_threads) {
+        topo t; char err[256];
+        o->threads[0] = topo_discover(&t, err) ? 1 : t.physical_cores;
+        o->n_threads = 1;
+        topo_free(&t);
+    }
+    return 0;
+}
+
+// Seconds to evaluate n tokens from position 0: prompt tokens in order (tg = 0) or greedy
+// generation feeding back each argmax (tg = 1).
+static double run_test(decoder *d, int n, int tg) {
+    int vocab = d->hp.n_vocab;
+    int32_t tok = 1 % vocab;
+    double t0 = util_now();
+    for (int i = 0; i < n; i++) {
+        float *logits = decoder_forward(d, tok, i);
+        if (tg) {
+            int best = 0;
+            for (int j = 1; j < vocab; j++) best = logits[j] > logits[best] ? j : best;
+            tok = best;
+        } else tok = (int32_t)((i * 7919u + 13) % (unsigned)vocab);
+    }
+    return util_now() - t0;
+}
+
+// Median GB/s of 7 passes over `mib` MiB, every thread reading its share (first touched by it).
+static double roofline_gbps(int n_threads, int mib) {
+    size_t bytes = (size_t)mib << 20;
+    pool *pl = mib ? pool_create(n_threads) : NULL;
+    char *buf = pl ? aligned_alloc(4096, bytes) : NULL;
+    if (!buf) { pool_destroy(pl); return 0; }
+    memset(buf, 1, bytes);
+    double s[7];
+    membw_pass_seconds(pl, buf, bytes, 4096, 1);                // warm
+    for (int i = 0; i < 7; i++) s[i] = membw_pass_seconds(pl, buf, bytes, 4096, 1);
+    free(buf);
+    pool_destroy(pl);
+    return (double)bytes / util_median(s, 7) / 1e9;
+}
+
+static void stats(result *r) {
+    double sum = 0, sq = 0;
+    for (int i = 0; i < r->n_samples; i++) sum += r->samples[i];
+    r->avg_ts = sum / r->n_samples;
+    for (int i = 0; i < r->n_samples; i++) sq += (r->samples[i] - r->avg_ts) * (r->samples[i] - r->avg_ts);
+    r->stddev_ts = r->n_samples > 1 ? sqrt(sq / (r->n_samples - 1)) : 0;
+}
+
+// One test on a loaded decoder: warmup, repetitions, derived figures.
+static void bench_test(decoder *d, const options *o, int n, int tg, double roof, result *r) {
+    run_test(d, n < 16 ? n : 16, tg);                          // warmup
+    decoder_stats_reset(d);
+    for (int i = 0; i < o->reps; i++) {
+        double s = run_test(d, n, tg);
+        r->samples[r->n_samples++] = n / s;
+        fprintf(stderr, "decode-bench: %s t=%d %s%d rep %d/%d: %.2f tok/s\n", r->model, r->n_threads,
+                tg ? "tg" : "pp", n, i + 1, o->reps, n / s);
+    }
+    stats(r);
+    double bytes = 0;
+    for (int p = 0; p < n; p++) bytes += (double)decoder_bytes_per_token(d, p);
+    r->bytes_per_token = bytes / n;
+    r->gbps = r->avg_ts * r->bytes_per_token / 1e9;
+    r->roofline_gbps = roof;
+    r->pct_roofline = roof > 0 ? 100 * r->gbps / roof : 0;
+    decoder_stats st;
+    decoder_stats_get(d, &st);
+    r->sync_wait_pct = st.busy_s > 0 ? 100 * st.wait_s / st.busy_s : 0;
+}
+
+static cJSON *to_json(const result *r, const options *o) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "model_filename", r->model);
+    cJSON_AddNumberToObject(j, "model_size", (double)r->model_size);
+    cJSON_AddNumberToObject(j, "model_n_params", (double)r->n_params);
+    cJSON_AddNumberToObject(j, "n_threads", r->n_threads);
+    cJSON_AddNumberToObject(j, "n_prompt", r->n_prompt);
+    cJSON_AddNumberToObject(j, "n_gen", r->n_gen);
+    cJSON_AddNumberToObject(j, "avg_ts", r->avg_ts);
+    cJSON_AddNumberToObject(j, "stddev_ts", r->stddev_ts);
+    cJSON_AddItemToObject(j, "samples_ts", cJSON_CreateDoubleArray(r->samples, r->n_samples));
+    cJSON_AddStringToObject(j, "numa", o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa));
+    cJSON_AddNumberToObject(j, "split_k", o->split_k);
+    cJSON_AddNumberToObject(j, "bytes_per_token", r->bytes_per_token);
+    cJSON_AddNumberToObject(j, "gbps", r->gbps);
+    cJSON_AddNumberToObject(j, "roofline_gbps", r->roofline_gbps);
+    cJSON_AddNumberToObject(j, "pct_roofline", r->pct_roofline);
+    cJSON_AddNumberToObject(j, "sync_wait_pct", r->sync_wait_pct);
+    return j;
+}
+
+static const char *base(const char *p) { const char *s = strrchr(p, '/'); return s ? s + 1 : p; }
+
+static void print_results(const result *rs, int n, const options *o) {
+    if (!strcmp(o->fmt, "json") || !strcmp(o->fmt, "jsonl")) {
+        cJSON *arr = cJSON_CreateArray();
+        for (int i = 0; i < n; i++) {
+            cJSON *j = to_json(&rs[i], o);
+            if (!strcmp(o->fmt, "jsonl")) {
+                char *s = cJSON_PrintUnformatted(j);
+                printf("%s\n", s);
+                free(s);
+                cJSON_Delete(j);
+            } else cJSON_AddItemToArray(arr, j);
+        }
+        if (!strcmp(o->fmt, "json")) { char *s = cJSON_Print(arr); printf("%s\n", s); free(s); }
+        cJSON_Delete(arr);
+        return;
+    }
+    if (!strcmp(o->fmt, "csv")) {
+        printf("model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,numa,split_k,"
+               "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct\n");
+        for (int i = 0; i < n; i++) {
+            const result *r = &rs[i];
+            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%.0f,%.3f,%.3f,%.2f,%.3f\n", r->model, r->model_size,
+                   r->n_threads, r->n_prompt, r->n_gen, r->avg_ts, r->stddev_ts,
+                   o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa), o->split_k,
+                   r->bytes_per_token, r->gbps, r->roofline_gbps, r->pct_roofline, r->sync_wait_pct);
+        }
+        return;
+    }
+    printf("| model | size | threads | test | t/s | MB/token | GB/s | roofline GB/s | %% roofline | sync wait %% |\n");
+    printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    for (int i = 0; i < n; i++) {
+        const result *r = &rs[i];
+        printf("| %s | %.2f MiB | %d | %s%d | %.2f ± %.2f | %.2f | %.2f | %.2f | %.1f | %.2f |\n",
+               base(r->model), r->model_size / 1048576.0, r->n_threads, r->n_gen ? "tg" : "pp",
+               r->n_gen ? r->n_gen : r->n_prompt, r->avg_ts, r->stddev_ts, r->bytes_per_token / 1e6,
+               r->gbps, r->roofline_gbps, r->pct_roofline, r->sync_wait_pct);
+    }
+}
+
+// SVG of tg tok/s against threads, one solid line per model and its roofline limit dashed.
+static int write_plot(const char *path, const result *rs, int n) {
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    const int W = 640, H = 400, L = 70, R = 20, T = 30, B = 50;
+    double ymax = 0; int tmax = 1;
+    for (int i = 0; i < n; i++) {
+        if (!rs[i].n_gen) continue;
+        double lim = rs[i].roofline_gbps * 1e9 / rs[i].bytes_per_token;
+        if (rs[i].avg_ts > ymax) ymax = rs[i].avg_ts;
+        if (lim > ymax) ymax = lim;
+        if (rs[i].n_threads > tmax) tmax = rs[i].n_threads;
+    }
+    if (ymax <= 0) ymax = 1;
+    ymax *= 1.1;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", L, H - B, W - R, H - B);
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", L, T, L, H - B);
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">threads</text>\n", (L + W - R) / 2, H - 10);
+    fprintf(f, "<text x=\"15\" y=\"%d\" transform=\"rotate(-90 15 %d)\" text-anchor=\"middle\">tg tok/s</text>\n", (T + H - B) / 2, (T + H - B) / 2);
+#define X(t) (L + (double)((t) - 1) * (W - L - R) / (tmax > 1 ? tmax - 1 : 1))
+#define Y(v) (H - B - (v) / ymax * (H - T - B))
+    for (int t = 1; t <= tmax; t++)
+        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n", X(t), H - B + 16, t);
+    for (int k = 0; k <= 4; k++)
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", L - 4, Y(ymax * k / 4) + 4, ymax * k / 4);
+    static const char *colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"};
+    int series = 0;
+    for (int i = 0; i < n; i++) {                 // each (model, n_gen) once, its points in order
+        if (!rs[i].n_gen) continue;
+        int first = 1;
+        for (int j = 0; j < i; j++) first &= !(rs[j].n_gen == rs[i].n_gen && !strcmp(rs[j].model, rs[i].model));
+        if (!first) continue;
+        const char *c = colors[series % 5];
+        for (int dashed = 0; dashed < 2; dashed++) {
+            fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"", c,
+                    dashed ? " stroke-dasharray=\"6 4\"" : "");
+            for (int j = i; j < n; j++)
+                if (rs[j].n_gen == rs[i].n_gen && !strcmp(rs[j].model, rs[i].model)) {
+                    double v = dashed ? rs[j].roofline_gbps * 1e9 / rs[j].bytes_per_token : rs[j].avg_ts;
+                    fprintf(f, "%.1f,%.1f ", X(rs[j].n_threads), Y(v));
+                }
+            fprintf(f, "\"/>\n");
+        }
+        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s tg%d (dashed: roofline / bytes per token)</text>\n",
+                L + 10, T + 14 * (series + 1), c, base(rs[i].model), rs[i].n_gen);
+        series++;
+    }
+#undef X
+#undef Y
+    fprintf(f, "</svg>\n");
+    return fclose(f) ? -1 : 0;
+}
+
+int main(int argc, char **argv) {
+    options o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+    result *rs = calloc((size_t)o.n_models * o.n_threads * (o.n_prompts + o.n_gens), sizeof *rs);
+    double *roof = calloc((size_t)o.n_threads, sizeof *roof);
+    if (!rs || !roof) { fprintf(stderr, "decode-bench: out of memory\n"); free(rs); free(roof); free(o.model_list); return 1; }
+    for (int ti = 0; ti < o.n_threads; ti++) {
+        if (o.roofline_mib) fprintf(stderr, "decode-bench: read roofline at %d thread(s)...\n", o.threads[ti]);
+        roof[ti] = roofline_gbps(o.threads[ti], o.roofline_mib);
+    }
+    int n = 0, status = 0;
+    for (int mi = 0; mi < o.n_models && !status; mi++) {
+        llama_model m;
+        char err[GGUF_ERR_MAX];
+        if (llama_model_load(&m, o.models[mi], err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; break; }
+        int max_len = 1;
+        for (int i = 0; i < o.n_prompts; i++) max_len = o.prompts[i] > max_len ? o.prompts[i] : max_len;
+        for (int i = 0; i < o.n_gens; i++) max_len = o.gens[i] > max_len ? o.gens[i] : max_len;
+        if (decoder_check_ctx(&m, max_len, err)) { fprintf(stderr, "decode-bench: %s\n", err); llama_model_free(&m); status = 1; break; }
+        for (int ti = 0; ti < o.n_threads && !status; ti++) {
+            decoder d;
+            decoder_opts dopt = decoder_default_opts(o.threads[ti]);
+            dopt.numa = o.numa, dopt.split_k = o.split_k;
+            fprintf(stderr, "decode-bench: %s: packing for %d thread(s)\n", o.models[mi], o.threads[ti]);
+            if (decoder_init_opts(&d, &m, max_len, &dopt, err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; break; }
+            for (int k = 0; k < o.n_prompts + o.n_gens; k++) {
+                int tg = k >= o.n_prompts, len = tg ? o.gens[k - o.n_prompts] : o.prompts[k];
+                if (len == 0) continue;
+                result *r = &rs[n++];
+                r->model = o.models[mi], r->model_size = m.f.size, r->n_threads = o.threads[ti];
+                r->n_prompt = tg ? 0 : len, r->n_gen = tg ? len : 0;
+                r->n_params = decoder_n_params(&d);
+                bench_test(&d, &o, len, tg, roof[ti], r);
+            }
+            decoder_free(&d);
+        }
+        llama_model_free(&m);
+    }
+    if (!status) print_results(rs, n, &o);
+    if (!status && o.plot && write_plot(o.plot, rs, n)) {
+        fprintf(stderr, "decode-bench: cannot write %s\n", o.plot);
+        status = 1;
+    }
+    free(rs); free(roof); free(o.model_list);
+    return status;
+}
