@@ -1,6 +1,7 @@
-// Forward pass of llama for one token, llama2.c-style, run by every thread over its own share of
-// the schedule (runtime/schedule.h): the same top-to-bottom pass, with a wait before each step
-// for the threads that produce what it reads and a publish after it. One pool job per token.
+// Forward pass of llama, qwen2 and qwen3 for one token, llama2.c-style, run by every thread over
+// its own share of the schedule (runtime/schedule.h): the same top-to-bottom pass, with a wait
+// before each step for the threads that produce what it reads and a publish after it. One pool
+// job per token.
 #include "runtime/decoder.h"
 #include "kernels/gemv.h"
 #include "kernels/ops.h"
@@ -184,6 +185,16 @@ static void publish(decoder *d, const thread_ctx *c, int layer, int step) {
     progress_publish(d->progress, c->tid, step_number(d, layer, step));
 }
 
+// Per-head RMSNorm (qwen3's q_norm/k_norm, before RoPE as llama.cpp does; norm NULL: none),
+// then RoPE with the model's pairing and scaling, on n_heads heads of v.
+static void norm_rope(const decoder *d, float *v, int n_heads, const float *norm, int pos) {
+    const llama_hparams *h = &d->hp;
+    for (int i = 0; norm && i < n_heads; i++)
+        rmsnorm(v + (size_t)i * h->head_dim, v + (size_t)i * h->head_dim, norm, h->head_dim, h->rms_eps);
+    rope_scaled(v, n_heads, h->head_dim, h->n_rot, pos, h->rope_base, h->rope_neox, h->rope_freq_scale,
+                d->w.rope_freqs);
+}
+
 // ---- a thread's share of the work ----
 
 static packed_matrix *matrix(decoder *d, int layer, int m) {
@@ -257,8 +268,8 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
     for (size_t j = lo; j < hi; j++) d->x[j] += d->xb2[j];
 }
 
-// RoPE on q and the new keys, then attention, for this thread's KV-head groups (each with the
-// query heads that read it).
+// Q/K norm (qwen3) and RoPE on q and the new keys, then attention, for this thread's KV-head
+// groups (each with the query heads that read it): it touches only those groups' heads.
 static void attention_share(decoder *d, thread_ctx *c, int layer, int pos) {
     const llama_hparams *h = &d->hp;
     const sched_share *sh = &d->sched.share[c->tid];
@@ -270,8 +281,9 @@ static void attention_share(decoder *d, thread_ctx *c, int layer, int pos) {
     float *keys = d->key_cache + layer_at, *values = d->value_cache + layer_at;
     float *q = d->q + (size_t)kv0 * q_per_kv * head_dim;
     float *new_key = keys + (size_t)pos * kv_dim + (size_t)kv0 * head_dim;
-    rope(q, (kv1 - kv0) * q_per_kv, head_dim, h->n_rot, pos, h->rope_base, 0);
-    rope(new_key, kv1 - kv0, head_dim, h->n_rot, pos, h->rope_base, 0);
+    const layer_weights *w = &d->w.layers[layer];
+    norm_rope(d, q, (kv1 - kv0) * q_per_kv, w->q_norm, pos);
+    norm_rope(d, new_key, kv1 - kv0, w->k_norm, pos);
     attention(d->att_out + (size_t)kv0 * q_per_kv * head_dim, q, keys + (size_t)kv0 * head_dim,
               values + (size_t)kv0 * head_dim, pos + 1, (kv1 - kv0) * q_per_kv, kv1 - kv0, head_dim,
               kv_dim, c->att_scores);
@@ -304,7 +316,7 @@ static void layer_forward(decoder *d, thread_ctx *c, int l, int pos) {
     finish_share(d, c, SCHED_WV, v, w->bv);
     publish(d, c, l, SCHED_QKV);
 
-    // RoPE and attention over its KV-head groups: waits only for the owners of their q, k, v rows
+    // Q/K norm, RoPE and attention over its KV-head groups: waits only for the owners of their q, k, v rows
     wait_for(d, c, l, SCHED_ATTN);
     attention_share(d, c, l, pos);
     publish(d, c, l, SCHED_ATTN);

@@ -1,9 +1,9 @@
-// The llama decode loop's state and forward pass: the weights packed once at load
-// (runtime/weights.h), an f32 KV cache, f32 activations. decoder_forward evaluates one token at
-// one position and returns the logits. The step is one pool job: every thread runs the forward
-// pass over its own share of the static schedule (runtime/schedule.h), waiting only for the
-// threads that produce what it reads. The result is bit-identical for any thread count, split
-// and topology (every output in the canonical order of docs/design.md).
+// The llama-family (llama, qwen2, qwen3) decode loop's state and forward pass: the weights
+// packed once at load (runtime/weights.h), an f32 KV cache, f32 activations. decoder_forward
+// evaluates one token at one position and returns the logits. The step is one pool job: every
+// thread runs the forward pass over its own share of the static schedule (runtime/schedule.h),
+// waiting only for the threads that produce what it reads. The result is bit-identical for any
+// thread count, split and topology (every output in the canonical order of docs/design.md).
 //
 // runtime/ sits above kernels/, model/, l4/ and platform/ and may include any of them; only
 // tools/ include runtime/.

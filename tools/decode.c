@@ -1,4 +1,4 @@
-// decode: run a llama GGUF model on a prompt and stream the continuation to stdout.
+// decode: run a llama, qwen2 or qwen3 GGUF model on a prompt and stream the continuation to stdout.
 // stdout holds the prompt exactly as given followed by the generated pieces, nothing else;
 // everything else (timings, warnings, errors) goes to stderr. Exit 0 ok, 1 failure, 2 usage,
 // 128 + N after signal N (SIGINT, SIGTERM, SIGHUP): the first stops at the next token (or
@@ -60,7 +60,7 @@ static void usage(FILE *f) {
     sampler_params d = sampler_defaults();
     fprintf(f,
         "usage: decode -m MODEL [-p PROMPT | -f FILE] [options]\n"
-        "Runs a llama-architecture GGUF model (F32/F16/BF16 weights) on the CPU and streams text.\n\n"
+        "Runs a llama, qwen2 or qwen3 GGUF model (F32/F16/BF16 weights) on the CPU and streams text.\n\n"
         "  -m, --model PATH          GGUF model file (required)\n"
         "  -p, --prompt TEXT         prompt, taken literally (default: empty, BOS only)\n"
         "  -f, --file PATH           read the prompt from a file, bytes exactly\n"
