@@ -150,6 +150,11 @@ oom:
     return -1;
 }
 
+int decoder_set_l4(decoder *d, int mode, char err[256]) {
+    l4run_free(d->l4);
+    return l4run_create(d, (l4run_mode)mode, err);
+}
+
 void decoder_free(decoder *d) {
     l4run_free(d->l4);
     weights_free(&d->w);
