@@ -71,9 +71,8 @@ static const packed_matrix *matrix_of(const decoder *d, int layer, int m) {
     return all[m];
 }
 
-static int tile_is_remote(const decoder *d, int tid, int m, size_t tile) {
-    return d->sched.node[d->sched.owner[m][tile]] != d->sched.node[tid];
-}
+static int remote_tile(const sched *s, int tid, int m, size_t tile);
+static int tile_is_remote(const decoder *d, int tid, int m, size_t tile) { return remote_tile(&d->sched, tid, m, tile); }
 
 static uint64_t partial_key(int layer, int m, size_t tile, uint32_t line, uint32_t lpt) {
     sched_key k = {.layer = (uint16_t)layer, .mat = (uint8_t)m, .write = 1, .line = (uint32_t)(tile * lpt + line)};
@@ -396,61 +395,61 @@ void l4run_key_check(const l4run *r, uint64_t *checked, uint64_t *mismatched) {
 
 // ---- bytes across nodes, counted on the schedule ----
 
-// Node of the thread writing each of n rows: writer(t, &lo, &hi) gives thread t's rows.
-typedef void (*rows_fn)(const decoder *d, int t, size_t *lo, size_t *hi);
-static void rows_down(const decoder *d, int t, size_t *lo, size_t *hi) { sched_rows(&d->sched, t, SCHED_DOWN, lo, hi); }
-static void rows_wo(const decoder *d, int t, size_t *lo, size_t *hi) { sched_rows(&d->sched, t, SCHED_WO, lo, hi); }
-static void rows_gate(const decoder *d, int t, size_t *lo, size_t *hi) { sched_rows(&d->sched, t, SCHED_GATE, lo, hi); }
-static void rows_out(const decoder *d, int t, size_t *lo, size_t *hi) { sched_rows(&d->sched, t, SCHED_OUT, lo, hi); }
-static void rows_att(const decoder *d, int t, size_t *lo, size_t *hi) {
-    size_t per_group = (size_t)d->hp.n_head / d->hp.n_head_kv * d->hp.head_dim;
-    *lo = d->sched.share[t].g0 * per_group, *hi = d->sched.share[t].g1 * per_group;
+static int remote_tile(const sched *s, int tid, int m, size_t tile) { return s->node[s->owner[m][tile]] != s->node[tid]; }
+
+// Rows [*lo, *hi) of a vector written by thread t: the rows of matrix m it owns, or (m < 0) the
+// attention output of its KV-head groups.
+static void rows_of(const sched *s, int t, int m, size_t *lo, size_t *hi) {
+    if (m >= 0) { sched_rows(s, t, m, lo, hi); return; }
+    size_t per_group = (size_t)s->shape.n_head / s->shape.n_head_kv * s->shape.head_dim;
+    *lo = s->share[t].g0 * per_group, *hi = s->share[t].g1 * per_group;
 }
 
-static int has(const decoder *d, int t, int m) { return d->sched.share[t].r[m].t0 != d->sched.share[t].r[m].t1; }
-// Threads that read a norm's output are those with a share of any matrix projecting it.
-static int reads(const decoder *d, int t, int m) {
-    if (m == SCHED_WQ) return has(d, t, SCHED_WQ) || has(d, t, SCHED_WK) || has(d, t, SCHED_WV);
-    if (m == SCHED_GATE) return has(d, t, SCHED_GATE) || has(d, t, SCHED_UP);
-    return has(d, t, m);
+static int has(const sched *s, int t, int m) { return s->share[t].r[m].t0 != s->share[t].r[m].t1; }
+// Threads that read a vector: those with a share of a matrix projecting it (m < 0: thread 0,
+// which samples the logits).
+static int reads(const sched *s, int t, int m) {
+    if (m < 0) return t == 0;
+    if (m == SCHED_WQ) return has(s, t, SCHED_WQ) || has(s, t, SCHED_WK) || has(s, t, SCHED_WV);
+    if (m == SCHED_GATE) return has(s, t, SCHED_GATE) || has(s, t, SCHED_UP);
+    return has(s, t, m);
 }
 
-// Bytes of an n-row f32 vector that the nodes reading it (threads with a share of m, or thread 0
-// when m < 0) pull from rows written on other nodes: each node pulls a remote row once.
-static double pulled(const decoder *d, size_t n, rows_fn writer, int m) {
-    const sched *s = &d->sched;
+// Bytes of an n-row f32 vector written as `writer` says that the nodes reading it pull from rows
+// written on other nodes: each reading node pulls a remote row once (its LLC serves the rest).
+static double pulled(const sched *s, size_t n, int writer, int reader) {
     double bytes = 0;
     for (int t = 0; t < s->n_threads; t++) {
-        if (t > 0 && s->node[t] == s->node[t - 1]) continue;   // one reader per node: its first thread
-        int reader = 0;
-        for (int u = t; u < s->n_threads && s->node[u] == s->node[t]; u++) reader |= m < 0 ? u == 0 : reads(d, u, m);
-        if (!reader) continue;
-        for (int w = 0; w < s->n_threads; w++) {
+        if (t > 0 && s->node[t] == s->node[t - 1]) continue;   // each node once, at its first thread
+        int reads_it = 0;
+        for (int u = t; u < s->n_threads && s->node[u] == s->node[t]; u++) reads_it |= reads(s, u, reader);
+        for (int w = 0; reads_it && w < s->n_threads; w++) {
             size_t lo, hi;
-            writer(d, w, &lo, &hi);
+            rows_of(s, w, writer, &lo, &hi);
             if (s->node[w] != s->node[t] && hi > lo) bytes += 4.0 * (double)((hi < n ? hi : n) - lo);
         }
     }
     return bytes;
 }
 
-l4run_cross l4run_cross_bytes(const decoder *d) {
-    const sched *s = &d->sched;
+l4run_cross l4run_cross_bytes(const sched *s) {
     l4run_cross c = {0};
     for (int t = 0; t < s->n_threads; t++)
         for (int m = 0; m < SCHED_N_MAT; m++) {
             const sched_range *r = &s->share[t].r[m];
             for (size_t tile = r->t0; tile < r->t1; tile++)
-                for (uint32_t g = r->s0; g < r->s1 && tile_is_remote(d, t, m, tile); g++) {
+                for (uint32_t g = r->s0; g < r->s1 && remote_tile(s, t, m, tile); g++) {
                     size_t lo, hi;
                     seg_rows(s, m, tile, g, &lo, &hi);
-                    c.weights += (double)(hi - lo) * (m == SCHED_OUT ? 1 : d->hp.n_layer);
+                    c.weights += (double)(hi - lo) * (m == SCHED_OUT ? 1 : s->shape.n_layer);
                 }
         }
-    size_t dim = (size_t)d->hp.n_embd, q_dim = (size_t)d->hp.n_head * d->hp.head_dim;
-    double layer = pulled(d, dim, rows_down, SCHED_WQ) + pulled(d, dim, rows_wo, SCHED_GATE) +
-                   pulled(d, q_dim, rows_att, SCHED_WO) + pulled(d, (size_t)d->hp.n_ff, rows_gate, SCHED_DOWN);
-    c.activations = layer * d->hp.n_layer + pulled(d, dim, rows_down, SCHED_OUT) +
-                    pulled(d, (size_t)d->hp.n_vocab, rows_out, -1);
+    const sched_mat *w = s->shape.mat;
+    size_t dim = w[SCHED_WQ].k, q_dim = w[SCHED_WQ].n, ff = w[SCHED_GATE].n, vocab = w[SCHED_OUT].n;
+    // per layer: x (attention norm: last written by down's owners; FFN norm: by wo's owners), the
+    // attention output, the SwiGLU output; then the final norm's x and the logits
+    double layer = pulled(s, dim, SCHED_DOWN, SCHED_WQ) + pulled(s, dim, SCHED_WO, SCHED_GATE) +
+                   pulled(s, q_dim, -1, SCHED_WO) + pulled(s, ff, SCHED_GATE, SCHED_DOWN);
+    c.activations = layer * s->shape.n_layer + pulled(s, dim, SCHED_DOWN, SCHED_OUT) + pulled(s, vocab, SCHED_OUT, -1);
     return c;
 }

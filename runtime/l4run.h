@@ -14,6 +14,7 @@
 #pragma once
 #include <stdint.h>
 #include "l4/l4.h"
+#include "runtime/schedule.h"
 
 typedef enum { L4RUN_OFF, L4RUN_STREAM, L4RUN_BUFFER, L4RUN_AUTO } l4run_mode;
 
@@ -50,4 +51,4 @@ typedef struct {
     double weights;
     double activations;
 } l4run_cross;
-l4run_cross l4run_cross_bytes(const struct decoder_s *d);
+l4run_cross l4run_cross_bytes(const sched *s);

@@ -247,7 +247,7 @@ static int same_file(const struct stat *a, uint64_t dev, uint64_t ino) {
 // bytes a token reads across nodes under the intended placement ride along.
 static int print_l4_stats(const decoder *d) {
     l4_stats s = l4run_stats(d->l4);
-    l4run_cross x = l4run_cross_bytes(d);
+    l4run_cross x = l4run_cross_bytes(&d->sched);
     cJSON *j = cJSON_CreateObject();
     const char *names[] = {"lookups", "hits", "misses", "prefetches", "evictions", "writebacks", "flushes", "spin_waits"};
     const uint64_t v[] = {s.lookups, s.hits, s.misses, s.prefetches, s.evictions, s.writebacks, s.flushes, s.spin_waits};
