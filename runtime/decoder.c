@@ -200,10 +200,10 @@ static void publish(decoder *d, const thread_ctx *c, int layer, int step) {
 
 // ---- a thread's share of the work ----
 
-static packed_matrix *matrix(decoder *d, int layer, int m) {
+const packed_matrix *decoder_matrix(const decoder *d, int layer, int m) {
     if (m == SCHED_OUT) return &d->w.classifier;
-    layer_weights *w = &d->w.layers[layer];
-    packed_matrix *all[SCHED_OUT] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
+    const layer_weights *w = &d->w.layers[layer];
+    const packed_matrix *all[SCHED_OUT] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
     return all[m];
 }
 
@@ -234,7 +234,7 @@ static void matmul_share(decoder *d, thread_ctx *c, int layer, int m, const floa
         l4run_matmul(d, c, layer, m, x, out);
         return;
     }
-    const packed_matrix *w = matrix(d, layer, m);
+    const packed_matrix *w = decoder_matrix(d, layer, m);
     size_t es = wtype_get(w->type)->size, tile = w->n_in * GEMV_TILE * es;
     const char *tiles = w->tiles;
     if (r->s0 == 0 && r->s1 == sched_n_seg(&d->sched, m)) {

@@ -100,6 +100,8 @@ typedef struct {
 } decoder_stats;
 void decoder_stats_reset(decoder *d);
 void decoder_stats_get(const decoder *d, decoder_stats *s);
+// The packed matrix m (SCHED_WQ ..) of a layer; layer n_layer with SCHED_OUT: the classifier.
+const packed_matrix *decoder_matrix(const decoder *d, int layer, int m);
 // Bytes a step at position pos streams: every packed matrix (padding included) and the KV cache
 // rows attention reads.
 double decoder_bytes_per_token(const decoder *d, int pos);

@@ -64,14 +64,7 @@ l4run_mode l4run_mode_of(const l4run *r) { return r ? r->mode : L4RUN_OFF; }
 
 static uint32_t lines_per_tile(const sched *s, int m) { return (uint32_t)(sched_partial_bytes(s, m) / SCHED_LINE); }
 
-static const packed_matrix *matrix_of(const decoder *d, int layer, int m) {
-    if (m == SCHED_OUT) return &d->w.classifier;
-    const layer_weights *w = &d->w.layers[layer];
-    const packed_matrix *all[SCHED_OUT] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
-    return all[m];
-}
-
-static int remote_tile(const sched *s, int tid, int m, size_t tile);
+static int remote_tile(const sched *s, int tid, int m, size_t tile) { return s->node[s->owner[m][tile]] != s->node[tid]; }
 static int tile_is_remote(const decoder *d, int tid, int m, size_t tile) { return remote_tile(&d->sched, tid, m, tile); }
 
 static uint64_t partial_key(int layer, int m, size_t tile, uint32_t line, uint32_t lpt) {
@@ -123,8 +116,8 @@ static int share_keys(const decoder *d, int tid, int layer, int m, key_list *k) 
     const sched *s = &d->sched;
     const sched_range *r = &s->share[tid].r[m];
     uint32_t lpt = lines_per_tile(s, m);
-    size_t bytes = packed_bytes(matrix_of(d, layer, m));
-    const char *base = matrix_of(d, layer, m)->tiles;
+    size_t bytes = packed_bytes(decoder_matrix(d, layer, m));
+    const char *base = decoder_matrix(d, layer, m)->tiles;
     for (size_t t = r->t0; t < r->t1; t++) {
         if (!tile_is_remote(d, tid, m, t)) {   // a remote tile's partial line is in its owner's cache
             for (uint32_t l = r->s0 / SLOTS_PER_LINE; l <= (r->s1 - 1) / SLOTS_PER_LINE; l++)
@@ -201,6 +194,18 @@ static int create_caches(l4run *r, const decoder *d, char err[256]) {
         cfg.node = s->node[t], cfg.stream = stream_keys, cfg.stream_ctx = &r->nodes[n];
         char e[200];
         if (!(r->cache[n] = l4_create(&cfg, e, sizeof e))) { snprintf(err, 256, "%s", e); return -1; }
+    }
+    // l4_map_writable gives no line only when every line is held: bound what can be held at once
+    // (every split tile's writers until the fold, one tile's lines and one read line per thread).
+    size_t held = 0, lpt_max = 0;
+    for (int m = 0; m < SCHED_N_MAT; m++) {
+        if (lines_per_tile(s, m) > lpt_max) lpt_max = lines_per_tile(s, m);
+        if (s->split[m]) held += sched_n_tiles(s, m) * sched_n_seg(s, m) * lines_per_tile(s, m);
+    }
+    held += (size_t)s->n_threads * (lpt_max + 1);
+    if (r->mode == L4RUN_BUFFER && held > l4_lines(r->cache[0])) {
+        snprintf(err, 256, "the L4 slab holds %u lines; this schedule may hold %zu at once", l4_lines(r->cache[0]), held);
+        return -1;
     }
     return 0;
 }
@@ -284,7 +289,7 @@ static void step(l4run *r, int tid, uint64_t key) {
 // (loaded ahead by its predictor) into the thread's buffer. Rows past the last whole line of the
 // allocation are copied from where they lie.
 static const char *remote_rows(l4run *r, const decoder *d, int tid, int layer, int m, size_t tile, uint32_t g) {
-    const packed_matrix *w = matrix_of(d, layer, m);
+    const packed_matrix *w = decoder_matrix(d, layer, m);
     l4 *cache = r->cache[r->cache_of[tid]];
     size_t lo, hi, l0, l1;
     seg_rows(&d->sched, m, tile, g, &lo, &hi);
@@ -338,7 +343,7 @@ static void flush_line(l4run *r, const decoder *d, int tid, int layer, int m, si
 void l4run_matmul(decoder *d, thread_ctx *c, int layer, int m, const float *x, float *out) {
     l4run *r = d->l4;
     const sched_range *rg = &d->sched.share[c->tid].r[m];
-    const packed_matrix *w = matrix_of(d, layer, m);
+    const packed_matrix *w = decoder_matrix(d, layer, m);
     size_t es = wtype_get(w->type)->size, tile = w->n_in * GEMV_TILE * es;
     uint32_t lpt = lines_per_tile(&d->sched, m), ns = sched_n_seg(&d->sched, m);
     int split = d->sched.split[m];
@@ -394,8 +399,6 @@ void l4run_key_check(const l4run *r, uint64_t *checked, uint64_t *mismatched) {
 }
 
 // ---- bytes across nodes, counted on the schedule ----
-
-static int remote_tile(const sched *s, int tid, int m, size_t tile) { return s->node[s->owner[m][tile]] != s->node[tid]; }
 
 // Rows [*lo, *hi) of a vector written by thread t: the rows of matrix m it owns, or (m < 0) the
 // attention output of its KV-head groups.
