@@ -58,7 +58,7 @@ static void check_stats(const cJSON *j, const char *mode, const char *split, con
 
 // Runs decode; returns its dump (malloc'ed) and checks its stats.
 static char *dump(const char *model, const char *mode, int T, const char *split, const char *fake, size_t *len) {
-    char *path = path_join(dir, "logits.bin"), threads[8];
+    char *path = path_join(dir, "logits.bin"), threads[16];
     snprintf(threads, sizeof threads, "%d", T);
     if (fake) setenv("DECODE_FAKE_NUMA", fake, 1);
     else unsetenv("DECODE_FAKE_NUMA");
