@@ -333,10 +333,16 @@ static l4_handle partial_line(l4run *r, const decoder *d, int tid, int layer, in
     return h;
 }
 
-// Writes back (folds) line l of tile t and releases the handles on it.
-static void flush_line(l4run *r, const decoder *d, int tid, int layer, int m, size_t t, uint32_t l, float *out) {
+// Folds line l of tile t (every slot written): its fold target set, the n handles on it released
+// (the cache writes back only a line nobody holds), then flushed. If eviction takes the line in
+// between, its writeback is the same fold and the flush finds the line clean: once either way.
+// Lines of a tile go in order, each released only after the previous one's fold.
+static void fold_line(l4run *r, const decoder *d, int tid, int layer, int m, size_t t, uint32_t l, float *out,
+                      l4_handle *h, size_t n, size_t stride) {
     l4 *cache = r->cache[r->cache_of[d->sched.owner[m][t]]];
     fold_of(r, d, m, t, l, out);
+    for (size_t i = 0; i < n; i++)
+        if (h[i * stride].line >= 0) l4_release(cache, &h[i * stride]);
     l4_flush_dirty(cache, tid, partial_key(layer, m, t, l, lines_per_tile(&d->sched, m)));
 }
 
@@ -363,8 +369,7 @@ void l4run_matmul(decoder *d, thread_ctx *c, int layer, int m, const float *x, f
                 r->held[m][(t * ns + rg->s0) * lpt + l] = h[l - l0];
                 continue;
             }
-            flush_line(r, d, c->tid, layer, m, t, l, out);
-            l4_release(r->cache[r->cache_of[c->tid]], &h[l - l0]);
+            fold_line(r, d, c->tid, layer, m, t, l, out, &h[l - l0], 1, 1);
         }
     }
 }
@@ -376,10 +381,8 @@ void l4run_fold(decoder *d, thread_ctx *c, int layer, int m, float *out) {
     if (!d->sched.split[m] || lo == hi) return;
     size_t t = lo / GEMV_TILE;
     uint32_t lpt = lines_per_tile(&d->sched, m), ns = sched_n_seg(&d->sched, m);
-    l4 *cache = r->cache[r->cache_of[c->tid]];
-    for (uint32_t l = 0; l < lpt; l++) flush_line(r, d, c->tid, layer, m, t, l, out);
-    for (size_t i = t * ns * lpt; i < (t + 1) * ns * lpt; i++)
-        if (r->held[m][i].line >= 0) l4_release(cache, &r->held[m][i]);
+    for (uint32_t l = 0; l < lpt; l++)   // the writers' handles on line l: held[m][(t * ns + s) * lpt + l]
+        fold_line(r, d, c->tid, layer, m, t, l, out, &r->held[m][t * ns * lpt + l], ns, lpt);
 }
 
 l4_stats l4run_stats(const l4run *r) {
