@@ -111,6 +111,7 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
     char err[GGUF_ERR_MAX];
     decoder_opts o = decoder_default_opts(T);
     o.split_k = split;
+    o.l4 = L4RUN_OFF;   // the trace follows the plain path; the L4 path is test_decode_l4's
     if (!thresholds) o.min_stage_bytes = o.min_step_bytes = 0;
     CHECKF(decoder_init_opts(&d, m, 64, &o, err) == 0, "%s", err);
     unsetenv("DECODE_FAKE_NUMA");
