@@ -34,15 +34,18 @@ void rmsnorm(float *o, const float *x, const float *w, int n, float eps) {
     for (int i = 0; i < n; i++) o[i] = (x[i] * scale) * w[i];
 }
 
-// ggml's rope cache: theta_i = pos * s^i with s = powf(base, -2/n_rot) multiplied up in f32, so
-// the angles are llama.cpp's to the bit. n_rot must be even and <= head_dim, else no change.
-void rope(float *v, int n_heads, int head_dim, int n_rot, int pos, float base, int neox) {
+// ggml's rope cache: theta_i = pos * s^i with s = powf(base, -2/n_rot) multiplied up in f32, then
+// divided by the frequency factor and scaled (ggml_rope_cache_init and rope_yarn without YaRN),
+// so the angles are llama.cpp's to the bit. n_rot must be even and <= head_dim, else no change.
+void rope_scaled(float *v, int n_heads, int head_dim, int n_rot, int pos, float base, int neox,
+                 float freq_scale, const float *freq_factors) {
     if (n_rot <= 0 || n_rot % 2 || n_rot > head_dim) return;
     const float scale = powf(base, -2.0f / (float)n_rot);
     const int half = n_rot / 2;
     float theta = (float)pos;
     for (int i = 0; i < half; i++, theta *= scale) {
-        float c = cosf(theta), s = sinf(theta);
+        float t = freq_scale * (freq_factors ? theta / freq_factors[i] : theta);
+        float c = cosf(t), s = sinf(t);
         int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
         for (int h = 0; h < n_heads; h++) {
             float *x = v + (size_t)h * head_dim;
@@ -51,6 +54,10 @@ void rope(float *v, int n_heads, int head_dim, int n_rot, int pos, float base, i
             x[b] = x0 * s + x1 * c;
         }
     }
+}
+
+void rope(float *v, int n_heads, int head_dim, int n_rot, int pos, float base, int neox) {
+    rope_scaled(v, n_heads, head_dim, n_rot, pos, base, neox, 1.0f, NULL);
 }
 
 // ---- softmax: one order on every path (softmax_ref states it; the AVX2 path is its lanes) ----

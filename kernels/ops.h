@@ -10,6 +10,10 @@ void rmsnorm(float *o, const float *x, const float *w, int n, float eps);
 // position pos; theta_i = pos * base^(-2i/n_rot). neox = 0: adjacent pairs (2i, 2i+1) (llama);
 // neox = 1: pairs (i, i + n_rot/2).
 void rope(float *v, int n_heads, int head_dim, int n_rot, int pos, float base, int neox);
+// rope with scaled angles: theta_i * freq_scale / freq_factors[i] (factors NULL: 1), for linear
+// RoPE scaling (freq_scale = 1/factor) and Llama 3's rope_freqs. rope is (1, NULL).
+void rope_scaled(float *v, int n_heads, int head_dim, int n_rot, int pos, float base, int neox,
+                 float freq_scale, const float *freq_factors);
 // In place, numerically stable (max subtracted); softmax_ref states the order, softmax is its
 // SIMD path (same bits).
 void softmax(float *x, int n);

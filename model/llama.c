@@ -1,5 +1,6 @@
-// Binds the llama architecture: hyperparameters (llama.cpp's defaults), then every tensor by
-// name with the type and shape they imply. Everything a later stage indexes with is checked here.
+// Binds llama, qwen2 and qwen3: hyperparameters (llama.cpp's defaults), then every tensor by
+// name with the type and shape they imply, then that no tensor is left over. Everything a later
+// stage indexes with is checked here.
 #include "model/llama.h"
 #include <math.h>
 #include <stdio.h>
@@ -46,77 +47,128 @@ static int bind(const gguf_file *f, const char *name, int optional, int64_t ne0,
     return 0;
 }
 
-// RoPE scaling (linear, YaRN, llama 3's rope_freqs) changes every logit; refuse it rather than
-// silently computing plain RoPE.
-static int check_rope_scaling(const gguf_file *f, char *err) {
-    const char *type; uint64_t tlen;
-    int r = gguf_get_str(f, "llama.rope.scaling.type", &type, &tlen, err);
+static const char *const arch_names[] = {"llama", "qwen2", "qwen3"};
+
+// "<arch>.suffix": the key names llama.cpp reads for this architecture.
+typedef struct { char s[96]; } keybuf;
+static const char *key(keybuf *b, const llama_hparams *h, const char *suffix) {
+    snprintf(b->s, sizeof b->s, "%s.%s", arch_names[h->arch], suffix);
+    return b->s;
+}
+
+// general.architecture, one of arch_names.
+static int bind_arch(const gguf_file *f, llama_hparams *h, char *err) {
+    const char *arch; uint64_t alen;
+    int r = gguf_get_str(f, "general.architecture", &arch, &alen, err);
     if (r < 0) return -1;
-    if (r == 0 && !(tlen == 4 && !memcmp(type, "none", 4))) {
+    if (r == 1) return gguf_fail(err, f->path, NULL, "missing required key general.architecture");
+    for (h->arch = 0; h->arch < 3; h->arch++)
+        if (alen == strlen(arch_names[h->arch]) && !memcmp(arch, arch_names[h->arch], alen)) return 0;
+    char shown[80];                              // escaped: file bytes never reach the terminal raw
+    gguf_escape(shown, sizeof shown, arch, alen > 64 ? 64 : alen);
+    return gguf_fail(err, f->path, NULL, "architecture '%s' is not supported (only llama, qwen2, qwen3)", shown);
+}
+
+// RoPE scaling as llama.cpp reads it: rope.scaling.type (default linear) with rope.scaling.factor
+// (else the older rope.scale_linear; absent or 0 means 1) divides positions by the factor; type
+// none ignores the factor. YaRN, LongRoPE and anything else change every logit in ways not
+// implemented here: refused. Llama 3's per-frequency factors are the tensor rope_freqs.weight.
+static int bind_rope_scaling(const gguf_file *f, llama_hparams *h, char *err) {
+    keybuf k;
+    const char *type = "linear"; uint64_t tlen = 6;
+    int r = gguf_get_str(f, key(&k, h, "rope.scaling.type"), &type, &tlen, err);
+    if (r < 0) return -1;
+    int none = tlen == 4 && !memcmp(type, "none", 4), linear = tlen == 6 && !memcmp(type, "linear", 6);
+    if (!none && !linear) {
         char shown[40];
         gguf_escape(shown, sizeof shown, type, tlen > 24 ? 24 : tlen);
-        return gguf_fail(err, f->path, NULL, "llama.rope.scaling.type '%s' is not supported", shown);
+        return gguf_fail(err, f->path, NULL, "%s '%s' is not supported (only none, linear)", k.s, shown);
     }
-    const char *factors[] = {"llama.rope.scale_linear", "llama.rope.scaling.factor"};
-    for (int i = 0; i < 2; i++) {
-        float v = 1.0f;
-        if (gguf_get_f32(f, factors[i], &v, err) < 0) return -1;
-        if (v != 1.0f && !(i == 1 && r == 0))  // a factor with type "none" is inert
-            return gguf_fail(err, f->path, NULL, "%s = %g: RoPE scaling is not supported", factors[i], v);
-    }
-    if (gguf_find_tensor(f, "rope_freqs.weight"))
-        return gguf_fail(err, f->path, NULL, "tensor rope_freqs.weight (RoPE frequency scaling) is not supported");
+    float factor = 0.0f;
+    r = gguf_get_f32(f, key(&k, h, "rope.scaling.factor"), &factor, err);
+    if (r == 1) r = gguf_get_f32(f, key(&k, h, "rope.scale_linear"), &factor, err);
+    if (r < 0) return -1;
+    if (!(isfinite(factor) && factor >= 0))
+        return gguf_fail(err, f->path, NULL, "%s %g must be finite and positive", k.s, factor);
+    h->rope_freq_scale = none || factor == 0.0f ? 1.0f : 1.0f / factor;
+    if (!(h->rope_freq_scale > 0 && isfinite(h->rope_freq_scale)))
+        return gguf_fail(err, f->path, NULL, "%s %g is out of range", k.s, factor);
+    return 0;
+}
+
+// Head sizes: key_length (default n_embd / n_head, which must then divide) and value_length,
+// which must equal it; rope dims even and within a head.
+static int bind_heads(const gguf_file *f, llama_hparams *h, char *err) {
+    keybuf k;
+    if (get_int(f, key(&k, h, "attention.head_count"), 1, DIM_MAX, -1, &h->n_head, err) ||
+        get_int(f, key(&k, h, "attention.head_count_kv"), 1, DIM_MAX, h->n_head, &h->n_head_kv, err))
+        return -1;
+    int has_klen = gguf_find_kv(f, key(&k, h, "attention.key_length")) != NULL;
+    if (!has_klen && h->n_embd % h->n_head)
+        return gguf_fail(err, f->path, NULL, "%s.attention.head_count %d does not divide embedding_length %d",
+                         arch_names[h->arch], h->n_head, h->n_embd);
+    if (h->n_head % h->n_head_kv)
+        return gguf_fail(err, f->path, NULL, "%s.attention.head_count_kv %d does not divide head_count %d",
+                         arch_names[h->arch], h->n_head_kv, h->n_head);
+    if (get_int(f, key(&k, h, "attention.key_length"), 1, DIM_MAX, h->n_embd / h->n_head, &h->head_dim, err))
+        return -1;
+    int vlen = 0;
+    if (get_int(f, key(&k, h, "attention.value_length"), 1, DIM_MAX, h->head_dim, &vlen, err)) return -1;
+    if (vlen != h->head_dim)
+        return gguf_fail(err, f->path, NULL, "%s %d differs from key_length %d", k.s, vlen, h->head_dim);
+    if ((int64_t)h->n_head * h->head_dim > DIM_MAX)
+        return gguf_fail(err, f->path, NULL, "head_count x key_length is too large");
+    if (get_int(f, key(&k, h, "rope.dimension_count"), 1, DIM_MAX, h->head_dim, &h->n_rot, err)) return -1;
+    if (h->n_rot > h->head_dim || h->n_rot % 2)
+        return gguf_fail(err, f->path, NULL, "%s %d must be even and <= head dim %d", k.s, h->n_rot, h->head_dim);
     return 0;
 }
 
 static int bind_hparams(llama_model *m, char *err) {
     const gguf_file *f = &m->f;
     llama_hparams *h = &m->hp;
-    const char *arch; uint64_t alen;
-    int r = gguf_get_str(f, "general.architecture", &arch, &alen, err);
-    if (r < 0) return -1;
-    if (r == 1) return gguf_fail(err, f->path, NULL, "missing required key general.architecture");
-    if (alen != 5 || memcmp(arch, "llama", 5) != 0) {
-        char shown[80];                          // escaped: file bytes never reach the terminal raw
-        gguf_escape(shown, sizeof shown, arch, alen > 64 ? 64 : alen);
-        return gguf_fail(err, f->path, NULL, "architecture '%s' is not supported (only llama)", shown);
-    }
-    if (get_int(f, "llama.block_count", 1, LAYER_MAX, -1, &h->n_layer, err) ||
-        get_int(f, "llama.embedding_length", 1, DIM_MAX, -1, &h->n_embd, err) ||
-        get_int(f, "llama.feed_forward_length", 1, DIM_MAX, -1, &h->n_ff, err) ||
-        get_int(f, "llama.attention.head_count", 1, DIM_MAX, -1, &h->n_head, err) ||
-        get_int(f, "llama.attention.head_count_kv", 1, DIM_MAX, h->n_head, &h->n_head_kv, err) ||
-        get_int(f, "llama.context_length", 1, INT32_MAX, -1, &h->n_ctx_train, err))
+    keybuf k;
+    if (bind_arch(f, h, err)) return -1;
+    h->rope_neox = h->arch != LLAMA_ARCH_LLAMA;
+    int n_expert = 0;
+    if (get_int(f, key(&k, h, "block_count"), 1, LAYER_MAX, -1, &h->n_layer, err) ||
+        get_int(f, key(&k, h, "embedding_length"), 1, DIM_MAX, -1, &h->n_embd, err) ||
+        get_int(f, key(&k, h, "feed_forward_length"), 1, DIM_MAX, -1, &h->n_ff, err) ||
+        get_int(f, key(&k, h, "context_length"), 1, INT32_MAX, -1, &h->n_ctx_train, err) ||
+        get_int(f, key(&k, h, "expert_count"), 0, DIM_MAX, 0, &n_expert, err) ||
+        bind_heads(f, h, err))
         return -1;
-    if (h->n_embd % h->n_head)
-        return gguf_fail(err, f->path, NULL, "llama.attention.head_count %d does not divide embedding_length %d",
-                    h->n_head, h->n_embd);
-    if (h->n_head % h->n_head_kv)
-        return gguf_fail(err, f->path, NULL, "llama.attention.head_count_kv %d does not divide head_count %d",
-                    h->n_head_kv, h->n_head);
-    if (get_int(f, "llama.attention.key_length", 1, DIM_MAX, h->n_embd / h->n_head, &h->head_dim, err))
-        return -1;
-    int vlen = 0;
-    if (get_int(f, "llama.attention.value_length", 1, DIM_MAX, h->head_dim, &vlen, err)) return -1;
-    if (vlen != h->head_dim)
-        return gguf_fail(err, f->path, NULL, "llama.attention.value_length %d differs from key_length %d", vlen, h->head_dim);
-    if ((int64_t)h->n_head * h->head_dim > DIM_MAX)
-        return gguf_fail(err, f->path, NULL, "head_count x key_length is too large");
-    if (get_int(f, "llama.rope.dimension_count", 1, DIM_MAX, h->head_dim, &h->n_rot, err)) return -1;
-    if (h->n_rot > h->head_dim || h->n_rot % 2)
-        return gguf_fail(err, f->path, NULL, "llama.rope.dimension_count %d must be even and <= head dim %d",
-                    h->n_rot, h->head_dim);
+    if (n_expert)
+        return gguf_fail(err, f->path, NULL, "%s.expert_count %d: mixture-of-experts models are not supported",
+                         arch_names[h->arch], n_expert);
     h->rope_base = 10000.0f;
-    if (gguf_get_f32(f, "llama.rope.freq_base", &h->rope_base, err) < 0) return -1;
+    if (gguf_get_f32(f, key(&k, h, "rope.freq_base"), &h->rope_base, err) < 0) return -1;
     if (!(isfinite(h->rope_base) && h->rope_base > 0))
-        return gguf_fail(err, f->path, NULL, "llama.rope.freq_base %g must be finite and positive", h->rope_base);
-    if (check_rope_scaling(f, err)) return -1;
-    r = gguf_get_f32(f, "llama.attention.layer_norm_rms_epsilon", &h->rms_eps, err);
+        return gguf_fail(err, f->path, NULL, "%s %g must be finite and positive", k.s, h->rope_base);
+    if (bind_rope_scaling(f, h, err)) return -1;
+    int r = gguf_get_f32(f, key(&k, h, "attention.layer_norm_rms_epsilon"), &h->rms_eps, err);
     if (r < 0) return -1;
-    if (r == 1) return gguf_fail(err, f->path, NULL, "missing required key llama.attention.layer_norm_rms_epsilon");
+    if (r == 1) return gguf_fail(err, f->path, NULL, "missing required key %s", k.s);
     if (!(isfinite(h->rms_eps) && h->rms_eps > 0))
-        return gguf_fail(err, f->path, NULL, "llama.attention.layer_norm_rms_epsilon %g must be finite and positive",
-                    h->rms_eps);
+        return gguf_fail(err, f->path, NULL, "%s %g must be finite and positive", k.s, h->rms_eps);
+    return 0;
+}
+
+// Llama 3's rope_freqs.weight, F32 as llama.cpp's converter writes it: each factor divides a
+// frequency, so it must be finite and > 0.
+static int bind_rope_freqs(llama_model *m, char *err) {
+    const gguf_file *f = &m->f;
+    if (bind(f, "rope_freqs.weight", 1, m->hp.n_rot / 2, 0, &m->rope_freqs, err)) return -1;
+    const gguf_tensor *t = m->rope_freqs;
+    if (t && t->type != GGML_TYPE_F32)
+        return gguf_fail(err, f->path, NULL, "tensor rope_freqs.weight has type %s; expected F32", tname(t));
+    for (uint64_t i = 0; t && i < t->ne[0]; i++) {
+        float v;
+        memcpy(&v, (const float *)t->data + i, sizeof v);
+        if (!(isfinite(v) && v > 0))
+            return gguf_fail(err, f->path, NULL, "rope_freqs.weight[%llu] = %g must be finite and positive",
+                             (unsigned long long)i, v);
+    }
     return 0;
 }
 
@@ -140,34 +192,64 @@ static int bind_tensors(llama_model *m, char *err) {
         bind(f, "output.weight", 1, E, h->n_vocab, &m->output, err))
         return -1;
     if (!m->output) m->output = m->tok_embd;
+    if (h->arch == LLAMA_ARCH_LLAMA && bind_rope_freqs(m, err)) return -1;
     m->layers = calloc((size_t)h->n_layer, sizeof *m->layers);
     if (!m->layers) return gguf_fail(err, f->path, NULL, "out of memory");
+    int64_t hd = h->head_dim;
     for (int i = 0; i < h->n_layer; i++) {
         llama_layer *L = &m->layers[i];
-        struct { const char *name; int opt; int64_t ne0, ne1; const gguf_tensor **dst; } t[] = {
-            {"attn_norm.weight", 0, E, 0, &L->attn_norm},
-            {"attn_q.weight", 0, E, Q, &L->wq},   {"attn_k.weight", 0, E, KV, &L->wk},
-            {"attn_v.weight", 0, E, KV, &L->wv},  {"attn_output.weight", 0, Q, E, &L->wo},
-            {"attn_q.bias", 1, Q, 0, &L->bq},     {"attn_k.bias", 1, KV, 0, &L->bk},
-            {"attn_v.bias", 1, KV, 0, &L->bv},    {"ffn_norm.weight", 0, E, 0, &L->ffn_norm},
-            {"ffn_gate.weight", 0, E, h->n_ff, &L->ffn_gate},
-            {"ffn_up.weight", 0, E, h->n_ff, &L->ffn_up},
-            {"ffn_down.weight", 0, h->n_ff, E, &L->ffn_down},
+        // need: per architecture (llama, qwen2, qwen3) 'r' required, 'o' optional, '-' not read.
+        struct { const char *name, *need; int64_t ne0, ne1; const gguf_tensor **dst; } t[] = {
+            {"attn_norm.weight", "rrr", E, 0, &L->attn_norm},
+            {"attn_q.weight", "rrr", E, Q, &L->wq},    {"attn_k.weight", "rrr", E, KV, &L->wk},
+            {"attn_v.weight", "rrr", E, KV, &L->wv},   {"attn_output.weight", "rrr", Q, E, &L->wo},
+            {"attn_q.bias", "or-", Q, 0, &L->bq},      {"attn_k.bias", "or-", KV, 0, &L->bk},
+            {"attn_v.bias", "or-", KV, 0, &L->bv},
+            {"attn_q_norm.weight", "--r", hd, 0, &L->q_norm}, {"attn_k_norm.weight", "--r", hd, 0, &L->k_norm},
+            {"ffn_norm.weight", "rrr", E, 0, &L->ffn_norm},
+            {"ffn_gate.weight", "rrr", E, h->n_ff, &L->ffn_gate},
+            {"ffn_up.weight", "rrr", E, h->n_ff, &L->ffn_up},
+            {"ffn_down.weight", "rrr", h->n_ff, E, &L->ffn_down},
         };
         for (size_t j = 0; j < sizeof t / sizeof t[0]; j++) {
-            char name[GGUF_NAME_MAX];
+            char need = t[j].need[h->arch], name[GGUF_NAME_MAX];
+            if (need == '-') continue;
             snprintf(name, sizeof name, "blk.%d.%s", i, t[j].name);
-            if (bind(f, name, t[j].opt, t[j].ne0, t[j].ne1, t[j].dst, err)) return -1;
+            if (bind(f, name, need == 'o', t[j].ne0, t[j].ne1, t[j].dst, err)) return -1;
         }
     }
     return 0;
+}
+
+// A tensor the forward pass would not read (an output bias, MoE experts, another model's
+// extras) means the file is not what this binding computes: refuse it, naming the tensor.
+static int check_all_used(const llama_model *m, char *err) {
+    const gguf_file *f = &m->f;
+    uint8_t *used = calloc(f->n_tensors ? f->n_tensors : 1, 1);
+    if (!used) return gguf_fail(err, f->path, NULL, "out of memory");
+#define MARK(t) do { if (t) used[(t) - f->tensors] = 1; } while (0)
+    MARK(m->tok_embd); MARK(m->output_norm); MARK(m->output); MARK(m->rope_freqs);
+    for (int i = 0; i < m->hp.n_layer; i++) {
+        const llama_layer *L = &m->layers[i];
+        const gguf_tensor *all[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv,
+            L->q_norm, L->k_norm, L->ffn_norm, L->ffn_gate, L->ffn_up, L->ffn_down};
+        for (size_t j = 0; j < sizeof all / sizeof *all; j++) MARK(all[j]);
+    }
+#undef MARK
+    uint64_t i = 0;
+    while (i < f->n_tensors && used[i]) i++;
+    free(used);
+    if (i == f->n_tensors) return 0;
+    return gguf_fail(err, f->path, NULL,
+                     "tensor %s is not used by the %s architecture; refusing rather than ignoring it",
+                     f->tensors[i].name, arch_names[m->hp.arch]);
 }
 
 int llama_model_bind(llama_model *m, gguf_file *f, char err[GGUF_ERR_MAX]) {
     memset(m, 0, sizeof *m);
     m->f = *f;
     memset(f, 0, sizeof *f);
-    if (bind_hparams(m, err) || bind_tensors(m, err)) { llama_model_free(m); return -1; }
+    if (bind_hparams(m, err) || bind_tensors(m, err) || check_all_used(m, err)) { llama_model_free(m); return -1; }
     return 0;
 }
 

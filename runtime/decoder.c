@@ -1,6 +1,7 @@
-// Forward pass of llama for one token, llama2.c-style, run by every thread over its own share of
-// the schedule (runtime/schedule.h): the same top-to-bottom pass, with a wait before each step
-// for the threads that produce what it reads and a publish after it. One pool job per token.
+// Forward pass of llama, qwen2 and qwen3 for one token, llama2.c-style, run by every thread over
+// its own share of the schedule (runtime/schedule.h): the same top-to-bottom pass, with a wait
+// before each step for the threads that produce what it reads and a publish after it. One pool
+// job per token.
 #include "runtime/decoder.h"
 #include "kernels/gemv.h"
 #include "kernels/ops.h"
@@ -36,7 +37,7 @@ int decoder_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX
 #define SPIN_ITERS 20000          // ~50-100 us of pause before a waiting thread sleeps
 
 decoder_opts decoder_default_opts(int n_threads) {
-    return (decoder_opts){.n_threads = n_threads, .numa = -1, .split_k = 0,
+    return (decoder_opts){.n_threads = n_threads, .numa = -1, .split_k = 0, .l4 = L4RUN_AUTO,
                           .min_stage_bytes = -1, .min_step_bytes = -1};
 }
 
@@ -78,7 +79,8 @@ static int plan(decoder *d, const decoder_opts *o, int *cpu, char *err) {
     long stage_min = o->min_stage_bytes < 0 ? MIN_STAGE_BYTES : o->min_stage_bytes;
     double cap = step_min ? step_bytes(&sh) / (double)step_min : T;
     int used = cap < 1 ? 1 : cap < T ? (int)cap : T;
-    sched_opts so = {.n_threads = used, .node = node, .split_k = o->split_k, .min_bytes = (size_t)stage_min};
+    int split_k = o->split_k >= 0 ? o->split_k : used >= 2 ? used : 0;   // auto: as many chunks as threads
+    sched_opts so = {.n_threads = used, .node = node, .split_k = split_k, .min_bytes = (size_t)stage_min};
     int rc = sched_build(&d->sched, &sh, &so);
     free(node);
     return rc;
@@ -128,6 +130,13 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
     pool_run(d->pool, ctx_job_run, &cj);
     if (cj.failed || alloc_partials(d)) goto oom;
     if (weights_load(&d->w, m, d->pool, &d->sched, &d->topo, o->on_layer, o->on_layer_arg, o->stop, err)) { free(cpu); decoder_free(d); return -1; }
+    char l4err[256];
+    if (l4run_create(d, (l4run_mode)o->l4, l4err)) {
+        snprintf(err, GGUF_ERR_MAX, "%s", l4err);
+        free(cpu);
+        decoder_free(d);
+        return -1;
+    }
     if (!ALLOC(d->key_cache, cache) || !ALLOC(d->value_cache, cache) || !ALLOC(d->x, h->n_embd) ||
         !ALLOC(d->xb2, h->n_embd) || !ALLOC(d->q, q_dim) ||
         !ALLOC(d->att_out, q_dim) || !ALLOC(d->hb, h->n_ff) || !ALLOC(d->hb2, h->n_ff) ||
@@ -142,7 +151,13 @@ oom:
     return -1;
 }
 
+int decoder_set_l4(decoder *d, int mode, char err[256]) {
+    l4run_free(d->l4);
+    return l4run_create(d, (l4run_mode)mode, err);
+}
+
 void decoder_free(decoder *d) {
+    l4run_free(d->l4);
     weights_free(&d->w);
     free(d->key_cache); free(d->value_cache);
     free(d->x); free(d->xb2); free(d->q); free(d->att_out);
@@ -184,12 +199,22 @@ static void publish(decoder *d, const thread_ctx *c, int layer, int step) {
     progress_publish(d->progress, c->tid, step_number(d, layer, step));
 }
 
+// Per-head RMSNorm (qwen3's q_norm/k_norm, before RoPE as llama.cpp does; norm NULL: none),
+// then RoPE with the model's pairing and scaling, on n_heads heads of v.
+void decoder_norm_rope(const decoder *d, float *v, int n_heads, const float *norm, int pos) {
+    const llama_hparams *h = &d->hp;
+    for (int i = 0; norm && i < n_heads; i++)
+        rmsnorm(v + (size_t)i * h->head_dim, v + (size_t)i * h->head_dim, norm, h->head_dim, h->rms_eps);
+    rope_scaled(v, n_heads, h->head_dim, h->n_rot, pos, h->rope_base, h->rope_neox, h->rope_freq_scale,
+                d->w.rope_freqs);
+}
+
 // ---- a thread's share of the work ----
 
-static packed_matrix *matrix(decoder *d, int layer, int m) {
+const packed_matrix *decoder_matrix(const decoder *d, int layer, int m) {
     if (m == SCHED_OUT) return &d->w.classifier;
-    layer_weights *w = &d->w.layers[layer];
-    packed_matrix *all[SCHED_OUT] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
+    const layer_weights *w = &d->w.layers[layer];
+    const packed_matrix *all[SCHED_OUT] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
     return all[m];
 }
 
@@ -216,7 +241,11 @@ static void trace(decoder *d, const thread_ctx *c, int layer, int m, int write, 
 static void matmul_share(decoder *d, thread_ctx *c, int layer, int m, const float *x, float *out) {
     const sched_range *r = share(d, c, m);
     if (r->t0 == r->t1) return;
-    const packed_matrix *w = matrix(d, layer, m);
+    if (l4run_mode_of(d->l4) == L4RUN_BUFFER) {   // partials in L4 lines, the fold their writeback
+        l4run_matmul(d, c, layer, m, x, out);
+        return;
+    }
+    const packed_matrix *w = decoder_matrix(d, layer, m);
     size_t es = wtype_get(w->type)->size, tile = w->n_in * GEMV_TILE * es;
     const char *tiles = w->tiles;
     if (r->s0 == 0 && r->s1 == sched_n_seg(&d->sched, m)) {
@@ -236,11 +265,12 @@ static void matmul_share(decoder *d, thread_ctx *c, int layer, int m, const floa
 
 // The owner of a split tile folds its segment partials left to right into out (the canonical
 // order: ((s0 + s1) + s2) + ...); then it adds the bias, if any, to the rows it owns.
-static void finish_share(decoder *d, thread_ctx *c, int m, float *out, const float *bias) {
+static void finish_share(decoder *d, thread_ctx *c, int layer, int m, float *out, const float *bias) {
     const sched_range *r = share(d, c, m);
     size_t lo, hi;
     sched_rows(&d->sched, c->tid, m, &lo, &hi);
-    if (d->sched.split[m] && lo < hi)
+    if (l4run_mode_of(d->l4) == L4RUN_BUFFER) l4run_fold(d, c, layer, m, out);
+    else if (d->sched.split[m] && lo < hi)
         for (size_t j = lo; j < hi; j++) {
             float y = partial_slot(d, m, r->t0, 0)[j - lo];
             for (uint32_t g = 1; g < sched_n_seg(&d->sched, m); g++) y = y + partial_slot(d, m, r->t0, g)[j - lo];
@@ -257,8 +287,8 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
     for (size_t j = lo; j < hi; j++) d->x[j] += d->xb2[j];
 }
 
-// RoPE on q and the new keys, then attention, for this thread's KV-head groups (each with the
-// query heads that read it).
+// Q/K norm (qwen3) and RoPE on q and the new keys, then attention, for this thread's KV-head
+// groups (each with the query heads that read it): it touches only those groups' heads.
 static void attention_share(decoder *d, thread_ctx *c, int layer, int pos) {
     const llama_hparams *h = &d->hp;
     const sched_share *sh = &d->sched.share[c->tid];
@@ -270,8 +300,9 @@ static void attention_share(decoder *d, thread_ctx *c, int layer, int pos) {
     float *keys = d->key_cache + layer_at, *values = d->value_cache + layer_at;
     float *q = d->q + (size_t)kv0 * q_per_kv * head_dim;
     float *new_key = keys + (size_t)pos * kv_dim + (size_t)kv0 * head_dim;
-    rope(q, (kv1 - kv0) * q_per_kv, head_dim, h->n_rot, pos, h->rope_base, 0);
-    rope(new_key, kv1 - kv0, head_dim, h->n_rot, pos, h->rope_base, 0);
+    const layer_weights *w = &d->w.layers[layer];
+    decoder_norm_rope(d, q, (kv1 - kv0) * q_per_kv, w->q_norm, pos);
+    decoder_norm_rope(d, new_key, kv1 - kv0, w->k_norm, pos);
     attention(d->att_out + (size_t)kv0 * q_per_kv * head_dim, q, keys + (size_t)kv0 * head_dim,
               values + (size_t)kv0 * head_dim, pos + 1, (kv1 - kv0) * q_per_kv, kv1 - kv0, head_dim,
               kv_dim, c->att_scores);
@@ -299,12 +330,12 @@ static void layer_forward(decoder *d, thread_ctx *c, int l, int pos) {
     matmul_share(d, c, l, SCHED_WV, c->xb, v);
     publish(d, c, l, SCHED_QKV_PART);
     wait_for(d, c, l, SCHED_QKV);
-    finish_share(d, c, SCHED_WQ, d->q, w->bq);
-    finish_share(d, c, SCHED_WK, k, w->bk);
-    finish_share(d, c, SCHED_WV, v, w->bv);
+    finish_share(d, c, l, SCHED_WQ, d->q, w->bq);
+    finish_share(d, c, l, SCHED_WK, k, w->bk);
+    finish_share(d, c, l, SCHED_WV, v, w->bv);
     publish(d, c, l, SCHED_QKV);
 
-    // RoPE and attention over its KV-head groups: waits only for the owners of their q, k, v rows
+    // Q/K norm, RoPE and attention over its KV-head groups: waits only for the owners of their q, k, v rows
     wait_for(d, c, l, SCHED_ATTN);
     attention_share(d, c, l, pos);
     publish(d, c, l, SCHED_ATTN);
@@ -314,7 +345,7 @@ static void layer_forward(decoder *d, thread_ctx *c, int l, int pos) {
     matmul_share(d, c, l, SCHED_WO, d->att_out, d->xb2);
     publish(d, c, l, SCHED_WO_PART);
     wait_for(d, c, l, SCHED_WO_DONE);
-    finish_share(d, c, SCHED_WO, d->xb2, NULL);
+    finish_share(d, c, l, SCHED_WO, d->xb2, NULL);
     residual_share(d, c, SCHED_WO);
     publish(d, c, l, SCHED_WO_DONE);
 
@@ -325,8 +356,8 @@ static void layer_forward(decoder *d, thread_ctx *c, int l, int pos) {
     matmul_share(d, c, l, SCHED_UP, c->xb, d->hb2);
     publish(d, c, l, SCHED_FFN_PART);
     wait_for(d, c, l, SCHED_FFN);
-    finish_share(d, c, SCHED_GATE, d->hb, NULL);
-    finish_share(d, c, SCHED_UP, d->hb2, NULL);
+    finish_share(d, c, l, SCHED_GATE, d->hb, NULL);
+    finish_share(d, c, l, SCHED_UP, d->hb2, NULL);
     size_t lo, hi;
     sched_rows(&d->sched, c->tid, SCHED_GATE, &lo, &hi);
     swiglu(d->hb + lo, d->hb + lo, d->hb2 + lo, (int)(hi - lo));
@@ -337,7 +368,7 @@ static void layer_forward(decoder *d, thread_ctx *c, int l, int pos) {
     matmul_share(d, c, l, SCHED_DOWN, d->hb, d->xb2);
     publish(d, c, l, SCHED_DOWN_PART);
     wait_for(d, c, l, SCHED_DOWN_DONE);
-    finish_share(d, c, SCHED_DOWN, d->xb2, NULL);
+    finish_share(d, c, l, SCHED_DOWN, d->xb2, NULL);
     residual_share(d, c, SCHED_DOWN);
     publish(d, c, l, SCHED_DOWN_DONE);
 }
@@ -351,7 +382,7 @@ static void classifier_forward(decoder *d, thread_ctx *c) {
     matmul_share(d, c, l, SCHED_OUT, c->xb, d->logits);
     publish(d, c, l, SCHED_OUT_PART);
     wait_for(d, c, l, SCHED_OUT_DONE);
-    finish_share(d, c, SCHED_OUT, d->logits, NULL);
+    finish_share(d, c, l, SCHED_OUT, d->logits, NULL);
     publish(d, c, l, SCHED_OUT_DONE);
     wait_for(d, c, l, SCHED_OUT_END);        // thread 0: every logit written
 }

@@ -1,9 +1,9 @@
-// The llama decode loop's state and forward pass: the weights packed once at load
-// (runtime/weights.h), an f32 KV cache, f32 activations. decoder_forward evaluates one token at
-// one position and returns the logits. The step is one pool job: every thread runs the forward
-// pass over its own share of the static schedule (runtime/schedule.h), waiting only for the
-// threads that produce what it reads. The result is bit-identical for any thread count, split
-// and topology (every output in the canonical order of docs/design.md).
+// The llama-family (llama, qwen2, qwen3) decode loop's state and forward pass: the weights
+// packed once at load (runtime/weights.h), an f32 KV cache, f32 activations. decoder_forward
+// evaluates one token at one position and returns the logits. The step is one pool job: every
+// thread runs the forward pass over its own share of the static schedule (runtime/schedule.h),
+// waiting only for the threads that produce what it reads. The result is bit-identical for any
+// thread count, split and topology (every output in the canonical order of docs/design.md).
 //
 // runtime/ sits above kernels/, model/, l4/ and platform/ and may include any of them; only
 // tools/ include runtime/.
@@ -13,6 +13,7 @@
 #include "model/llama.h"
 #include "platform/numa.h"
 #include "runtime/pool.h"
+#include "runtime/l4run.h"
 #include "runtime/progress.h"
 #include "runtime/schedule.h"
 #include "runtime/weights.h"
@@ -20,7 +21,9 @@
 typedef struct {
     int n_threads;                // >= 1; more than the CPUs is allowed
     int numa;                     // topo_numa_mode, or -1 for topo_default_mode
-    int split_k;                  // 0: off; N >= 2: split small matrices into N segment ranges
+    int split_k;                  // 0: off; N >= 2: split small matrices into N segment ranges;
+                                  // -1: auto (up to the thread count)
+    int l4;                       // l4run_mode (L4RUN_AUTO by default)
     long min_stage_bytes;         // a stage uses at most bytes / this threads; -1: the default
     long min_step_bytes;          // a step uses at most its bytes / this threads; -1: the default
     void (*on_layer)(void *arg, int done, int total);   // load progress, or NULL
@@ -29,7 +32,7 @@ typedef struct {
 } decoder_opts;
 
 // Each thread's own state, allocated (and so placed) by that thread.
-typedef struct {
+typedef struct thread_ctx_s {
     int tid;
     int node;                     // NUMA node index
     int cpu;                      // CPU it is pinned to
@@ -42,7 +45,7 @@ typedef struct {
 // the matrix's tiles) or writes (write 1: segment partials, offsets in the matrix's partial block).
 typedef void (*decoder_trace_fn)(void *arg, int tid, int layer, int mat, int write, size_t lo, size_t hi);
 
-typedef struct {
+typedef struct decoder_s {
     const llama_model *model;
     llama_hparams hp;
     int n_ctx;                    // positions the KV cache holds
@@ -53,6 +56,7 @@ typedef struct {
     thread_ctx *threads;          // (n_threads)
     unsigned step_seq;            // decode steps run so far (progress numbers derive from it)
     float *partials[SCHED_N_MAT]; // split matrices: (n_tiles, sched_partial_bytes) segment partials
+    l4run *l4;                    // the per-node L4 caches; NULL when --l4 off
     double busy_s;                // thread-seconds of decode steps since decoder_stats_reset
     decoder_trace_fn trace;       // NULL, or a test's recorder
     void *trace_arg;
@@ -82,10 +86,16 @@ int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, con
                  char err[GGUF_ERR_MAX]);
 // Evaluates token at position pos (0 <= pos < n_ctx, positions in order); returns the logits.
 float *decoder_forward(decoder *d, int32_t token, int pos);
+// Replaces the L4 with a fresh one in mode (l4run_mode) between steps: benches interleave modes
+// on one set of packed weights. 0 ok; -1 with err (the decoder then runs with --l4 off).
+int decoder_set_l4(decoder *d, int mode, char err[256]);
 // Frees what decoder_init allocated; safe on a zeroed decoder and after a failed init.
 void decoder_free(decoder *d);
 // The embedding row of token (0 <= token < n_vocab), widened to f32 into x (n_embd floats).
 void decoder_embed(const decoder *d, int32_t token, float *x);
+// Per-head RMSNorm by norm (qwen3's q_norm/k_norm; NULL: none), then RoPE with the model's pairing
+// and scaling, on n_heads heads of v at position pos: what decoder_forward does to q and k.
+void decoder_norm_rope(const decoder *d, float *v, int n_heads, const float *norm, int pos);
 
 // Sync waiting since the last reset: wait_s summed over threads, busy_s the thread-seconds of
 // the steps (wall time of each step times the threads that had work in it).
@@ -95,6 +105,8 @@ typedef struct {
 } decoder_stats;
 void decoder_stats_reset(decoder *d);
 void decoder_stats_get(const decoder *d, decoder_stats *s);
+// The packed matrix m (SCHED_WQ ..) of a layer; layer n_layer with SCHED_OUT: the classifier.
+const packed_matrix *decoder_matrix(const decoder *d, int layer, int m);
 // Bytes a step at position pos streams: every packed matrix (padding included) and the KV cache
 // rows attention reads.
 double decoder_bytes_per_token(const decoder *d, int pos);

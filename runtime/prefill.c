@@ -60,7 +60,8 @@ static void batch_job_run(void *ctx, int tid, int n_threads) {
     }
 }
 
-// RoPE then attention for one layer over (token, kv group) units, unit u on thread u mod nth.
+// Q/K norm and RoPE (decoder_norm_rope, as the decoder does), then attention, for one layer over
+// (token, kv group) units, unit u on thread u mod nth.
 typedef struct { prefill *b; int l, n, pos0, phase; } attn_batch;
 
 static void attn_batch_job(void *ctx, int tid, int nth) {
@@ -69,13 +70,14 @@ static void attn_batch_job(void *ctx, int tid, int nth) {
     const llama_hparams *h = &d->hp;
     int hd = h->head_dim, grp = h->n_head / h->n_head_kv, nkv = h->n_head_kv;
     size_t kvd = (size_t)nkv * hd, Q = (size_t)h->n_head * hd;
+    const layer_weights *w = &d->w.layers[j->l];
     float *kc = d->key_cache + (size_t)j->l * d->n_ctx * kvd, *vc = d->value_cache + (size_t)j->l * d->n_ctx * kvd;
     for (int u = tid; u < j->n * nkv; u += nth) {
         int i = u / nkv, g = u % nkv, pos = j->pos0 + i;
         float *q = j->b->q + i * Q + (size_t)g * grp * hd;
         if (j->phase == 0) {
-            rope(q, grp, hd, h->n_rot, pos, h->rope_base, 0);
-            rope(kc + (size_t)pos * kvd + (size_t)g * hd, 1, hd, h->n_rot, pos, h->rope_base, 0);
+            decoder_norm_rope(d, q, grp, w->q_norm, pos);
+            decoder_norm_rope(d, kc + (size_t)pos * kvd + (size_t)g * hd, 1, w->k_norm, pos);
         } else {
             attention(j->b->att + i * Q + (size_t)g * grp * hd, q, kc + (size_t)g * hd, vc + (size_t)g * hd,
                       pos + 1, grp, 1, hd, kvd, d->threads[tid].att_scores);

@@ -107,6 +107,8 @@ static int load_layer(layer_weights *L, const llama_layer *s, const llama_model 
     L->bq = widen_1d(s->bq, &failed);
     L->bk = widen_1d(s->bk, &failed);
     L->bv = widen_1d(s->bv, &failed);
+    L->q_norm = widen_1d(s->q_norm, &failed);
+    L->k_norm = widen_1d(s->k_norm, &failed);
     if (failed) return -1;
     pack_job j = {.s = sc, .t = t, .n = 7,
                   .mat = {SCHED_WQ, SCHED_WK, SCHED_WV, SCHED_WO, SCHED_GATE, SCHED_UP, SCHED_DOWN},
@@ -153,6 +155,7 @@ int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *
     }
     int failed = 0;
     w->out_norm = widen_1d(m->output_norm, &failed);
+    w->rope_freqs = widen_1d(m->rope_freqs, &failed);
     pack_job j = {.s = s, .t = t, .n = 1, .mat = {SCHED_OUT}, .dst = {&w->classifier}};
     if (failed || pack(m, pl, &j, (const gguf_tensor *[]){m->output})) goto oom;
     w->embd_type = m->tok_embd->type;
@@ -169,11 +172,13 @@ void weights_free(model_weights *w) {
     for (int l = 0; l < w->n_layer; l++) {
         layer_weights *L = &w->layers[l];
         free(L->attn_norm); free(L->ffn_norm); free(L->bq); free(L->bk); free(L->bv);
+        free(L->q_norm); free(L->k_norm);
         free(L->wq.tiles); free(L->wk.tiles); free(L->wv.tiles); free(L->wo.tiles);
         free(L->w_gate.tiles); free(L->w_up.tiles); free(L->w_down.tiles);
     }
     free(w->layers);
     free(w->out_norm);
+    free(w->rope_freqs);
     free(w->classifier.tiles);
     free(w->token_embd);
     memset(w, 0, sizeof *w);

@@ -23,6 +23,8 @@ typedef struct {
     float *bq;                    // (n_head * head_dim), or NULL
     float *bk;                    // (n_head_kv * head_dim), or NULL
     float *bv;                    // (n_head_kv * head_dim), or NULL
+    float *q_norm;                // (head_dim) per-head RMSNorm of q (qwen3), or NULL
+    float *k_norm;                // (head_dim) per-head RMSNorm of k (qwen3), or NULL
     packed_matrix wq;             // (n_embd -> n_head * head_dim)
     packed_matrix wk;             // (n_embd -> n_head_kv * head_dim)
     packed_matrix wv;             // (n_embd -> n_head_kv * head_dim)
@@ -40,6 +42,7 @@ typedef struct {
                                   // after the load nothing reads the file, which may then change
     layer_weights *layers;        // (n_layer)
     float *out_norm;              // (n_embd)
+    float *rope_freqs;            // (n_rot / 2) RoPE frequency divisors (Llama 3), or NULL
     packed_matrix classifier;     // (n_embd -> n_vocab)
 } model_weights;
 

@@ -7,4 +7,19 @@ add_test(NAME test_hostile COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_hostile
          ${CMAKE_RUNTIME_OUTPUT_DIRECTORY} ${DECODE_SHARED_DIR} "${SANITIZE}")
 set_tests_properties(test_hostile PROPERTIES LABELS decode TIMEOUT 1200)
 decode_test(test_decode_batch decode test_decode_batch.c tool_util.c)
+# decode against llama.cpp (the peer scripts) on synth models of each architecture; exit 77 (skip)
+# when the peer is not installed.
+decode_test(test_peer_arch decode test_peer_arch.c decode_util.c tool_util.c)
+target_link_libraries(test_peer_arch PRIVATE cjson)
+set_tests_properties(test_peer_arch PROPERTIES SKIP_RETURN_CODE 77)
+# the tests' XDG_CACHE_HOME (a fresh tuning cache) would hide the peer's install: name it as the
+# peer scripts default it, from the configuring environment
+if(DEFINED ENV{PEER_DIR})
+  set(DECODE_PEER_DIR "$ENV{PEER_DIR}")
+elseif(DEFINED ENV{XDG_CACHE_HOME})
+  set(DECODE_PEER_DIR "$ENV{XDG_CACHE_HOME}/decode-peer")
+else()
+  set(DECODE_PEER_DIR "$ENV{HOME}/.cache/decode-peer")
+endif()
+set_property(TEST test_peer_arch APPEND PROPERTY ENVIRONMENT "PEER_DIR=${DECODE_PEER_DIR}")
 decode_test(test_decode_isa decode test_decode_isa.c tool_util.c)

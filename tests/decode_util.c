@@ -93,3 +93,30 @@ int check_row(const float *d, const double *r, int n, const char *what, int row,
                row, da, d[da], ra, r[ra], r2 >= 0 ? r[ra] - r[r2] : 0.0);
     return da;
 }
+
+void run_decode_dump(const char *dir, const char *model, const char *prompt, const char *n, int n_vocab,
+                     const char *tag, decode_dump *o) {
+    char *out = path_join(dir, "out.txt"), *dump = path_join(dir, "dump.bin");
+    const char *tv[] = {bin_path("tokenize", 1), "-m", model, "-p", prompt, NULL};
+    CHECKF(run_capture(tv, out, NULL) == 0, "%s: tokenize failed", tag);
+    size_t len, dump_len;
+    char *s = read_all(out, &len);
+    o->prompt = s ? parse_ids(s, &o->n_prompt) : NULL;
+    CHECKF(o->prompt && o->n_prompt >= 2 && o->prompt[0] == 1, "%s: tokenize output", tag);
+    free(s);
+    const char *dv[] = {bin_path("decode", 2), "-m", model, "-p", prompt, "-n", n, "--temp", "0",
+                        "--dump-logits", dump, NULL};
+    CHECKF(run_capture(dv, out, NULL) == 0, "%s: decode failed", tag);
+    o->rows = (float *)read_all(dump, &dump_len);
+    o->text = read_all(out, &o->text_len);
+    CHECK(o->rows && o->text);
+    size_t row_bytes = (size_t)n_vocab * sizeof(float);
+    CHECKF(dump_len % row_bytes == 0, "%s: dump is not whole rows", tag);
+    o->n_rows = (int)(dump_len / row_bytes);
+    free(out); free(dump);
+}
+
+void decode_dump_free(decode_dump *o) {
+    free(o->prompt); free(o->rows); free(o->text);
+    memset(o, 0, sizeof *o);
+}

@@ -24,3 +24,17 @@ typedef struct {
 // equal to r's. When r's top-2 margin is itself within that tolerance the two may swap: such a
 // row is printed as a NOTE, counted, and r's runner-up is accepted. Returns d's argmax.
 int check_row(const float *d, const double *r, int n, const char *what, int row, row_stats *st);
+
+// tokenize -m model -p prompt, then decode -m model -p prompt -n n --temp 0 --dump-logits (files
+// in dir); each step CHECKed, tag naming the case. Rows hold n_vocab floats each.
+typedef struct {
+    int32_t *prompt;          // (n_prompt) tokenize's ids, BOS first
+    size_t n_prompt;
+    float *rows;              // (n_rows, n_vocab) decode's dumped logits
+    int n_rows;
+    char *text;               // (text_len) decode's stdout
+    size_t text_len;
+} decode_dump;
+void run_decode_dump(const char *dir, const char *model, const char *prompt, const char *n, int n_vocab,
+                     const char *tag, decode_dump *o);
+void decode_dump_free(decode_dump *o);

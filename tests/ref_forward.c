@@ -42,6 +42,13 @@ static double *load(const gguf_file *g, const char *name, uint64_t ne0, uint64_t
     return d;
 }
 
+// "<arch>.suffix" in a static buffer (tests are single-threaded here).
+static char keybuf[128];
+static const char *akey(const char *arch, const char *suffix) {
+    snprintf(keybuf, sizeof keybuf, "%s.%s", arch, suffix);
+    return keybuf;
+}
+
 static int get_int(const gguf_file *g, const char *key, int64_t def, int64_t *v, char err[GGUF_ERR_MAX]) {
     int rc = gguf_get_int(g, key, 1, 1 << 24, v, err);
     if (rc == 1 && def > 0) { *v = def; return 0; }
@@ -49,27 +56,55 @@ static int get_int(const gguf_file *g, const char *key, int64_t def, int64_t *v,
     return rc ? -1 : 0;
 }
 
+// general.architecture: llama, qwen2 or qwen3 into arch (NUL-terminated).
+static int read_arch(const gguf_file *g, char arch[8], char err[GGUF_ERR_MAX]) {
+    const char *s; uint64_t n;
+    if (gguf_get_str(g, "general.architecture", &s, &n, err) == 0 && n == 5 &&
+        (!memcmp(s, "llama", 5) || !memcmp(s, "qwen2", 5) || !memcmp(s, "qwen3", 5))) {
+        memcpy(arch, s, 5); arch[5] = 0;
+        return 0;
+    }
+    snprintf(err, GGUF_ERR_MAX, "%s: general.architecture: not llama, qwen2 or qwen3", g->path);
+    return -1;
+}
+
+// Linear scaling: type "linear" (also when absent) with factor f scales angles by 1/f.
+static int read_scaling(ref_model *m, const gguf_file *g, const char *arch, char err[GGUF_ERR_MAX]) {
+    const char *type = "linear"; uint64_t n = 6;
+    if (gguf_get_str(g, akey(arch, "rope.scaling.type"), &type, &n, err) < 0) return -1;
+    float f = 0;
+    if (gguf_get_f32(g, akey(arch, "rope.scaling.factor"), &f, err) < 0) return -1;
+    int none = n == 4 && !memcmp(type, "none", 4), linear = n == 6 && !memcmp(type, "linear", 6);
+    if (!none && !linear) { snprintf(err, GGUF_ERR_MAX, "%s: rope scaling type not read here", g->path); return -1; }
+    m->rope_scale = none || f == 0 ? 1.0 : 1.0 / f;
+    return 0;
+}
+
 static int read_hparams(ref_model *m, const gguf_file *g, char err[GGUF_ERR_MAX]) {
-    int64_t e, l, h, kv, ff, rot;
-    if (get_int(g, "llama.embedding_length", 0, &e, err) || get_int(g, "llama.block_count", 0, &l, err) ||
-        get_int(g, "llama.attention.head_count", 0, &h, err) ||
-        get_int(g, "llama.attention.head_count_kv", h, &kv, err) ||
-        get_int(g, "llama.feed_forward_length", 0, &ff, err)) return -1;
-    if (e % h || h % kv || (e / h) % 2) {
-        snprintf(err, GGUF_ERR_MAX, "%s: n_embd %lld, n_head %lld, n_head_kv %lld do not fit", g->path,
-                 (long long)e, (long long)h, (long long)kv);
+    char a[8];
+    int64_t e, l, h, kv, ff, rot, hd;
+    if (read_arch(g, a, err) || get_int(g, akey(a, "embedding_length"), 0, &e, err) ||
+        get_int(g, akey(a, "block_count"), 0, &l, err) ||
+        get_int(g, akey(a, "attention.head_count"), 0, &h, err) ||
+        get_int(g, akey(a, "attention.head_count_kv"), h, &kv, err) ||
+        get_int(g, akey(a, "feed_forward_length"), 0, &ff, err) ||
+        get_int(g, akey(a, "attention.key_length"), e / h, &hd, err)) return -1;
+    if (h % kv || hd % 2 || (!gguf_find_kv(g, akey(a, "attention.key_length")) && e % h)) {
+        snprintf(err, GGUF_ERR_MAX, "%s: n_embd %lld, n_head %lld, n_head_kv %lld, head_dim %lld do not fit",
+                 g->path, (long long)e, (long long)h, (long long)kv, (long long)hd);
         return -1;
     }
-    if (get_int(g, "llama.rope.dimension_count", e / h, &rot, err)) return -1;
-    if (rot > e / h || rot % 2) { snprintf(err, GGUF_ERR_MAX, "%s: bad rope.dimension_count", g->path); return -1; }
+    if (get_int(g, akey(a, "rope.dimension_count"), hd, &rot, err)) return -1;
+    if (rot > hd || rot % 2) { snprintf(err, GGUF_ERR_MAX, "%s: bad rope.dimension_count", g->path); return -1; }
     float base = 10000.0f, eps;
-    if (gguf_get_f32(g, "llama.rope.freq_base", &base, err) < 0) return -1;
-    int rc = gguf_get_f32(g, "llama.attention.layer_norm_rms_epsilon", &eps, err);
+    if (gguf_get_f32(g, akey(a, "rope.freq_base"), &base, err) < 0 || read_scaling(m, g, a, err)) return -1;
+    int rc = gguf_get_f32(g, akey(a, "attention.layer_norm_rms_epsilon"), &eps, err);
     if (rc) { if (rc == 1) snprintf(err, GGUF_ERR_MAX, "%s: rms epsilon missing", g->path); return -1; }
     const gguf_tensor *te = gguf_find_tensor(g, "token_embd.weight");
     if (!te) { snprintf(err, GGUF_ERR_MAX, "%s: token_embd.weight: missing", g->path); return -1; }
     m->n_embd = (int)e; m->n_layer = (int)l; m->n_head = (int)h; m->n_kv = (int)kv; m->n_ff = (int)ff;
-    m->head_dim = (int)(e / h); m->n_rot = (int)rot; m->rope_base = base; m->eps = eps;
+    m->head_dim = (int)hd; m->n_rot = (int)rot; m->rope_base = base; m->eps = eps;
+    m->neox = strcmp(a, "llama") != 0;
     m->n_vocab = (int)te->ne[1];
     return 0;
 }
@@ -86,6 +121,8 @@ int ref_load(ref_model *m, const char *path, int n_ctx, char err[GGUF_ERR_MAX]) 
     m->tok_embd = load(&g, "token_embd.weight", E, V, 0, &failed, err);
     m->output_norm = load(&g, "output_norm.weight", E, 1, 0, &failed, err);
     m->output = load(&g, "output.weight", E, V, 1, &failed, err);
+    m->rope_freqs = load(&g, "rope_freqs.weight", (uint64_t)m->n_rot / 2, 1, 1, &failed, err);
+    uint64_t HD = (uint64_t)m->head_dim;
     m->layers = calloc((size_t)m->n_layer, sizeof *m->layers);
     if (!m->layers) failed = 1;
     for (int i = 0; i < m->n_layer && !failed; i++) {
@@ -100,6 +137,8 @@ int ref_load(ref_model *m, const char *path, int n_ctx, char err[GGUF_ERR_MAX]) 
         W(bq, "blk.%d.attn_q.bias", Q, 1, 1);
         W(bk, "blk.%d.attn_k.bias", KV, 1, 1);
         W(bv, "blk.%d.attn_v.bias", KV, 1, 1);
+        W(q_norm, "blk.%d.attn_q_norm.weight", HD, 1, 1);
+        W(k_norm, "blk.%d.attn_k_norm.weight", HD, 1, 1);
         W(ffn_norm, "blk.%d.ffn_norm.weight", E, 1, 0);
         W(w_gate, "blk.%d.ffn_gate.weight", E, F, 0);
         W(w_up, "blk.%d.ffn_up.weight", E, F, 0);
@@ -123,13 +162,13 @@ int ref_load(ref_model *m, const char *path, int n_ctx, char err[GGUF_ERR_MAX]) 
 void ref_free(ref_model *m) {
     for (int i = 0; m->layers && i < m->n_layer; i++) {
         ref_layer *L = &m->layers[i];
-        double *p[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv, L->ffn_norm,
-                       L->w_gate, L->w_up, L->w_down};
-        for (int j = 0; j < 12; j++) free(p[j]);
+        double *p[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv, L->q_norm,
+                       L->k_norm, L->ffn_norm, L->w_gate, L->w_up, L->w_down};
+        for (int j = 0; j < 14; j++) free(p[j]);
     }
-    double *p[] = {m->tok_embd, m->output_norm, m->output, m->k_cache, m->v_cache, m->x, m->xb,
-                   m->xb2, m->q, m->k, m->v, m->att, m->hb, m->hb2, m->logits};
-    for (int j = 0; j < 15; j++) free(p[j]);
+    double *p[] = {m->tok_embd, m->output_norm, m->output, m->rope_freqs, m->k_cache, m->v_cache, m->x,
+                   m->xb, m->xb2, m->q, m->k, m->v, m->att, m->hb, m->hb2, m->logits};
+    for (int j = 0; j < 16; j++) free(p[j]);
     free(m->layers);
     memset(m, 0, sizeof *m);
 }
@@ -150,15 +189,25 @@ static void matmul(double *y, const double *x, const double *w, const double *b,
     }
 }
 
-// Rotates pairs (2i, 2i+1), 2i < n_rot, of each head of width hd by pos * base^(-2i/n_rot).
-static void rope(double *v, int n_heads, int hd, int n_rot, int pos, double base) {
+// Rotates pairs (2i, 2i+1) (neox: (i, i + n_rot/2)), i < n_rot/2, of each head of width hd by
+// pos * scale / freqs[i] * base^(-2i/n_rot) (freqs NULL: 1).
+static void rope(const ref_model *m, double *v, int n_heads, int pos) {
+    int hd = m->head_dim, n_rot = m->n_rot, half = n_rot / 2;
     for (int h = 0; h < n_heads; h++)
-        for (int i = 0; i < n_rot; i += 2) {
-            double th = pos * pow(base, -(double)i / n_rot), c = cos(th), s = sin(th);
-            double *p = v + h * hd + i, a = p[0], b = p[1];
-            p[0] = a * c - b * s;
-            p[1] = a * s + b * c;
+        for (int i = 0; i < half; i++) {
+            double ff = m->rope_freqs ? m->rope_freqs[i] : 1.0;
+            double th = pos * m->rope_scale / ff * pow(m->rope_base, -2.0 * i / n_rot), c = cos(th), s = sin(th);
+            double *p = v + h * hd;
+            int ia = m->neox ? i : 2 * i, ib = m->neox ? i + half : 2 * i + 1;
+            double a = p[ia], b = p[ib];
+            p[ia] = a * c - b * s;
+            p[ib] = a * s + b * c;
         }
+}
+
+// RMSNorm of each head of v with weight w (hd), when w is given.
+static void head_norm(double *v, int n_heads, int hd, const double *w, double eps) {
+    for (int h = 0; w && h < n_heads; h++) rmsnorm(v + h * hd, v + h * hd, w, hd, eps);
 }
 
 const double *ref_forward(ref_model *m, int token, int pos) {
@@ -172,8 +221,10 @@ const double *ref_forward(ref_model *m, int token, int pos) {
         matmul(m->q, m->xb, L->wq, L->bq, E, Q);
         matmul(kc + (size_t)pos * KV, m->xb, L->wk, L->bk, E, KV);
         matmul(vc + (size_t)pos * KV, m->xb, L->wv, L->bv, E, KV);
-        rope(m->q, m->n_head, hd, m->n_rot, pos, m->rope_base);
-        rope(kc + (size_t)pos * KV, m->n_kv, hd, m->n_rot, pos, m->rope_base);
+        head_norm(m->q, m->n_head, hd, L->q_norm, m->eps);
+        head_norm(kc + (size_t)pos * KV, m->n_kv, hd, L->k_norm, m->eps);
+        rope(m, m->q, m->n_head, pos);
+        rope(m, kc + (size_t)pos * KV, m->n_kv, pos);
         for (int h = 0; h < m->n_head; h++) {
             int g = h / (m->n_head / m->n_kv);
             const double *q = m->q + h * hd;

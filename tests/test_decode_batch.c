@@ -3,7 +3,8 @@
 // 2, 5, 16 and one batch for the whole prompt, at 1, 2 and 3 threads, must give the same file
 // byte for byte and the same stdout. Also -n 0 (P - 1 rows) in batches, and the batched path
 // under DECODE_ISA=avx2 and DECODE_ISA=scalar. Models: gguf-synth shapes with GQA, biases, a
-// tied head, odd widths, f32/f16/bf16, and stories260K.
+// tied head, odd widths, f32/f16/bf16, qwen3 (per-head Q/K norms, head_dim != n_embd / n_head),
+// qwen2 with linear RoPE scaling, Llama 3 rope_freqs, and stories260K.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,9 @@ static const synth models[] = {
     {"96", "2", "4", "2", "256", "517", "f16", {"--tie"}},
     {"120", "3", "5", "5", "328", "777", "bf16", {"--bias"}},
     {"160", "2", "2", "1", "432", "333", "f32", {NULL}},
+    {"64", "2", "4", "2", "200", "449", "f16", {"--arch", "qwen3", "--head-dim", "32"}},
+    {"96", "2", "4", "2", "256", "333", "bf16", {"--arch", "qwen2", "--tie", "--rope-scaling", "linear"}},
+    {"160", "2", "4", "2", "432", "555", "f32", {"--rope-scaling", "llama3", "--rope-base", "500000"}},
 };
 #define N_SYNTH (int)(sizeof models / sizeof *models)
 static const char *batches[] = {"2", "5", "16", "4096"};

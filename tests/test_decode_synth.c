@@ -1,6 +1,8 @@
 // decode --dump-logits on gguf-synth models of awkward shapes against the float64 reference:
 // n_embd, n_ff and vocab off multiples of 64, head_dim 24/48/80/128, GQA 1/2/4/8, tied and
-// separate heads, q/k/v biases, another rope base, f32/f16/bf16. The prompt ids come from
+// separate heads, q/k/v biases, another rope base, f32/f16/bf16; then the other architectures
+// and scalings: qwen2, qwen3 (head_dim x n_head != n_embd), llama with --head-dim, Llama 3
+// rope_freqs and linear RoPE scaling, over long enough prompts that the angles matter. The prompt ids come from
 // tokenize, the generated ids from the argmax of each dumped row; the reference evaluates the
 // same ids and every row must agree within 1e-4 x max |logit| with the same argmax. stdout must
 // be the prompt followed by the generated pieces.
@@ -13,8 +15,10 @@
 #include "tests/decode_util.h"
 #include "tests/ref_forward.h"
 
+#define LONG "Once upon a time there was a little girl named Lily. She said: \"Hello world!\""
+
 typedef struct {
-    const char *embd, *layer, *head, *kv, *ff, *vocab, *dtype, *extra;   // extra: a flag or NULL
+    const char *embd, *layer, *head, *kv, *ff, *vocab, *dtype, *extra;   // extra: flags or NULL
     int gqa, hd, tie;          // what the case stands for, checked against the file
     const char *prompt, *n;
 } model_case;
@@ -29,8 +33,16 @@ static const model_case cases[] = {
     {"256", "2", "2", "1", "688", "600", "bf16", "--tie", 2, 128, 1, "Hello world", "8"},
     {"512", "1", "4", "1", "1000", "390", "f16", NULL, 4, 128, 0, "Hello world", "8"},
     {"120", "3", "5", "5", "328", "777", "bf16", "--bias", 1, 24, 0, "Hello world", "8"},
-    {"144", "4", "6", "3", "392", "555", "f32", "--rope-base=500000", 2, 24, 0,
-     "Once upon a time there was a little girl named Lily. She said: \"Hello world!\"", "40"},
+    {"144", "4", "6", "3", "392", "555", "f32", "--rope-base 500000", 2, 24, 0, LONG, "40"},
+    {"96", "2", "4", "2", "256", "517", "f32", "--arch qwen2", 2, 24, 0, LONG, "8"},
+    {"128", "2", "4", "1", "344", "600", "bf16", "--arch qwen2 --tie --rope-scaling linear", 4, 32, 1,
+     "Hello world", "8"},
+    {"64", "2", "4", "2", "200", "449", "f32", "--arch qwen3 --head-dim 32", 2, 32, 0, LONG, "8"},
+    {"128", "2", "2", "1", "352", "390", "f16", "--arch qwen3 --head-dim 128 --tie", 2, 128, 1, "Hello world", "8"},
+    {"160", "2", "4", "2", "432", "555", "f32", "--rope-scaling llama3 --rope-base 500000", 2, 40, 0, LONG, "40"},
+    {"96", "2", "2", "1", "256", "333", "bf16", "--rope-scaling llama3 --tie", 2, 48, 1, "Hello world", "8"},
+    {"128", "2", "4", "2", "344", "517", "f32", "--rope-scaling linear --rope-factor 8", 2, 32, 0, LONG, "8"},
+    {"64", "2", "2", "2", "200", "300", "f16", "--head-dim 48 --bias", 1, 48, 0, "Hello world", "8"},
 };
 #define N_CASES (int)(sizeof cases / sizeof *cases)
 
@@ -39,45 +51,34 @@ static char *dir;
 // Returns the number of rows checked.
 static int run_case(int ci, row_stats *st) {
     const model_case *c = &cases[ci];
-    char name[64], tag[96];
+    char name[64], tag[160];
     snprintf(name, sizeof name, "m%d.gguf", ci);
-    char *model = path_join(dir, name), *out = path_join(dir, "out.txt"), *dump = path_join(dir, "dump.bin");
+    char *model = path_join(dir, name);
     char seed[16];
     snprintf(seed, sizeof seed, "%d", 100 + ci);
-    const char *sv[24] = {bin_path("gguf-synth", 0), model, "--n-embd", c->embd, "--n-layer", c->layer,
+    const char *sv[32] = {bin_path("gguf-synth", 0), model, "--n-embd", c->embd, "--n-layer", c->layer,
         "--n-head", c->head, "--n-kv-head", c->kv, "--n-ff", c->ff, "--n-vocab", c->vocab, "--ctx", "128",
         "--dtype", c->dtype, "--seed", seed};
     int n = 20;
-    if (c->extra && !strncmp(c->extra, "--rope-base=", 12)) { sv[n++] = "--rope-base"; sv[n++] = c->extra + 12; }
-    else if (c->extra) sv[n++] = c->extra;
+    char extra[128];
+    snprintf(extra, sizeof extra, "%s", c->extra ? c->extra : "");
+    for (char *tok = strtok(extra, " "); tok && n < 31; tok = strtok(NULL, " ")) sv[n++] = tok;
     sv[n] = NULL;
     CHECKF(run_capture(sv, NULL, NULL) == 0, "case %d: gguf-synth failed", ci);
-    snprintf(tag, sizeof tag, "case %d (e%s hd%d gqa%d %s%s)", ci, c->embd, c->hd, c->gqa, c->dtype,
-             c->tie ? " tied" : "");
+    snprintf(tag, sizeof tag, "case %d (e%s hd%d gqa%d %s%s %s)", ci, c->embd, c->hd, c->gqa, c->dtype,
+             c->tie ? " tied" : "", c->extra ? c->extra : "");
 
     ref_model m;
     char err[GGUF_ERR_MAX];
     CHECKF(ref_load(&m, model, 128, err) == 0, "%s", err);
     CHECKF(m.head_dim == c->hd && m.n_head / m.n_kv == c->gqa && (m.output == NULL) == c->tie, "%s: shape", tag);
 
-    const char *tv[] = {bin_path("tokenize", 1), "-m", model, "-p", c->prompt, NULL};
-    CHECKF(run_capture(tv, out, NULL) == 0, "%s: tokenize failed", tag);
-    size_t len, P;
-    char *s = read_all(out, &len);
-    int32_t *prompt = s ? parse_ids(s, &P) : NULL;
-    CHECKF(prompt && P >= 2 && prompt[0] == 1, "%s: tokenize output", tag);
-    free(s);
-
-    const char *dv[] = {bin_path("decode", 2), "-m", model, "-p", c->prompt, "-n", c->n, "--temp", "0",
-                        "--dump-logits", dump, NULL};
-    CHECKF(run_capture(dv, out, NULL) == 0, "%s: decode failed", tag);
-    size_t dump_len, out_len;
-    float *rows = (float *)read_all(dump, &dump_len);
-    char *text = read_all(out, &out_len);
-    CHECK(rows && text);
-    size_t row_bytes = (size_t)m.n_vocab * sizeof(float);
-    CHECKF(dump_len % row_bytes == 0, "%s: dump is not whole rows", tag);
-    int n_rows = (int)(dump_len / row_bytes), N = atoi(c->n), token = prompt[0];
+    decode_dump dd;
+    run_decode_dump(dir, model, c->prompt, c->n, m.n_vocab, tag, &dd);
+    size_t P = dd.n_prompt;
+    const int32_t *prompt = dd.prompt;
+    const float *rows = dd.rows;
+    int n_rows = dd.n_rows, N = atoi(c->n), token = prompt[0];
     int32_t gen[64];
     int n_gen = 0, pos = 0;
     for (;; pos++) {                       // P prompt rows, then one per generated token but the last
@@ -99,14 +100,15 @@ static int run_case(int ci, row_stats *st) {
     size_t plen = strlen(c->prompt), glen;
     char *pieces = render_ids(&g, gen, (size_t)n_gen, 0, &glen);
     CHECK(pieces);
-    CHECKF(out_len == plen + glen && !memcmp(text, c->prompt, plen) && !memcmp(text + plen, pieces, glen),
+    CHECKF(dd.text_len == plen + glen && !memcmp(dd.text, c->prompt, plen) && !memcmp(dd.text + plen, pieces, glen),
            "%s: stdout is not the prompt followed by the generated pieces", tag);
     printf("%s: P %zu, generated %d, %d rows\n", tag, P, n_gen, n_rows);
     gguf_close(&g);
     ref_free(&m);
-    free(pieces); free(text); free(rows); free(prompt);
+    free(pieces);
+    decode_dump_free(&dd);
     unlink(model);
-    free(model); free(out); free(dump);
+    free(model);
     return n_rows;
 }
 
@@ -115,9 +117,10 @@ int main(void) {
     row_stats st = {0};
     int rows = 0, models = 0;
     for (int i = 0; i < N_CASES; i++, models++) rows += run_case(i, &st);
-    CHECK(models == 10 && st.rows == rows);
-    // P + N - 1 rows per case: 9 short prompts (P 3..13, N 8) and one of P 25, N 40.
-    CHECKF(rows == 165, "%d rows compared, expected 165", rows);
+    CHECK(models == 18 && st.rows == rows);
+    // P + N - 1 rows per case: the first 10 give 165 (9 short prompts, P 3..13, N 8, and one of
+    // P 25, N 40); the other 8 give 211 (P 25/26 with N 8 or 40, P 3/13 with N 8).
+    CHECKF(rows == 376, "%d rows compared, expected 376", rows);
     printf("%d models, %d rows, worst |d-r|/max|r| %.2g, %d near-ties noted\n", models, rows, st.worst,
            st.near_ties);
     scratch_remove(dir);

@@ -1,8 +1,9 @@
 // The threaded decode step against itself. The logits must be byte-identical for every thread
 // count, NUMA topology (real and DECODE_FAKE_NUMA=2) and split-K setting: through the CLI
 // (--dump-logits, -t 1..4) on stories260K and on two gguf-synth models big enough to use four
-// threads; in-process with the thread thresholds off, so every thread gets a share even of
-// stories260K's tiny matrices. On the way: each thread's future-key stream equals the lines its
+// threads; in-process on those and a qwen3 one (per-head Q/K norm, linear-scaled NeoX RoPE, in
+// each thread's own KV-head groups), with the thread thresholds off, so every thread gets a
+// share even of stories260K's tiny matrices. On the way: each thread's future-key stream equals the lines its
 // kernels then read and write (the trace hook), and on two pretend nodes every tile belongs to a
 // thread of the node it is meant for.
 #include "model/llama.h"
@@ -110,6 +111,7 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
     char err[GGUF_ERR_MAX];
     decoder_opts o = decoder_default_opts(T);
     o.split_k = split;
+    o.l4 = L4RUN_OFF;   // the trace follows the plain path; the L4 path is test_decode_l4's
     if (!thresholds) o.min_stage_bytes = o.min_step_bytes = 0;
     CHECKF(decoder_init_opts(&d, m, 64, &o, err) == 0, "%s", err);
     unsetenv("DECODE_FAKE_NUMA");
@@ -164,12 +166,14 @@ static int api_cases(const char *path) {
     return cases;
 }
 
+// arch: NULL for llama, or qwen3 with head_dim 128 and linear RoPE scaling (per-head Q/K norms).
 static char *synth(const char *name, const char *embd, const char *head, const char *kv, const char *ff,
-                   const char *vocab, const char *dtype) {
+                   const char *vocab, const char *dtype, const char *arch) {
     char *model = path_join(dir, name);
     const char *argv[] = {bin_path("gguf-synth", 0), model, "--n-embd", embd, "--n-layer", "2", "--n-head", head,
                           "--n-kv-head", kv, "--n-ff", ff, "--n-vocab", vocab, "--ctx", "128", "--dtype", dtype,
-                          "--seed", "7", NULL};
+                          "--seed", "7", arch ? "--arch" : NULL, arch, "--head-dim", "128", "--rope-scaling",
+                          "linear", NULL};
     char *out = path_join(dir, "out.txt");
     CHECKF(run_capture(argv, out, out) == 0, "%s", argv_text(argv));
     free(out);
@@ -179,18 +183,19 @@ static char *synth(const char *name, const char *embd, const char *head, const c
 int main(void) {
     dir = scratch_dir();
     char *stories = path_join(SHARED_DIR, "testdata/models/stories260K.gguf");
-    char *a = synth("a.gguf", "512", "8", "4", "1376", "2000", "f16");   // 4 threads at the default thresholds
-    char *b = synth("b.gguf", "384", "6", "2", "1000", "1500", "bf16");  // head_dim 64, 2 KV heads
+    char *a = synth("a.gguf", "512", "8", "4", "1376", "2000", "f16", NULL);   // 4 threads at the default thresholds
+    char *b = synth("b.gguf", "384", "6", "2", "1000", "1500", "bf16", NULL);  // head_dim 64, 2 KV heads
+    char *c = synth("c.gguf", "512", "8", "4", "1376", "2000", "f16", "qwen3"); // Q/K norm, scaled NeoX RoPE
     // Under sanitizers (SLOW) the CLI runs stories260K only; the in-process runs cover the rest.
     int cli = cli_cases(stories), cli_models = 1;
     if (SLOW == 1.0) cli += cli_cases(a) + cli_cases(b), cli_models = 3;
     CHECK(cli == cli_models * 16);
-    int api = api_cases(stories) + api_cases(a) + api_cases(b);
-    CHECK(api == 3 * 32);
+    int api = api_cases(stories) + api_cases(a) + api_cases(b) + api_cases(c);
+    CHECK(api == 4 * 32);
     CHECKF(split_runs >= 4, "split-K ran in %d runs only", split_runs);
     CHECK(node_checks >= 2 * 8);   // model a: every matrix, 2 split settings
     printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K) byte-identical, key streams checked\n", cli, api, split_runs);
-    free(stories); free(a); free(b);
+    free(stories); free(a); free(b); free(c);
     CHECK(scratch_remove(dir) == 0);
     return 0;
 }

@@ -39,21 +39,27 @@ static size_t test_rmsnorm(void) {
 }
 
 // RoPE: theta_i = pos * s^i with s = powf(base, -2/n_rot) multiplied up in f32: relative error
-// <= (2i + 2)(1 + 2 ln(base) / n_rot) u; cosf/sinf and the rotation add <= 6u of |x0| + |x1|.
+// <= (2i + 2)(1 + 2 ln(base) / n_rot) u, plus 2u when scaled by a factor and a freq_scale;
+// cosf/sinf and the rotation add <= 6u of |x0| + |x1|. Scaled cases use rope_scaled with
+// freq_scale 1/4 and factors in [1, 8]; unscaled ones rope itself.
 static size_t test_rope(void) {
     const int hds[] = {8, 64, 128, 100}, poss[] = {0, 1, 7, 100, 4095};
     const float bases[] = {10000.0f, 500000.0f};
     size_t cases = 0;
+    float ff[64];
+    for (int i = 0; i < 64; i++) ff[i] = 4.5f + rng_sym(3.5f);
     for (int a = 0; a < 4; a++)
         for (int nr = 0; nr < 3; nr++)
             for (int ip = 0; ip < 5; ip++)
                 for (int ib = 0; ib < 2; ib++)
-                    for (int neox = 0; neox < 2; neox++, cases++) {
+                    for (int mode = 0; mode < 4; mode++, cases++) {
+                        int neox = mode & 1, scaled = mode >> 1;
                         int hd = hds[a], n_rot = nr == 0 ? hd : nr == 1 ? hd / 2 : (hd / 4) & ~1;
                         int nh = 3, pos = poss[ip];
                         float base = bases[ib], v[3 * 128], v0[3 * 128];
                         for (int i = 0; i < nh * hd; i++) v[i] = v0[i] = rng_sym(3.0f);
-                        rope(v, nh, hd, n_rot, pos, base, neox);
+                        if (scaled) rope_scaled(v, nh, hd, n_rot, pos, base, neox, 0.25f, ff);
+                        else rope(v, nh, hd, n_rot, pos, base, neox);
                         int half = n_rot / 2;
                         double L = 1 + 2 * log(base) / n_rot;
                         for (int h = 0; h < nh; h++) {
@@ -61,12 +67,13 @@ static size_t test_rope(void) {
                             for (int d = n_rot; d < hd; d++) CHECK(fp_bits(y[d]) == fp_bits(x[d]));
                             for (int i = 0; i < half; i++) {
                                 int ia = neox ? i : 2 * i, ib2 = neox ? i + half : 2 * i + 1;
-                                double th = pos * pow(base, -2.0 * i / n_rot);
+                                double th = pos * pow(base, -2.0 * i / n_rot) * (scaled ? 0.25 / ff[i] : 1);
                                 double y0 = x[ia] * cos(th) - x[ib2] * sin(th), y1 = x[ia] * sin(th) + x[ib2] * cos(th);
-                                double tol = (fabs(x[ia]) + fabs(x[ib2])) * ((2 * i + 2) * L * U * th + 6 * U);
+                                double rel = ((2 * i + 2) * L + 2 * scaled) * U;
+                                double tol = (fabs(x[ia]) + fabs(x[ib2])) * (rel * th + 6 * U);
                                 CHECKF(fabs(y[ia] - y0) <= tol && fabs(y[ib2] - y1) <= tol,
-                                       "hd=%d n_rot=%d pos=%d neox=%d i=%d: %g %g vs %g %g tol %g", hd, n_rot, pos,
-                                       neox, i, y[ia], y[ib2], y0, y1, tol);
+                                       "hd=%d n_rot=%d pos=%d mode=%d i=%d: %g %g vs %g %g tol %g", hd, n_rot, pos,
+                                       mode, i, y[ia], y[ib2], y0, y1, tol);
                                 if (pos == 0) CHECK(y[ia] == x[ia] && y[ib2] == x[ib2]);
                             }
                         }
@@ -224,7 +231,7 @@ static size_t test_attention(void) {
 
 int main(void) {
     size_t n[6] = {test_rmsnorm(), test_rope(), test_softmax(), test_swiglu(), test_argmax(), test_attention()};
-    const size_t want[6] = {18, 241, 15 + 71 * 4, 14, 8, 12 * 4 * 4 + 1};
+    const size_t want[6] = {18, 481, 15 + 71 * 4, 14, 8, 12 * 4 * 4 + 1};
     const char *names[6] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention"};
     for (int i = 0; i < 6; i++) {
         CHECKF(n[i] == want[i], "%s ran %zu cases, expected %zu", names[i], n[i], want[i]);

@@ -1,6 +1,7 @@
-// The llama binding rejects every model-level defect with an error naming the problem, and
-// accepts the valid variants (defaults applied, tied output, biases). Each case builds a small
-// model with the writer, then binds it.
+// The llama-family binding rejects every model-level defect with an error naming the problem,
+// and accepts the valid variants (defaults applied, tied output, biases, qwen2, qwen3 with its
+// own head size, linear and Llama 3 RoPE scaling). Each case builds a small model with the
+// writer, then binds it.
 #include "model/gguf_write.h"
 #include "model/llama.h"
 #include "runtime/decoder.h"
@@ -25,60 +26,85 @@ typedef struct {
     int rope_freqs;               // add a rope_freqs.weight tensor
     int out_3d;                   // store output.weight as [E, vocab, 1]
     int half_1d;                  // norms and biases as BF16 rather than F32
+    int64_t head_dim;             // <arch>.attention.key_length and value_length; -1: omitted
+    int qk_norm;                  // add blk.N.attn_{q,k}_norm.weight
+    const char *extra;            // an extra 1-D tensor of n_embd values
+    int64_t n_expert;             // <arch>.expert_count; -1: omitted
 } spec;
 
 static spec valid(void) {
     return (spec){"llama", 2, 64, 96, 4, 2, 128, -1, 300, 1e-5f, 0, NULL, NULL, NULL, 0, 0, 0,
-                  NULL, 0, 0, 0, 0};
+                  NULL, 0, 0, 0, 0, -1, 0, NULL, -1};
 }
 
-static void int_key(gguf_writer *w, const char *key, int64_t v) { if (v >= 0) gguf_w_u32(w, key, (uint32_t)v); }
+// The key prefix: the architecture's own for the known ones, llama's for the rest.
+static const char *prefix(const spec *s) {
+    return !strcmp(s->arch, "qwen2") || !strcmp(s->arch, "qwen3") ? s->arch : "llama";
+}
 
-static void tensor(gguf_writer *w, const spec *s, const char *name, int64_t ne0, int64_t ne1, const void *zeros) {
+static void int_key(gguf_writer *w, const spec *s, const char *suffix, int64_t v) {
+    char k[96];
+    snprintf(k, sizeof k, "%s.%s", prefix(s), suffix);
+    if (v >= 0) gguf_w_u32(w, k, (uint32_t)v);
+}
+
+static void tensor(gguf_writer *w, const spec *s, const char *name, int64_t ne0, int64_t ne1, const void *data) {
     if (s->omit && !strcmp(s->omit, name)) return;
     uint64_t ne[2] = {(uint64_t)ne0, (uint64_t)(ne1 ? ne1 : 1)};
     if (s->reshape && !strcmp(s->reshape, name)) ne[1]++;
     uint32_t type = ne1 ? GGML_TYPE_F16 : s->half_1d ? GGML_TYPE_BF16 : GGML_TYPE_F32;
     if (s->quant && !strcmp(s->quant, name)) type = 8;           // Q8_0
     uint64_t ne3[3] = {ne[0], ne[1], 1};
-    if (s->out_3d && !strcmp(name, "output.weight")) gguf_w_tensor(w, name, type, 3, ne3, zeros);
-    else gguf_w_tensor(w, name, type, ne1 ? 2 : 1, ne, zeros);
+    if (s->out_3d && !strcmp(name, "output.weight")) gguf_w_tensor(w, name, type, 3, ne3, data);
+    else gguf_w_tensor(w, name, type, ne1 ? 2 : 1, ne, data);
 }
 
 static void build(const spec *s, const char *path) {
     static char zeros[1 << 20];
+    static float ones[256];
+    for (int i = 0; i < 256; i++) ones[i] = 1.0f;
     gguf_writer *w = gguf_writer_new(32);
     CHECK(w);
+    char k[96];
     gguf_w_str(w, "general.architecture", s->arch);
-    int_key(w, "llama.block_count", s->n_layer);
-    int_key(w, "llama.embedding_length", s->n_embd);
-    int_key(w, "llama.feed_forward_length", s->n_ff);
-    int_key(w, "llama.attention.head_count", s->n_head);
-    int_key(w, "llama.attention.head_count_kv", s->n_head_kv);
-    int_key(w, "llama.context_length", s->ctx);
-    int_key(w, "llama.rope.dimension_count", s->rope_dim);
-    if (s->eps_as_string) gguf_w_str(w, "llama.attention.layer_norm_rms_epsilon", "1e-5");
-    else if (!isnan(s->eps)) gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", s->eps);
-    if (s->scaling_type) gguf_w_str(w, "llama.rope.scaling.type", s->scaling_type);
-    if (s->scaling_factor) gguf_w_f32(w, "llama.rope.scaling.factor", s->scaling_factor);
+    int_key(w, s, "block_count", s->n_layer);
+    int_key(w, s, "embedding_length", s->n_embd);
+    int_key(w, s, "feed_forward_length", s->n_ff);
+    int_key(w, s, "attention.head_count", s->n_head);
+    int_key(w, s, "attention.head_count_kv", s->n_head_kv);
+    int_key(w, s, "attention.key_length", s->head_dim);
+    int_key(w, s, "attention.value_length", s->head_dim);
+    int_key(w, s, "context_length", s->ctx);
+    int_key(w, s, "rope.dimension_count", s->rope_dim);
+    int_key(w, s, "expert_count", s->n_expert);
+    snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", prefix(s));
+    if (s->eps_as_string) gguf_w_str(w, k, "1e-5");
+    else if (!isnan(s->eps)) gguf_w_f32(w, k, s->eps);
+    snprintf(k, sizeof k, "%s.rope.scaling.type", prefix(s));
+    if (s->scaling_type) gguf_w_str(w, k, s->scaling_type);
+    snprintf(k, sizeof k, "%s.rope.scaling.factor", prefix(s));
+    if (s->scaling_factor) gguf_w_f32(w, k, s->scaling_factor);
     int n_tok = (int)s->n_vocab + s->tokens_delta;
     char **toks = calloc((size_t)n_tok, sizeof *toks);
     for (int i = 0; i < n_tok; i++) { toks[i] = malloc(16); snprintf(toks[i], 16, "t%d", i); }
     gguf_w_str(w, "tokenizer.ggml.model", "llama");
     gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks, (uint64_t)n_tok);
     int64_t E = s->n_embd > 0 ? s->n_embd : 64, H = s->n_head > 0 ? s->n_head : 4;
-    int64_t hd = E / H, KV = (s->n_head_kv > 0 ? s->n_head_kv : H) * hd, F = s->n_ff > 0 ? s->n_ff : 96;
+    int64_t hd = s->head_dim > 0 ? s->head_dim : E / H, Q = H * hd;
+    int64_t KV = (s->n_head_kv > 0 ? s->n_head_kv : H) * hd, F = s->n_ff > 0 ? s->n_ff : 96;
     tensor(w, s, "token_embd.weight", E, s->n_vocab, zeros);
     tensor(w, s, "output_norm.weight", E, 0, zeros);
-    if (s->rope_freqs) tensor(w, s, "rope_freqs.weight", E / H / 2, 0, zeros);
+    if (s->rope_freqs) tensor(w, s, "rope_freqs.weight", hd / 2, 0, s->rope_freqs == 1 ? (void *)ones : zeros);
+    if (s->extra) tensor(w, s, s->extra, E, 0, zeros);
     if (!s->tie) tensor(w, s, "output.weight", E, s->n_vocab, zeros);
     for (int l = 0; l < (s->n_layer > 0 ? s->n_layer : 1); l++) {
         char n[64];
 #define T(suffix, a, b) (snprintf(n, sizeof n, "blk.%d." suffix, l), tensor(w, s, n, a, b, zeros))
-        T("attn_norm.weight", E, 0); T("attn_q.weight", E, E); T("attn_k.weight", E, KV);
-        T("attn_v.weight", E, KV); T("attn_output.weight", E, E); T("ffn_norm.weight", E, 0);
+        T("attn_norm.weight", E, 0); T("attn_q.weight", E, Q); T("attn_k.weight", E, KV);
+        T("attn_v.weight", E, KV); T("attn_output.weight", Q, E); T("ffn_norm.weight", E, 0);
         T("ffn_gate.weight", E, F); T("ffn_up.weight", E, F); T("ffn_down.weight", F, E);
-        if (s->bias) { T("attn_q.bias", E, 0); T("attn_k.bias", KV, 0); T("attn_v.bias", KV, 0); }
+        if (s->bias) { T("attn_q.bias", Q, 0); T("attn_k.bias", KV, 0); T("attn_v.bias", KV, 0); }
+        if (s->qk_norm) { T("attn_q_norm.weight", hd, 0); T("attn_k_norm.weight", hd, 0); }
 #undef T
     }
     char err[GGUF_ERR_MAX];
@@ -119,6 +145,7 @@ int main(void) {
     CHECK(llama_model_load(&m, path, err) == 0);
     CHECK(m.hp.n_head_kv == 2 && m.hp.head_dim == 16 && m.hp.n_rot == 16);   // rope dim defaults
     CHECK(m.hp.rope_base == 10000.0f && m.hp.n_vocab == 300 && m.output != m.tok_embd);
+    CHECK(m.hp.arch == LLAMA_ARCH_LLAMA && !m.hp.rope_neox && m.hp.rope_freq_scale == 1.0f && !m.rope_freqs);
     CHECK(decoder_check_ctx(&m, 128, err) == 0);
     CHECK(decoder_check_ctx(&m, 0, err) != 0);
     CHECK(decoder_check_ctx(&m, (int64_t)1 << 40, err) != 0 && strstr(err, "context"));
@@ -133,11 +160,47 @@ int main(void) {
     s = valid(); s.out_3d = 1; expect(&s, path, NULL);
     s = valid(); s.half_1d = 1; s.bias = 1; expect(&s, path, NULL);
 
-    s = valid(); s.arch = "gpt2"; expect(&s, path, "architecture 'gpt2' is not supported");
+    s = valid(); s.arch = "gpt2"; expect(&s, path, "architecture 'gpt2' is not supported (only llama, qwen2, qwen3)");
+    s = valid(); s.arch = "qwen2moe"; expect(&s, path, "architecture 'qwen2moe' is not supported");
     s = valid(); s.arch = "lla\nma\x1b"; expect(&s, path, "architecture 'lla\\x0ama\\x1b' is not supported");
-    s = valid(); s.scaling_type = "linear"; s.scaling_factor = 4.0f; expect(&s, path, "scaling.type 'linear'");
-    s = valid(); s.scaling_factor = 2.0f; expect(&s, path, "llama.rope.scaling.factor = 2");
-    s = valid(); s.rope_freqs = 1; expect(&s, path, "rope_freqs.weight");
+
+    // RoPE scaling: linear (the default type when only a factor is given) and Llama 3's factors.
+    s = valid(); s.scaling_type = "linear"; s.scaling_factor = 4.0f; expect(&s, path, NULL);
+    CHECK(llama_model_load(&m, path, err) == 0 && m.hp.rope_freq_scale == 0.25f);
+    llama_model_free(&m);
+    s = valid(); s.scaling_factor = 2.0f; expect(&s, path, NULL);
+    CHECK(llama_model_load(&m, path, err) == 0 && m.hp.rope_freq_scale == 0.5f);
+    llama_model_free(&m);
+    s = valid(); s.rope_freqs = 1; expect(&s, path, NULL);
+    CHECK(llama_model_load(&m, path, err) == 0 && m.rope_freqs && m.rope_freqs->ne[0] == 8);
+    llama_model_free(&m);
+    s = valid(); s.scaling_type = "yarn"; s.scaling_factor = 4.0f;
+    expect(&s, path, "llama.rope.scaling.type 'yarn' is not supported");
+    s = valid(); s.scaling_type = "longrope"; expect(&s, path, "'longrope' is not supported");
+    s = valid(); s.scaling_factor = -2.0f; expect(&s, path, "llama.rope.scaling.factor -2 must be finite and positive");
+    s = valid(); s.rope_freqs = 2; expect(&s, path, "rope_freqs.weight[0] = 0 must be finite and positive");
+    s = valid(); s.rope_freqs = 1; s.half_1d = 1; expect(&s, path, "rope_freqs.weight has type BF16; expected F32");
+
+    // qwen2: biases required, NEOX; qwen3: per-head norms, its own head size, no biases.
+    s = valid(); s.arch = "qwen2"; s.bias = 1; expect(&s, path, NULL);
+    CHECK(llama_model_load(&m, path, err) == 0 && m.hp.arch == LLAMA_ARCH_QWEN2 && m.hp.rope_neox && m.layers[1].bk);
+    llama_model_free(&m);
+    s = valid(); s.arch = "qwen2"; expect(&s, path, "missing tensor blk.0.attn_q.bias");
+    s = valid(); s.arch = "qwen2"; s.bias = 1; s.rope_freqs = 1;
+    expect(&s, path, "tensor rope_freqs.weight is not used by the qwen2 architecture");
+    s = valid(); s.arch = "qwen3"; s.qk_norm = 1; s.n_head = 6; s.n_head_kv = 3; s.head_dim = 16;
+    expect(&s, path, NULL);
+    CHECK(llama_model_load(&m, path, err) == 0 && m.hp.arch == LLAMA_ARCH_QWEN3 && m.hp.rope_neox);
+    CHECK(m.hp.head_dim == 16 && m.hp.n_rot == 16 && m.layers[0].q_norm && m.layers[1].k_norm && !m.layers[0].bq);
+    llama_model_free(&m);
+    s = valid(); s.arch = "qwen3"; expect(&s, path, "missing tensor blk.0.attn_q_norm.weight");
+    s = valid(); s.arch = "qwen3"; s.qk_norm = 1; s.bias = 1;
+    expect(&s, path, "tensor blk.0.attn_q.bias is not used by the qwen3 architecture");
+    s = valid(); s.arch = "qwen3"; s.qk_norm = 1; s.eps = NAN;
+    expect(&s, path, "missing required key qwen3.attention.layer_norm_rms_epsilon");
+    s = valid(); s.extra = "blk.0.attn_output.bias";
+    expect(&s, path, "tensor blk.0.attn_output.bias is not used by the llama");
+    s = valid(); s.n_expert = 8; expect(&s, path, "llama.expert_count 8: mixture-of-experts");
     s = valid(); s.n_layer = 0; expect(&s, path, "llama.block_count");
     s = valid(); s.n_layer = -1; expect(&s, path, "missing required key llama.block_count");
     s = valid(); s.n_embd = -1; expect(&s, path, "llama.embedding_length");
@@ -161,7 +224,7 @@ int main(void) {
     s = valid(); s.reshape = "output.weight"; expect(&s, path, "tensor output.weight has shape");
     s = valid(); s.quant = "blk.0.attn_q.weight"; expect(&s, path, "blk.0.attn_q.weight has type Q8_0");
     s = valid(); s.tokens_delta = 1; expect(&s, path, "tokenizer.ggml.tokens has 301 tokens");
-    CHECK(n_cases == 34);
+    CHECK(n_cases == 49);
     unlink(path);
     rmdir(dir);
     printf("llama binding: %d cases\n", n_cases);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "platform/fp.h"
 #include "model/gguf.h"
 #include "tests/check.h"
@@ -209,6 +210,71 @@ static int check_rounded(const char *pa, const char *pb) {
     return n;
 }
 
+// Mean and standard deviation of a tensor's values.
+static void stats(const gguf_tensor *t, double *mean, double *sd) {
+    size_t cnt = (size_t)(t->ne[0] * t->ne[1]);
+    double s = 0, ss = 0;
+    for (size_t k = 0; k < cnt; k++) { double v = elem(t, k); s += v; ss += v * v; }
+    *mean = s / cnt;
+    *sd = sqrt(ss / cnt - *mean * *mean);
+}
+
+// The other architectures and scalings: keys under the architecture's name, head size keys,
+// qwen2's biases without --bias, qwen3's per-head norms (random, spread 0.3 about 1), Llama 3's
+// rope_freqs as the converter's formula gives them, linear scaling keys. Returns models checked.
+static int check_archs(void) {
+    char *p = path_join(dir, "arch.gguf"), err[GGUF_ERR_MAX];
+    gguf_file g;
+    float f;
+    double mean, sd;
+    CHECK(synth(p, "--arch", "qwen3", "--n-embd", "64", "--n-head", "4", "--n-kv-head", "2", "--head-dim", "32",
+                "--rope-scaling", "linear", "--rope-factor", "8", NULL) == 0);
+    CHECKF(gguf_open(&g, p, err) == 0, "%s", err);
+    CHECK(same_str(&g, "general.architecture", "qwen3") && !gguf_find_kv(&g, "llama.block_count"));
+    CHECK(get_int(&g, "qwen3.embedding_length") == 64 && get_int(&g, "qwen3.attention.key_length") == 32);
+    CHECK(get_int(&g, "qwen3.attention.value_length") == 32 && get_int(&g, "qwen3.rope.dimension_count") == 32);
+    CHECK(same_str(&g, "qwen3.rope.scaling.type", "linear"));
+    CHECK(gguf_get_f32(&g, "qwen3.rope.scaling.factor", &f, err) == 0 && f == 8.0f);
+    CHECK(gguf_find_tensor(&g, "blk.1.attn_q.weight")->ne[1] == 128 && !gguf_find_tensor(&g, "blk.0.attn_q.bias"));
+    const char *norms[] = {"blk.0.attn_q_norm.weight", "blk.1.attn_k_norm.weight"};
+    for (int i = 0; i < 2; i++) {
+        const gguf_tensor *t = gguf_find_tensor(&g, norms[i]);
+        CHECKF(t && t->n_dims == 1 && t->ne[0] == 32 && t->type == GGML_TYPE_F32, "%s", norms[i]);
+        stats(t, &mean, &sd);
+        CHECKF(fabs(mean - 1) < 0.25 && sd > 0.15 && sd < 0.45, "%s: mean %g sd %g", norms[i], mean, sd);
+    }
+    gguf_close(&g);
+
+    CHECK(synth(p, "--arch", "qwen2", "--n-embd", "64", "--n-head", "4", NULL) == 0);
+    CHECKF(gguf_open(&g, p, err) == 0, "%s", err);
+    CHECK(same_str(&g, "general.architecture", "qwen2") && get_int(&g, "qwen2.block_count") == 2);
+    CHECK(!gguf_find_kv(&g, "qwen2.attention.key_length") && !gguf_find_kv(&g, "qwen2.rope.scaling.type"));
+    const gguf_tensor *b = gguf_find_tensor(&g, "blk.1.attn_v.bias");
+    CHECK(b && b->ne[0] == 64);
+    stats(b, &mean, &sd);
+    CHECKF(fabs(mean) < 0.1 && fabs(sd - 0.2) < 0.05, "bias: mean %g sd %g", mean, sd);
+    gguf_close(&g);
+
+    CHECK(synth(p, "--n-embd", "64", "--n-head", "2", "--rope-base", "500000", "--rope-scaling", "llama3", NULL) == 0);
+    CHECKF(gguf_open(&g, p, err) == 0, "%s", err);
+    const gguf_tensor *rf = gguf_find_tensor(&g, "rope_freqs.weight");
+    CHECK(rf && rf->type == GGML_TYPE_F32 && rf->n_dims == 1 && rf->ne[0] == 16);
+    int n_one = 0, n_eight = 0;
+    for (int i = 0; i < 16; i++) {       // Llama 3.1: factor 8, low 1, high 4, original context 8192
+        double wl = 2 * 3.14159265358979323846 * pow(500000.0, 2.0 * i / 32), sm = (8192 / wl - 1) / 3;
+        double want = wl < 2048 ? 1 : wl > 8192 ? 8 : 1 / ((1 - sm) / 8 + sm);
+        double got = elem(rf, (size_t)i);
+        CHECKF(fabs(got - want) <= 1e-6 * want, "rope_freqs[%d] = %g, want %g", i, got, want);
+        n_one += want == 1; n_eight += want == 8;
+    }
+    CHECKF(n_one > 0 && n_eight > 0 && n_one + n_eight < 16, "%d ones, %d eights: not all three regimes",
+           n_one, n_eight);
+    gguf_close(&g);
+    unlink(p);
+    free(p);
+    return 3;
+}
+
 static int exists(const char *p) { FILE *f = fopen(p, "rb"); if (f) fclose(f); return f != NULL; }
 
 int main(void) {
@@ -247,7 +313,14 @@ int main(void) {
     CHECK(!exists(bad));
     int n_files = dir_count(dir, "");                           // no temporary file either
     CHECKF(n_files == 2, "%d files in the scratch directory", n_files);   // stdout, stderr
-    CHECK(cases == 24);
+    const char *const arch_bad[][4] = {{"--arch", "gpt2"}, {"--rope-scaling", "yarn"}, {"--rope-factor", "0"},
+        {"--head-dim", "1"}, {"--arch", "qwen3", "--bias"}, {"--arch", "qwen2", "--rope-scaling", "llama3"}};
+    for (size_t i = 0; i < sizeof arch_bad / sizeof *arch_bad; i++, cases++)
+        CHECKF(synth_err(bad, arch_bad[i][0], arch_bad[i][1], arch_bad[i][2], arch_bad[i][3], NULL) == 2, "%s %s",
+               arch_bad[i][0], arch_bad[i][1]);
+    CHECK(synth_err(bad, "--head-dim", "7", NULL) == 1); cases++;
+    CHECK(synth_err(bad, "--arch", "qwen2", "--head-dim", "32", NULL) == 1); cases++;
+    CHECK(cases == 32);
 
     // One model, and the same again, another seed, f16, bf16, tied, without biases.
     CHECK(synth(f32, SHAPE, "--seed", "7", "--bias", NULL) == 0);
@@ -287,7 +360,9 @@ int main(void) {
     CHECKF(words > 4000, "only %d word tokens", words);
     gguf_close(&g);
 
-    printf("gguf-synth: %d error cases, 7 small models checked, 32000-token vocab (%d word tokens)\n", cases, words);
+    int archs = check_archs();
+    printf("gguf-synth: %d error cases, 7 small models and %d of other architectures checked, 32000-token vocab "
+           "(%d word tokens)\n", cases, archs, words);
     char *files[] = {f32, f32b, seed2, f16, bf16, tied, nob, bad, big};
     for (int i = 0; i < 9; i++) free(files[i]);
     tool_run_free(&r);

@@ -6,7 +6,10 @@
 // measured in the same run on the same threads (1 GiB, runtime/membw), and the share of the
 // threads' step time spent waiting at sync points. stdout holds only the table (-o md|csv|json|
 // jsonl); progress goes to stderr. --plot FILE.svg draws tg tok/s against threads, with the
-// roofline limit (roofline / bytes per token) as a dashed line.
+// roofline limit (roofline / bytes per token) as a dashed line. --l4 and --split-k take lists too:
+// for each model and thread count the configurations they span run interleaved, repetition by
+// repetition, on one set of packed weights per split-K value (the L4 is swapped between runs), so
+// drift hits them alike; repeat a value for a null control (--l4 off,off,...).
 #include "runtime/membw.h"
 #include "model/llama.h"
 #include "platform/numa.h"
@@ -27,8 +30,10 @@ typedef struct {
     int threads[MAXV], n_threads;
     int prompts[MAXV], n_prompts;
     int gens[MAXV], n_gens;
-    int reps, numa, split_k;
+    int reps, numa;
     int roofline_mib;             // bytes the roofline pass reads, MiB; 0: no roofline
+    int split_ks[MAXV], n_split;  // -1 auto, 0 off, N
+    int l4s[MAXV], n_l4;          // l4run_mode values
     const char *fmt, *plot;
 } options;
 
@@ -36,10 +41,12 @@ typedef struct {                  // one test's result
     const char *model;
     size_t model_size;            // bytes of the file
     size_t n_params;
-    int n_threads, n_prompt, n_gen;
+    int n_threads, n_prompt, n_gen, split_k, l4;
+    const char *l4_used;          // the mode l4 resolved to
     double avg_ts, stddev_ts, samples[MAXV * 4];
     int n_samples;
     double bytes_per_token, gbps, roofline_gbps, pct_roofline, sync_wait_pct;
+    double wait_s, busy_s;        // sync waiting over its repetitions
 } result;
 
 static void usage(FILE *f) {
@@ -52,7 +59,8 @@ static void usage(FILE *f) {
         "  -r, --repetitions N  timed repetitions per test after one warmup (default 5)\n"
         "  -o, --output FMT     md (default), csv, json, jsonl\n"
         "      --numa MODE      off, distribute, isolate (default: distribute on several nodes)\n"
-        "      --split-k N      off or N >= 2 segment ranges per split matrix (default off)\n"
+        "      --split-k LIST   auto, off or N >= 2 segment ranges per split matrix (default auto)\n"
+        "      --l4 LIST        off, stream, buffer, auto (default auto); configurations interleave\n"
         "      --plot FILE.svg  tg tok/s against threads with the roofline limit\n"
         "      --roofline-mib N read roofline buffer in MiB; 0 = none (default 1024)\n"
         "stdout: the table only; stderr: progress\n");
@@ -63,9 +71,31 @@ static int parse_list(const char *s, int *out, int lo, int hi) {
     return n;
 }
 
+// A comma list of words, each mapped by word(); -1 for an empty list or a word it rejects.
+static int parse_words(const char *s, int *out, int (*word)(const char *)) {
+    char buf[256];
+    if (strlen(s) >= sizeof buf) return -1;
+    strcpy(buf, s);
+    int n = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (n == MAXV || (out[n] = word(tok)) < -1 || (out[n] == -1 && word == l4run_parse_mode)) return -1;
+        n++;
+    }
+    return n ? n : -1;
+}
+
+// "auto" -1, "off" 0, N >= 2; -2 for anything else.
+static int split_word(const char *s) {
+    if (!strcmp(s, "auto")) return -1;
+    if (!strcmp(s, "off")) return 0;
+    int k[1];
+    return util_parse_ints(s, k, 1, 2, 1 << 16) == 1 ? k[0] : -2;
+}
+
 static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->reps = 5, o->fmt = "md", o->numa = -1, o->roofline_mib = 1024;
+    o->split_ks[0] = -1, o->n_split = 1, o->l4s[0] = L4RUN_AUTO, o->n_l4 = 1;
     o->prompts[0] = 512, o->n_prompts = 1, o->gens[0] = 128, o->n_gens = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -83,16 +113,14 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) bad = (o->n_threads = parse_list(v, o->threads, 1, 4096)) < 0;
         else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) bad = (o->n_prompts = parse_list(v, o->prompts, 0, 1 << 20)) < 0;
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) bad = (o->n_gens = parse_list(v, o->gens, 0, 1 << 20)) < 0;
-        else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) { int r[1]; bad = parse_list(v, r, 1, 1000) != 1; o->reps = r[0]; }
+        else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) { int r[1]; bad = parse_list(v, r, 1, MAXV * 4) != 1; o->reps = r[0]; }
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             o->fmt = v;
             bad = strcmp(v, "md") && strcmp(v, "csv") && strcmp(v, "json") && strcmp(v, "jsonl");
         } else if (!strcmp(a, "--numa")) bad = (o->numa = topo_parse_mode(v)) < 0;
-        else if (!strcmp(a, "--split-k")) {
-            int k[1];
-            if (!strcmp(v, "off")) o->split_k = 0;
-            else { bad = parse_list(v, k, 2, 1 << 16) != 1; o->split_k = k[0]; }
-        } else if (!strcmp(a, "--plot")) o->plot = v;
+        else if (!strcmp(a, "--split-k")) bad = (o->n_split = parse_words(v, o->split_ks, split_word)) < 0;
+        else if (!strcmp(a, "--l4")) bad = (o->n_l4 = parse_words(v, o->l4s, l4run_parse_mode)) < 0;
+        else if (!strcmp(a, "--plot")) o->plot = v;
         else if (!strcmp(a, "--roofline-mib")) { int r[1]; bad = parse_list(v, r, 0, 1 << 20) != 1; o->roofline_mib = r[0]; }
         else { fprintf(stderr, "decode-bench: unknown option '%s' (see --help)\n", a); return 2; }
         if (bad) { fprintf(stderr, "decode-bench: bad value '%s' for %s (see --help)\n", v, a); return 2; }
@@ -147,16 +175,20 @@ static void stats(result *r) {
     r->stddev_ts = r->n_samples > 1 ? sqrt(sq / (r->n_samples - 1)) : 0;
 }
 
-// One test on a loaded decoder: warmup, repetitions, derived figures.
-static void bench_test(decoder *d, const options *o, int n, int tg, double roof, result *r) {
-    run_test(d, n < 16 ? n : 16, tg);                          // warmup
+// One timed repetition of a test: its tok/s joins the result's samples.
+static void bench_rep(decoder *d, const options *o, int n, int tg, int rep, result *r) {
     decoder_stats_reset(d);
-    for (int i = 0; i < o->reps; i++) {
-        double s = run_test(d, n, tg);
-        r->samples[r->n_samples++] = n / s;
-        fprintf(stderr, "decode-bench: %s t=%d %s%d rep %d/%d: %.2f tok/s\n", r->model, r->n_threads,
-                tg ? "tg" : "pp", n, i + 1, o->reps, n / s);
-    }
+    double s = run_test(d, n, tg);
+    decoder_stats st;
+    decoder_stats_get(d, &st);
+    r->wait_s += st.wait_s, r->busy_s += st.busy_s;
+    r->samples[r->n_samples++] = n / s;
+    fprintf(stderr, "decode-bench: %s t=%d l4=%s split-k=%d %s%d rep %d/%d: %.2f tok/s\n", r->model, r->n_threads,
+            r->l4_used, r->split_k, tg ? "tg" : "pp", n, rep + 1, o->reps, n / s);
+}
+
+// Derived figures once the repetitions are in.
+static void bench_finish(decoder *d, int n, double roof, result *r) {
     stats(r);
     double bytes = 0;
     for (int p = 0; p < n; p++) bytes += (double)decoder_bytes_per_token(d, p);
@@ -164,9 +196,7 @@ static void bench_test(decoder *d, const options *o, int n, int tg, double roof,
     r->gbps = r->avg_ts * r->bytes_per_token / 1e9;
     r->roofline_gbps = roof;
     r->pct_roofline = roof > 0 ? 100 * r->gbps / roof : 0;
-    decoder_stats st;
-    decoder_stats_get(d, &st);
-    r->sync_wait_pct = st.busy_s > 0 ? 100 * st.wait_s / st.busy_s : 0;
+    r->sync_wait_pct = r->busy_s > 0 ? 100 * r->wait_s / r->busy_s : 0;
 }
 
 static cJSON *to_json(const result *r, const options *o) {
@@ -181,7 +211,8 @@ static cJSON *to_json(const result *r, const options *o) {
     cJSON_AddNumberToObject(j, "stddev_ts", r->stddev_ts);
     cJSON_AddItemToObject(j, "samples_ts", cJSON_CreateDoubleArray(r->samples, r->n_samples));
     cJSON_AddStringToObject(j, "numa", o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa));
-    cJSON_AddNumberToObject(j, "split_k", o->split_k);
+    cJSON_AddNumberToObject(j, "split_k", r->split_k);
+    cJSON_AddStringToObject(j, "l4", r->l4_used);
     cJSON_AddNumberToObject(j, "bytes_per_token", r->bytes_per_token);
     cJSON_AddNumberToObject(j, "gbps", r->gbps);
     cJSON_AddNumberToObject(j, "roofline_gbps", r->roofline_gbps);
@@ -209,23 +240,23 @@ static void print_results(const result *rs, int n, const options *o) {
         return;
     }
     if (!strcmp(o->fmt, "csv")) {
-        printf("model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,numa,split_k,"
+        printf("model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,numa,split_k,l4,"
                "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct\n");
         for (int i = 0; i < n; i++) {
             const result *r = &rs[i];
-            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%.0f,%.3f,%.3f,%.2f,%.3f\n", r->model, r->model_size,
+            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%.3f,%.2f,%.3f\n", r->model, r->model_size,
                    r->n_threads, r->n_prompt, r->n_gen, r->avg_ts, r->stddev_ts,
-                   o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa), o->split_k,
+                   o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa), r->split_k, r->l4_used,
                    r->bytes_per_token, r->gbps, r->roofline_gbps, r->pct_roofline, r->sync_wait_pct);
         }
         return;
     }
-    printf("| model | size | threads | test | t/s | MB/token | GB/s | roofline GB/s | %% roofline | sync wait %% |\n");
-    printf("| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    printf("| model | size | threads | l4 | split-k | test | t/s | MB/token | GB/s | roofline GB/s | %% roofline | sync wait %% |\n");
+    printf("| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int i = 0; i < n; i++) {
         const result *r = &rs[i];
-        printf("| %s | %.2f MiB | %d | %s%d | %.2f ± %.2f | %.2f | %.2f | %.2f | %.1f | %.2f |\n",
-               base(r->model), r->model_size / 1048576.0, r->n_threads, r->n_gen ? "tg" : "pp",
+        printf("| %s | %.2f MiB | %d | %s | %d | %s%d | %.2f ± %.2f | %.2f | %.2f | %.2f | %.1f | %.2f |\n",
+               base(r->model), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k, r->n_gen ? "tg" : "pp",
                r->n_gen ? r->n_gen : r->n_prompt, r->avg_ts, r->stddev_ts, r->bytes_per_token / 1e6,
                r->gbps, r->roofline_gbps, r->pct_roofline, r->sync_wait_pct);
     }
@@ -286,11 +317,51 @@ static int write_plot(const char *path, const result *rs, int n) {
     return fclose(f) ? -1 : 0;
 }
 
+// All tests of one model at one thread count: a decoder per split-K value, every (split-K, L4)
+// configuration warmed up, then repetition by repetition each configuration in turn.
+static int bench_threads(const options *o, const llama_model *m, const char *path, int T, int max_len, double roof,
+                         result *rs, int *n) {
+    decoder d[MAXV];
+    char err[GGUF_ERR_MAX];
+    int made = 0, status = 0;
+    for (int s = 0; s < o->n_split && !status; s++, made++) {
+        decoder_opts dopt = decoder_default_opts(T);
+        dopt.numa = o->numa, dopt.split_k = o->split_ks[s];
+        fprintf(stderr, "decode-bench: %s: packing for %d thread(s), split-k %d\n", path, T, o->split_ks[s]);
+        if (decoder_init_opts(&d[s], m, max_len, &dopt, err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; }
+    }
+    made -= status;
+    for (int k = 0; k < o->n_prompts + o->n_gens && !status; k++) {
+        int tg = k >= o->n_prompts, len = tg ? o->gens[k - o->n_prompts] : o->prompts[k];
+        if (len == 0) continue;
+        int c0 = *n;
+        for (int s = 0; s < o->n_split; s++)
+            for (int l = 0; l < o->n_l4; l++) {
+                result *r = &rs[(*n)++];
+                *r = (result){.model = path, .model_size = m->f.size, .n_threads = T, .n_prompt = tg ? 0 : len,
+                              .n_gen = tg ? len : 0, .split_k = o->split_ks[s], .l4 = o->l4s[l],
+                              .n_params = decoder_n_params(&d[s])};
+            }
+        for (int rep = -1; rep < o->reps && !status; rep++)          // rep -1: the warmups
+            for (int c = c0; c < *n && !status; c++) {
+                decoder *dc = &d[(c - c0) / o->n_l4];
+                char e4[256];
+                if (decoder_set_l4(dc, rs[c].l4, e4)) { fprintf(stderr, "decode-bench: %s\n", e4); status = 1; break; }
+                rs[c].l4_used = l4run_mode_name(l4run_mode_of(dc->l4));
+                if (rep < 0) run_test(dc, len < 16 ? len : 16, tg);
+                else bench_rep(dc, o, len, tg, rep, &rs[c]);
+            }
+        for (int c = c0; c < *n && !status; c++) bench_finish(&d[(c - c0) / o->n_l4], len, roof, &rs[c]);
+    }
+    for (int s = 0; s < made; s++) decoder_free(&d[s]);
+    return status;
+}
+
 int main(int argc, char **argv) {
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
-    result *rs = calloc((size_t)o.n_models * o.n_threads * (o.n_prompts + o.n_gens), sizeof *rs);
+    result *rs = calloc((size_t)o.n_models * o.n_threads * (o.n_prompts + o.n_gens) * o.n_split * o.n_l4, sizeof *rs);
     double *roof = calloc((size_t)o.n_threads, sizeof *roof);
     if (!rs || !roof) { fprintf(stderr, "decode-bench: out of memory\n"); free(rs); free(roof); free(o.model_list); return 1; }
     for (int ti = 0; ti < o.n_threads; ti++) {
@@ -306,23 +377,8 @@ int main(int argc, char **argv) {
         for (int i = 0; i < o.n_prompts; i++) max_len = o.prompts[i] > max_len ? o.prompts[i] : max_len;
         for (int i = 0; i < o.n_gens; i++) max_len = o.gens[i] > max_len ? o.gens[i] : max_len;
         if (decoder_check_ctx(&m, max_len, err)) { fprintf(stderr, "decode-bench: %s\n", err); llama_model_free(&m); status = 1; break; }
-        for (int ti = 0; ti < o.n_threads && !status; ti++) {
-            decoder d;
-            decoder_opts dopt = decoder_default_opts(o.threads[ti]);
-            dopt.numa = o.numa, dopt.split_k = o.split_k;
-            fprintf(stderr, "decode-bench: %s: packing for %d thread(s)\n", o.models[mi], o.threads[ti]);
-            if (decoder_init_opts(&d, &m, max_len, &dopt, err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; break; }
-            for (int k = 0; k < o.n_prompts + o.n_gens; k++) {
-                int tg = k >= o.n_prompts, len = tg ? o.gens[k - o.n_prompts] : o.prompts[k];
-                if (len == 0) continue;
-                result *r = &rs[n++];
-                r->model = o.models[mi], r->model_size = m.f.size, r->n_threads = o.threads[ti];
-                r->n_prompt = tg ? 0 : len, r->n_gen = tg ? len : 0;
-                r->n_params = decoder_n_params(&d);
-                bench_test(&d, &o, len, tg, roof[ti], r);
-            }
-            decoder_free(&d);
-        }
+        for (int ti = 0; ti < o.n_threads && !status; ti++)
+            status = bench_threads(&o, &m, o.models[mi], o.threads[ti], max_len, roof[ti], rs, &n);
         llama_model_free(&m);
     }
     if (!status) print_results(rs, n, &o);

@@ -1,4 +1,4 @@
-// decode: run a llama GGUF model on a prompt and stream the continuation to stdout.
+// decode: run a llama, qwen2 or qwen3 GGUF model on a prompt and stream the continuation to stdout.
 // stdout holds the prompt exactly as given followed by the generated pieces, nothing else;
 // everything else (timings, warnings, errors) goes to stderr. Exit 0 ok, 1 failure, 2 usage,
 // 128 + N after signal N (SIGINT, SIGTERM, SIGHUP): the first stops at the next token (or
@@ -16,6 +16,7 @@
 #include "tools/util.h"
 #include "platform/cpu.h"
 #include "runtime/tune.h"
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -38,9 +39,10 @@
 typedef struct {
     const char *model, *prompt, *prompt_file, *dump_logits;
     long n_predict, n_ctx;
-    int n_threads, n_batch, no_bos, ignore_eos, seed_set, print_schedule, verbose;
+    int n_threads, n_batch, no_bos, ignore_eos, seed_set, print_schedule, verbose, l4_stats;
     int numa;                     // topo_numa_mode, -1: the default for the topology
-    int split_k;                  // 0 off, N >= 2
+    int split_k;                  // 0 off, N >= 2, -1 auto
+    int l4;                       // l4run_mode
     sampler_params sp;
 } options;
 
@@ -65,7 +67,7 @@ static void usage(FILE *f) {
     sampler_params d = sampler_defaults();
     fprintf(f,
         "usage: decode -m MODEL [-p PROMPT | -f FILE] [options]\n"
-        "Runs a llama-architecture GGUF model (F32/F16/BF16 weights) on the CPU and streams text.\n\n"
+        "Runs a llama, qwen2 or qwen3 GGUF model (F32/F16/BF16 weights) on the CPU and streams text.\n\n"
         "  -m, --model PATH          GGUF model file (required)\n"
         "  -p, --prompt TEXT         prompt, taken literally (default: empty, BOS only)\n"
         "  -f, --file PATH           read the prompt from a file, bytes exactly\n"
@@ -74,8 +76,12 @@ static void usage(FILE *f) {
         "      --numa MODE           off, distribute (threads and their tiles spread over the nodes),\n"
         "                            isolate (only the starting node) (default: distribute on several\n"
         "                            nodes, else off; DECODE_FAKE_NUMA=N pretends N nodes)\n"
-        "      --split-k off|N       cut matrices with fewer tiles than threads into N segment ranges\n"
-        "                            (same bits either way; default: off)\n"
+        "      --split-k auto|off|N  cut matrices with fewer tiles than threads into at most N segment\n"
+        "                            ranges; auto: as many as threads (same bits either way; default: auto)\n"
+        "      --l4 MODE             off, stream, buffer (segment partials in L4 lines, remote rows\n"
+        "                            prefetched), auto: buffer on several nodes or with split-K, else\n"
+        "                            stream (same bits in every mode; default: auto)\n"
+        "      --l4-stats            print the L4 counters and the mode used as one JSON line on stderr\n"
         "      --print-schedule      print which thread computes what, and its waits, on stderr\n"
         "  -c, --ctx-size N          context size (default: min(model context_length, 4096))\n"
         "  -b, --batch-size N        prompt tokens evaluated together; 1 = one at a time (default: %d)\n"
@@ -127,7 +133,7 @@ static int parse_float(const char *s, float *out) {
 static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->n_predict = -1; o->n_threads = default_threads(); o->n_batch = DEFAULT_BATCH; o->sp = sampler_defaults();
-    o->numa = -1;
+    o->numa = -1; o->split_k = -1; o->l4 = L4RUN_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
@@ -135,10 +141,11 @@ static int parse_args(int argc, char **argv, options *o) {
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = 1; continue; }
         if (!strcmp(a, "--print-schedule")) { o->print_schedule = 1; continue; }
         if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { o->verbose = 1; continue; }
+        if (!strcmp(a, "--l4-stats")) { o->l4_stats = 1; continue; }
         static const char *valued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file",
             "--dump-logits", "-n", "--n-predict", "-t", "--threads", "-c", "--ctx-size", "-b", "--batch-size", "-s",
             "--seed", "--top-k", "--repeat-last-n", "--temp", "--top-p", "--min-p",
-            "--repeat-penalty", "--numa", "--split-k"};
+            "--repeat-penalty", "--numa", "--split-k", "--l4"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
         if (!known) return usage_error("unknown option '%s'", a);
@@ -153,10 +160,13 @@ static int parse_args(int argc, char **argv, options *o) {
             if ((o->numa = topo_parse_mode(v)) < 0) return usage_error("bad --numa value '%s' (off, distribute, isolate)", v);
         } else if (!strcmp(a, "--split-k")) {
             if (!strcmp(v, "off")) o->split_k = 0;
-            else if (parse_long(v, 2, 1 << 16, &n)) return usage_error("bad --split-k value '%s' (off or N >= 2)", v);
+            else if (!strcmp(v, "auto")) o->split_k = -1;
+            else if (parse_long(v, 2, 1 << 16, &n)) return usage_error("bad --split-k value '%s' (auto, off or N >= 2)", v);
             else o->split_k = (int)n;
         }
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
+        else if (!strcmp(a, "--l4")) {
+            if ((o->l4 = l4run_parse_mode(v)) < 0) return usage_error("bad --l4 value '%s' (off, stream, buffer, auto)", v);
+        } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
             if (parse_long(v, -1, INT_MAX, &o->n_predict)) return usage_error("bad -n value '%s'", v);
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             if (parse_long(v, 1, MAX_THREADS, &n)) return usage_error("bad -t value '%s' (1..4096)", v);
@@ -263,6 +273,26 @@ static int eval_prompt(session *S, const options *o, const int32_t *ids, size_t 
 
 static int same_file(const struct stat *a, uint64_t dev, uint64_t ino) {
     return (uint64_t)a->st_dev == dev && (uint64_t)a->st_ino == ino;
+}
+
+// --l4-stats: the counters summed over the nodes' caches and the mode used, one JSON line; the
+// bytes a token reads across nodes under the intended placement ride along.
+static int print_l4_stats(const decoder *d) {
+    l4_stats s = l4run_stats(d->l4);
+    l4run_cross x = l4run_cross_bytes(&d->sched);
+    cJSON *j = cJSON_CreateObject();
+    const char *names[] = {"lookups", "hits", "misses", "prefetches", "evictions", "writebacks", "flushes", "spin_waits"};
+    const uint64_t v[] = {s.lookups, s.hits, s.misses, s.prefetches, s.evictions, s.writebacks, s.flushes, s.spin_waits};
+    int ok = j != NULL;
+    for (int i = 0; ok && i < 8; i++) ok = cJSON_AddNumberToObject(j, names[i], (double)v[i]) != NULL;
+    ok = ok && cJSON_AddStringToObject(j, "mode", l4run_mode_name(l4run_mode_of(d->l4))) &&
+         cJSON_AddNumberToObject(j, "cross_node_weight_bytes", x.weights) &&
+         cJSON_AddNumberToObject(j, "cross_node_activation_bytes", x.activations);
+    char *text = ok ? cJSON_PrintUnformatted(j) : NULL;
+    if (text) fprintf(stderr, "%s\n", text);
+    free(text);
+    cJSON_Delete(j);
+    return text ? 0 : -1;
 }
 
 // Opens the dump without truncating it, and truncates only a file that holds nothing of the
@@ -386,7 +416,7 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     pthread_sigmask(SIG_BLOCK, &stops, &old);
     decoder_opts dopt = decoder_default_opts(o->n_threads);
     load_progress lp = {.t0 = now_ms(), .tty = isatty(2)};
-    dopt.numa = o->numa, dopt.split_k = o->split_k, dopt.stop = &cli_stop;
+    dopt.numa = o->numa, dopt.split_k = o->split_k, dopt.l4 = o->l4, dopt.stop = &cli_stop;
     dopt.on_layer = on_layer, dopt.on_layer_arg = &lp;
     int rc = decoder_init_opts(&S->d, &S->m, (int)n_ctx, &dopt, err);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -434,6 +464,7 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
         }
         S->n_eval++;
     }
+    if (o->l4_stats && print_l4_stats(&S->d)) fprintf(stderr, "decode: out of memory\n");
     int status = cli_stop ? stopped() : 0;
     print_timings(S);
     return status;

@@ -1,5 +1,8 @@
-// gguf-synth: writes a llama-architecture GGUF v3 with deterministic random weights and a valid
-// SentencePiece-style vocabulary, for tests and benchmarks of shapes no real file has.
+// gguf-synth: writes a llama, qwen2 or qwen3 GGUF v3 with deterministic random weights and a
+// valid SentencePiece-style (or, with --vocab bpe, byte-level BPE) vocabulary, for tests and
+// benchmarks of shapes no real file has.
+// qwen2 always has Q/K/V biases and qwen3 per-head Q/K norms (llama.cpp requires them); biases
+// and norms are random like every other tensor, so a runtime that skips one gets other logits.
 // Every tensor's values depend only on (seed, tensor name), and f16/bf16 files hold the f32
 // values rounded, so the same seed gives the same model in every dtype, tied or not.
 // Tensor bytes are generated during the save (the writer's fill callback): a 2 GB model needs
@@ -26,16 +29,23 @@ static void usage(void) {
         "usage: gguf-synth OUT [options]\n"
         "  --n-embd N     embedding width (default 64)\n"
         "  --n-layer N    blocks (default 2)\n"
-        "  --n-head N     query heads; head_dim = n_embd / n_head (default 4)\n"
+        "  --arch A       llama|qwen2|qwen3 (default llama)\n"
+        "  --n-head N     query heads (default 4)\n"
+        "  --head-dim N   per-head width, written as attention.key_length/value_length, so\n"
+        "                 n_head * head_dim may differ from n_embd (default n_embd / n_head)\n"
         "  --n-kv-head N  key/value heads, dividing n_head (default n_head)\n"
         "  --n-ff N       feed-forward width (default 3 * n_embd)\n"
         "  --n-vocab N    vocabulary size, >= 260 (default 512)\n"
         "  --ctx N        llama.context_length (default 256)\n"
         "  --dtype T      f32|f16|bf16 for 2-D weights; norms and biases stay f32 (default f32)\n"
         "  --seed S       weights depend only on the seed and the tensor name (default 1)\n"
-        "  --rope-base F  llama.rope.freq_base (default 10000)\n"
+        "  --rope-base F  rope.freq_base (default 10000)\n"
+        "  --rope-scaling S  llama3: an F32 rope_freqs.weight from Llama 3.1's factors (8, 1, 4,\n"
+        "                 8192), as llama.cpp's converter writes it (llama only); linear:\n"
+        "                 rope.scaling.type linear with rope.scaling.factor --rope-factor\n"
+        "  --rope-factor F   the linear scaling factor (default 4)\n"
         "  --tie          no output.weight: the head reuses token_embd.weight\n"
-        "  --bias         add f32 blk.N.attn_{q,k,v}.bias\n"
+        "  --bias         add f32 blk.N.attn_{q,k,v}.bias (always there for qwen2; not for qwen3)\n"
         "  --vocab spm|bpe  SentencePiece (default) or byte-level BPE (tokenizer.ggml.model gpt2)\n"
         "  --pre NAME     tokenizer.ggml.pre of the BPE vocab, written as given (default: no key)\n"
         "  --help\n");
@@ -290,7 +300,23 @@ typedef struct {
     int tie, bias;
     int bpe;                     // --vocab bpe
     const char *pre;             // --pre, NULL: no key
+    int arch;                    // ARCH_*
+    long long head_dim;          // -1: n_embd / n_head, and no key_length written
+    int scaling;                 // SCALE_*
+    float rope_factor;           // linear scaling factor
 } args;
+
+enum { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3 };
+static const char *const arch_names[] = {"llama", "qwen2", "qwen3"};
+enum { SCALE_NONE, SCALE_LLAMA3, SCALE_LINEAR };
+
+// Index of s in names[0..n), or -1.
+static int lookup(const char *s, const char *const *names, int n) {
+    for (int i = 0; i < n; i++) if (!strcmp(s, names[i])) return i;
+    return -1;
+}
+
+static long long head_dim(const args *a) { return a->head_dim > 0 ? a->head_dim : a->n_embd / a->n_head; }
 
 // Parses a decimal integer argument; 0 on success.
 static int parse_ll(const char *s, long long *v) {
@@ -304,15 +330,17 @@ static int parse_ll(const char *s, long long *v) {
 
 // 0 ok, 2 usage error (one line on stderr), 3 --help.
 static int parse_args(args *a, int argc, char **argv) {
-    *a = (args){0, 64, 2, 4, -1, -1, 512, 256, GGML_TYPE_F32, 1, 10000.0f, 0, 0, 0, NULL};
+    *a = (args){0, 64, 2, 4, -1, -1, 512, 256, GGML_TYPE_F32, 1, 10000.0f, 0, 0, 0, NULL, ARCH_LLAMA, -1,
+                SCALE_NONE, 4.0f};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         long long *dst = !strcmp(f, "--n-embd") ? &a->n_embd : !strcmp(f, "--n-layer") ? &a->n_layer
                        : !strcmp(f, "--n-head") ? &a->n_head : !strcmp(f, "--n-kv-head") ? &a->n_kv
                        : !strcmp(f, "--n-ff") ? &a->n_ff : !strcmp(f, "--n-vocab") ? &a->n_vocab
-                       : !strcmp(f, "--ctx") ? &a->ctx : NULL;
+                       : !strcmp(f, "--ctx") ? &a->ctx : !strcmp(f, "--head-dim") ? &a->head_dim : NULL;
         int takes_value = dst || !strcmp(f, "--seed") || !strcmp(f, "--rope-base") || !strcmp(f, "--dtype") ||
-                          !strcmp(f, "--vocab") || !strcmp(f, "--pre");
+                          !strcmp(f, "--vocab") || !strcmp(f, "--pre") || !strcmp(f, "--arch") ||
+                          !strcmp(f, "--rope-scaling") || !strcmp(f, "--rope-factor");
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) return 3;
         else if (!strcmp(f, "--tie")) a->tie = 1;
         else if (!strcmp(f, "--bias")) a->bias = 1;
@@ -325,10 +353,25 @@ static int parse_args(args *a, int argc, char **argv) {
             a->seed = strtoull(val, &end, 0);
             if (errno || end == val || *end || val[0] == '-') { fprintf(stderr, "gguf-synth: --seed: bad value '%s'" HINT, val); return 2; }
             i++;
-        } else if (!strcmp(f, "--rope-base")) {
+        } else if (!strcmp(f, "--rope-base") || !strcmp(f, "--rope-factor")) {
             char *end;
-            a->rope_base = strtof(val, &end);
-            if (end == val || *end) { fprintf(stderr, "gguf-synth: --rope-base: bad value '%s'" HINT, val); return 2; }
+            float v = strtof(val, &end);
+            if (end == val || *end) { fprintf(stderr, "gguf-synth: %s: bad value '%s'" HINT, f, val); return 2; }
+            if (!strcmp(f, "--rope-base")) a->rope_base = v;
+            else a->rope_factor = v;
+            i++;
+        } else if (!strcmp(f, "--arch")) {
+            if ((a->arch = lookup(val, arch_names, 3)) < 0) {
+                fprintf(stderr, "gguf-synth: --arch: expected llama, qwen2 or qwen3, got '%s'" HINT, val);
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(f, "--rope-scaling")) {
+            static const char *const kinds[] = {"none", "llama3", "linear"};
+            if ((a->scaling = lookup(val, kinds, 3)) < 0) {
+                fprintf(stderr, "gguf-synth: --rope-scaling: expected llama3 or linear, got '%s'" HINT, val);
+                return 2;
+            }
             i++;
         } else if (!strcmp(f, "--dtype")) {
             int id = wtype_by_name(val);
@@ -349,6 +392,7 @@ static int parse_args(args *a, int argc, char **argv) {
     if (!a->out) { fprintf(stderr, "gguf-synth: no output path" HINT); return 2; }
     if (a->pre && !a->bpe) { fprintf(stderr, "gguf-synth: --pre needs --vocab bpe" HINT); return 2; }
     if (a->n_kv < 0) a->n_kv = a->n_head;
+    if (a->arch == ARCH_QWEN2) a->bias = 1;
     if (a->n_ff < 0) a->n_ff = 3 * a->n_embd;
     return 0;
 }
@@ -363,15 +407,26 @@ static const char *check_values(const args *a) {
         return "a size is too large (n_embd, n_ff, n_head <= 2^20, n_layer <= 4096, n_vocab <= 2^24, ctx < 2^31)";
     if (a->n_vocab < 260) return "--n-vocab must be at least 260 (3 special + 256 byte tokens + 1)";
     if (!(a->rope_base > 0) || isinf(a->rope_base)) return "--rope-base must be positive and finite";
+    if (!(a->rope_factor > 0) || isinf(a->rope_factor)) return "--rope-factor must be positive and finite";
+    if (a->head_dim != -1 && (a->head_dim < 2 || a->head_dim > 4096)) return "--head-dim must be in [2, 4096]";
+    if (a->arch == ARCH_QWEN3 && a->bias)
+        return "--bias: qwen3 has no attention biases (llama.cpp would refuse the file)";
+    if (a->scaling == SCALE_LLAMA3 && a->arch != ARCH_LLAMA)
+        return "--rope-scaling llama3 is for --arch llama (llama.cpp reads rope_freqs.weight there only)";
     return NULL;
 }
 
 // Sizes that do not fit together (exit 1), or NULL.
 static const char *check_shape(const args *a) {
-    if (a->n_head > a->n_embd) return "--n-head must not exceed --n-embd";
-    if (a->n_embd % a->n_head) return "--n-head must divide --n-embd";
     if (a->n_head % a->n_kv) return "--n-kv-head must divide --n-head";
-    if ((a->n_embd / a->n_head) % 2) return "head_dim (n_embd / n_head) must be even for RoPE";
+    if (a->head_dim == -1) {
+        if (a->n_head > a->n_embd) return "--n-head must not exceed --n-embd";
+        if (a->n_embd % a->n_head) return "--n-head must divide --n-embd (or give --head-dim)";
+    }
+    if (head_dim(a) % 2) return "head_dim must be even for RoPE";
+    if (a->n_head * head_dim(a) > (1 << 20)) return "n_head * head_dim must be at most 2^20";
+    if (a->arch == ARCH_QWEN2 && a->n_head * head_dim(a) != a->n_embd)
+        return "qwen2 needs n_head * head_dim == n_embd (llama.cpp's shapes for it)";
     return NULL;
 }
 
@@ -380,9 +435,9 @@ static const char *check_shape(const args *a) {
 // exceeds half the physical memory. With the option limits the sums stay far below 2^64.
 static int check_size(const args *a, char err[GGUF_ERR_MAX]) {
     uint64_t E = (uint64_t)a->n_embd, F = (uint64_t)a->n_ff, V = (uint64_t)a->n_vocab;
-    uint64_t hd = E / (uint64_t)a->n_head, Q = hd * (uint64_t)a->n_head, KV = hd * (uint64_t)a->n_kv;
+    uint64_t hd = (uint64_t)head_dim(a), Q = hd * (uint64_t)a->n_head, KV = hd * (uint64_t)a->n_kv;
     uint64_t es = wtype_get(a->type)->size;
-    uint64_t layer = es * (2 * E * Q + 2 * E * KV + 3 * E * F) + 4 * (2 * E + (a->bias ? Q + 2 * KV : 0));
+    uint64_t layer = es * (2 * E * Q + 2 * E * KV + 3 * E * F) + 4 * (2 * E + Q + 2 * KV + 2 * hd);
     uint64_t total = es * E * V * (a->tie ? 1 : 2) + 4 * E + layer * (uint64_t)a->n_layer;
     uint64_t largest = es * (E * V > E * F ? E * V : E * F);
     size_t len = strlen(a->out);
@@ -441,27 +496,31 @@ static void write_bpe_vocab(gguf_writer *w, const vocab *v, const char *pre, int
     gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 0);
 }
 
-static int write_model(const args *a, char err[GGUF_ERR_MAX]) {
-    uint64_t E = (uint64_t)a->n_embd, F = (uint64_t)a->n_ff, V = (uint64_t)a->n_vocab;
-    uint64_t hd = E / (uint64_t)a->n_head, Q = hd * (uint64_t)a->n_head, KV = hd * (uint64_t)a->n_kv;
-    uint32_t T = a->type;
-    int per_layer = 9 + 3 * a->bias, n = 0;
-    tensor_spec *t = calloc(3 + (size_t)a->n_layer * (size_t)per_layer, sizeof *t);
-    vocab v = {0};
-    gguf_writer *w = gguf_writer_new(GGUF_DEFAULT_ALIGNMENT);
-    float *scores = calloc((size_t)V, sizeof *scores);
-    int32_t *types = calloc((size_t)V, sizeof *types);
-    if (!t || !w || !scores || !types || (a->bpe ? build_bpe_vocab(&v, (int)V) : build_vocab(&v, (int)V))) {
-        snprintf(err, GGUF_ERR_MAX, "%s: out of memory", a->out);
-        free(t); free(scores); free(types); vocab_free(&v); gguf_writer_free(w);
-        return -1;
+// Llama 3.1's rope_freqs as llama.cpp's converter computes them: wavelengths shorter than
+// 8192/4 keep their frequency, longer than 8192/1 divide it by 8, those between blend smoothly.
+static void llama3_factors(float *out, int n_rot, double base) {
+    const double factor = 8, lo = 1, hi = 4, old_ctx = 8192;
+    for (int i = 0; i < n_rot / 2; i++) {
+        double wavelen = 6.283185307179586 / pow(base, -2.0 * i / n_rot);
+        double smooth = (old_ctx / wavelen - lo) / (hi - lo);
+        out[i] = (float)(wavelen < old_ctx / hi ? 1 : wavelen > old_ctx / lo ? factor
+                         : 1 / ((1 - smooth) / factor + smooth));
     }
+}
+
+// The tensors, in the order the file lists them; returns their count.
+static int plan_tensors(const args *a, tensor_spec *t) {
+    uint64_t E = (uint64_t)a->n_embd, F = (uint64_t)a->n_ff, V = (uint64_t)a->n_vocab;
+    uint64_t hd = (uint64_t)head_dim(a), Q = hd * (uint64_t)a->n_head, KV = hd * (uint64_t)a->n_kv;
+    uint32_t T = a->type;
+    int n = 0;
     // Scales: fan-in 1/sqrt(in) keeps activations O(1); embeddings and head at 2/sqrt(n_embd) give
     // logits with standard deviation about 2, so top-1 is clear but not certain.
     float s_emb = 2.0f / sqrtf((float)E);
     add(t, &n, T, E, V, 0, s_emb, "token_embd.weight", 0);
     add(t, &n, GGML_TYPE_F32, E, 1, 1, 0.1f, "output_norm.weight", 0);
     if (!a->tie) add(t, &n, T, E, V, 0, s_emb, "output.weight", 0);
+    if (a->scaling == SCALE_LLAMA3) add(t, &n, GGML_TYPE_F32, hd / 2, 1, 0, 0, "rope_freqs.weight", 0);
     for (int l = 0; l < a->n_layer; l++) {
         float si = 1 / sqrtf((float)E), so = 1 / sqrtf((float)Q), sf = 1 / sqrtf((float)F);
         add(t, &n, T, E, Q, 0, si, "blk.%d.attn_q.weight", l);
@@ -478,33 +537,91 @@ static int write_model(const args *a, char err[GGUF_ERR_MAX]) {
             add(t, &n, GGML_TYPE_F32, KV, 1, 0, 0.2f, "blk.%d.attn_k.bias", l);
             add(t, &n, GGML_TYPE_F32, KV, 1, 0, 0.2f, "blk.%d.attn_v.bias", l);
         }
+        if (a->arch == ARCH_QWEN3) {       // wide spread: the per-head norms must matter
+            add(t, &n, GGML_TYPE_F32, hd, 1, 1, 0.3f, "blk.%d.attn_q_norm.weight", l);
+            add(t, &n, GGML_TYPE_F32, hd, 1, 1, 0.3f, "blk.%d.attn_k_norm.weight", l);
+        }
     }
+    return n;
+}
 
-    char name[128];
-    snprintf(name, sizeof name, "synth e%lld l%lld h%lld kv%lld ff%lld v%lld %s seed %" PRIu64,
-             a->n_embd, a->n_layer, a->n_head, a->n_kv, a->n_ff, a->n_vocab,
-             ggml_type_name(T), a->seed);
-    gguf_w_str(w, "general.architecture", "llama");
+typedef struct { fill_ctx base; int rope_freqs; float *factors; } fill_all_ctx;
+
+// rope_freqs.weight holds computed factors; every other tensor random values.
+static int fill_all(void *vctx, uint64_t index, void *dst, size_t nbytes) {
+    fill_all_ctx *c = vctx;
+    if ((int)index != c->rope_freqs) return fill(&c->base, index, dst, nbytes);
+    if (nbytes != c->base.t[index].ne[0] * sizeof(float)) return -1;
+    memcpy(dst, c->factors, nbytes);
+    return 0;
+}
+
+// "<arch>.suffix" into buf.
+static const char *key(char *buf, const args *a, const char *suffix) {
+    snprintf(buf, 96, "%s.%s", arch_names[a->arch], suffix);
+    return buf;
+}
+
+static void write_hparams(gguf_writer *w, const args *a) {
+    char k[96];
+    uint32_t hd = (uint32_t)head_dim(a);
+    gguf_w_u32(w, key(k, a, "context_length"), (uint32_t)a->ctx);
+    gguf_w_u32(w, key(k, a, "embedding_length"), (uint32_t)a->n_embd);
+    gguf_w_u32(w, key(k, a, "block_count"), (uint32_t)a->n_layer);
+    gguf_w_u32(w, key(k, a, "feed_forward_length"), (uint32_t)a->n_ff);
+    gguf_w_u32(w, key(k, a, "attention.head_count"), (uint32_t)a->n_head);
+    gguf_w_u32(w, key(k, a, "attention.head_count_kv"), (uint32_t)a->n_kv);
+    if (a->head_dim > 0 || a->arch == ARCH_QWEN3) {      // Qwen3's converter always writes them
+        gguf_w_u32(w, key(k, a, "attention.key_length"), hd);
+        gguf_w_u32(w, key(k, a, "attention.value_length"), hd);
+    }
+    gguf_w_u32(w, key(k, a, "rope.dimension_count"), hd);
+    gguf_w_f32(w, key(k, a, "rope.freq_base"), a->rope_base);
+    if (a->scaling == SCALE_LINEAR) {
+        gguf_w_str(w, key(k, a, "rope.scaling.type"), "linear");
+        gguf_w_f32(w, key(k, a, "rope.scaling.factor"), a->rope_factor);
+    }
+    gguf_w_f32(w, key(k, a, "attention.layer_norm_rms_epsilon"), a->arch == ARCH_LLAMA ? 1e-5f : 1e-6f);
+}
+
+static int write_model(const args *a, char err[GGUF_ERR_MAX]) {
+    uint64_t V = (uint64_t)a->n_vocab;
+    uint32_t T = a->type;
+    tensor_spec *t = calloc(4 + (size_t)a->n_layer * 14, sizeof *t);
+    float *factors = calloc((size_t)head_dim(a) / 2, sizeof *factors);
+    vocab v = {0};
+    gguf_writer *w = gguf_writer_new(GGUF_DEFAULT_ALIGNMENT);
+    float *scores = calloc((size_t)V, sizeof *scores);
+    int32_t *types = calloc((size_t)V, sizeof *types);
+    if (!t || !factors || !w || !scores || !types ||
+        (a->bpe ? build_bpe_vocab(&v, (int)V) : build_vocab(&v, (int)V))) {
+        snprintf(err, GGUF_ERR_MAX, "%s: out of memory", a->out);
+        free(t); free(factors); free(scores); free(types); vocab_free(&v); gguf_writer_free(w);
+        return -1;
+    }
+    int n = plan_tensors(a, t);
+    llama3_factors(factors, (int)head_dim(a), a->rope_base);
+
+    char name[160];
+    snprintf(name, sizeof name, "synth %s e%lld l%lld h%lld kv%lld hd%lld ff%lld v%lld %s seed %" PRIu64,
+             arch_names[a->arch], a->n_embd, a->n_layer, a->n_head, a->n_kv, head_dim(a), a->n_ff,
+             a->n_vocab, ggml_type_name(T), a->seed);
+    gguf_w_str(w, "general.architecture", arch_names[a->arch]);
     gguf_w_str(w, "general.name", name);
     gguf_w_u32(w, "general.file_type", T == GGML_TYPE_F32 ? 0 : T == GGML_TYPE_F16 ? 1 : 32);
-    gguf_w_u32(w, "llama.context_length", (uint32_t)a->ctx);
-    gguf_w_u32(w, "llama.embedding_length", (uint32_t)E);
-    gguf_w_u32(w, "llama.block_count", (uint32_t)a->n_layer);
-    gguf_w_u32(w, "llama.feed_forward_length", (uint32_t)F);
-    gguf_w_u32(w, "llama.attention.head_count", (uint32_t)a->n_head);
-    gguf_w_u32(w, "llama.attention.head_count_kv", (uint32_t)a->n_kv);
-    gguf_w_u32(w, "llama.rope.dimension_count", (uint32_t)hd);
-    gguf_w_f32(w, "llama.rope.freq_base", a->rope_base);
-    gguf_w_f32(w, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    write_hparams(w, a);
     if (a->bpe) write_bpe_vocab(w, &v, a->pre, types);
     else write_spm_vocab(w, &v, scores, types);
-    for (int i = 0; i < n; i++) gguf_w_tensor(w, t[i].name, t[i].type, t[i].n_dims, t[i].ne, NULL);
-    fill_ctx fc = {t, a->seed};
-    gguf_w_set_fill(w, fill, &fc);
+    fill_all_ctx fc = {{t, a->seed}, -1, factors};
+    for (int i = 0; i < n; i++) {
+        gguf_w_tensor(w, t[i].name, t[i].type, t[i].n_dims, t[i].ne, NULL);
+        if (!strcmp(t[i].name, "rope_freqs.weight")) fc.rope_freqs = i;
+    }
+    gguf_w_set_fill(w, fill_all, &fc);
     gguf_w_set_temp_hook(w, cli_temp_file);
     int rc = gguf_writer_save(w, a->out, err);
     gguf_writer_free(w);
-    free(t); free(scores); free(types); vocab_free(&v);
+    free(t); free(factors); free(scores); free(types); vocab_free(&v);
     return rc;
 }
 

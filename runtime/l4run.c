@@ -1,0 +1,461 @@
+// The decoder's L4: per-node caches, partial-sum lines, remote rows, key streams (runtime/l4run.h).
+#include "runtime/l4run.h"
+#include "kernels/gemv.h"
+#include "platform/wtype.h"
+#include "runtime/decoder.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLOTS_PER_LINE (SCHED_LINE / SCHED_SLOT_BYTES)   // 32 segment partials of a 64-output tile
+#define PARTIAL_KEY (1ull << 63)                         // never a user-space address
+#define MAX_TILE_LINES 64                                // K <= 64 * 32 * 256 (checked at create)
+
+// Where a line's writeback folds to: outputs rows of `out`, slots [slot0, slot0 + n_slots).
+typedef struct {
+    float *out;                   // the tile's first output
+    uint32_t rows;                // valid outputs of the tile (<= 64)
+    uint32_t slot0, n_slots;
+} fold_ctx;
+
+typedef struct {
+    l4_entry *keys;               // (n_keys) the keys this thread maps in one decode step, in order
+    uint32_t n_keys;
+    uint64_t stream_at;           // next key handed to the predictor (under the node cache's lock)
+    uint64_t exec_at;             // next key this thread maps
+    uint64_t checked, mismatched;
+    void *rows;                   // (one segment of the widest matrix) remote rows copied together
+} run_thread;
+
+typedef struct {
+    l4run *r;
+    int index;                    // this node's cache in l4run.cache
+} node_ctx;
+
+struct l4run {
+    l4run_mode mode;              // resolved: off, stream or buffer
+    int n_nodes;
+    int n_threads;
+    size_t n_tiles[SCHED_N_MAT];
+    l4 **cache;                   // (n_nodes)
+    node_ctx *nodes;              // (n_nodes)
+    run_thread *th;               // (n_threads)
+    int *cache_of;                // (n_threads) index of the cache of each thread's node
+    fold_ctx *fold[SCHED_N_MAT];  // (n_tiles * lines per tile) per matrix
+    l4_handle *held[SCHED_N_MAT]; // split matrices: (n_tiles * n_seg * lines per tile)
+    pthread_mutex_t *first[SCHED_N_MAT];  // split matrices: (n_tiles) serialises a line's first map
+};
+
+int l4run_parse_mode(const char *s) {
+    static const char *names[] = {"off", "stream", "buffer", "auto"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(s, names[i])) return i;
+    return -1;
+}
+
+const char *l4run_mode_name(l4run_mode m) {
+    return m == L4RUN_STREAM ? "stream" : m == L4RUN_BUFFER ? "buffer" : m == L4RUN_AUTO ? "auto" : "off";
+}
+
+l4run_mode l4run_mode_of(const l4run *r) { return r ? r->mode : L4RUN_OFF; }
+
+// ---- the plan's geometry ----
+
+static uint32_t lines_per_tile(const sched *s, int m) { return (uint32_t)(sched_partial_bytes(s, m) / SCHED_LINE); }
+
+static int remote_tile(const sched *s, int tid, int m, size_t tile) { return s->node[s->owner[m][tile]] != s->node[tid]; }
+static int tile_is_remote(const decoder *d, int tid, int m, size_t tile) { return remote_tile(&d->sched, tid, m, tile); }
+
+static uint64_t partial_key(int layer, int m, size_t tile, uint32_t line, uint32_t lpt) {
+    sched_key k = {.layer = (uint16_t)layer, .mat = (uint8_t)m, .write = 1, .line = (uint32_t)(tile * lpt + line)};
+    return PARTIAL_KEY | sched_key_u64(k);
+}
+
+// Byte range [lo, hi) of segment g's rows in tile `tile` of a packed matrix.
+static void seg_rows(const sched *s, int m, size_t tile, uint32_t g, size_t *lo, size_t *hi) {
+    size_t tb = sched_tile_bytes(s, m), sb = sched_seg_bytes(s, m);
+    *lo = tile * tb + g * sb;
+    *hi = tile * tb + ((g + 1) * sb < tb ? (g + 1) * sb : tb);
+}
+
+// 8 KiB lines [*l0, *l1) of the packed matrix that hold segment g's rows and lie wholly inside
+// the allocation (bytes); the rows outside them are read where they lie.
+static void seg_lines(const sched *s, int m, size_t tile, uint32_t g, size_t bytes, size_t *l0, size_t *l1) {
+    size_t lo, hi;
+    seg_rows(s, m, tile, g, &lo, &hi);
+    *l0 = lo / SCHED_LINE;
+    *l1 = (hi + SCHED_LINE - 1) / SCHED_LINE;
+    if (*l1 > bytes / SCHED_LINE) *l1 = bytes / SCHED_LINE;
+    if (*l1 < *l0) *l1 = *l0;
+}
+
+static size_t packed_bytes(const packed_matrix *w) { return gemv_packed_bytes(w->type, w->n_in, w->n_out); }
+
+// ---- key streams: the same walk the buffer-mode matmul makes ----
+
+typedef struct {
+    l4_entry *e;
+    uint32_t n, cap;
+} key_list;
+
+static int push(key_list *k, uint64_t key, uint32_t prefetch) {
+    if (k->n == k->cap) {
+        uint32_t cap = k->cap ? 2 * k->cap : 1024;
+        l4_entry *e = realloc(k->e, cap * sizeof *e);
+        if (!e) return -1;
+        k->e = e, k->cap = cap;
+    }
+    k->e[k->n++] = (l4_entry){.key = key, .prefetch = prefetch};
+    return 0;
+}
+
+// Thread tid's keys for matrix m of one layer: per tile, its partial lines (written: protect
+// only), then for a tile owned on another node the lines of each segment it reads (prefetch).
+static int share_keys(const decoder *d, int tid, int layer, int m, key_list *k) {
+    const sched *s = &d->sched;
+    const sched_range *r = &s->share[tid].r[m];
+    uint32_t lpt = lines_per_tile(s, m);
+    size_t bytes = packed_bytes(decoder_matrix(d, layer, m));
+    const char *base = decoder_matrix(d, layer, m)->tiles;
+    for (size_t t = r->t0; t < r->t1; t++) {
+        if (!tile_is_remote(d, tid, m, t)) {   // a remote tile's partial line is in its owner's cache
+            for (uint32_t l = r->s0 / SLOTS_PER_LINE; l <= (r->s1 - 1) / SLOTS_PER_LINE; l++)
+                if (push(k, partial_key(layer, m, t, l, lpt), 0)) return -1;
+            continue;
+        }
+        for (uint32_t g = r->s0; g < r->s1; g++) {
+            size_t l0, l1;
+            seg_lines(s, m, t, g, bytes, &l0, &l1);
+            for (size_t l = l0; l < l1; l++)
+                if (push(k, (uint64_t)(uintptr_t)(base + l * SCHED_LINE), 1)) return -1;
+        }
+    }
+    return 0;
+}
+
+static int build_keys(const decoder *d, int tid, run_thread *th) {
+    key_list k = {0};
+    for (int layer = 0; layer <= d->hp.n_layer; layer++)
+        for (int m = layer < d->hp.n_layer ? 0 : SCHED_OUT; m < (layer < d->hp.n_layer ? SCHED_OUT : SCHED_N_MAT); m++)
+            if (share_keys(d, tid, layer, m, &k)) { free(k.e); return -1; }
+    th->keys = k.e, th->n_keys = k.n;
+    return 0;
+}
+
+// The predictor pulls a thread's keys, one decode step after another (called under its lock).
+static int stream_keys(void *ctx, int thread, l4_entry *out, int max) {
+    node_ctx *nc = ctx;
+    run_thread *th = &nc->r->th[thread];
+    if (nc->r->cache_of[thread] != nc->index || !th->n_keys) return 0;
+    for (int i = 0; i < max; i++, th->stream_at++) out[i] = th->keys[th->stream_at % th->n_keys];
+    return max;
+}
+
+// ---- create / free ----
+
+static l4run_mode resolve(const decoder *d, l4run_mode req, int n_nodes) {
+    if (req != L4RUN_AUTO) return req;
+    int split = 0;
+    for (int m = 0; m < SCHED_N_MAT; m++) split |= d->sched.split[m];
+    return l4_choose_mode(n_nodes, false, split) == L4_CACHE_BUFFER ? L4RUN_BUFFER : L4RUN_STREAM;
+}
+
+static int alloc_split_state(l4run *r, const sched *s) {
+    for (int m = 0; m < SCHED_N_MAT; m++) {
+        size_t nt = r->n_tiles[m] = sched_n_tiles(s, m), lpt = lines_per_tile(s, m);
+        if (!(r->fold[m] = calloc(nt * lpt, sizeof *r->fold[m]))) return -1;
+        if (!s->split[m]) continue;
+        if (!(r->held[m] = calloc(nt * sched_n_seg(s, m) * lpt, sizeof *r->held[m])) ||
+            !(r->first[m] = calloc(nt, sizeof *r->first[m])))
+            return -1;
+        for (size_t t = 0; t < nt; t++) pthread_mutex_init(&r->first[m][t], NULL);
+        for (size_t i = 0; i < nt * sched_n_seg(s, m) * lpt; i++) r->held[m][i].line = -1;
+    }
+    return 0;
+}
+
+static int create_caches(l4run *r, const decoder *d, char err[256]) {
+    const sched *s = &d->sched;
+    size_t seg_max = 0;
+    for (int m = 0; m < SCHED_N_MAT; m++)
+        if (sched_seg_bytes(s, m) > seg_max) seg_max = sched_seg_bytes(s, m);
+    for (int t = 0; t < s->n_threads; t++) {
+        if (r->mode == L4RUN_BUFFER && build_keys(d, t, &r->th[t])) return -1;
+        if (!(r->th[t].rows = aligned_alloc(64, (seg_max + 63) / 64 * 64))) return -1;
+    }
+    // Every cache takes calls from any thread (a co-producer writes its partials into the line in
+    // the tile owner's cache), so each is sized for all threads and indexed by thread id.
+    for (int n = 0; n < r->n_nodes; n++) {
+        int t = 0;
+        while (r->cache_of[t] != n) t++;
+        r->nodes[n] = (node_ctx){.r = r, .index = n};
+        l4_config cfg = l4_default_config(r->mode == L4RUN_BUFFER ? L4_CACHE_BUFFER : L4_STREAM_TRANSPARENT, s->n_threads);
+        cfg.node = s->node[t], cfg.stream = stream_keys, cfg.stream_ctx = &r->nodes[n];
+        char e[200];
+        if (!(r->cache[n] = l4_create(&cfg, e, sizeof e))) { snprintf(err, 256, "%s", e); return -1; }
+    }
+    // l4_map_writable gives no line only when every line is held: bound what can be held at once
+    // (every split tile's writers until the fold, one tile's lines and one read line per thread).
+    size_t held = 0, lpt_max = 0;
+    for (int m = 0; m < SCHED_N_MAT; m++) {
+        if (lines_per_tile(s, m) > lpt_max) lpt_max = lines_per_tile(s, m);
+        if (s->split[m]) held += sched_n_tiles(s, m) * sched_n_seg(s, m) * lines_per_tile(s, m);
+    }
+    held += (size_t)s->n_threads * (lpt_max + 1);
+    if (r->mode == L4RUN_BUFFER && held > l4_lines(r->cache[0])) {
+        snprintf(err, 256, "the L4 slab holds %u lines; this schedule may hold %zu at once", l4_lines(r->cache[0]), held);
+        return -1;
+    }
+    return 0;
+}
+
+int l4run_create(decoder *d, l4run_mode req, char err[256]) {
+    const sched *s = &d->sched;
+    err[0] = 0;
+    d->l4 = NULL;
+    int n_nodes = 1;   // threads are consecutive per node: count the changes
+    for (int t = 1; t < s->n_threads; t++) n_nodes += s->node[t] != s->node[t - 1];
+    l4run_mode mode = resolve(d, req, n_nodes);
+    if (mode == L4RUN_OFF) return 0;
+    for (int m = 0; m < SCHED_N_MAT; m++)
+        if (lines_per_tile(s, m) > MAX_TILE_LINES) {
+            snprintf(err, 256, "the L4 takes matrices of at most %d inputs", MAX_TILE_LINES * SLOTS_PER_LINE * GEMV_KSEG);
+            return -1;
+        }
+    l4run *r = calloc(1, sizeof *r);
+    if (!r) goto oom;
+    d->l4 = r;
+    r->mode = mode, r->n_nodes = n_nodes, r->n_threads = s->n_threads;
+    if (!(r->cache = calloc((size_t)n_nodes, sizeof *r->cache)) || !(r->nodes = calloc((size_t)n_nodes, sizeof *r->nodes)) ||
+        !(r->th = calloc((size_t)s->n_threads, sizeof *r->th)) ||
+        !(r->cache_of = calloc((size_t)s->n_threads, sizeof *r->cache_of)) || alloc_split_state(r, s))
+        goto oom;
+    for (int t = 1; t < s->n_threads; t++) r->cache_of[t] = r->cache_of[t - 1] + (s->node[t] != s->node[t - 1]);
+    if (create_caches(r, d, err)) goto oom;
+    return 0;
+oom:
+    if (!err[0]) snprintf(err, 256, "out of memory for the L4");
+    l4run_free(r);
+    d->l4 = NULL;
+    return -1;
+}
+
+void l4run_free(l4run *r) {
+    if (!r) return;
+    for (int n = 0; r->cache && n < r->n_nodes; n++) l4_destroy(r->cache[n]);
+    free(r->cache);
+    free(r->nodes);
+    for (int t = 0; r->th && t < r->n_threads; t++) {
+        free(r->th[t].keys);
+        free(r->th[t].rows);
+    }
+    free(r->th);
+    free(r->cache_of);
+    for (int m = 0; m < SCHED_N_MAT; m++) {
+        for (size_t t = 0; r->first[m] && t < r->n_tiles[m]; t++) pthread_mutex_destroy(&r->first[m][t]);
+        free(r->fold[m]);
+        free(r->held[m]);
+        free(r->first[m]);
+    }
+    free(r);
+}
+
+// ---- buffer mode: the step ----
+
+// The writeback: fold the line's slots into the tile's outputs, left to right. The first line
+// starts from slot 0; a later line continues from what the previous line's fold left in out.
+static void fold_writeback(uint64_t key, void *line, void *ctx) {
+    (void)key;
+    const fold_ctx *f = ctx;
+    const float *slot = line;
+    for (uint32_t j = 0; j < f->rows; j++) {
+        float y = f->slot0 == 0 ? slot[j] : f->out[j];
+        for (uint32_t g = f->slot0 == 0 ? 1 : 0; g < f->n_slots; g++) y = y + slot[(size_t)g * GEMV_TILE + j];
+        f->out[j] = y;
+    }
+}
+
+// Every map is one predictor step; the key must be the one the stream said would come next.
+static void step(l4run *r, int tid, uint64_t key) {
+    run_thread *th = &r->th[tid];
+    th->checked++;
+    th->mismatched += !th->n_keys || th->keys[th->exec_at % th->n_keys].key != key;
+    th->exec_at++;
+    l4_step_complete(r->cache[r->cache_of[tid]], tid);
+}
+
+// Segment g's rows of a tile owned on another node, gathered from the thread's node's L4 lines
+// (loaded ahead by its predictor) into the thread's buffer. Rows past the last whole line of the
+// allocation are copied from where they lie.
+static const char *remote_rows(l4run *r, const decoder *d, int tid, int layer, int m, size_t tile, uint32_t g) {
+    const packed_matrix *w = decoder_matrix(d, layer, m);
+    l4 *cache = r->cache[r->cache_of[tid]];
+    size_t lo, hi, l0, l1;
+    seg_rows(&d->sched, m, tile, g, &lo, &hi);
+    seg_lines(&d->sched, m, tile, g, packed_bytes(w), &l0, &l1);
+    char *buf = r->th[tid].rows;
+    const char *base = w->tiles;
+    size_t covered = l1 * SCHED_LINE > lo ? l1 * SCHED_LINE : lo;
+    if (covered < hi) memcpy(buf + (covered - lo), base + covered, hi - covered);
+    for (size_t l = l0; l < l1; l++) {
+        uint64_t key = (uint64_t)(uintptr_t)(base + l * SCHED_LINE);
+        size_t a = l * SCHED_LINE > lo ? l * SCHED_LINE : lo, b = (l + 1) * SCHED_LINE < hi ? (l + 1) * SCHED_LINE : hi;
+        l4_handle h = l4_map(cache, tid, key);   // a cached line, or the origin: never NULL without a loader
+        memcpy(buf + (a - lo), (const char *)h.ptr + (a - l * SCHED_LINE), b - a);
+        l4_release(cache, &h);
+        step(r, tid, key);
+    }
+    return buf;
+}
+
+// Where line l of tile t's partials folds to.
+static fold_ctx *fold_of(l4run *r, const decoder *d, int m, size_t t, uint32_t l, float *out) {
+    fold_ctx *f = &r->fold[m][t * lines_per_tile(&d->sched, m) + l];
+    size_t n = d->sched.shape.mat[m].n, rows = n - t * GEMV_TILE < GEMV_TILE ? n - t * GEMV_TILE : GEMV_TILE;
+    uint32_t ns = sched_n_seg(&d->sched, m);
+    *f = (fold_ctx){.out = out + t * GEMV_TILE, .rows = (uint32_t)rows, .slot0 = l * SLOTS_PER_LINE,
+                    .n_slots = ns - l * SLOTS_PER_LINE < SLOTS_PER_LINE ? ns - l * SLOTS_PER_LINE : SLOTS_PER_LINE};
+    return f;
+}
+
+// Line l of tile t's partials, writable, in the cache of the tile owner's node. The first map
+// of a dirty period zeroes the line under the cache's lock; for a split tile a per-tile mutex
+// orders that first map before the other writers' (their slots are written after it).
+static l4_handle partial_line(l4run *r, const decoder *d, int tid, int layer, int m, size_t t, uint32_t l) {
+    int split = d->sched.split[m];
+    l4 *cache = r->cache[r->cache_of[d->sched.owner[m][t]]];
+    uint64_t key = partial_key(layer, m, t, l, lines_per_tile(&d->sched, m));
+    if (split) pthread_mutex_lock(&r->first[m][t]);
+    l4_handle h = l4_map_writable(cache, tid, key, NULL, fold_writeback, &r->fold[m][t * lines_per_tile(&d->sched, m) + l]);
+    if (split) pthread_mutex_unlock(&r->first[m][t]);
+    if (cache == r->cache[r->cache_of[tid]]) step(r, tid, key);
+    return h;
+}
+
+// Folds line l of tile t (every slot written): its fold target set, the n handles on it released
+// (the cache writes back only a line nobody holds), then flushed. If eviction takes the line in
+// between, its writeback is the same fold and the flush finds the line clean: once either way.
+// Lines of a tile go in order, each released only after the previous one's fold.
+static void fold_line(l4run *r, const decoder *d, int tid, int layer, int m, size_t t, uint32_t l, float *out,
+                      l4_handle *h, size_t n, size_t stride) {
+    l4 *cache = r->cache[r->cache_of[d->sched.owner[m][t]]];
+    fold_of(r, d, m, t, l, out);
+    for (size_t i = 0; i < n; i++)
+        if (h[i * stride].line >= 0) l4_release(cache, &h[i * stride]);
+    l4_flush_dirty(cache, tid, partial_key(layer, m, t, l, lines_per_tile(&d->sched, m)));
+}
+
+void l4run_matmul(decoder *d, thread_ctx *c, int layer, int m, const float *x, float *out) {
+    l4run *r = d->l4;
+    const sched_range *rg = &d->sched.share[c->tid].r[m];
+    const packed_matrix *w = decoder_matrix(d, layer, m);
+    size_t es = wtype_get(w->type)->size, tile = w->n_in * GEMV_TILE * es;
+    uint32_t lpt = lines_per_tile(&d->sched, m), ns = sched_n_seg(&d->sched, m);
+    int split = d->sched.split[m];
+    l4_handle h[MAX_TILE_LINES];
+    for (size_t t = rg->t0; t < rg->t1; t++) {
+        uint32_t l0 = rg->s0 / SLOTS_PER_LINE, l1 = (rg->s1 - 1) / SLOTS_PER_LINE + 1;
+        for (uint32_t l = l0; l < l1; l++) h[l - l0] = partial_line(r, d, c->tid, layer, m, t, l);
+        int remote = tile_is_remote(d, c->tid, m, t);
+        for (uint32_t g = rg->s0; g < rg->s1; g++) {
+            size_t p0 = (size_t)g * GEMV_KSEG, len = w->n_in - p0 < GEMV_KSEG ? w->n_in - p0 : GEMV_KSEG;
+            const char *rows = remote ? remote_rows(r, d, c->tid, layer, m, t, g) : (const char *)w->tiles + t * tile + p0 * GEMV_TILE * es;
+            float *slot = (float *)h[g / SLOTS_PER_LINE - l0].ptr + (size_t)(g % SLOTS_PER_LINE) * GEMV_TILE;
+            gemv_packed(w->type, x + p0, rows, len, GEMV_TILE, 0, 1, slot);
+        }
+        for (uint32_t l = l0; l < l1; l++) {
+            if (split) {   // held until the owner has folded every writer's slots
+                r->held[m][(t * ns + rg->s0) * lpt + l] = h[l - l0];
+                continue;
+            }
+            fold_line(r, d, c->tid, layer, m, t, l, out, &h[l - l0], 1, 1);
+        }
+    }
+}
+
+void l4run_fold(decoder *d, thread_ctx *c, int layer, int m, float *out) {
+    l4run *r = d->l4;
+    size_t lo, hi;
+    sched_rows(&d->sched, c->tid, m, &lo, &hi);
+    if (!d->sched.split[m] || lo == hi) return;
+    size_t t = lo / GEMV_TILE;
+    uint32_t lpt = lines_per_tile(&d->sched, m), ns = sched_n_seg(&d->sched, m);
+    for (uint32_t l = 0; l < lpt; l++)   // the writers' handles on line l: held[m][(t * ns + s) * lpt + l]
+        fold_line(r, d, c->tid, layer, m, t, l, out, &r->held[m][t * ns * lpt + l], ns, lpt);
+}
+
+l4_stats l4run_stats(const l4run *r) {
+    l4_stats sum = {0};
+    for (int n = 0; r && n < r->n_nodes; n++) {
+        l4_stats s = l4_get_stats(r->cache[n]);
+        sum.lookups += s.lookups, sum.hits += s.hits, sum.misses += s.misses, sum.prefetches += s.prefetches;
+        sum.evictions += s.evictions, sum.writebacks += s.writebacks, sum.flushes += s.flushes;
+        sum.spin_waits += s.spin_waits;
+    }
+    return sum;
+}
+
+void l4run_key_check(const l4run *r, uint64_t *checked, uint64_t *mismatched) {
+    *checked = *mismatched = 0;
+    for (int t = 0; r && t < r->n_threads; t++) *checked += r->th[t].checked, *mismatched += r->th[t].mismatched;
+}
+
+// ---- bytes across nodes, counted on the schedule ----
+
+// Rows [*lo, *hi) of a vector written by thread t: the rows of matrix m it owns, or (m < 0) the
+// attention output of its KV-head groups.
+static void rows_of(const sched *s, int t, int m, size_t *lo, size_t *hi) {
+    if (m >= 0) { sched_rows(s, t, m, lo, hi); return; }
+    size_t per_group = (size_t)s->shape.n_head / s->shape.n_head_kv * s->shape.head_dim;
+    *lo = s->share[t].g0 * per_group, *hi = s->share[t].g1 * per_group;
+}
+
+static int has(const sched *s, int t, int m) { return s->share[t].r[m].t0 != s->share[t].r[m].t1; }
+// Threads that read a vector: those with a share of a matrix projecting it (m < 0: thread 0,
+// which samples the logits).
+static int reads(const sched *s, int t, int m) {
+    if (m < 0) return t == 0;
+    if (m == SCHED_WQ) return has(s, t, SCHED_WQ) || has(s, t, SCHED_WK) || has(s, t, SCHED_WV);
+    if (m == SCHED_GATE) return has(s, t, SCHED_GATE) || has(s, t, SCHED_UP);
+    return has(s, t, m);
+}
+
+// Bytes of an n-row f32 vector written as `writer` says that the nodes reading it pull from rows
+// written on other nodes: each reading node pulls a remote row once (its LLC serves the rest).
+static double pulled(const sched *s, size_t n, int writer, int reader) {
+    double bytes = 0;
+    for (int t = 0; t < s->n_threads; t++) {
+        if (t > 0 && s->node[t] == s->node[t - 1]) continue;   // each node once, at its first thread
+        int reads_it = 0;
+        for (int u = t; u < s->n_threads && s->node[u] == s->node[t]; u++) reads_it |= reads(s, u, reader);
+        for (int w = 0; reads_it && w < s->n_threads; w++) {
+            size_t lo, hi;
+            rows_of(s, w, writer, &lo, &hi);
+            if (s->node[w] != s->node[t] && hi > lo) bytes += 4.0 * (double)((hi < n ? hi : n) - lo);
+        }
+    }
+    return bytes;
+}
+
+l4run_cross l4run_cross_bytes(const sched *s) {
+    l4run_cross c = {0};
+    for (int t = 0; t < s->n_threads; t++)
+        for (int m = 0; m < SCHED_N_MAT; m++) {
+            const sched_range *r = &s->share[t].r[m];
+            for (size_t tile = r->t0; tile < r->t1; tile++)
+                for (uint32_t g = r->s0; g < r->s1 && remote_tile(s, t, m, tile); g++) {
+                    size_t lo, hi;
+                    seg_rows(s, m, tile, g, &lo, &hi);
+                    c.weights += (double)(hi - lo) * (m == SCHED_OUT ? 1 : s->shape.n_layer);
+                }
+        }
+    const sched_mat *w = s->shape.mat;
+    size_t dim = w[SCHED_WQ].k, q_dim = w[SCHED_WQ].n, ff = w[SCHED_GATE].n, vocab = w[SCHED_OUT].n;
+    // per layer: x (attention norm: last written by down's owners; FFN norm: by wo's owners), the
+    // attention output, the SwiGLU output; then the final norm's x and the logits
+    double layer = pulled(s, dim, SCHED_DOWN, SCHED_WQ) + pulled(s, dim, SCHED_WO, SCHED_GATE) +
+                   pulled(s, q_dim, -1, SCHED_WO) + pulled(s, ff, SCHED_GATE, SCHED_DOWN);
+    c.activations = layer * s->shape.n_layer + pulled(s, dim, SCHED_DOWN, SCHED_OUT) + pulled(s, vocab, SCHED_OUT, -1);
+    return c;
+}
