@@ -7,6 +7,7 @@
 // Bounds (hard checks, also under NDEBUG): an unknown dt, j0 + w > ldb, or a tile range outside
 // [0, gemv_n_tiles(n)] makes the call return without reading or writing anything.
 #include "kernels/gemv.h"
+#include "kernels/gemm.h"
 #include "kernels/gemv_simd.h"
 #include "kernels/ops.h"
 #include "platform/wtype.h"
@@ -327,26 +328,26 @@ static void bf16_row_widen(const void *src, float *dst, size_t n) { bf16_to_f32_
 static const kernel_table kernels_scalar = {
     .isa = "scalar",
     .type = {
-        [WTYPE_F32] = {gemv_stripe_f32_scalar, gemv_packed_f32_scalar, f32_to_f32_row},
-        [WTYPE_F16] = {gemv_stripe_f16_scalar, gemv_packed_f16_scalar, f16_row_widen},
-        [WTYPE_BF16] = {gemv_stripe_bf16_scalar, gemv_packed_bf16_scalar, bf16_row_widen},
+        [WTYPE_F32] = {gemv_stripe_f32_scalar, gemv_packed_f32_scalar, f32_to_f32_row, gemm_packed_f32_scalar},
+        [WTYPE_F16] = {gemv_stripe_f16_scalar, gemv_packed_f16_scalar, f16_row_widen, gemm_packed_f16_scalar},
+        [WTYPE_BF16] = {gemv_stripe_bf16_scalar, gemv_packed_bf16_scalar, bf16_row_widen, gemm_packed_bf16_scalar},
     },
 };
 #if defined(__x86_64__)
 static const kernel_table kernels_avx512 = {
     .isa = "avx512",
     .type = {
-        [WTYPE_F32] = {gemv_stripe_f32_avx512, gemv_packed_f32_avx512, f32_to_f32_row},
-        [WTYPE_F16] = {gemv_stripe_f16_avx512, gemv_packed_f16_avx512, f16_row_widen},
-        [WTYPE_BF16] = {gemv_stripe_bf16_avx512, gemv_packed_bf16_avx512, bf16_row_widen},
+        [WTYPE_F32] = {gemv_stripe_f32_avx512, gemv_packed_f32_avx512, f32_to_f32_row, gemm_packed_f32_avx512},
+        [WTYPE_F16] = {gemv_stripe_f16_avx512, gemv_packed_f16_avx512, f16_row_widen, gemm_packed_f16_avx512},
+        [WTYPE_BF16] = {gemv_stripe_bf16_avx512, gemv_packed_bf16_avx512, bf16_row_widen, gemm_packed_bf16_avx512},
     },
 };
 static const kernel_table kernels_avx2 = {
     .isa = "avx2",
     .type = {
-        [WTYPE_F32] = {gemv_stripe_f32_avx2, gemv_packed_f32_avx2, f32_to_f32_row},
-        [WTYPE_F16] = {gemv_stripe_f16_avx2, gemv_packed_f16_avx2, f16_row_widen},
-        [WTYPE_BF16] = {gemv_stripe_bf16_avx2, gemv_packed_bf16_avx2, bf16_row_widen},
+        [WTYPE_F32] = {gemv_stripe_f32_avx2, gemv_packed_f32_avx2, f32_to_f32_row, gemm_packed_f32_avx2},
+        [WTYPE_F16] = {gemv_stripe_f16_avx2, gemv_packed_f16_avx2, f16_row_widen, gemm_packed_f16_avx2},
+        [WTYPE_BF16] = {gemv_stripe_bf16_avx2, gemv_packed_bf16_avx2, bf16_row_widen, gemm_packed_bf16_avx2},
     },
 };
 #endif

@@ -79,13 +79,16 @@ typedef void (*gemv_stripe_fn)(const float *x, const void *B, size_t k, size_t l
                                size_t w, float *y);
 typedef void (*gemv_packed_fn)(const float *x, const void *P, size_t k, size_t n, size_t t0,
                                size_t t1, float *y);
+typedef void (*gemm_packed_fn)(const float *X, size_t ldx, size_t m, const void *P, size_t k,
+                               size_t n, size_t t0, size_t t1, float *Y, size_t ldy);
 typedef struct {
     gemv_stripe_fn stripe;        // as gemv_stripe, for this type
     gemv_packed_fn packed;        // as gemv_packed, for this type
     void (*to_f32)(const void *src, float *dst, size_t n);   // widen a row (aligned src)
+    gemm_packed_fn gemm;          // as gemm_packed (kernels/gemm.h), for this type
 } kernel_traits;
 typedef struct {
-    const char *isa;              // "scalar", "avx2"
+    const char *isa;              // "scalar", "avx2", "avx512"
     kernel_traits type[WTYPE_ID_MAX];   // indexed by weight type; all NULL for an unsupported one
 } kernel_table;
 // The table for this CPU (DECODE_ISA=avx2|scalar caps it); resolved on the first call.

@@ -201,7 +201,7 @@ static void publish(decoder *d, const thread_ctx *c, int layer, int step) {
 
 // Per-head RMSNorm (qwen3's q_norm/k_norm, before RoPE as llama.cpp does; norm NULL: none),
 // then RoPE with the model's pairing and scaling, on n_heads heads of v.
-static void norm_rope(const decoder *d, float *v, int n_heads, const float *norm, int pos) {
+void decoder_norm_rope(const decoder *d, float *v, int n_heads, const float *norm, int pos) {
     const llama_hparams *h = &d->hp;
     for (int i = 0; norm && i < n_heads; i++)
         rmsnorm(v + (size_t)i * h->head_dim, v + (size_t)i * h->head_dim, norm, h->head_dim, h->rms_eps);
@@ -301,8 +301,8 @@ static void attention_share(decoder *d, thread_ctx *c, int layer, int pos) {
     float *q = d->q + (size_t)kv0 * q_per_kv * head_dim;
     float *new_key = keys + (size_t)pos * kv_dim + (size_t)kv0 * head_dim;
     const layer_weights *w = &d->w.layers[layer];
-    norm_rope(d, q, (kv1 - kv0) * q_per_kv, w->q_norm, pos);
-    norm_rope(d, new_key, kv1 - kv0, w->k_norm, pos);
+    decoder_norm_rope(d, q, (kv1 - kv0) * q_per_kv, w->q_norm, pos);
+    decoder_norm_rope(d, new_key, kv1 - kv0, w->k_norm, pos);
     attention(d->att_out + (size_t)kv0 * q_per_kv * head_dim, q, keys + (size_t)kv0 * head_dim,
               values + (size_t)kv0 * head_dim, pos + 1, (kv1 - kv0) * q_per_kv, kv1 - kv0, head_dim,
               kv_dim, c->att_scores);
@@ -416,6 +416,10 @@ float *decoder_forward(decoder *d, int32_t token, int pos) {
     d->busy_s += (monotonic_seconds() - t0) * pool_size(d->pool);
     d->step_seq++;
     return d->logits;
+}
+
+void decoder_embed(const decoder *d, int32_t token, float *x) {
+    embed(x, d->w.token_embd, d->w.embd_type, token, d->hp.n_embd);
 }
 
 void decoder_stats_reset(decoder *d) {

@@ -91,6 +91,11 @@ float *decoder_forward(decoder *d, int32_t token, int pos);
 int decoder_set_l4(decoder *d, int mode, char err[256]);
 // Frees what decoder_init allocated; safe on a zeroed decoder and after a failed init.
 void decoder_free(decoder *d);
+// The embedding row of token (0 <= token < n_vocab), widened to f32 into x (n_embd floats).
+void decoder_embed(const decoder *d, int32_t token, float *x);
+// Per-head RMSNorm by norm (qwen3's q_norm/k_norm; NULL: none), then RoPE with the model's pairing
+// and scaling, on n_heads heads of v at position pos: what decoder_forward does to q and k.
+void decoder_norm_rope(const decoder *d, float *v, int n_heads, const float *norm, int pos);
 
 // Sync waiting since the last reset: wait_s summed over threads, busy_s the thread-seconds of
 // the steps (wall time of each step times the threads that had work in it).

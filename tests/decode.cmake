@@ -6,6 +6,7 @@ decode_test(test_decode_synth decode test_decode_synth.c ref_forward.c decode_ut
 add_test(NAME test_hostile COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_hostile.sh
          ${CMAKE_RUNTIME_OUTPUT_DIRECTORY} ${DECODE_SHARED_DIR} "${SANITIZE}")
 set_tests_properties(test_hostile PROPERTIES LABELS decode TIMEOUT 1200)
+decode_test(test_decode_batch decode test_decode_batch.c tool_util.c)
 # decode against llama.cpp (the peer scripts) on synth models of each architecture; exit 77 (skip)
 # when the peer is not installed.
 decode_test(test_peer_arch decode test_peer_arch.c decode_util.c tool_util.c)

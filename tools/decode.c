@@ -10,6 +10,7 @@
 #include "model/tokenizer.h"
 #include "platform/numa.h"
 #include "runtime/decoder.h"
+#include "runtime/prefill.h"
 #include "runtime/sampler.h"
 #include "tools/cli.h"
 #include "tools/util.h"
@@ -30,11 +31,15 @@
 #include <unistd.h>
 
 #define MAX_THREADS 4096          // more than the CPUs is fine; threads are pinned round-robin
+#define MAX_BATCH 65536
+// Prompt tokens per batch. GEMM speed grows with the batch until the weight stream is amortized;
+// see docs/performance.md for the measurement behind the default.
+#define DEFAULT_BATCH 256
 
 typedef struct {
     const char *model, *prompt, *prompt_file, *dump_logits;
     long n_predict, n_ctx;
-    int n_threads, no_bos, ignore_eos, seed_set, print_schedule, verbose, l4_stats;
+    int n_threads, n_batch, no_bos, ignore_eos, seed_set, print_schedule, verbose, l4_stats;
     int numa;                     // topo_numa_mode, -1: the default for the topology
     int split_k;                  // 0 off, N >= 2, -1 auto
     int l4;                       // l4run_mode
@@ -79,6 +84,7 @@ static void usage(FILE *f) {
         "      --l4-stats            print the L4 counters and the mode used as one JSON line on stderr\n"
         "      --print-schedule      print which thread computes what, and its waits, on stderr\n"
         "  -c, --ctx-size N          context size (default: min(model context_length, 4096))\n"
+        "  -b, --batch-size N        prompt tokens evaluated together; 1 = one at a time (default: %d)\n"
         "      --temp T              temperature; 0 = greedy argmax (default: %.2f)\n"
         "      --top-k N             top-k, <= 0 = off (default: %d)\n"
         "      --top-p P             top-p, 1.0 = off (default: %.2f)\n"
@@ -95,7 +101,7 @@ static void usage(FILE *f) {
         "  DECODE_TUNE=off|force: per-CPU-family defaults without measuring, or measure again even\n"
         "  with a cached result (default: measure once, cached in $XDG_CACHE_HOME/decode/tune or\n"
         "  ~/.cache/decode/tune, redone when the memory read rate moved by more than 20%%)\n",
-        default_threads(), d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n);
+        default_threads(), DEFAULT_BATCH, d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n);
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -126,7 +132,8 @@ static int parse_float(const char *s, float *out) {
 // Returns 0 to run, or an exit status (-1 for a clean --help exit).
 static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
-    o->n_predict = -1; o->n_threads = default_threads(); o->sp = sampler_defaults(); o->numa = -1; o->split_k = -1; o->l4 = L4RUN_AUTO;
+    o->n_predict = -1; o->n_threads = default_threads(); o->n_batch = DEFAULT_BATCH; o->sp = sampler_defaults();
+    o->numa = -1; o->split_k = -1; o->l4 = L4RUN_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
@@ -136,7 +143,7 @@ static int parse_args(int argc, char **argv, options *o) {
         if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { o->verbose = 1; continue; }
         if (!strcmp(a, "--l4-stats")) { o->l4_stats = 1; continue; }
         static const char *valued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file",
-            "--dump-logits", "-n", "--n-predict", "-t", "--threads", "-c", "--ctx-size", "-s",
+            "--dump-logits", "-n", "--n-predict", "-t", "--threads", "-c", "--ctx-size", "-b", "--batch-size", "-s",
             "--seed", "--top-k", "--repeat-last-n", "--temp", "--top-p", "--min-p",
             "--repeat-penalty", "--numa", "--split-k", "--l4"};
         int known = 0;
@@ -164,6 +171,9 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             if (parse_long(v, 1, MAX_THREADS, &n)) return usage_error("bad -t value '%s' (1..4096)", v);
             o->n_threads = (int)n;
+        } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
+            if (parse_long(v, 1, MAX_BATCH, &n)) return usage_error("bad -b value '%s' (1..65536)", v);
+            o->n_batch = (int)n;
         } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
             if (parse_long(v, 1, INT_MAX, &o->n_ctx)) return usage_error("bad -c value '%s'", v);
         } else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) {
@@ -202,7 +212,7 @@ static int parse_args(int argc, char **argv, options *o) {
 }
 
 typedef struct {
-    llama_model m; tokenizer *tok; decoder d; sampler s; FILE *dump;
+    llama_model m; tokenizer *tok; decoder d; prefill b; sampler s; FILE *dump;
     char *file_prompt;                 // the -f prompt's bytes
     struct stat prompt_st;             // what the -f prompt was (its identity)
     double t_load, t_prompt, t_eval; int n_prompt, n_eval;
@@ -232,10 +242,32 @@ static int emit_piece(const session *S, int32_t id, int strip_space) {
     return bad ? -1 : 0;
 }
 
+static int dump_rows(session *S, const float *logits, int rows) {
+    size_t n = (size_t)rows * (size_t)S->m.hp.n_vocab;
+    return S->dump && fwrite(logits, sizeof(float), n, S->dump) != n ? -1 : 0;
+}
+
 static int forward(session *S, int32_t tok, int pos) {
-    float *logits = decoder_forward(&S->d, tok, pos);
-    if (S->dump && fwrite(logits, sizeof(float), (size_t)S->m.hp.n_vocab, S->dump) != (size_t)S->m.hp.n_vocab)
-        return -1;
+    return dump_rows(S, decoder_forward(&S->d, tok, pos), 1);
+}
+
+// Prompt tokens [0, n_eval) in batches of o->n_batch (1: decoder_forward, one at a time). Logits
+// are computed for every row when dumping, else only for the last prompt token.
+static int eval_prompt(session *S, const options *o, const int32_t *ids, size_t n_eval, char *err) {
+    int cap = (size_t)o->n_batch < n_eval ? o->n_batch : (int)n_eval;
+    if (cap > 1 && prefill_init(&S->b, &S->d, cap, S->dump ? cap : 1, err)) return -2;
+    for (size_t i = 0; i < n_eval && !cli_stop;) {
+        int n = cap <= 1 ? 1 : n_eval - i < (size_t)cap ? (int)(n_eval - i) : cap;
+        if (cap <= 1) {
+            if (forward(S, ids[i], (int)i)) return -1;
+        } else {
+            int n_logits = S->dump ? n : i + (size_t)n == n_eval;
+            if (dump_rows(S, prefill_forward(&S->b, ids + i, n, (int)i, n_logits), S->dump ? n : 0)) return -1;
+        }
+        for (int r = 0; r < n; r++) sampler_accept(&S->s, ids[i + (size_t)r]);
+        S->n_prompt += n;
+        i += (size_t)n;
+    }
     return 0;
 }
 
@@ -410,11 +442,10 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
     // dump always holds P + N - 1 rows.
     size_t n_eval = o->n_predict == 0 ? n_ids - 1 : n_ids;
     double t0 = now_ms();
-    for (size_t i = 0; i < n_eval && !cli_stop; i++) {
-        if (forward(S, ids[i], (int)i)) goto dump_failed;
-        sampler_accept(&S->s, ids[i]);
-        S->n_prompt++;
-    }
+    char err[GGUF_ERR_MAX];
+    int e = eval_prompt(S, o, ids, n_eval, err);
+    if (e == -2) { fprintf(stderr, "decode: %s\n", err); return 1; }
+    if (e) goto dump_failed;
     S->t_prompt = now_ms() - t0;
     int pos = (int)n_ids;
     // A generated token's time is its sampling, its output and its forward pass.
@@ -494,6 +525,7 @@ int main(int argc, char **argv) {
         status = 1;
     }
     sampler_free(&S.s);
+    prefill_free(&S.b);
     decoder_free(&S.d);
     tokenizer_free(S.tok);
     llama_model_free(&S.m);

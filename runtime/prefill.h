@@ -1,0 +1,28 @@
+// Batched prompt evaluation beside the decoder's one-token forward pass: a batch of tokens at
+// consecutive positions goes through each layer together, so every weight tile is read once per
+// batch (kernels/gemm.h) instead of once per token. It uses the decoder's packed weights, KV
+// cache, thread pool and per-thread attention scratch; its own buffers hold the batch's activations.
+// Every logits row is bit-identical to decoder_forward on the same token at the same position
+// (the same kernels in the same order for every output, attention causal within the batch and
+// over the cache), and the cache is left exactly as decoder_forward would leave it.
+#pragma once
+#include "runtime/decoder.h"
+
+typedef struct {
+    decoder *d;
+    int cap;                      // tokens per batch at most
+    int cap_logits;               // logits rows a batch can return at most
+    float *x, *xn, *xo;           // (cap, n_embd) residual stream, normed input, projection out
+    float *q, *att;               // (cap, n_head*hd)
+    float *gate, *up;             // (cap, n_ff)
+    float *logits;                // (cap_logits, n_vocab)
+} prefill;
+
+// 0 ok, -1 with err (out of memory). 1 <= cap_logits <= cap.
+int prefill_init(prefill *b, decoder *d, int cap, int cap_logits, char err[GGUF_ERR_MAX]);
+// Evaluates tokens[0, n) at positions pos0 .. pos0 + n - 1, the cache holding [0, pos0);
+// 1 <= n <= cap, pos0 + n <= n_ctx, 0 <= n_logits <= min(n, cap_logits). Returns the logits of
+// the last n_logits tokens (n_vocab floats a row, in order), also copying the last row to
+// d->logits; NULL when n_logits is 0 or an argument is out of range (nothing is evaluated then).
+float *prefill_forward(prefill *b, const int32_t *tokens, int n, int pos0, int n_logits);
+void prefill_free(prefill *b);
