@@ -433,6 +433,8 @@ void decoder_stats_get(const decoder *d, decoder_stats *s) {
     for (int t = 0; t < pool_size(d->pool); t++) s->wait_s += d->threads[t].wait_s;
 }
 
+double decoder_weight_bytes(const decoder *d) { return step_bytes(&d->sched.shape); }
+
 double decoder_bytes_per_token(const decoder *d, int pos) {
     const llama_hparams *h = &d->hp;
     double kv = 2.0 * (pos + 1) * h->n_head_kv * h->head_dim * sizeof(float) * h->n_layer;

@@ -110,5 +110,7 @@ const packed_matrix *decoder_matrix(const decoder *d, int layer, int m);
 // Bytes a step at position pos streams: every packed matrix (padding included) and the KV cache
 // rows attention reads.
 double decoder_bytes_per_token(const decoder *d, int pos);
+// The packed matrices alone (padding included): what one step, or one batch, streams of weights.
+double decoder_weight_bytes(const decoder *d);
 // Weights in the packed matrices and the embedding table.
 size_t decoder_n_params(const decoder *d);

@@ -8,6 +8,10 @@
 #pragma once
 #include "runtime/decoder.h"
 
+// Prompt tokens per batch by default (decode -b, decode-bench -b). GEMM speed grows with the batch
+// until the weight stream is amortized; docs/performance.md has the measurement behind it.
+#define PREFILL_DEFAULT_BATCH 256
+
 typedef struct {
     decoder *d;
     int cap;                      // tokens per batch at most

@@ -1,8 +1,9 @@
 // decode-bench's interface (docs: DESIGN's decode-bench paragraph, kept in docs/runtime.md):
 // -o jsonl prints one compact object per test and nothing else on stdout, llama-bench's field
 // names, n_prompt 0 for generation tests and n_gen 0 for prompt tests, -p 0 / -n 0 drop a test,
-// -o json one array, csv and md a header and a row per test, --plot writes an SVG; bad usage
-// exits 2 and a missing model 1, each with one line on stderr.
+// -o json one array, csv and md a header and a row per test, --plot writes an SVG; -b sweeps the
+// prompt batch (batch_size; tg tests report 1; sync_wait_pct is null where a batched prompt has no
+// per-thread waits to count); bad usage exits 2 and a missing model 1, each with one line on stderr.
 #include "tests/check.h"
 #include "tests/tool_util.h"
 #include <cjson/cJSON.h>
@@ -22,12 +23,15 @@ static tool_run bench(const char *const *extra) {
     return r;
 }
 
-static void check_object(const cJSON *o, int threads, int n_prompt, int n_gen) {
+static void check_object(const cJSON *o, int threads, int n_prompt, int n_gen, int batch) {
     static const char *numbers[] = {"model_size", "n_threads", "n_prompt", "n_gen", "avg_ts", "stddev_ts",
-                                    "bytes_per_token", "gbps", "roofline_gbps", "pct_roofline", "sync_wait_pct", "split_k"};
+                                    "bytes_per_token", "gbps", "roofline_gbps", "pct_roofline", "split_k", "batch_size"};
     CHECK(cJSON_IsString(cJSON_GetObjectItem(o, "model_filename")));
     for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++)
         CHECKF(cJSON_IsNumber(cJSON_GetObjectItem(o, numbers[i])), "field %s", numbers[i]);
+    CHECK(cJSON_GetObjectItem(o, "batch_size")->valueint == batch);
+    const cJSON *wait = cJSON_GetObjectItem(o, "sync_wait_pct");
+    CHECKF(batch > 1 ? cJSON_IsNull(wait) : cJSON_IsNumber(wait), "sync_wait_pct at batch %d", batch);
     CHECK(cJSON_GetObjectItem(o, "n_threads")->valueint == threads);
     CHECK(cJSON_GetObjectItem(o, "n_prompt")->valueint == n_prompt);
     CHECK(cJSON_GetObjectItem(o, "n_gen")->valueint == n_gen);
@@ -38,7 +42,9 @@ static void check_object(const cJSON *o, int threads, int n_prompt, int n_gen) {
     for (int i = 0; i < 2; i++) sum += cJSON_GetArrayItem(s, i)->valuedouble;
     double avg = cJSON_GetObjectItem(o, "avg_ts")->valuedouble;
     CHECKF(sum / 2 > avg * 0.999999 && sum / 2 < avg * 1.000001, "avg_ts %g is not the mean of samples_ts", avg);
-    CHECK(cJSON_GetObjectItem(o, "bytes_per_token")->valuedouble > 1e6);   // stories260K: 1.2 MB
+    // stories260K streams 1.2 MB a step; a batched prompt of n_prompt <= batch tokens is one step
+    double steps_per_token = batch > 1 && n_prompt ? 1.0 / n_prompt : 1.0;
+    CHECK(cJSON_GetObjectItem(o, "bytes_per_token")->valuedouble > 1e6 * steps_per_token);
     CHECK(cJSON_GetObjectItem(o, "model_size")->valuedouble > 1e6);
 }
 
@@ -49,12 +55,12 @@ int main(void) {
 
     tool_run r = bench((const char *[]){"-t", "1,2", "-p", "0,8", "-n", "8", "-o", "jsonl", NULL});
     CHECKF(r.status == 0, "%s", r.err);
-    int lines = 0, want[4][3] = {{1, 8, 0}, {1, 0, 8}, {2, 8, 0}, {2, 0, 8}};
+    int lines = 0, want[4][4] = {{1, 8, 0, 256}, {1, 0, 8, 1}, {2, 8, 0, 256}, {2, 0, 8, 1}};
     for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n"), lines++) {
         CHECK(line[0] == '{' && !strchr(line, '\t'));
         cJSON *o = cJSON_Parse(line);
         CHECKF(o && lines < 4, "line %d: %s", lines, line);
-        check_object(o, want[lines][0], want[lines][1], want[lines][2]);
+        check_object(o, want[lines][0], want[lines][1], want[lines][2], want[lines][3]);
         cJSON_Delete(o);
         cases++;
     }
@@ -66,7 +72,7 @@ int main(void) {
     CHECKF(r.status == 0, "%s", r.err);
     cJSON *arr = cJSON_Parse(r.out);
     CHECK(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 1);
-    check_object(cJSON_GetArrayItem(arr, 0), 1, 0, 8);
+    check_object(cJSON_GetArrayItem(arr, 0), 1, 0, 8, 1);
     cJSON_Delete(arr);
     size_t len;
     char *s = must_read(svg, &len);
@@ -86,8 +92,22 @@ int main(void) {
     tool_run_free(&r);
     cases += 2;
 
-    const char *const bad[][4] = {{"-o", "xml", NULL}, {"-t", "0", NULL}, {"-t", "1,x", NULL}, {"--frobnicate", "1", NULL}, {"-n", NULL}};
-    for (int i = 0; i < 5; i++) {
+    // one at a time and in batches of 4: a batch streams the weights once, so fewer bytes a token
+    r = bench((const char *[]){"-t", "1", "-p", "8", "-n", "0", "-b", "1,4", "-o", "json", NULL});
+    CHECKF(r.status == 0, "%s", r.err);
+    arr = cJSON_Parse(r.out);
+    CHECK(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 2);
+    check_object(cJSON_GetArrayItem(arr, 0), 1, 8, 0, 1);
+    check_object(cJSON_GetArrayItem(arr, 1), 1, 8, 0, 4);
+    double b1 = cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "bytes_per_token")->valuedouble;
+    double b4 = cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 1), "bytes_per_token")->valuedouble;
+    CHECKF(b4 < b1 / 3 && b4 > b1 / 5, "bytes per token %g at batch 4, %g one at a time", b4, b1);
+    cJSON_Delete(arr);
+    tool_run_free(&r);
+    cases++;
+
+    const char *const bad[][4] = {{"-o", "xml", NULL}, {"-t", "0", NULL}, {"-t", "1,x", NULL}, {"--frobnicate", "1", NULL}, {"-n", NULL}, {"-b", "0", NULL}};
+    for (int i = 0; i < 6; i++) {
         r = bench(bad[i]);
         CHECKF(r.status == 2 && r.out_len == 0 && one_line_error(r.err, r.err_len, "decode-bench: ", NULL), "bad args %d: %s", i, r.err);
         tool_run_free(&r);
@@ -99,7 +119,7 @@ int main(void) {
     CHECK(strstr(r.err, "decode-bench: ") && strstr(r.err, "nonexistent"));
     tool_run_free(&r);
     cases++;
-    CHECK(cases == 13);
+    CHECK(cases == 15);
     printf("decode-bench: %d interface cases\n", cases);
     free(model);
     CHECK(scratch_remove(dir) == 0);

@@ -1,12 +1,13 @@
 // decode-bench: tokens per second of decode per model and thread count, in llama-bench's manner.
 // For every model, thread count and test (pp: a prompt of n_prompt tokens evaluated from an
-// empty context; tg: n_gen greedy tokens from an empty context), one warmup run, then -r timed
+// empty context in batches of -b tokens, as decode evaluates a prompt; tg: n_gen greedy tokens
+// from an empty context, one at a time), one warmup run, then -r timed
 // repetitions; reported are the mean and standard deviation of tok/s, beside the bytes a step
 // streams (packed weights plus the KV cache it reads), the effective GB/s, the read roofline
 // measured in the same run on the same threads (1 GiB, runtime/membw), and the share of the
 // threads' step time spent waiting at sync points. stdout holds only the table (-o md|csv|json|
 // jsonl); progress goes to stderr. --plot FILE.svg draws tg tok/s against threads, with the
-// roofline limit (roofline / bytes per token) as a dashed line. --l4 and --split-k take lists too:
+// roofline limit (roofline / bytes per token) as a dashed line. --l4, --split-k and -b take lists too:
 // for each model and thread count the configurations they span run interleaved, repetition by
 // repetition, on one set of packed weights per split-K value (the L4 is swapped between runs), so
 // drift hits them alike; repeat a value for a null control (--l4 off,off,...).
@@ -14,6 +15,7 @@
 #include "model/llama.h"
 #include "platform/numa.h"
 #include "runtime/decoder.h"
+#include "runtime/prefill.h"
 #include "tools/util.h"
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -34,6 +36,7 @@ typedef struct {
     int roofline_mib;             // bytes the roofline pass reads, MiB; 0: no roofline
     int split_ks[MAXV], n_split;  // -1 auto, 0 off, N
     int l4s[MAXV], n_l4;          // l4run_mode values
+    int batches[MAXV], n_batch;   // prompt tokens per batch (pp tests only)
     const char *fmt, *plot;
 } options;
 
@@ -42,6 +45,7 @@ typedef struct {                  // one test's result
     size_t model_size;            // bytes of the file
     size_t n_params;
     int n_threads, n_prompt, n_gen, split_k, l4;
+    int batch_size;               // pp: tokens per batch; tg: 1 (one token per step)
     const char *l4_used;          // the mode l4 resolved to
     double avg_ts, stddev_ts, samples[MAXV * 4];
     int n_samples;
@@ -56,6 +60,7 @@ static void usage(FILE *f) {
         "  -t, --threads LIST   thread counts (default: physical cores)\n"
         "  -p, --n-prompt LIST  prompt tests of N tokens; 0 = none (default 512)\n"
         "  -n, --n-gen LIST     generation tests of N tokens; 0 = none (default 128)\n"
+        "  -b, --batch-size LIST prompt tokens per batch in pp tests; 1 = one at a time (default %d)\n"
         "  -r, --repetitions N  timed repetitions per test after one warmup (default 5)\n"
         "  -o, --output FMT     md (default), csv, json, jsonl\n"
         "      --numa MODE      off, distribute, isolate (default: distribute on several nodes)\n"
@@ -63,7 +68,7 @@ static void usage(FILE *f) {
         "      --l4 LIST        off, stream, buffer, auto (default auto); configurations interleave\n"
         "      --plot FILE.svg  tg tok/s against threads with the roofline limit\n"
         "      --roofline-mib N read roofline buffer in MiB; 0 = none (default 1024)\n"
-        "stdout: the table only; stderr: progress\n");
+        "stdout: the table only; stderr: progress\n", PREFILL_DEFAULT_BATCH);
 }
 
 static int parse_list(const char *s, int *out, int lo, int hi) {
@@ -97,6 +102,7 @@ static int parse_args(int argc, char **argv, options *o) {
     o->reps = 5, o->fmt = "md", o->numa = -1, o->roofline_mib = 1024;
     o->split_ks[0] = -1, o->n_split = 1, o->l4s[0] = L4RUN_AUTO, o->n_l4 = 1;
     o->prompts[0] = 512, o->n_prompts = 1, o->gens[0] = 128, o->n_gens = 1;
+    o->batches[0] = PREFILL_DEFAULT_BATCH, o->n_batch = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
@@ -113,6 +119,7 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) bad = (o->n_threads = parse_list(v, o->threads, 1, 4096)) < 0;
         else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) bad = (o->n_prompts = parse_list(v, o->prompts, 0, 1 << 20)) < 0;
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) bad = (o->n_gens = parse_list(v, o->gens, 0, 1 << 20)) < 0;
+        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) bad = (o->n_batch = parse_list(v, o->batches, 1, 1 << 16)) < 0;
         else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) { int r[1]; bad = parse_list(v, r, 1, MAXV * 4) != 1; o->reps = r[0]; }
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             o->fmt = v;
@@ -135,9 +142,34 @@ static int parse_args(int argc, char **argv, options *o) {
     return 0;
 }
 
-// Seconds to evaluate n tokens from position 0: prompt tokens in order (tg = 0) or greedy
-// generation feeding back each argmax (tg = 1).
-static double run_test(decoder *d, int n, int tg) {
+// The prompt of a pp test: token 1, then a spread of ids (the same for every batch size).
+static int32_t prompt_token(int i, int vocab) {
+    return (int32_t)(i == 0 ? 1 % vocab : ((unsigned)(i - 1) * 7919u + 13) % (unsigned)vocab);
+}
+
+// n prompt tokens in batches of `batch` through prefill (its buffers allocated before the clock
+// starts); seconds, or -1 out of memory.
+static double run_prompt(decoder *d, int n, int batch) {
+    prefill b;
+    char err[GGUF_ERR_MAX];
+    int32_t *ids = malloc(sizeof *ids * (size_t)n);
+    if (!ids || prefill_init(&b, d, batch < n ? batch : n, 1, err)) { free(ids); return -1; }
+    for (int i = 0; i < n; i++) ids[i] = prompt_token(i, d->hp.n_vocab);
+    double t0 = util_now();
+    for (int i = 0; i < n; i += b.cap) {
+        int m = n - i < b.cap ? n - i : b.cap;
+        prefill_forward(&b, ids + i, m, i, i + m == n);
+    }
+    double s = util_now() - t0;
+    prefill_free(&b);
+    free(ids);
+    return s;
+}
+
+// Seconds to evaluate n tokens from position 0: prompt tokens (tg = 0; batch > 1 through
+// prefill, 1 one at a time) or greedy generation feeding back each argmax (tg = 1); -1 out of memory.
+static double run_test(decoder *d, int n, int tg, int batch) {
+    if (!tg && batch > 1) return run_prompt(d, n, batch);
     int vocab = d->hp.n_vocab;
     int32_t tok = 1 % vocab;
     double t0 = util_now();
@@ -147,7 +179,7 @@ static double run_test(decoder *d, int n, int tg) {
             int best = 0;
             for (int j = 1; j < vocab; j++) best = logits[j] > logits[best] ? j : best;
             tok = best;
-        } else tok = (int32_t)((i * 7919u + 13) % (unsigned)vocab);
+        } else tok = prompt_token(i + 1, vocab);
     }
     return util_now() - t0;
 }
@@ -175,28 +207,32 @@ static void stats(result *r) {
     r->stddev_ts = r->n_samples > 1 ? sqrt(sq / (r->n_samples - 1)) : 0;
 }
 
-// One timed repetition of a test: its tok/s joins the result's samples.
-static void bench_rep(decoder *d, const options *o, int n, int tg, int rep, result *r) {
+// One timed repetition of a test: its tok/s joins the result's samples. -1 out of memory.
+static int bench_rep(decoder *d, const options *o, int n, int tg, int rep, result *r) {
     decoder_stats_reset(d);
-    double s = run_test(d, n, tg);
+    double s = run_test(d, n, tg, r->batch_size);
+    if (s < 0) return -1;
     decoder_stats st;
     decoder_stats_get(d, &st);
     r->wait_s += st.wait_s, r->busy_s += st.busy_s;
     r->samples[r->n_samples++] = n / s;
-    fprintf(stderr, "decode-bench: %s t=%d l4=%s split-k=%d %s%d rep %d/%d: %.2f tok/s\n", r->model, r->n_threads,
-            r->l4_used, r->split_k, tg ? "tg" : "pp", n, rep + 1, o->reps, n / s);
+    fprintf(stderr, "decode-bench: %s t=%d l4=%s split-k=%d b=%d %s%d rep %d/%d: %.2f tok/s\n", r->model,
+            r->n_threads, r->l4_used, r->split_k, r->batch_size, tg ? "tg" : "pp", n, rep + 1, o->reps, n / s);
+    return 0;
 }
 
 // Derived figures once the repetitions are in.
 static void bench_finish(decoder *d, int n, double roof, result *r) {
     stats(r);
-    double bytes = 0;
-    for (int p = 0; p < n; p++) bytes += (double)decoder_bytes_per_token(d, p);
+    // the weights once per step (a batch is one step), the KV cache rows once per token
+    int steps = (n + r->batch_size - 1) / r->batch_size;
+    double weights = decoder_weight_bytes(d), bytes = (double)steps * weights;
+    for (int p = 0; p < n; p++) bytes += decoder_bytes_per_token(d, p) - weights;
     r->bytes_per_token = bytes / n;
     r->gbps = r->avg_ts * r->bytes_per_token / 1e9;
     r->roofline_gbps = roof;
     r->pct_roofline = roof > 0 ? 100 * r->gbps / roof : 0;
-    r->sync_wait_pct = r->busy_s > 0 ? 100 * r->wait_s / r->busy_s : 0;
+    r->sync_wait_pct = r->busy_s > 0 ? 100 * r->wait_s / r->busy_s : -1;   // -1: not measured (batched pp)
 }
 
 static cJSON *to_json(const result *r, const options *o) {
@@ -213,12 +249,22 @@ static cJSON *to_json(const result *r, const options *o) {
     cJSON_AddStringToObject(j, "numa", o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa));
     cJSON_AddNumberToObject(j, "split_k", r->split_k);
     cJSON_AddStringToObject(j, "l4", r->l4_used);
+    cJSON_AddNumberToObject(j, "batch_size", r->batch_size);
     cJSON_AddNumberToObject(j, "bytes_per_token", r->bytes_per_token);
     cJSON_AddNumberToObject(j, "gbps", r->gbps);
     cJSON_AddNumberToObject(j, "roofline_gbps", r->roofline_gbps);
     cJSON_AddNumberToObject(j, "pct_roofline", r->pct_roofline);
-    cJSON_AddNumberToObject(j, "sync_wait_pct", r->sync_wait_pct);
+    if (r->sync_wait_pct < 0) cJSON_AddNullToObject(j, "sync_wait_pct");
+    else cJSON_AddNumberToObject(j, "sync_wait_pct", r->sync_wait_pct);
     return j;
+}
+
+// The sync wait column: "-" where it was not measured (batched prompts).
+static const char *wait_str(const result *r) {
+    static char buf[32];
+    if (r->sync_wait_pct < 0) return "-";
+    snprintf(buf, sizeof buf, "%.3f", r->sync_wait_pct);
+    return buf;
 }
 
 static const char *base(const char *p) { const char *s = strrchr(p, '/'); return s ? s + 1 : p; }
@@ -241,24 +287,24 @@ static void print_results(const result *rs, int n, const options *o) {
     }
     if (!strcmp(o->fmt, "csv")) {
         printf("model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,numa,split_k,l4,"
-               "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct\n");
+               "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct,batch_size\n");
         for (int i = 0; i < n; i++) {
             const result *r = &rs[i];
-            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%.3f,%.2f,%.3f\n", r->model, r->model_size,
+            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%.3f,%.2f,%s,%d\n", r->model, r->model_size,
                    r->n_threads, r->n_prompt, r->n_gen, r->avg_ts, r->stddev_ts,
                    o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa), r->split_k, r->l4_used,
-                   r->bytes_per_token, r->gbps, r->roofline_gbps, r->pct_roofline, r->sync_wait_pct);
+                   r->bytes_per_token, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r), r->batch_size);
         }
         return;
     }
-    printf("| model | size | threads | l4 | split-k | test | t/s | MB/token | GB/s | roofline GB/s | %% roofline | sync wait %% |\n");
-    printf("| --- | ---: | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    printf("| model | size | threads | l4 | split-k | batch | test | t/s | MB/token | GB/s | roofline GB/s | %% roofline | sync wait %% |\n");
+    printf("| --- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int i = 0; i < n; i++) {
         const result *r = &rs[i];
-        printf("| %s | %.2f MiB | %d | %s | %d | %s%d | %.2f ± %.2f | %.2f | %.2f | %.2f | %.1f | %.2f |\n",
-               base(r->model), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k, r->n_gen ? "tg" : "pp",
-               r->n_gen ? r->n_gen : r->n_prompt, r->avg_ts, r->stddev_ts, r->bytes_per_token / 1e6,
-               r->gbps, r->roofline_gbps, r->pct_roofline, r->sync_wait_pct);
+        printf("| %s | %.2f MiB | %d | %s | %d | %d | %s%d | %.2f ± %.2f | %.2f | %.2f | %.2f | %.1f | %s |\n",
+               base(r->model), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k, r->batch_size,
+               r->n_gen ? "tg" : "pp", r->n_gen ? r->n_gen : r->n_prompt, r->avg_ts, r->stddev_ts,
+               r->bytes_per_token / 1e6, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r));
     }
 }
 
@@ -334,24 +380,26 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
     for (int k = 0; k < o->n_prompts + o->n_gens && !status; k++) {
         int tg = k >= o->n_prompts, len = tg ? o->gens[k - o->n_prompts] : o->prompts[k];
         if (len == 0) continue;
-        int c0 = *n;
+        int c0 = *n, nb = tg ? 1 : o->n_batch, per_split = o->n_l4 * nb;   // configurations per split value
         for (int s = 0; s < o->n_split; s++)
-            for (int l = 0; l < o->n_l4; l++) {
-                result *r = &rs[(*n)++];
-                *r = (result){.model = path, .model_size = m->f.size, .n_threads = T, .n_prompt = tg ? 0 : len,
-                              .n_gen = tg ? len : 0, .split_k = o->split_ks[s], .l4 = o->l4s[l],
-                              .n_params = decoder_n_params(&d[s])};
-            }
+            for (int l = 0; l < o->n_l4; l++)
+                for (int b = 0; b < nb; b++) {
+                    result *r = &rs[(*n)++];
+                    *r = (result){.model = path, .model_size = m->f.size, .n_threads = T, .n_prompt = tg ? 0 : len,
+                                  .n_gen = tg ? len : 0, .split_k = o->split_ks[s], .l4 = o->l4s[l],
+                                  .batch_size = tg ? 1 : o->batches[b], .n_params = decoder_n_params(&d[s])};
+                }
         for (int rep = -1; rep < o->reps && !status; rep++)          // rep -1: the warmups
             for (int c = c0; c < *n && !status; c++) {
-                decoder *dc = &d[(c - c0) / o->n_l4];
+                decoder *dc = &d[(c - c0) / per_split];
                 char e4[256];
                 if (decoder_set_l4(dc, rs[c].l4, e4)) { fprintf(stderr, "decode-bench: %s\n", e4); status = 1; break; }
                 rs[c].l4_used = l4run_mode_name(l4run_mode_of(dc->l4));
-                if (rep < 0) run_test(dc, len < 16 ? len : 16, tg);
-                else bench_rep(dc, o, len, tg, rep, &rs[c]);
+                int failed = rep < 0 ? run_test(dc, len < 16 ? len : 16, tg, rs[c].batch_size) < 0
+                                     : bench_rep(dc, o, len, tg, rep, &rs[c]) < 0;
+                if (failed) { fprintf(stderr, "decode-bench: %s: out of memory\n", path); status = 1; }
             }
-        for (int c = c0; c < *n && !status; c++) bench_finish(&d[(c - c0) / o->n_l4], len, roof, &rs[c]);
+        for (int c = c0; c < *n && !status; c++) bench_finish(&d[(c - c0) / per_split], len, roof, &rs[c]);
     }
     for (int s = 0; s < made; s++) decoder_free(&d[s]);
     return status;
@@ -361,7 +409,7 @@ int main(int argc, char **argv) {
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
-    result *rs = calloc((size_t)o.n_models * o.n_threads * (o.n_prompts + o.n_gens) * o.n_split * o.n_l4, sizeof *rs);
+    result *rs = calloc((size_t)o.n_models * o.n_threads * (o.n_prompts + o.n_gens) * o.n_split * o.n_l4 * o.n_batch, sizeof *rs);
     double *roof = calloc((size_t)o.n_threads, sizeof *roof);
     if (!rs || !roof) { fprintf(stderr, "decode-bench: out of memory\n"); free(rs); free(roof); free(o.model_list); return 1; }
     for (int ti = 0; ti < o.n_threads; ti++) {

@@ -32,9 +32,6 @@
 
 #define MAX_THREADS 4096          // more than the CPUs is fine; threads are pinned round-robin
 #define MAX_BATCH 65536
-// Prompt tokens per batch. GEMM speed grows with the batch until the weight stream is amortized;
-// see docs/performance.md for the measurement behind the default.
-#define DEFAULT_BATCH 256
 
 typedef struct {
     const char *model, *prompt, *prompt_file, *dump_logits;
@@ -101,7 +98,7 @@ static void usage(FILE *f) {
         "  DECODE_TUNE=off|force: per-CPU-family defaults without measuring, or measure again even\n"
         "  with a cached result (default: measure once, cached in $XDG_CACHE_HOME/decode/tune or\n"
         "  ~/.cache/decode/tune, redone when the memory read rate moved by more than 20%%)\n",
-        default_threads(), DEFAULT_BATCH, d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n);
+        default_threads(), PREFILL_DEFAULT_BATCH, d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n);
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -132,7 +129,7 @@ static int parse_float(const char *s, float *out) {
 // Returns 0 to run, or an exit status (-1 for a clean --help exit).
 static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
-    o->n_predict = -1; o->n_threads = default_threads(); o->n_batch = DEFAULT_BATCH; o->sp = sampler_defaults();
+    o->n_predict = -1; o->n_threads = default_threads(); o->n_batch = PREFILL_DEFAULT_BATCH; o->sp = sampler_defaults();
     o->numa = -1; o->split_k = -1; o->l4 = L4RUN_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
