@@ -3,7 +3,7 @@
 // names, n_prompt 0 for generation tests and n_gen 0 for prompt tests, -p 0 / -n 0 drop a test,
 // -o json one array, csv and md a header and a row per test, --plot writes an SVG; -b sweeps the
 // prompt batch (batch_size; tg tests report 1; sync_wait_pct is null where a batched prompt has no
-// per-thread waits to count); bad usage exits 2 and a missing model 1, each with one line on stderr.
+// per-thread waits to count); -d fills the context first (n_depth, more KV bytes a token); bad usage exits 2 and a missing model 1, each with one line on stderr.
 #include "tests/check.h"
 #include "tests/tool_util.h"
 #include <cjson/cJSON.h>
@@ -106,8 +106,26 @@ int main(void) {
     tool_run_free(&r);
     cases++;
 
-    const char *const bad[][4] = {{"-o", "xml", NULL}, {"-t", "0", NULL}, {"-t", "1,x", NULL}, {"--frobnicate", "1", NULL}, {"-n", NULL}, {"-b", "0", NULL}};
-    for (int i = 0; i < 6; i++) {
+    // at depth 40 each token reads 40 more KV rows per layer than at depth 0
+    r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "4", "-d", "0,40", "-o", "json", NULL});
+    CHECKF(r.status == 0, "%s", r.err);
+    arr = cJSON_Parse(r.out);
+    CHECK(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 2);
+    double kv[2];
+    for (int i = 0; i < 2; i++) {
+        const cJSON *o = cJSON_GetArrayItem(arr, i);
+        check_object(o, 1, 0, 4, 1);
+        CHECK(cJSON_GetObjectItem(o, "n_depth")->valueint == 40 * i);
+        kv[i] = cJSON_GetObjectItem(o, "kv_bytes_per_token")->valuedouble;
+    }
+    // stories260K: 5 layers, 4 KV heads of 8 floats: 2 x 5 x 32 x 4 B = 1280 B a position
+    CHECKF(kv[1] - kv[0] == 40 * 1280.0, "kv bytes a token %g at depth 0, %g at 40", kv[0], kv[1]);
+    cJSON_Delete(arr);
+    tool_run_free(&r);
+    cases++;
+
+    const char *const bad[][4] = {{"-o", "xml", NULL}, {"-t", "0", NULL}, {"-t", "1,x", NULL}, {"--frobnicate", "1", NULL}, {"-n", NULL}, {"-b", "0", NULL}, {"-d", "-1", NULL}};
+    for (int i = 0; i < 7; i++) {
         r = bench(bad[i]);
         CHECKF(r.status == 2 && r.out_len == 0 && one_line_error(r.err, r.err_len, "decode-bench: ", NULL), "bad args %d: %s", i, r.err);
         tool_run_free(&r);
@@ -119,7 +137,7 @@ int main(void) {
     CHECK(strstr(r.err, "decode-bench: ") && strstr(r.err, "nonexistent"));
     tool_run_free(&r);
     cases++;
-    CHECK(cases == 15);
+    CHECK(cases == 17);
     printf("decode-bench: %d interface cases\n", cases);
     free(model);
     CHECK(scratch_remove(dir) == 0);

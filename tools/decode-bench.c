@@ -1,7 +1,8 @@
 // decode-bench: tokens per second of decode per model and thread count, in llama-bench's manner.
 // For every model, thread count and test (pp: a prompt of n_prompt tokens evaluated from an
 // empty context in batches of -b tokens, as decode evaluates a prompt; tg: n_gen greedy tokens
-// from an empty context, one at a time), one warmup run, then -r timed
+// from an empty context, one at a time; -d D puts D tokens in the context first, untimed, as
+// llama-bench's --n-depth does), one warmup run, then -r timed
 // repetitions; reported are the mean and standard deviation of tok/s, beside the bytes a step
 // streams (packed weights plus the KV cache it reads), the effective GB/s, the read roofline
 // measured in the same run on the same threads (1 GiB, runtime/membw), and the share of the
@@ -37,6 +38,7 @@ typedef struct {
     int split_ks[MAXV], n_split;  // -1 auto, 0 off, N
     int l4s[MAXV], n_l4;          // l4run_mode values
     int batches[MAXV], n_batch;   // prompt tokens per batch (pp tests only)
+    int depths[MAXV], n_depth;    // tokens already in the context when a test starts
     const char *fmt, *plot;
 } options;
 
@@ -46,10 +48,11 @@ typedef struct {                  // one test's result
     size_t n_params;
     int n_threads, n_prompt, n_gen, split_k, l4;
     int batch_size;               // pp: tokens per batch; tg: 1 (one token per step)
+    int n_depth;                  // tokens in the context before the test's first one
     const char *l4_used;          // the mode l4 resolved to
     double avg_ts, stddev_ts, samples[MAXV * 4];
     int n_samples;
-    double bytes_per_token, gbps, roofline_gbps, pct_roofline, sync_wait_pct;
+    double bytes_per_token, kv_bytes_per_token, gbps, kv_gbps, roofline_gbps, pct_roofline, sync_wait_pct;
     double wait_s, busy_s;        // sync waiting over its repetitions
 } result;
 
@@ -61,6 +64,7 @@ static void usage(FILE *f) {
         "  -p, --n-prompt LIST  prompt tests of N tokens; 0 = none (default 512)\n"
         "  -n, --n-gen LIST     generation tests of N tokens; 0 = none (default 128)\n"
         "  -b, --batch-size LIST prompt tokens per batch in pp tests; 1 = one at a time (default %d)\n"
+        "  -d, --n-depth LIST   tokens in the context before each test, filled untimed (default 0)\n"
         "  -r, --repetitions N  timed repetitions per test after one warmup (default 5)\n"
         "  -o, --output FMT     md (default), csv, json, jsonl\n"
         "      --numa MODE      off, distribute, isolate (default: distribute on several nodes)\n"
@@ -103,6 +107,7 @@ static int parse_args(int argc, char **argv, options *o) {
     o->split_ks[0] = -1, o->n_split = 1, o->l4s[0] = L4RUN_AUTO, o->n_l4 = 1;
     o->prompts[0] = 512, o->n_prompts = 1, o->gens[0] = 128, o->n_gens = 1;
     o->batches[0] = PREFILL_DEFAULT_BATCH, o->n_batch = 1;
+    o->depths[0] = 0, o->n_depth = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
@@ -120,6 +125,7 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) bad = (o->n_prompts = parse_list(v, o->prompts, 0, 1 << 20)) < 0;
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) bad = (o->n_gens = parse_list(v, o->gens, 0, 1 << 20)) < 0;
         else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) bad = (o->n_batch = parse_list(v, o->batches, 1, 1 << 16)) < 0;
+        else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) bad = (o->n_depth = parse_list(v, o->depths, 0, 1 << 20)) < 0;
         else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) { int r[1]; bad = parse_list(v, r, 1, MAXV * 4) != 1; o->reps = r[0]; }
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             o->fmt = v;
@@ -147,9 +153,9 @@ static int32_t prompt_token(int i, int vocab) {
     return (int32_t)(i == 0 ? 1 % vocab : ((unsigned)(i - 1) * 7919u + 13) % (unsigned)vocab);
 }
 
-// n prompt tokens in batches of `batch` through prefill (its buffers allocated before the clock
-// starts); seconds, or -1 out of memory.
-static double run_prompt(decoder *d, int n, int batch) {
+// n prompt tokens at positions pos0.. in batches of `batch` through prefill (its buffers
+// allocated before the clock starts); seconds, or -1 out of memory.
+static double run_prompt(decoder *d, int pos0, int n, int batch) {
     prefill b;
     char err[GGUF_ERR_MAX];
     int32_t *ids = malloc(sizeof *ids * (size_t)n);
@@ -158,7 +164,7 @@ static double run_prompt(decoder *d, int n, int batch) {
     double t0 = util_now();
     for (int i = 0; i < n; i += b.cap) {
         int m = n - i < b.cap ? n - i : b.cap;
-        prefill_forward(&b, ids + i, m, i, i + m == n);
+        prefill_forward(&b, ids + i, m, pos0 + i, i + m == n);
     }
     double s = util_now() - t0;
     prefill_free(&b);
@@ -166,15 +172,16 @@ static double run_prompt(decoder *d, int n, int batch) {
     return s;
 }
 
-// Seconds to evaluate n tokens from position 0: prompt tokens (tg = 0; batch > 1 through
-// prefill, 1 one at a time) or greedy generation feeding back each argmax (tg = 1); -1 out of memory.
-static double run_test(decoder *d, int n, int tg, int batch) {
-    if (!tg && batch > 1) return run_prompt(d, n, batch);
+// Seconds to evaluate n tokens from position pos0 (the cache holding [0, pos0)): prompt tokens
+// (tg = 0; batch > 1 through prefill, 1 one at a time) or greedy generation feeding back each
+// argmax (tg = 1); -1 out of memory.
+static double run_test(decoder *d, int pos0, int n, int tg, int batch) {
+    if (!tg && batch > 1) return run_prompt(d, pos0, n, batch);
     int vocab = d->hp.n_vocab;
     int32_t tok = 1 % vocab;
     double t0 = util_now();
     for (int i = 0; i < n; i++) {
-        float *logits = decoder_forward(d, tok, i);
+        float *logits = decoder_forward(d, tok, pos0 + i);
         if (tg) {
             int best = 0;
             for (int j = 1; j < vocab; j++) best = logits[j] > logits[best] ? j : best;
@@ -210,14 +217,15 @@ static void stats(result *r) {
 // One timed repetition of a test: its tok/s joins the result's samples. -1 out of memory.
 static int bench_rep(decoder *d, const options *o, int n, int tg, int rep, result *r) {
     decoder_stats_reset(d);
-    double s = run_test(d, n, tg, r->batch_size);
+    double s = run_test(d, r->n_depth, n, tg, r->batch_size);
     if (s < 0) return -1;
     decoder_stats st;
     decoder_stats_get(d, &st);
     r->wait_s += st.wait_s, r->busy_s += st.busy_s;
     r->samples[r->n_samples++] = n / s;
-    fprintf(stderr, "decode-bench: %s t=%d l4=%s split-k=%d b=%d %s%d rep %d/%d: %.2f tok/s\n", r->model,
-            r->n_threads, r->l4_used, r->split_k, r->batch_size, tg ? "tg" : "pp", n, rep + 1, o->reps, n / s);
+    fprintf(stderr, "decode-bench: %s t=%d l4=%s split-k=%d b=%d %s%d @ d%d rep %d/%d: %.2f tok/s\n", r->model,
+            r->n_threads, r->l4_used, r->split_k, r->batch_size, tg ? "tg" : "pp", n, r->n_depth, rep + 1, o->reps,
+            n / s);
     return 0;
 }
 
@@ -226,10 +234,12 @@ static void bench_finish(decoder *d, int n, double roof, result *r) {
     stats(r);
     // the weights once per step (a batch is one step), the KV cache rows once per token
     int steps = (n + r->batch_size - 1) / r->batch_size;
-    double weights = decoder_weight_bytes(d), bytes = (double)steps * weights;
-    for (int p = 0; p < n; p++) bytes += decoder_bytes_per_token(d, p) - weights;
-    r->bytes_per_token = bytes / n;
+    double weights = decoder_weight_bytes(d), kv = 0;
+    for (int p = r->n_depth; p < r->n_depth + n; p++) kv += decoder_bytes_per_token(d, p) - weights;
+    r->kv_bytes_per_token = kv / n;
+    r->bytes_per_token = ((double)steps * weights + kv) / n;
     r->gbps = r->avg_ts * r->bytes_per_token / 1e9;
+    r->kv_gbps = r->avg_ts * r->kv_bytes_per_token / 1e9;
     r->roofline_gbps = roof;
     r->pct_roofline = roof > 0 ? 100 * r->gbps / roof : 0;
     r->sync_wait_pct = r->busy_s > 0 ? 100 * r->wait_s / r->busy_s : -1;   // -1: not measured (batched pp)
@@ -250,8 +260,11 @@ static cJSON *to_json(const result *r, const options *o) {
     cJSON_AddNumberToObject(j, "split_k", r->split_k);
     cJSON_AddStringToObject(j, "l4", r->l4_used);
     cJSON_AddNumberToObject(j, "batch_size", r->batch_size);
+    cJSON_AddNumberToObject(j, "n_depth", r->n_depth);
     cJSON_AddNumberToObject(j, "bytes_per_token", r->bytes_per_token);
     cJSON_AddNumberToObject(j, "gbps", r->gbps);
+    cJSON_AddNumberToObject(j, "kv_bytes_per_token", r->kv_bytes_per_token);
+    cJSON_AddNumberToObject(j, "kv_gbps", r->kv_gbps);
     cJSON_AddNumberToObject(j, "roofline_gbps", r->roofline_gbps);
     cJSON_AddNumberToObject(j, "pct_roofline", r->pct_roofline);
     if (r->sync_wait_pct < 0) cJSON_AddNullToObject(j, "sync_wait_pct");
@@ -287,13 +300,14 @@ static void print_results(const result *rs, int n, const options *o) {
     }
     if (!strcmp(o->fmt, "csv")) {
         printf("model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,numa,split_k,l4,"
-               "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct,batch_size\n");
+               "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct,batch_size,n_depth,kv_gbps\n");
         for (int i = 0; i < n; i++) {
             const result *r = &rs[i];
-            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%.3f,%.2f,%s,%d\n", r->model, r->model_size,
+            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%.3f,%.2f,%s,%d,%d,%.3f\n", r->model, r->model_size,
                    r->n_threads, r->n_prompt, r->n_gen, r->avg_ts, r->stddev_ts,
                    o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa), r->split_k, r->l4_used,
-                   r->bytes_per_token, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r), r->batch_size);
+                   r->bytes_per_token, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r), r->batch_size,
+                   r->n_depth, r->kv_gbps);
         }
         return;
     }
@@ -301,9 +315,11 @@ static void print_results(const result *rs, int n, const options *o) {
     printf("| --- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int i = 0; i < n; i++) {
         const result *r = &rs[i];
-        printf("| %s | %.2f MiB | %d | %s | %d | %d | %s%d | %.2f ± %.2f | %.2f | %.2f | %.2f | %.1f | %s |\n",
+        char depth[32] = "";
+        if (r->n_depth) snprintf(depth, sizeof depth, " @ d%d", r->n_depth);
+        printf("| %s | %.2f MiB | %d | %s | %d | %d | %s%d%s | %.2f ± %.2f | %.2f | %.2f | %.2f | %.1f | %s |\n",
                base(r->model), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k, r->batch_size,
-               r->n_gen ? "tg" : "pp", r->n_gen ? r->n_gen : r->n_prompt, r->avg_ts, r->stddev_ts,
+               r->n_gen ? "tg" : "pp", r->n_gen ? r->n_gen : r->n_prompt, depth, r->avg_ts, r->stddev_ts,
                r->bytes_per_token / 1e6, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r));
     }
 }
@@ -377,9 +393,16 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
         if (decoder_init_opts(&d[s], m, max_len, &dopt, err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; }
     }
     made -= status;
-    for (int k = 0; k < o->n_prompts + o->n_gens && !status; k++) {
+    for (int dk = 0; dk < o->n_depth * (o->n_prompts + o->n_gens) && !status; dk++) {
+        int k = dk % (o->n_prompts + o->n_gens), depth = o->depths[dk / (o->n_prompts + o->n_gens)];
         int tg = k >= o->n_prompts, len = tg ? o->gens[k - o->n_prompts] : o->prompts[k];
         if (len == 0) continue;
+        if (k == 0)                   // a new depth: its context, once per decoder (tests write after it)
+            for (int s = 0; s < made && !status && depth; s++)
+                if (run_prompt(&d[s], 0, depth, PREFILL_DEFAULT_BATCH) < 0) {
+                    fprintf(stderr, "decode-bench: %s: out of memory\n", path);
+                    status = 1;
+                }
         int c0 = *n, nb = tg ? 1 : o->n_batch, per_split = o->n_l4 * nb;   // configurations per split value
         for (int s = 0; s < o->n_split; s++)
             for (int l = 0; l < o->n_l4; l++)
@@ -387,7 +410,8 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
                     result *r = &rs[(*n)++];
                     *r = (result){.model = path, .model_size = m->f.size, .n_threads = T, .n_prompt = tg ? 0 : len,
                                   .n_gen = tg ? len : 0, .split_k = o->split_ks[s], .l4 = o->l4s[l],
-                                  .batch_size = tg ? 1 : o->batches[b], .n_params = decoder_n_params(&d[s])};
+                                  .batch_size = tg ? 1 : o->batches[b], .n_depth = depth,
+                                  .n_params = decoder_n_params(&d[s])};
                 }
         for (int rep = -1; rep < o->reps && !status; rep++)          // rep -1: the warmups
             for (int c = c0; c < *n && !status; c++) {
@@ -395,7 +419,7 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
                 char e4[256];
                 if (decoder_set_l4(dc, rs[c].l4, e4)) { fprintf(stderr, "decode-bench: %s\n", e4); status = 1; break; }
                 rs[c].l4_used = l4run_mode_name(l4run_mode_of(dc->l4));
-                int failed = rep < 0 ? run_test(dc, len < 16 ? len : 16, tg, rs[c].batch_size) < 0
+                int failed = rep < 0 ? run_test(dc, depth, len < 16 ? len : 16, tg, rs[c].batch_size) < 0
                                      : bench_rep(dc, o, len, tg, rep, &rs[c]) < 0;
                 if (failed) { fprintf(stderr, "decode-bench: %s: out of memory\n", path); status = 1; }
             }
@@ -409,7 +433,7 @@ int main(int argc, char **argv) {
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
-    result *rs = calloc((size_t)o.n_models * o.n_threads * (o.n_prompts + o.n_gens) * o.n_split * o.n_l4 * o.n_batch, sizeof *rs);
+    result *rs = calloc((size_t)o.n_models * o.n_threads * (o.n_prompts + o.n_gens) * o.n_split * o.n_l4 * o.n_batch * o.n_depth, sizeof *rs);
     double *roof = calloc((size_t)o.n_threads, sizeof *roof);
     if (!rs || !roof) { fprintf(stderr, "decode-bench: out of memory\n"); free(rs); free(roof); free(o.model_list); return 1; }
     for (int ti = 0; ti < o.n_threads; ti++) {
@@ -421,9 +445,11 @@ int main(int argc, char **argv) {
         llama_model m;
         char err[GGUF_ERR_MAX];
         if (llama_model_load(&m, o.models[mi], err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; break; }
-        int max_len = 1;
+        int max_len = 1, max_depth = 0;
         for (int i = 0; i < o.n_prompts; i++) max_len = o.prompts[i] > max_len ? o.prompts[i] : max_len;
         for (int i = 0; i < o.n_gens; i++) max_len = o.gens[i] > max_len ? o.gens[i] : max_len;
+        for (int i = 0; i < o.n_depth; i++) max_depth = o.depths[i] > max_depth ? o.depths[i] : max_depth;
+        max_len += max_depth;
         if (decoder_check_ctx(&m, max_len, err)) { fprintf(stderr, "decode-bench: %s\n", err); llama_model_free(&m); status = 1; break; }
         for (int ti = 0; ti < o.n_threads && !status; ti++)
             status = bench_threads(&o, &m, o.models[mi], o.threads[ti], max_len, roof[ti], rs, &n);
