@@ -151,12 +151,12 @@ static int attn_ok(int n_pos, int n_head, int n_head_kv, int head_dim) {
 }
 
 void attention_ref(float *out, const float *q, const float *k, const float *v, int n_pos,
-                   int n_head, int n_head_kv, int head_dim, size_t kv_stride, float *scratch) {
+                   int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
     if (!attn_ok(n_pos, n_head, n_head_kv, head_dim)) return;
     const float scale = 1.0f / sqrtf((float)head_dim);
     const int grp = n_head / n_head_kv, hd = head_dim;
     for (int h = 0; h < n_head; h++) {
-        const float *kh = k + (size_t)(h / grp) * hd, *vh = v + (size_t)(h / grp) * hd;
+        const float *kh = k + (size_t)(h / grp) * head_stride, *vh = v + (size_t)(h / grp) * head_stride;
         for (int p = 0; p < n_pos; p++) scratch[p] = dot_ref(q + (size_t)h * hd, kh + (size_t)p * kv_stride, hd) * scale;
         softmax_ref(scratch, n_pos);
         vsum_ref(out + (size_t)h * hd, scratch, vh, 0, n_pos, 0, hd, kv_stride);
@@ -304,11 +304,11 @@ static AVX2 void vsum_head(float *o, const float *a, const float *v, int p0, int
 }
 
 static AVX2 void attention_avx2(float *out, const float *q, const float *k, const float *v,
-        int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, float *scratch) {
+        int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
     const float scale = 1.0f / sqrtf((float)head_dim);
     const int grp = n_head / n_head_kv, hd = head_dim;
     for (int g = 0; g < n_head_kv; g++) {
-        const float *kg = k + (size_t)g * hd, *vg = v + (size_t)g * hd;
+        const float *kg = k + (size_t)g * head_stride, *vg = v + (size_t)g * head_stride;
         const float *qg = q + (size_t)g * grp * hd;
         float *og = out + (size_t)g * grp * hd;
         for (int p = 0; p < n_pos; p += 8)
@@ -337,15 +337,15 @@ void softmax(float *x, int n) {
 }
 
 void attention(float *out, const float *q, const float *k, const float *v, int n_pos,
-               int n_head, int n_head_kv, int head_dim, size_t kv_stride, float *scratch) {
+               int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
     if (!attn_ok(n_pos, n_head, n_head_kv, head_dim)) return;
 #if defined(__x86_64__)
     if (cpu_simd_enabled()) {
-        attention_avx2(out, q, k, v, n_pos, n_head, n_head_kv, head_dim, kv_stride, scratch);
+        attention_avx2(out, q, k, v, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, scratch);
         return;
     }
 #endif
-    attention_ref(out, q, k, v, n_pos, n_head, n_head_kv, head_dim, kv_stride, scratch);
+    attention_ref(out, q, k, v, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, scratch);
 }
 
 // ---- row conversions: F16C / AVX2 over blocks of 8, fp.h for the tail and the scalar path ----

@@ -19,11 +19,12 @@ void rope_scaled(float *v, int n_heads, int head_dim, int n_rot, int pos, float 
 void softmax(float *x, int n);
 void softmax_ref(float *x, int n);
 // Causal GQA attention for one query at position n_pos - 1 over positions [0, n_pos).
-// q: (n_head, head_dim). k, v: position p, kv head h at k[p*kv_stride + h*head_dim].
+// q: (n_head, head_dim). k, v: position p of kv head h at k[h*head_stride + p*kv_stride]
+// (position-major: head_stride = head_dim; head-major, each head one stream: kv_stride = head_dim).
 // out: (n_head, head_dim). scratch: n_pos * (n_head / n_head_kv) floats (the scores of one KV
 // head's group of query heads). Query head i reads kv head i / (n_head/n_head_kv).
 void attention(float *out, const float *q, const float *k, const float *v, int n_pos,
-               int n_head, int n_head_kv, int head_dim, size_t kv_stride, float *scratch);
+               int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch);
 // o[i] = silu(gate[i]) * up[i]; o may alias gate.
 void swiglu(float *o, const float *gate, const float *up, int n);
 // Index of the largest element, ties to the lowest index; NaN never wins unless all are NaN.
@@ -39,7 +40,7 @@ void f32_to_bf16_row(const float *src, uint16_t *dst, size_t n);
 // fmaf, p ascending. Both return without writing when n_pos, n_head, n_head_kv or head_dim is not
 // positive or n_head % n_head_kv != 0.
 void attention_ref(float *out, const float *q, const float *k, const float *v, int n_pos,
-                   int n_head, int n_head_kv, int head_dim, size_t kv_stride, float *scratch);
+                   int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch);
 
 // Contract details (kernels/ops.c; tests/test_kernel_ops.c, test_kernel_convert.c):
 // - rmsnorm, swiglu follow ggml's CPU arithmetic (f64 sums where ggml has them); softmax keeps

@@ -137,7 +137,8 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
         decoder_free(d);
         return -1;
     }
-    if (!ALLOC(d->key_cache, cache) || !ALLOC(d->value_cache, cache) || !ALLOC(d->x, h->n_embd) ||
+    if (!ALLOC(d->key_cache, cache) || !ALLOC(d->value_cache, cache) || !ALLOC(d->k_new, kv_dim) ||
+        !ALLOC(d->v_new, kv_dim) || !ALLOC(d->x, h->n_embd) ||
         !ALLOC(d->xb2, h->n_embd) || !ALLOC(d->q, q_dim) ||
         !ALLOC(d->att_out, q_dim) || !ALLOC(d->hb, h->n_ff) || !ALLOC(d->hb2, h->n_ff) ||
         !ALLOC(d->logits, h->n_vocab))
@@ -159,7 +160,7 @@ int decoder_set_l4(decoder *d, int mode, char err[256]) {
 void decoder_free(decoder *d) {
     l4run_free(d->l4);
     weights_free(&d->w);
-    free(d->key_cache); free(d->value_cache);
+    free(d->key_cache); free(d->value_cache); free(d->k_new); free(d->v_new);
     free(d->x); free(d->xb2); free(d->q); free(d->att_out);
     free(d->hb); free(d->hb2); free(d->logits);
     for (int t = 0; d->threads && d->pool && t < pool_size(d->pool); t++) {
@@ -287,25 +288,36 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
     for (size_t j = lo; j < hi; j++) d->x[j] += d->xb2[j];
 }
 
-// Q/K norm (qwen3) and RoPE on q and the new keys, then attention, for this thread's KV-head
-// groups (each with the query heads that read it): it touches only those groups' heads.
+float *decoder_kv_head(const decoder *d, float *cache, int layer, int g) {
+    return cache + ((size_t)layer * d->hp.n_head_kv + (size_t)g) * d->n_ctx * d->hp.head_dim;
+}
+
+void decoder_store_kv(decoder *d, int layer, int g0, int g1, int pos, const float *k, const float *v) {
+    size_t hd = (size_t)d->hp.head_dim, row = hd * sizeof(float);
+    for (int g = g0; g < g1; g++) {
+        memcpy(decoder_kv_head(d, d->key_cache, layer, g) + (size_t)pos * hd, k + (size_t)(g - g0) * hd, row);
+        memcpy(decoder_kv_head(d, d->value_cache, layer, g) + (size_t)pos * hd, v + (size_t)(g - g0) * hd, row);
+    }
+}
+
+// Q/K norm (qwen3) and RoPE on q and the new keys, the new K and V rows into the cache, then
+// attention, for this thread's KV-head groups (each with the query heads that read it): it
+// touches only those groups' heads.
 static void attention_share(decoder *d, thread_ctx *c, int layer, int pos) {
     const llama_hparams *h = &d->hp;
     const sched_share *sh = &d->sched.share[c->tid];
     int kv0 = (int)sh->g0, kv1 = (int)sh->g1;
     if (kv0 == kv1) return;
     int head_dim = h->head_dim, q_per_kv = h->n_head / h->n_head_kv;
-    size_t kv_dim = (size_t)h->n_head_kv * head_dim;
-    size_t layer_at = (size_t)layer * d->n_ctx * kv_dim;
-    float *keys = d->key_cache + layer_at, *values = d->value_cache + layer_at;
     float *q = d->q + (size_t)kv0 * q_per_kv * head_dim;
-    float *new_key = keys + (size_t)pos * kv_dim + (size_t)kv0 * head_dim;
+    float *new_key = d->k_new + (size_t)kv0 * head_dim, *new_value = d->v_new + (size_t)kv0 * head_dim;
     const layer_weights *w = &d->w.layers[layer];
     decoder_norm_rope(d, q, (kv1 - kv0) * q_per_kv, w->q_norm, pos);
     decoder_norm_rope(d, new_key, kv1 - kv0, w->k_norm, pos);
-    attention(d->att_out + (size_t)kv0 * q_per_kv * head_dim, q, keys + (size_t)kv0 * head_dim,
-              values + (size_t)kv0 * head_dim, pos + 1, (kv1 - kv0) * q_per_kv, kv1 - kv0, head_dim,
-              kv_dim, c->att_scores);
+    decoder_store_kv(d, layer, kv0, kv1, pos, new_key, new_value);
+    attention(d->att_out + (size_t)kv0 * q_per_kv * head_dim, q, decoder_kv_head(d, d->key_cache, layer, kv0),
+              decoder_kv_head(d, d->value_cache, layer, kv0), pos + 1, (kv1 - kv0) * q_per_kv, kv1 - kv0,
+              head_dim, (size_t)head_dim, (size_t)d->n_ctx * head_dim, c->att_scores);
 }
 
 // ---- one thread's forward pass ----
@@ -314,10 +326,7 @@ static void layer_forward(decoder *d, thread_ctx *c, int l, int pos) {
     const llama_hparams *h = &d->hp;
     layer_weights *w = &d->w.layers[l];
     int dim = h->n_embd;
-    size_t kv_dim = (size_t)h->n_head_kv * h->head_dim;
-    // this position's K and V rows go straight into the cache
-    float *k = d->key_cache + ((size_t)l * d->n_ctx + pos) * kv_dim;
-    float *v = d->value_cache + ((size_t)l * d->n_ctx + pos) * kv_dim;
+    float *k = d->k_new, *v = d->v_new;   // this position's K and V rows (the cache gets them at attention)
 
     // attention rmsnorm, computed by every thread that projects it
     wait_for(d, c, l, SCHED_QKV_PART);

@@ -61,9 +61,10 @@ typedef struct decoder_s {
     decoder_trace_fn trace;       // NULL, or a test's recorder
     void *trace_arg;
     model_weights w;
-    // KV cache, f32: position p of layer l at [(l * n_ctx + p) * kv_dim]
-    float *key_cache;             // (n_layer, n_ctx, n_head_kv * head_dim)
-    float *value_cache;           // (n_layer, n_ctx, n_head_kv * head_dim)
+    // KV cache, f32, head-major: each KV head's positions are one stream for attention to read
+    float *key_cache;             // (n_layer, n_head_kv, n_ctx, head_dim)
+    float *value_cache;           // (n_layer, n_head_kv, n_ctx, head_dim)
+    float *k_new, *v_new;         // (n_head_kv * head_dim) this step's K and V rows, before the cache
     // activations of the current token (llama2.c's RunState)
     float *x;                     // (n_embd) the residual stream
     float *xb2;                   // (n_embd) attention or FFN output, before the residual add
@@ -112,5 +113,11 @@ const packed_matrix *decoder_matrix(const decoder *d, int layer, int m);
 double decoder_bytes_per_token(const decoder *d, int pos);
 // The packed matrices alone (padding included): what one step, or one batch, streams of weights.
 double decoder_weight_bytes(const decoder *d);
+// Position 0 of KV head g of layer l in a cache (key_cache or value_cache); positions follow
+// head_dim floats apart.
+float *decoder_kv_head(const decoder *d, float *cache, int layer, int g);
+// Copies the K and V rows of heads [g0, g1) at position pos into the cache; k and v hold those
+// heads' rows one after another (the layout a projection writes).
+void decoder_store_kv(decoder *d, int layer, int g0, int g1, int pos, const float *k, const float *v);
 // Weights in the packed matrices and the embedding table.
 size_t decoder_n_params(const decoder *d);

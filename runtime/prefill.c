@@ -1,7 +1,8 @@
 // Batched forward pass. Reads top to bottom like decoder_forward, one batch of rows at a time:
 // each matrix product is one GEMM over the batch split over the pool by packed tiles; RoPE and
 // attention are split over (token, kv-head group) units, attention only after every row's K is
-// rotated and in the cache, each query reading positions [0, its own] as decode does.
+// rotated and every K and V row is in the cache, each query reading positions [0, its own] as
+// decode does.
 #include "runtime/prefill.h"
 #include "kernels/gemm.h"
 #include "kernels/gemv.h"
@@ -16,9 +17,10 @@ int prefill_init(prefill *b, decoder *d, int cap, int cap_logits, char err[GGUF_
     memset(b, 0, sizeof *b);
     const llama_hparams *h = &d->hp;
     size_t E = h->n_embd, Q = (size_t)h->n_head * h->head_dim, c = (size_t)cap;
+    size_t KV = (size_t)h->n_head_kv * h->head_dim;
     b->d = d, b->cap = cap, b->cap_logits = cap_logits;
     if (cap >= 1 && cap_logits >= 1 && cap_logits <= cap && ALLOC(b->x, c * E) && ALLOC(b->xn, c * E) &&
-        ALLOC(b->xo, c * E) && ALLOC(b->q, c * Q) && ALLOC(b->att, c * Q) &&
+        ALLOC(b->xo, c * E) && ALLOC(b->q, c * Q) && ALLOC(b->att, c * Q) && ALLOC(b->k, c * KV) && ALLOC(b->v, c * KV) &&
         ALLOC(b->gate, c * h->n_ff) && ALLOC(b->up, c * h->n_ff) &&
         ALLOC(b->logits, (size_t)cap_logits * h->n_vocab))
         return 0;
@@ -28,7 +30,8 @@ int prefill_init(prefill *b, decoder *d, int cap, int cap_logits, char err[GGUF_
 }
 
 void prefill_free(prefill *b) {
-    free(b->x); free(b->xn); free(b->xo); free(b->q); free(b->att); free(b->gate); free(b->up);
+    free(b->x); free(b->xn); free(b->xo); free(b->q); free(b->att); free(b->k); free(b->v);
+    free(b->gate); free(b->up);
     free(b->logits);
     memset(b, 0, sizeof *b);
 }
@@ -60,27 +63,29 @@ static void batch_job_run(void *ctx, int tid, int n_threads) {
     }
 }
 
-// Q/K norm and RoPE (decoder_norm_rope, as the decoder does), then attention, for one layer over
-// (token, kv group) units, unit u on thread u mod nth.
+// Q/K norm and RoPE (decoder_norm_rope, as the decoder does) and the K and V rows into the cache,
+// then attention, for one layer over (token, kv group) units, unit u on thread u mod nth.
 typedef struct { prefill *b; int l, n, pos0, phase; } attn_batch;
 
 static void attn_batch_job(void *ctx, int tid, int nth) {
     const attn_batch *j = ctx;
-    const decoder *d = j->b->d;
+    decoder *d = j->b->d;
     const llama_hparams *h = &d->hp;
     int hd = h->head_dim, grp = h->n_head / h->n_head_kv, nkv = h->n_head_kv;
     size_t kvd = (size_t)nkv * hd, Q = (size_t)h->n_head * hd;
     const layer_weights *w = &d->w.layers[j->l];
-    float *kc = d->key_cache + (size_t)j->l * d->n_ctx * kvd, *vc = d->value_cache + (size_t)j->l * d->n_ctx * kvd;
     for (int u = tid; u < j->n * nkv; u += nth) {
         int i = u / nkv, g = u % nkv, pos = j->pos0 + i;
         float *q = j->b->q + i * Q + (size_t)g * grp * hd;
+        float *k = j->b->k + i * kvd + (size_t)g * hd, *v = j->b->v + i * kvd + (size_t)g * hd;
         if (j->phase == 0) {
             decoder_norm_rope(d, q, grp, w->q_norm, pos);
-            decoder_norm_rope(d, kc + (size_t)pos * kvd + (size_t)g * hd, 1, w->k_norm, pos);
+            decoder_norm_rope(d, k, 1, w->k_norm, pos);
+            decoder_store_kv(d, j->l, g, g + 1, pos, k, v);
         } else {
-            attention(j->b->att + i * Q + (size_t)g * grp * hd, q, kc + (size_t)g * hd, vc + (size_t)g * hd,
-                      pos + 1, grp, 1, hd, kvd, d->threads[tid].att_scores);
+            attention(j->b->att + i * Q + (size_t)g * grp * hd, q, decoder_kv_head(d, d->key_cache, j->l, g),
+                      decoder_kv_head(d, d->value_cache, j->l, g), pos + 1, grp, 1, hd, (size_t)hd,
+                      (size_t)d->n_ctx * hd, d->threads[tid].att_scores);
         }
     }
 }
@@ -115,9 +120,7 @@ float *prefill_forward(prefill *b, const int32_t *tokens, int n, int pos0, int n
     for (int i = 0; i < n; i++) decoder_embed(d, tokens[i], b->x + i * E);
     for (int l = 0; l < h->n_layer; l++) {
         layer_weights *w = &d->w.layers[l];
-        // these positions' K and V rows go straight into the cache
-        float *krows = d->key_cache + ((size_t)l * d->n_ctx + pos0) * kvd;
-        float *vrows = d->value_cache + ((size_t)l * d->n_ctx + pos0) * kvd;
+        float *krows = b->k, *vrows = b->v;   // these positions' K and V rows (the cache gets them at RoPE)
         for (int i = 0; i < n; i++) rmsnorm(b->xn + i * E, b->x + i * E, w->attn_norm, (int)E, h->rms_eps);
         batch_job qkv = {.n = 3, .w = {&w->wq, &w->wk, &w->wv}, .x = {b->xn, b->xn, b->xn},
                          .y = {b->q, krows, vrows}, .rows = (size_t)n};

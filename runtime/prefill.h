@@ -18,6 +18,7 @@ typedef struct {
     int cap_logits;               // logits rows a batch can return at most
     float *x, *xn, *xo;           // (cap, n_embd) residual stream, normed input, projection out
     float *q, *att;               // (cap, n_head*hd)
+    float *k, *v;                 // (cap, n_head_kv*hd) the batch's K and V rows, before the cache
     float *gate, *up;             // (cap, n_ff)
     float *logits;                // (cap_logits, n_vocab)
 } prefill;

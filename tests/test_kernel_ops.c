@@ -173,6 +173,8 @@ static size_t test_argmax(void) {
 
 // Attention: AVX2 vs attention_ref bit for bit, then float64. Scores carry (hd + 4) u scale
 // sum|q k| (E); softmax weights move by 2E + (6 + 2 spread) u relative; the V sum adds n_pos u.
+// Both cache layouts: position-major (rows of every head, padded or not) and head-major (each
+// head's positions one stream, heads padded apart).
 static size_t test_attention(void) {
     // head_dim: every count of 8-dim blocks past a 64-block (1..8) and tails; positions: part and
     // whole 8-blocks, and chunks of V beyond the first
@@ -183,19 +185,22 @@ static size_t test_attention(void) {
         for (int b = 0; b < 4; b++)
             for (int c = 0; c < 4; c++, cases++) {
                 int hd = hds[a], np = nps[b], nh = heads[c][0], nkv = heads[c][1];
-                size_t stride = (size_t)nkv * hd + (cases & 1) * 3;
-                float *q = malloc(nh * hd * 4), *k = malloc(np * stride * 4), *v = malloc(np * stride * 4);
+                int head_major = cases >> 1 & 1;
+                size_t stride = head_major ? (size_t)hd : (size_t)nkv * hd + (cases & 1) * 3;
+                size_t hstride = head_major ? (size_t)np * hd + (cases & 1) * 5 : (size_t)hd;
+                size_t len = head_major ? nkv * hstride : np * stride;
+                float *q = malloc(nh * hd * 4), *k = malloc(len * 4), *v = malloc(len * 4);
                 float *o = malloc(nh * hd * 4), *or = malloc(nh * hd * 4), *sc = malloc(np * (nh / nkv) * 4);
                 CHECK(q && k && v && o && or && sc);
                 for (int i = 0; i < nh * hd; i++) q[i] = rng_sym(1.0f);
-                for (size_t i = 0; i < np * stride; i++) k[i] = rng_sym(1.0f), v[i] = rng_sym(1.0f);
-                attention(o, q, k, v, np, nh, nkv, hd, stride, sc);
-                attention_ref(or, q, k, v, np, nh, nkv, hd, stride, sc);
+                for (size_t i = 0; i < len; i++) k[i] = rng_sym(1.0f), v[i] = rng_sym(1.0f);
+                attention(o, q, k, v, np, nh, nkv, hd, stride, hstride, sc);
+                attention_ref(or, q, k, v, np, nh, nkv, hd, stride, hstride, sc);
                 for (int i = 0; i < nh * hd; i++)
                     CHECKF(same_f32(o[i], or[i]), "hd=%d np=%d nh=%d i=%d: %.9g vs ref %.9g", hd, np, nh, i, o[i], or[i]);
                 double *s = malloc(np * sizeof(double));
                 for (int h = 0; h < nh; h++) {
-                    size_t kv = (size_t)(h / (nh / nkv)) * hd;
+                    size_t kv = (size_t)(h / (nh / nkv)) * hstride;
                     double m = -INFINITY, E = 0, sum = 0, spread = 0;
                     for (int p = 0; p < np; p++) {
                         double d = 0, ad = 0;
@@ -223,8 +228,8 @@ static size_t test_attention(void) {
                 free(s), free(q), free(k), free(v), free(o), free(or), free(sc);
             }
     float sentinel[8] = {7, 7, 7, 7, 7, 7, 7, 7}, z[8] = {0}, scr[8];
-    attention(sentinel, z, z, z, 1, 3, 2, 1, 2, scr);          // 3 % 2 != 0: untouched
-    attention(sentinel, z, z, z, 0, 1, 1, 8, 8, scr);          // no positions: untouched
+    attention(sentinel, z, z, z, 1, 3, 2, 1, 2, 1, scr);       // 3 % 2 != 0: untouched
+    attention(sentinel, z, z, z, 0, 1, 1, 8, 8, 8, scr);       // no positions: untouched
     for (int i = 0; i < 8; i++) CHECK(sentinel[i] == 7);
     return cases + 1;
 }
