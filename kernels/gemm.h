@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// Rows per pass over the weights: a SIMD GEMM of m rows streams its tiles ceil(m / GEMM_MC)
+// times (a chunk's X stays near L2 while every tile passes over it).
+#define GEMM_MC 128
+
 // Y[i*ldy + j] = sum_p X[i*ldx + p] * W[j][p] for i in [0, m) and j in [t0*TILE, min(t1*TILE, n));
 // P is the packed form of W (gemv_pack). Y is indexed absolutely, like gemv_packed's y.
 void gemm_packed_ref(uint32_t dt, const float *X, size_t ldx, size_t m, const void *P, size_t k,

@@ -130,7 +130,7 @@ INL void FN(rows)(int f, const float *X, size_t ldx, size_t m, const void *P, si
 // Rows in chunks of GEMM_MC so that a chunk's X (128 x K floats) stays near L2 while every tile
 // passes over it. On the Zen 5 of docs/performance.md, 128 and 256 measured alike and both above
 // no chunking at M = 512; a guess elsewhere.
-#ifndef GEMM_MC
+#ifndef GEMM_MC                  // kernels/gemm.h sets it
 #define GEMM_MC 128
 #endif
 static TARGET void FN(gemm)(int f, const float *X, size_t ldx, size_t m, const void *P, size_t k,

@@ -13,6 +13,17 @@
 
 #define ALLOC(ptr, count) ((ptr) = calloc((size_t)(count), sizeof *(ptr)))
 
+double prefill_weight_bytes(const decoder *d, int n, int batch) {
+    const sched_mat *out = &d->sched.shape.mat[SCHED_OUT];
+    double classifier = (double)out->k * ((out->n + 63) / 64 * 64) * out->es;
+    double layers = decoder_weight_bytes(d) - classifier, bytes = classifier;
+    for (int i = 0; i < n; i += batch) {
+        int m = n - i < batch ? n - i : batch;
+        bytes += (double)((m + GEMM_MC - 1) / GEMM_MC) * layers;
+    }
+    return bytes;
+}
+
 int prefill_init(prefill *b, decoder *d, int cap, int cap_logits, char err[GGUF_ERR_MAX]) {
     memset(b, 0, sizeof *b);
     const llama_hparams *h = &d->hp;
@@ -22,8 +33,15 @@ int prefill_init(prefill *b, decoder *d, int cap, int cap_logits, char err[GGUF_
     if (cap >= 1 && cap_logits >= 1 && cap_logits <= cap && ALLOC(b->x, c * E) && ALLOC(b->xn, c * E) &&
         ALLOC(b->xo, c * E) && ALLOC(b->q, c * Q) && ALLOC(b->att, c * Q) && ALLOC(b->k, c * KV) && ALLOC(b->v, c * KV) &&
         ALLOC(b->gate, c * h->n_ff) && ALLOC(b->up, c * h->n_ff) &&
-        ALLOC(b->logits, (size_t)cap_logits * h->n_vocab))
+        ALLOC(b->logits, (size_t)cap_logits * h->n_vocab)) {
+        // touch every page now: a fresh mapping faults on first write, and that belongs to the
+        // set-up, not to the first batch
+        float *bufs[] = {b->x, b->xn, b->xo, b->q, b->att, b->k, b->v, b->gate, b->up, b->logits};
+        size_t lens[] = {c * E, c * E, c * E, c * Q, c * Q, c * KV, c * KV, c * h->n_ff, c * h->n_ff,
+                         (size_t)cap_logits * h->n_vocab};
+        for (int i = 0; i < 10; i++) memset(bufs[i], 0, lens[i] * sizeof(float));
         return 0;
+    }
     prefill_free(b);
     snprintf(err, GGUF_ERR_MAX, "out of memory for a prompt batch of %d tokens", cap);
     return -1;

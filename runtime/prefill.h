@@ -30,4 +30,7 @@ int prefill_init(prefill *b, decoder *d, int cap, int cap_logits, char err[GGUF_
 // the last n_logits tokens (n_vocab floats a row, in order), also copying the last row to
 // d->logits; NULL when n_logits is 0 or an argument is out of range (nothing is evaluated then).
 float *prefill_forward(prefill *b, const int32_t *tokens, int n, int pos0, int n_logits);
+// Bytes of packed weights that n prompt tokens in batches of `batch` (the last token's logits
+// only) stream: each batch reads the layer matrices once per GEMM_MC rows, the classifier once.
+double prefill_weight_bytes(const decoder *d, int n, int batch);
 void prefill_free(prefill *b);

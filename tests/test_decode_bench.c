@@ -83,8 +83,13 @@ int main(void) {
 
     r = bench((const char *[]){"-t", "1", "-p", "8", "-n", "0", "-o", "csv", NULL});
     CHECKF(r.status == 0, "%s", r.err);
-    const char *head = "model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,";
-    CHECK(!strncmp(r.out, head, strlen(head)));
+    const char *head = "model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,numa,split_k,l4,"
+                       "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct,batch_size,n_depth,"
+                       "kv_bytes_per_token,kv_gbps\n";
+    CHECKF(!strncmp(r.out, head, strlen(head)), "%s", r.out);
+    int commas = 0;                   // the row has as many fields, the unmeasured sync wait empty
+    for (const char *p = r.out + strlen(head); *p && *p != '\n'; p++) commas += *p == ',';
+    CHECK(commas == 18 && strstr(r.out + strlen(head), ",,256,0,"));
     CHECK(strchr(r.out, '\n') && strchr(strchr(r.out, '\n') + 1, '\n') && !strchr(strchr(strchr(r.out, '\n') + 1, '\n') + 1, '\n'));
     tool_run_free(&r);
     r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "8", NULL});   // md by default
@@ -120,6 +125,8 @@ int main(void) {
     }
     // stories260K: 5 layers, 4 KV heads of 8 floats: 2 x 5 x 32 x 4 B = 1280 B a position
     CHECKF(kv[1] - kv[0] == 40 * 1280.0, "kv bytes a token %g at depth 0, %g at 40", kv[0], kv[1]);
+    // the context was really filled (with -p 0, the first test of the list is skipped)
+    CHECKF(strstr(r.err, "context filled to depth 40") && !strstr(r.err, "depth 0\n"), "%s", r.err);
     cJSON_Delete(arr);
     tool_run_free(&r);
     cases++;

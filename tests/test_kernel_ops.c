@@ -183,11 +183,11 @@ static size_t test_attention(void) {
     size_t cases = 0;
     for (int a = 0; a < 12; a++)
         for (int b = 0; b < 4; b++)
-            for (int c = 0; c < 4; c++, cases++) {
-                int hd = hds[a], np = nps[b], nh = heads[c][0], nkv = heads[c][1];
-                int head_major = cases >> 1 & 1;
-                size_t stride = head_major ? (size_t)hd : (size_t)nkv * hd + (cases & 1) * 3;
-                size_t hstride = head_major ? (size_t)np * hd + (cases & 1) * 5 : (size_t)hd;
+            for (int c = 0; c < 16; c++, cases++) {   // 4 head shapes x 4 layouts
+                int hd = hds[a], np = nps[b], nh = heads[c / 4][0], nkv = heads[c / 4][1];
+                int head_major = c >> 1 & 1, pad = c & 1;
+                size_t stride = head_major ? (size_t)hd : (size_t)nkv * hd + pad * 3;
+                size_t hstride = head_major ? (size_t)np * hd + pad * 5 : (size_t)hd;
                 size_t len = head_major ? nkv * hstride : np * stride;
                 float *q = malloc(nh * hd * 4), *k = malloc(len * 4), *v = malloc(len * 4);
                 float *o = malloc(nh * hd * 4), *or = malloc(nh * hd * 4), *sc = malloc(np * (nh / nkv) * 4);
@@ -236,7 +236,7 @@ static size_t test_attention(void) {
 
 int main(void) {
     size_t n[6] = {test_rmsnorm(), test_rope(), test_softmax(), test_swiglu(), test_argmax(), test_attention()};
-    const size_t want[6] = {18, 481, 15 + 71 * 4, 14, 8, 12 * 4 * 4 + 1};
+    const size_t want[6] = {18, 481, 15 + 71 * 4, 14, 8, 12 * 4 * 16 + 1};
     const char *names[6] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention"};
     for (int i = 0; i < 6; i++) {
         CHECKF(n[i] == want[i], "%s ran %zu cases, expected %zu", names[i], n[i], want[i]);

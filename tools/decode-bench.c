@@ -63,13 +63,15 @@ static void usage(FILE *f) {
         "  -t, --threads LIST   thread counts (default: physical cores)\n"
         "  -p, --n-prompt LIST  prompt tests of N tokens; 0 = none (default 512)\n"
         "  -n, --n-gen LIST     generation tests of N tokens; 0 = none (default 128)\n"
-        "  -b, --batch-size LIST prompt tokens per batch in pp tests; 1 = one at a time (default %d)\n"
+        "  -b, --batch-size LIST\n"
+        "                       prompt tokens per batch in pp tests; 1 = one at a time (default %d)\n"
         "  -d, --n-depth LIST   tokens in the context before each test, filled untimed (default 0)\n"
         "  -r, --repetitions N  timed repetitions per test after one warmup (default 5)\n"
         "  -o, --output FMT     md (default), csv, json, jsonl\n"
         "      --numa MODE      off, distribute, isolate (default: distribute on several nodes)\n"
         "      --split-k LIST   auto, off or N >= 2 segment ranges per split matrix (default auto)\n"
         "      --l4 LIST        off, stream, buffer, auto (default auto); configurations interleave\n"
+        "                       (both shape one-token steps; a batched prompt uses neither)\n"
         "      --plot FILE.svg  tg tok/s against threads with the roofline limit\n"
         "      --roofline-mib N read roofline buffer in MiB; 0 = none (default 1024)\n"
         "stdout: the table only; stderr: progress\n", PREFILL_DEFAULT_BATCH);
@@ -232,12 +234,12 @@ static int bench_rep(decoder *d, const options *o, int n, int tg, int rep, resul
 // Derived figures once the repetitions are in.
 static void bench_finish(decoder *d, int n, double roof, result *r) {
     stats(r);
-    // the weights once per step (a batch is one step), the KV cache rows once per token
-    int steps = (n + r->batch_size - 1) / r->batch_size;
+    // the weights once per step, or as a batched prompt streams them; the KV rows once per token
     double weights = decoder_weight_bytes(d), kv = 0;
+    double streamed = r->batch_size > 1 ? prefill_weight_bytes(d, n, r->batch_size) : (double)n * weights;
     for (int p = r->n_depth; p < r->n_depth + n; p++) kv += decoder_bytes_per_token(d, p) - weights;
     r->kv_bytes_per_token = kv / n;
-    r->bytes_per_token = ((double)steps * weights + kv) / n;
+    r->bytes_per_token = (streamed + kv) / n;
     r->gbps = r->avg_ts * r->bytes_per_token / 1e9;
     r->kv_gbps = r->avg_ts * r->kv_bytes_per_token / 1e9;
     r->roofline_gbps = roof;
@@ -272,10 +274,10 @@ static cJSON *to_json(const result *r, const options *o) {
     return j;
 }
 
-// The sync wait column: "-" where it was not measured (batched prompts).
-static const char *wait_str(const result *r) {
+// The sync wait column, or `none` where it was not measured (batched prompts).
+static const char *wait_str(const result *r, const char *none) {
     static char buf[32];
-    if (r->sync_wait_pct < 0) return "-";
+    if (r->sync_wait_pct < 0) return none;
     snprintf(buf, sizeof buf, "%.3f", r->sync_wait_pct);
     return buf;
 }
@@ -300,14 +302,14 @@ static void print_results(const result *rs, int n, const options *o) {
     }
     if (!strcmp(o->fmt, "csv")) {
         printf("model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,numa,split_k,l4,"
-               "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct,batch_size,n_depth,kv_gbps\n");
+               "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct,batch_size,n_depth,kv_bytes_per_token,kv_gbps\n");
         for (int i = 0; i < n; i++) {
             const result *r = &rs[i];
-            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%.3f,%.2f,%s,%d,%d,%.3f\n", r->model, r->model_size,
+            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%.3f,%.2f,%s,%d,%d,%.0f,%.3f\n", r->model, r->model_size,
                    r->n_threads, r->n_prompt, r->n_gen, r->avg_ts, r->stddev_ts,
                    o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa), r->split_k, r->l4_used,
-                   r->bytes_per_token, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r), r->batch_size,
-                   r->n_depth, r->kv_gbps);
+                   r->bytes_per_token, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r, ""), r->batch_size,
+                   r->n_depth, r->kv_bytes_per_token, r->kv_gbps);
         }
         return;
     }
@@ -320,8 +322,14 @@ static void print_results(const result *rs, int n, const options *o) {
         printf("| %s | %.2f MiB | %d | %s | %d | %d | %s%d%s | %.2f ± %.2f | %.2f | %.2f | %.2f | %.1f | %s |\n",
                base(r->model), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k, r->batch_size,
                r->n_gen ? "tg" : "pp", r->n_gen ? r->n_gen : r->n_prompt, depth, r->avg_ts, r->stddev_ts,
-               r->bytes_per_token / 1e6, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r));
+               r->bytes_per_token / 1e6, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r, "-"));
     }
+}
+
+// One line of the plot: tg results that differ only in their thread count.
+static int same_series(const result *a, const result *b) {
+    return a->n_gen == b->n_gen && a->n_depth == b->n_depth && a->l4 == b->l4 && a->split_k == b->split_k &&
+           !strcmp(a->model, b->model);
 }
 
 // SVG of tg tok/s against threads, one solid line per model and its roofline limit dashed.
@@ -353,24 +361,25 @@ static int write_plot(const char *path, const result *rs, int n) {
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", L - 4, Y(ymax * k / 4) + 4, ymax * k / 4);
     static const char *colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"};
     int series = 0;
-    for (int i = 0; i < n; i++) {                 // each (model, n_gen) once, its points in order
+    for (int i = 0; i < n; i++) {                 // each series once, its points in order
         if (!rs[i].n_gen) continue;
         int first = 1;
-        for (int j = 0; j < i; j++) first &= !(rs[j].n_gen == rs[i].n_gen && !strcmp(rs[j].model, rs[i].model));
+        for (int j = 0; j < i; j++) first &= !same_series(&rs[j], &rs[i]);
         if (!first) continue;
         const char *c = colors[series % 5];
         for (int dashed = 0; dashed < 2; dashed++) {
             fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"", c,
                     dashed ? " stroke-dasharray=\"6 4\"" : "");
             for (int j = i; j < n; j++)
-                if (rs[j].n_gen == rs[i].n_gen && !strcmp(rs[j].model, rs[i].model)) {
+                if (same_series(&rs[j], &rs[i])) {
                     double v = dashed ? rs[j].roofline_gbps * 1e9 / rs[j].bytes_per_token : rs[j].avg_ts;
                     fprintf(f, "%.1f,%.1f ", X(rs[j].n_threads), Y(v));
                 }
             fprintf(f, "\"/>\n");
         }
-        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s tg%d (dashed: roofline / bytes per token)</text>\n",
-                L + 10, T + 14 * (series + 1), c, base(rs[i].model), rs[i].n_gen);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s tg%d @ d%d, l4 %s, split-k %d (dashed: roofline / bytes "
+                "per token)</text>\n", L + 10, T + 14 * (series + 1), c, base(rs[i].model), rs[i].n_gen, rs[i].n_depth,
+                rs[i].l4_used, rs[i].split_k);
         series++;
     }
 #undef X
@@ -396,13 +405,14 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
     for (int dk = 0; dk < o->n_depth * (o->n_prompts + o->n_gens) && !status; dk++) {
         int k = dk % (o->n_prompts + o->n_gens), depth = o->depths[dk / (o->n_prompts + o->n_gens)];
         int tg = k >= o->n_prompts, len = tg ? o->gens[k - o->n_prompts] : o->prompts[k];
-        if (len == 0) continue;
-        if (k == 0)                   // a new depth: its context, once per decoder (tests write after it)
-            for (int s = 0; s < made && !status && depth; s++)
+        if (k == 0 && depth)          // a new depth: its context, once per decoder (tests write after it)
+            for (int s = 0; s < made && !status; s++) {
                 if (run_prompt(&d[s], 0, depth, PREFILL_DEFAULT_BATCH) < 0) {
                     fprintf(stderr, "decode-bench: %s: out of memory\n", path);
                     status = 1;
-                }
+                } else fprintf(stderr, "decode-bench: %s t=%d: context filled to depth %d\n", path, T, depth);
+            }
+        if (len == 0) continue;
         int c0 = *n, nb = tg ? 1 : o->n_batch, per_split = o->n_l4 * nb;   // configurations per split value
         for (int s = 0; s < o->n_split; s++)
             for (int l = 0; l < o->n_l4; l++)
