@@ -39,7 +39,7 @@ int decoder_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX
 
 decoder_opts decoder_default_opts(int n_threads) {
     return (decoder_opts){.n_threads = n_threads, .numa = -1, .split_k = 0, .l4 = L4RUN_AUTO,
-                          .min_stage_bytes = -1, .min_step_bytes = -1};
+                          .min_stage_bytes = -1, .min_step_bytes = -1, .steal = 1};
 }
 
 int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, const volatile sig_atomic_t *stop,
@@ -129,7 +129,10 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
     if (!(d->progress = progress_create(n, n > d->topo.n_cpus ? 0 : SPIN_ITERS)) || !ALLOC(d->threads, n))
         goto oom;
     pool_run(d->pool, ctx_job_run, &cj);
-    if (cj.failed || alloc_partials(d)) goto oom;
+    d->steal = o->steal && n > 1;
+    size_t words = (size_t)(h->n_layer + 1) * DECODER_N_STAGE * (size_t)n * 8;
+    if (cj.failed || alloc_partials(d) || (d->steal && !(d->claims = aligned_alloc(64, words * sizeof *d->claims))))
+        goto oom;
     if (weights_load(&d->w, m, d->pool, &d->sched, &d->topo, o->on_layer, o->on_layer_arg, o->stop, err)) { free(cpu); decoder_free(d); return -1; }
     char l4err[256];
     if (l4run_create(d, (l4run_mode)o->l4, l4err)) {
@@ -169,6 +172,7 @@ void decoder_free(decoder *d) {
         free(d->threads[t].att_scores);
     }
     free(d->threads);
+    free(d->claims);
     for (int m = 0; m < SCHED_N_MAT; m++) free(d->partials[m]);
     if (d->pool) pool_destroy(d->pool);
     progress_destroy(d->progress);
@@ -282,11 +286,86 @@ static void finish_share(decoder *d, thread_ctx *c, int layer, int m, float *out
         for (size_t j = lo; j < hi; j++) out[j] += bias[j];
 }
 
+static void residual_rows(decoder *d, size_t lo, size_t hi) {
+    for (size_t j = lo; j < hi; j++) d->x[j] += d->xb2[j];
+}
+
 // The residual connection on the rows of x this thread owns in matrix m.
 static void residual_share(decoder *d, thread_ctx *c, int m) {
     size_t lo, hi;
     sched_rows(&d->sched, c->tid, m, &lo, &hi);
-    for (size_t j = lo; j < hi; j++) d->x[j] += d->xb2[j];
+    residual_rows(d, lo, hi);
+}
+
+// ---- stages of whole tiles, stolen at the tail ----
+// wo, gate/up, down and the lm_head: each thread takes its planned tiles from the front of its
+// share, `interleave` at a time; a thread that runs out takes single tiles from the back of a
+// slower share on its node, so a sync point waits for about one tile instead of the whole
+// imbalance of two byte-equal shares. Every tile is computed whole by whoever claims it, and what
+// follows it on its rows (the residual add, SwiGLU) right after, so the bits never depend on who
+// ran it. Only threads with a share in the stage steal: the waits that follow the stage are for
+// those threads (runtime/schedule.h), and each publishes only after its last claim. Off for split
+// matrices, in L4 buffer mode and under a trace (the executed stream is then exactly the plan).
+
+static const int stage_mats[DECODER_N_STAGE][2] = {
+    [DECODER_ST_WO] = {SCHED_WO, -1}, [DECODER_ST_FFN] = {SCHED_GATE, SCHED_UP},
+    [DECODER_ST_DOWN] = {SCHED_DOWN, -1}, [DECODER_ST_OUT] = {SCHED_OUT, -1}};
+
+static int stealing(const decoder *d, int st) {
+    if (!d->steal || d->trace || l4run_mode_of(d->l4) == L4RUN_BUFFER) return 0;
+    for (int i = 0; i < 2 && stage_mats[st][i] >= 0; i++)
+        if (d->sched.split[stage_mats[st][i]]) return 0;
+    return 1;
+}
+
+static _Atomic uint64_t *claim_word(decoder *d, int layer, int st, int t) {
+    return d->claims + (((size_t)layer * DECODER_N_STAGE + st) * (size_t)pool_size(d->pool) + (size_t)t) * 8;
+}
+
+// Sets every share's unclaimed tiles to its planned range; run before each step's pool job.
+static void claims_reset(decoder *d) {
+    for (int l = 0; l <= d->hp.n_layer; l++)
+        for (int st = 0; st < DECODER_N_STAGE; st++)
+            for (int t = 0; t < pool_size(d->pool); t++) {
+                const sched_range *r = &d->sched.share[t].r[stage_mats[st][0]];
+                atomic_store_explicit(claim_word(d, l, st, t), (uint64_t)r->t0 << 32 | r->t1, memory_order_relaxed);
+            }
+}
+
+// Tiles [*a, *b) claimed from share q: up to n from its front, or one from its back; 0 when none
+// is left. The claim orders nothing else: the step counters carry the data.
+static int claim(_Atomic uint64_t *q, int back, uint32_t n, uint32_t *a, uint32_t *b) {
+    uint64_t v = atomic_load_explicit(q, memory_order_relaxed), nv;
+    do {
+        uint32_t f = (uint32_t)(v >> 32), e = (uint32_t)v;
+        if (f >= e) return 0;
+        if (back) *a = e - 1, *b = e, nv = (uint64_t)f << 32 | (e - 1);
+        else *a = f, *b = e - f < n ? e : f + n, nv = (uint64_t)*b << 32 | e;
+    } while (!atomic_compare_exchange_weak_explicit(q, &v, nv, memory_order_relaxed, memory_order_relaxed));
+    return 1;
+}
+
+// Tiles [a, b) of stage st into out[0] (and out[1] for up), then what follows on their rows.
+static void stage_tiles(decoder *d, int layer, int st, const float *x, float *const *out, uint32_t a, uint32_t b) {
+    for (int i = 0; i < 2 && stage_mats[st][i] >= 0; i++) {
+        const packed_matrix *w = decoder_matrix(d, layer, stage_mats[st][i]);
+        gemv_packed(w->type, x, w->tiles, w->n_in, w->n_out, a, b, out[i]);
+    }
+    size_t n = d->sched.shape.mat[stage_mats[st][0]].n, lo = (size_t)a * 64, hi = (size_t)b * 64 < n ? (size_t)b * 64 : n;
+    if (st == DECODER_ST_WO || st == DECODER_ST_DOWN) residual_rows(d, lo, hi);
+    else if (st == DECODER_ST_FFN) swiglu(d->hb + lo, d->hb + lo, d->hb2 + lo, (int)(hi - lo));
+}
+
+// This thread's tiles of stage st, then the tails of slower shares on its node.
+static void stage_share(decoder *d, thread_ctx *c, int layer, int st, const float *x, float *const *out) {
+    if (!has_share(d, c, stage_mats[st][0])) return;
+    uint32_t a, b, chunk = (uint32_t)gemv_get_tuning().interleave;
+    while (claim(claim_word(d, layer, st, c->tid), 0, chunk, &a, &b)) stage_tiles(d, layer, st, x, out, a, b);
+    for (int k = 1; k < pool_size(d->pool); k++) {
+        int v = (c->tid + k) % pool_size(d->pool);
+        if (d->sched.node[v] != c->node) continue;
+        while (claim(claim_word(d, layer, st, v), 1, 1, &a, &b)) stage_tiles(d, layer, st, x, out, a, b), c->stolen++;
+    }
 }
 
 float *decoder_kv_head(const decoder *d, float *cache, int layer, int g) {
@@ -350,36 +429,43 @@ static void layer_forward(decoder *d, thread_ctx *c, int l, int pos) {
     attention_share(d, c, l, pos);
     publish(d, c, l, SCHED_ATTN);
 
-    // output projection, then the residual connection on its own rows
+    // output projection, then the residual connection on its rows (stolen: tile by tile)
+    int steal = stealing(d, DECODER_ST_WO);
     wait_for(d, c, l, SCHED_WO_PART);
-    matmul_share(d, c, l, SCHED_WO, d->att_out, d->xb2);
+    if (steal) stage_share(d, c, l, DECODER_ST_WO, d->att_out, (float *[]){d->xb2});
+    else matmul_share(d, c, l, SCHED_WO, d->att_out, d->xb2);
     publish(d, c, l, SCHED_WO_PART);
     wait_for(d, c, l, SCHED_WO_DONE);
     finish_share(d, c, l, SCHED_WO, d->xb2, NULL);
-    residual_share(d, c, SCHED_WO);
+    if (!steal) residual_share(d, c, SCHED_WO);
     publish(d, c, l, SCHED_WO_DONE);
 
-    // ffn rmsnorm (again per thread), gate and up tiles, SwiGLU on its own rows
+    // ffn rmsnorm (again per thread), gate and up tiles, SwiGLU on its rows (stolen: tile by tile)
+    steal = stealing(d, DECODER_ST_FFN);
     wait_for(d, c, l, SCHED_FFN_PART);
     if (has_share(d, c, SCHED_GATE)) rmsnorm(c->xb, d->x, w->ffn_norm, dim, h->rms_eps);
-    matmul_share(d, c, l, SCHED_GATE, c->xb, d->hb);
-    matmul_share(d, c, l, SCHED_UP, c->xb, d->hb2);
+    if (steal) stage_share(d, c, l, DECODER_ST_FFN, c->xb, (float *[]){d->hb, d->hb2});
+    else matmul_share(d, c, l, SCHED_GATE, c->xb, d->hb), matmul_share(d, c, l, SCHED_UP, c->xb, d->hb2);
     publish(d, c, l, SCHED_FFN_PART);
     wait_for(d, c, l, SCHED_FFN);
     finish_share(d, c, l, SCHED_GATE, d->hb, NULL);
     finish_share(d, c, l, SCHED_UP, d->hb2, NULL);
-    size_t lo, hi;
-    sched_rows(&d->sched, c->tid, SCHED_GATE, &lo, &hi);
-    swiglu(d->hb + lo, d->hb + lo, d->hb2 + lo, (int)(hi - lo));
+    if (!steal) {
+        size_t lo, hi;
+        sched_rows(&d->sched, c->tid, SCHED_GATE, &lo, &hi);
+        swiglu(d->hb + lo, d->hb + lo, d->hb2 + lo, (int)(hi - lo));
+    }
     publish(d, c, l, SCHED_FFN);
 
-    // down projection, then the residual connection on its own rows
+    // down projection, then the residual connection on its rows (stolen: tile by tile)
+    steal = stealing(d, DECODER_ST_DOWN);
     wait_for(d, c, l, SCHED_DOWN_PART);
-    matmul_share(d, c, l, SCHED_DOWN, d->hb, d->xb2);
+    if (steal) stage_share(d, c, l, DECODER_ST_DOWN, d->hb, (float *[]){d->xb2});
+    else matmul_share(d, c, l, SCHED_DOWN, d->hb, d->xb2);
     publish(d, c, l, SCHED_DOWN_PART);
     wait_for(d, c, l, SCHED_DOWN_DONE);
     finish_share(d, c, l, SCHED_DOWN, d->xb2, NULL);
-    residual_share(d, c, SCHED_DOWN);
+    if (!steal) residual_share(d, c, SCHED_DOWN);
     publish(d, c, l, SCHED_DOWN_DONE);
 }
 
@@ -389,7 +475,8 @@ static void classifier_forward(decoder *d, thread_ctx *c) {
     int l = h->n_layer;
     wait_for(d, c, l, SCHED_OUT_PART);
     if (has_share(d, c, SCHED_OUT)) rmsnorm(c->xb, d->x, d->w.out_norm, h->n_embd, h->rms_eps);
-    matmul_share(d, c, l, SCHED_OUT, c->xb, d->logits);
+    if (stealing(d, DECODER_ST_OUT)) stage_share(d, c, l, DECODER_ST_OUT, c->xb, (float *[]){d->logits});
+    else matmul_share(d, c, l, SCHED_OUT, c->xb, d->logits);
     publish(d, c, l, SCHED_OUT_PART);
     wait_for(d, c, l, SCHED_OUT_DONE);
     finish_share(d, c, l, SCHED_OUT, d->logits, NULL);
@@ -422,6 +509,7 @@ float *decoder_forward(decoder *d, int32_t token, int pos) {
     embed(d->x, d->w.token_embd, d->w.embd_type, token, d->hp.n_embd);
     // every thread runs the layers and the classifier over its share
     step_job j = {.d = d, .pos = pos};
+    if (d->steal) claims_reset(d);
     double t0 = monotonic_seconds();
     pool_run(d->pool, step_job_run, &j);
     d->busy_s += (monotonic_seconds() - t0) * pool_size(d->pool);
@@ -435,13 +523,13 @@ void decoder_embed(const decoder *d, int32_t token, float *x) {
 
 void decoder_stats_reset(decoder *d) {
     d->busy_s = 0;
-    for (int t = 0; t < pool_size(d->pool); t++) d->threads[t].wait_s = 0;
+    for (int t = 0; t < pool_size(d->pool); t++) d->threads[t].wait_s = 0, d->threads[t].stolen = 0;
 }
 
 void decoder_stats_get(const decoder *d, decoder_stats *s) {
     s->busy_s = d->busy_s;
-    s->wait_s = 0;
-    for (int t = 0; t < pool_size(d->pool); t++) s->wait_s += d->threads[t].wait_s;
+    s->wait_s = 0, s->stolen = 0;
+    for (int t = 0; t < pool_size(d->pool); t++) s->wait_s += d->threads[t].wait_s, s->stolen += d->threads[t].stolen;
 }
 
 double decoder_weight_bytes(const decoder *d) { return step_bytes(&d->sched.shape); }

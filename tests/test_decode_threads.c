@@ -5,7 +5,9 @@
 // each thread's own KV-head groups), with the thread thresholds off, so every thread gets a
 // share even of stories260K's tiny matrices. On the way: each thread's future-key stream equals the lines its
 // kernels then read and write (the trace hook), and on two pretend nodes every tile belongs to a
-// thread of the node it is meant for.
+// thread of the node it is meant for. Outside the traced token, threads that run out of tiles
+// take them from slower shares (runtime/decoder.h, steal): the runs must have stolen some tiles
+// (more threads than this machine's CPUs make some thread late often) with the same logits.
 #include "model/llama.h"
 #include "runtime/decoder.h"
 #include "tests/check.h"
@@ -20,6 +22,7 @@
 static char *dir;
 static int node_checks;       // matrices whose tile placement was checked on two pretend nodes
 static int split_runs;        // in-process runs in which some matrix was cut into segments
+static size_t stolen;         // tiles run by a thread other than their planned one, all runs
 
 // Runs decode with --dump-logits; returns the dump (malloc'ed) and its length.
 static char *dump(const char *model, const char *threads, const char *split, const char *fake, size_t *len) {
@@ -141,6 +144,9 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
             node_checks++;
         }
     }
+    decoder_stats st;
+    decoder_stats_get(&d, &st);
+    stolen += st.stolen;
     decoder_free(&d);
     return out;
 }
@@ -193,8 +199,10 @@ int main(void) {
     int api = api_cases(stories) + api_cases(a) + api_cases(b) + api_cases(c);
     CHECK(api == 4 * 32);
     CHECKF(split_runs >= 4, "split-K ran in %d runs only", split_runs);
+    CHECKF(stolen > 0, "no tile was ever stolen in %d runs", api);
     CHECK(node_checks >= 2 * 8);   // model a: every matrix, 2 split settings
-    printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K) byte-identical, key streams checked\n", cli, api, split_runs);
+    printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %zu tiles stolen) byte-identical, key streams checked\n",
+           cli, api, split_runs, stolen);
     free(stories); free(a); free(b); free(c);
     CHECK(scratch_remove(dir) == 0);
     return 0;
