@@ -402,6 +402,20 @@ static void attention_share(decoder *d, thread_ctx *c, int layer, int pos) {
 
 // ---- one thread's forward pass ----
 
+// wo or down (stage st) from x into xb2, then the residual add on its rows: after the fold of a
+// split tile by its owner, or (stolen tiles) right after each tile. Steps `part` and `done`.
+static void residual_projection(decoder *d, thread_ctx *c, int l, int st, const float *x, int part, int done) {
+    int m = stage_mats[st][0], steal = stealing(d, st);
+    wait_for(d, c, l, part);
+    if (steal) stage_share(d, c, l, st, x, (float *[]){d->xb2});
+    else matmul_share(d, c, l, m, x, d->xb2);
+    publish(d, c, l, part);
+    wait_for(d, c, l, done);
+    finish_share(d, c, l, m, d->xb2, NULL);
+    if (!steal) residual_share(d, c, m);
+    publish(d, c, l, done);
+}
+
 static void layer_forward(decoder *d, thread_ctx *c, int l, int pos) {
     const llama_hparams *h = &d->hp;
     layer_weights *w = &d->w.layers[l];
@@ -429,19 +443,11 @@ static void layer_forward(decoder *d, thread_ctx *c, int l, int pos) {
     attention_share(d, c, l, pos);
     publish(d, c, l, SCHED_ATTN);
 
-    // output projection, then the residual connection on its rows (stolen: tile by tile)
-    int steal = stealing(d, DECODER_ST_WO);
-    wait_for(d, c, l, SCHED_WO_PART);
-    if (steal) stage_share(d, c, l, DECODER_ST_WO, d->att_out, (float *[]){d->xb2});
-    else matmul_share(d, c, l, SCHED_WO, d->att_out, d->xb2);
-    publish(d, c, l, SCHED_WO_PART);
-    wait_for(d, c, l, SCHED_WO_DONE);
-    finish_share(d, c, l, SCHED_WO, d->xb2, NULL);
-    if (!steal) residual_share(d, c, SCHED_WO);
-    publish(d, c, l, SCHED_WO_DONE);
+    // output projection, then the residual connection on its rows
+    residual_projection(d, c, l, DECODER_ST_WO, d->att_out, SCHED_WO_PART, SCHED_WO_DONE);
 
     // ffn rmsnorm (again per thread), gate and up tiles, SwiGLU on its rows (stolen: tile by tile)
-    steal = stealing(d, DECODER_ST_FFN);
+    int steal = stealing(d, DECODER_ST_FFN);
     wait_for(d, c, l, SCHED_FFN_PART);
     if (has_share(d, c, SCHED_GATE)) rmsnorm(c->xb, d->x, w->ffn_norm, dim, h->rms_eps);
     if (steal) stage_share(d, c, l, DECODER_ST_FFN, c->xb, (float *[]){d->hb, d->hb2});
@@ -457,16 +463,8 @@ static void layer_forward(decoder *d, thread_ctx *c, int l, int pos) {
     }
     publish(d, c, l, SCHED_FFN);
 
-    // down projection, then the residual connection on its rows (stolen: tile by tile)
-    steal = stealing(d, DECODER_ST_DOWN);
-    wait_for(d, c, l, SCHED_DOWN_PART);
-    if (steal) stage_share(d, c, l, DECODER_ST_DOWN, d->hb, (float *[]){d->xb2});
-    else matmul_share(d, c, l, SCHED_DOWN, d->hb, d->xb2);
-    publish(d, c, l, SCHED_DOWN_PART);
-    wait_for(d, c, l, SCHED_DOWN_DONE);
-    finish_share(d, c, l, SCHED_DOWN, d->xb2, NULL);
-    if (!steal) residual_share(d, c, SCHED_DOWN);
-    publish(d, c, l, SCHED_DOWN_DONE);
+    // down projection, then the residual connection on its rows
+    residual_projection(d, c, l, DECODER_ST_DOWN, d->hb, SCHED_DOWN_PART, SCHED_DOWN_DONE);
 }
 
 // final rmsnorm (per thread), then its share of the classifier into the logits

@@ -14,8 +14,7 @@
 #define ALLOC(ptr, count) ((ptr) = calloc((size_t)(count), sizeof *(ptr)))
 
 double prefill_weight_bytes(const decoder *d, int n, int batch) {
-    const sched_mat *out = &d->sched.shape.mat[SCHED_OUT];
-    double classifier = (double)out->k * ((out->n + 63) / 64 * 64) * out->es;
+    double classifier = (double)sched_tile_bytes(&d->sched, SCHED_OUT) * sched_n_tiles(&d->sched, SCHED_OUT);
     double layers = decoder_weight_bytes(d) - classifier, bytes = classifier;
     for (int i = 0; i < n; i += batch) {
         int m = n - i < batch ? n - i : batch;
