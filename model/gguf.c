@@ -437,6 +437,8 @@ int gguf_open(gguf_file *g, const char *path, char err[GGUF_ERR_MAX]) {
     if (open_buf(g, map, (size_t)st.st_size, path, 1, err)) return -1;
     g->dev = (uint64_t)st.st_dev;
     g->ino = (uint64_t)st.st_ino;
+    g->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+    g->ctime_ns = (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec;
     return 0;
 }
 

@@ -64,6 +64,7 @@ typedef struct {
     const uint8_t *map; size_t size;   // the whole file
     int mapped;                   // 1: munmap on close; 0: caller's buffer (gguf_open_mem)
     uint64_t dev, ino;            // the opened file's identity (st_dev, st_ino); 0 for a buffer
+    uint64_t mtime_ns, ctime_ns;  // its modification and status-change times; 0 for a buffer
     uint32_t version;             // 2 or 3
     uint32_t alignment;
     uint64_t data_offset;         // start of the tensor data section

@@ -133,7 +133,7 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
     size_t words = (size_t)(h->n_layer + 1) * DECODER_N_STAGE * (size_t)n * 8;
     if (cj.failed || alloc_partials(d) || (d->steal && !(d->claims = aligned_alloc(64, words * sizeof *d->claims))))
         goto oom;
-    if (weights_load(&d->w, m, d->pool, &d->sched, &d->topo, o->on_layer, o->on_layer_arg, o->stop, err)) { free(cpu); decoder_free(d); return -1; }
+    if (weights_load(&d->w, m, d->pool, &d->sched, &d->topo, &o->pack_cache, o->on_layer, o->on_layer_arg, o->stop, err)) { free(cpu); decoder_free(d); return -1; }
     char l4err[256];
     if (l4run_create(d, (l4run_mode)o->l4, l4err)) {
         snprintf(err, GGUF_ERR_MAX, "%s", l4err);

@@ -33,6 +33,7 @@ typedef struct {
     void (*on_layer)(void *arg, int done, int total);   // load progress, or NULL
     void *on_layer_arg;
     const volatile sig_atomic_t *stop;  // NULL, or: the load gives up between matrices once non-zero
+    packcache_opts pack_cache;    // the packed-weight cache file (runtime/packcache.h); default off
 } decoder_opts;
 
 // Each thread's own state, allocated (and so placed) by that thread.

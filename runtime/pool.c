@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -104,14 +105,25 @@ pool *pool_create_pinned(int n_threads, const int *cpus) {
     pthread_attr_t attr;                 // workers need little stack: keep many threads cheap
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, WORKER_STACK);
-    for (int i = 1; i < n_threads; i++) {
+    // Workers are made with the asynchronous signals blocked (they inherit the mask), so one such
+    // as Ctrl-C reaches the caller's thread, and a blocking call there returns EINTR. A fault
+    // (SIGBUS from a file that shrank, SIGSEGV ...) still reaches the thread that caused it.
+    sigset_t all, old;
+    sigfillset(&all);
+    int faults[] = {SIGBUS, SIGSEGV, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+    for (size_t i = 0; i < sizeof faults / sizeof *faults; i++) sigdelset(&all, faults[i]);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = 0;
+    for (int i = 1; i < n_threads && !rc; i++) {
         worker_arg *a = malloc(sizeof *a);
         if (a) { a->p = p; a->tid = i; }
-        int rc = a ? pthread_create(&p->threads[i - 1], &attr, worker, a) : ENOMEM;
-        if (rc) { free(a); p->n = i; pthread_attr_destroy(&attr); pool_destroy(p); errno = rc; return NULL; }
-        pin(p, p->threads[i - 1], i);
+        rc = a ? pthread_create(&p->threads[i - 1], &attr, worker, a) : ENOMEM;
+        if (rc) { free(a); p->n = i; }
+        else pin(p, p->threads[i - 1], i);
     }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
+    if (rc) { pool_destroy(p); errno = rc; return NULL; }
     return p;
 }
 

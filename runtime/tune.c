@@ -6,6 +6,7 @@
 // Candidates rotate within each round and the median of ROUNDS rounds decides, so a burst of
 // noise from another process hits every candidate alike.
 #include "runtime/tune.h"
+#include "runtime/cachedir.h"
 #include "platform/clock.h"
 #include "platform/cpu.h"
 #include "platform/wtype.h"
@@ -177,13 +178,6 @@ static double check_gbps(gemv_tuning tu) {
 
 // ---- cache file: one line per machine, "KEY pf interleave gbps checked" (unix seconds) ----
 
-static void default_cache_path(char *buf, size_t n) {
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && *xdg == '/') snprintf(buf, n, "%s/decode/tune", xdg);
-    else if (home && *home) snprintf(buf, n, "%s/.cache/decode/tune", home);
-    else buf[0] = 0;
-}
-
 static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, double *gbps, long long *checked) {
     FILE *f = fopen(path, "r");
     if (!f) return -1;
@@ -200,23 +194,13 @@ static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, doub
     return found;
 }
 
-static int mkdirs(char *path) {           // mkdir -p of path's directory
-    for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = 0;
-        int bad = mkdir(path, 0755) && errno != EEXIST;
-        *s = '/';
-        if (bad) return -1;
-    }
-    return 0;
-}
-
 // Rewrites the cache with key's line replaced: other lines kept, written to a temporary file
 // and renamed over the old one, so a concurrent reader sees either file whole.
 static int cache_store(const char *path, const char *key, gemv_tuning tu, double gbps) {
     char tmp[4200], dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
     snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
-    if (mkdirs(dir)) return -1;
+    if (cachedir_make_parents(dir)) return -1;
     FILE *in = fopen(path, "r"), *out = fopen(tmp, "w");
     if (!out) { if (in) fclose(in); return -1; }
     char line[512], k[256];
@@ -238,7 +222,7 @@ tune_result tune_gemv(int mode, const char *cache_path) {
              cache_kb(_SC_LEVEL3_CACHE_SIZE), gemv_isa());
     char path[4096];
     if (cache_path) snprintf(path, sizeof path, "%s", cache_path);
-    else default_cache_path(path, sizeof path);
+    else if (cachedir_path("tune", path, sizeof path)) path[0] = 0;
     r.tu = family_default(&c);
     r.source = TUNE_DEFAULT;
     if (mode == TUNE_OFF || gemv_isa_id() == GEMV_SCALAR) goto done;   // scalar has no choices

@@ -99,8 +99,7 @@ static void will_need(const llama_model *m, int l) {
     }
 }
 
-static int load_layer(layer_weights *L, const llama_layer *s, const llama_model *m, pool *pl,
-                      const sched *sc, const topo *t) {
+static int widen_layer(layer_weights *L, const llama_layer *s) {
     int failed = 0;
     L->attn_norm = widen_1d(s->attn_norm, &failed);
     L->ffn_norm = widen_1d(s->ffn_norm, &failed);
@@ -109,7 +108,11 @@ static int load_layer(layer_weights *L, const llama_layer *s, const llama_model 
     L->bv = widen_1d(s->bv, &failed);
     L->q_norm = widen_1d(s->q_norm, &failed);
     L->k_norm = widen_1d(s->k_norm, &failed);
-    if (failed) return -1;
+    return failed ? -1 : 0;
+}
+
+static int pack_layer(layer_weights *L, const llama_layer *s, const llama_model *m, pool *pl,
+                      const sched *sc, const topo *t) {
     pack_job j = {.s = sc, .t = t, .n = 7,
                   .mat = {SCHED_WQ, SCHED_WK, SCHED_WV, SCHED_WO, SCHED_GATE, SCHED_UP, SCHED_DOWN},
                   .dst = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down}};
@@ -138,8 +141,21 @@ static void *copy_table(const llama_model *m) {
     return copy;
 }
 
+// The cache file to use, or NULL with why not in w->cache_note. A mapped file's pages sit where
+// the page cache put them, so the cache serves only schedules whose threads share one node.
+static const char *cache_path(const packcache_opts *pc, const llama_model *m, const sched *s,
+                              model_weights *w, char *buf, size_t n) {
+    if (!pc || pc->mode == PACKCACHE_OFF) return NULL;
+    for (int t = 1; t < s->n_threads; t++)
+        if (s->node[t] != s->node[0])
+            return snprintf(w->cache_note, sizeof w->cache_note, "not used: the threads span NUMA nodes"), NULL;
+    if (packcache_path(pc, &m->f, buf, n))
+        return snprintf(w->cache_note, sizeof w->cache_note, "not used: no cache directory (XDG_CACHE_HOME or HOME)"), NULL;
+    return buf;
+}
+
 int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *s, const topo *t,
-                 void (*on_layer)(void *arg, int done, int total), void *arg,
+                 const packcache_opts *pc, void (*on_layer)(void *arg, int done, int total), void *arg,
                  const volatile sig_atomic_t *stop, char err[GGUF_ERR_MAX]) {
     memset(w, 0, sizeof *w);
     if (check_padding(m, err)) return -1;
@@ -147,19 +163,30 @@ int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *
     w->layers = calloc((size_t)m->hp.n_layer, sizeof *w->layers);
     if (!w->layers) goto oom;
     w->n_layer = m->hp.n_layer;
+    w->embd_type = m->tok_embd->type;
+    int failed = 0;
+    for (int l = 0; l < m->hp.n_layer; l++) failed |= widen_layer(&w->layers[l], &m->layers[l]);
+    w->out_norm = widen_1d(m->output_norm, &failed);
+    w->rope_freqs = widen_1d(m->rope_freqs, &failed);
+    if (failed) goto oom;
+    char buf[4096];
+    const char *path = cache_path(pc, m, s, w, buf, sizeof buf);
+    if (path && pc->mode == PACKCACHE_AUTO && !packcache_map(path, m, w, w->cache_note, sizeof w->cache_note)) {
+        w->cache_state = PACKCACHE_MAPPED;
+        return 0;
+    }
     will_need(m, 0);
     for (int l = 0; l < m->hp.n_layer; l++) {
         will_need(m, l + 1);
-        if (load_layer(&w->layers[l], &m->layers[l], m, pl, s, t) || (stop && *stop)) goto oom;
+        if (pack_layer(&w->layers[l], &m->layers[l], m, pl, s, t) || (stop && *stop)) goto oom;
         if (on_layer) on_layer(arg, l + 1, m->hp.n_layer);
     }
-    int failed = 0;
-    w->out_norm = widen_1d(m->output_norm, &failed);
-    w->rope_freqs = widen_1d(m->rope_freqs, &failed);
     pack_job j = {.s = s, .t = t, .n = 1, .mat = {SCHED_OUT}, .dst = {&w->classifier}};
-    if (failed || pack(m, pl, &j, (const gguf_tensor *[]){m->output})) goto oom;
-    w->embd_type = m->tok_embd->type;
+    if (pack(m, pl, &j, (const gguf_tensor *[]){m->output})) goto oom;
     if (!(w->token_embd = copy_table(m))) goto oom;
+    if (path && !packcache_write(path, pc, m, w, stop, w->cache_note, sizeof w->cache_note))
+        w->cache_state = PACKCACHE_WRITTEN;
+    if (stop && *stop) goto oom;
     return 0;
 oom:
     weights_free(w);
@@ -173,13 +200,14 @@ void weights_free(model_weights *w) {
         layer_weights *L = &w->layers[l];
         free(L->attn_norm); free(L->ffn_norm); free(L->bq); free(L->bk); free(L->bv);
         free(L->q_norm); free(L->k_norm);
+        if (w->map) continue;
         free(L->wq.tiles); free(L->wk.tiles); free(L->wv.tiles); free(L->wo.tiles);
         free(L->w_gate.tiles); free(L->w_up.tiles); free(L->w_down.tiles);
     }
     free(w->layers);
     free(w->out_norm);
     free(w->rope_freqs);
-    free(w->classifier.tiles);
-    free(w->token_embd);
+    if (w->map) munmap(w->map, w->map_bytes);
+    else free(w->classifier.tiles), free(w->token_embd);
     memset(w, 0, sizeof *w);
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include "model/llama.h"
 #include "platform/numa.h"
+#include "runtime/packcache.h"
 #include "runtime/pool.h"
 #include "runtime/schedule.h"
 
@@ -35,7 +36,7 @@ typedef struct {
     packed_matrix w_down;         // (n_ff -> n_embd)
 } layer_weights;
 
-typedef struct {
+typedef struct model_weights {
     int n_layer;
     uint32_t embd_type;           // weight type of token_embd
     void *token_embd;             // (n_vocab, n_embd) the embedding table as stored, copied:
@@ -44,6 +45,10 @@ typedef struct {
     float *out_norm;              // (n_embd)
     float *rope_freqs;            // (n_rot / 2) RoPE frequency divisors (Llama 3), or NULL
     packed_matrix classifier;     // (n_embd -> n_vocab)
+    void *map;                    // the packed-weight cache file mapped (runtime/packcache.h): the
+    size_t map_bytes;             // tiles and token_embd point into it; NULL when packed here
+    int cache_state;              // PACKCACHE_UNUSED / MAPPED / WRITTEN
+    char cache_note[320];         // the cache file used or written, or why none; "" when off
 } model_weights;
 
 // The shapes the schedule cuts (runtime/schedule.h): every matrix's inputs, outputs, weight size.
@@ -58,8 +63,11 @@ void weights_shape(const llama_model *m, sched_shape *sh);
 // packed or copied. on_layer, when not NULL, is called after each layer is packed with (arg,
 // layers done, total). stop (may be NULL) is checked between layers: once non-zero the load
 // gives up ("loading interrupted").
+// pc (may be NULL: off): the packed-weight cache. When every thread of s is on one node, a valid
+// cache file is mapped instead of packing (rebuild: never), and a load that packed writes one; a
+// cache that cannot be used or written only leaves a note (w->cache_note), never a failed load.
 int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *s, const topo *t,
-                 void (*on_layer)(void *arg, int done, int total), void *arg,
+                 const packcache_opts *pc, void (*on_layer)(void *arg, int done, int total), void *arg,
                  const volatile sig_atomic_t *stop, char err[GGUF_ERR_MAX]);
 // Frees what weights_load allocated; safe on a zeroed model_weights.
 void weights_free(model_weights *w);

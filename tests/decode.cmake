@@ -5,7 +5,12 @@ decode_test(test_decode_synth decode test_decode_synth.c ref_forward.c decode_ut
 # Hostile command lines and environments (tests/test_hostile.sh): files kept, no hang, no crash.
 add_test(NAME test_hostile COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_hostile.sh
          ${CMAKE_RUNTIME_OUTPUT_DIRECTORY} ${DECODE_SHARED_DIR} "${SANITIZE}")
-set_tests_properties(test_hostile PROPERTIES LABELS decode TIMEOUT 1200)
+set_tests_properties(test_hostile PROPERTIES LABELS decode TIMEOUT 1200
+                     ENVIRONMENT "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/test-cache")
+# The packed-weight cache file (tests/test_pack_cache.sh keeps its own cache directory).
+add_test(NAME test_pack_cache COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_pack_cache.sh
+         ${CMAKE_RUNTIME_OUTPUT_DIRECTORY} ${DECODE_SHARED_DIR})
+set_tests_properties(test_pack_cache PROPERTIES LABELS "decode;runtime")
 decode_test(test_decode_batch decode test_decode_batch.c tool_util.c)
 # decode against llama.cpp (the peer scripts) on synth models of each architecture; exit 77 (skip)
 # when the peer is not installed.

@@ -17,6 +17,7 @@
 #include "platform/numa.h"
 #include "runtime/decoder.h"
 #include "runtime/prefill.h"
+#include "tools/cli.h"
 #include "tools/util.h"
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -39,6 +40,7 @@ typedef struct {
     int l4s[MAXV], n_l4;          // l4run_mode values
     int batches[MAXV], n_batch;   // prompt tokens per batch (pp tests only)
     int depths[MAXV], n_depth;    // tokens already in the context when a test starts
+    int pack_cache;               // PACKCACHE_OFF / AUTO / REBUILD
     const char *fmt, *plot;
 } options;
 
@@ -72,6 +74,8 @@ static void usage(FILE *f) {
         "      --split-k LIST   auto, off or N >= 2 segment ranges per split matrix (default auto)\n"
         "      --l4 LIST        off, stream, buffer, auto (default auto); configurations interleave\n"
         "                       (both shape one-token steps; a batched prompt uses neither)\n"
+        "      --pack-cache MODE auto, off, rebuild: the packed-weight cache file, as in decode\n"
+        "                       (default: auto, or DECODE_PACK_CACHE)\n"
         "      --plot FILE.svg  tg tok/s against threads with the roofline limit\n"
         "      --roofline-mib N read roofline buffer in MiB; 0 = none (default 1024)\n"
         "stdout: the table only; stderr: progress\n", PREFILL_DEFAULT_BATCH);
@@ -110,6 +114,9 @@ static int parse_args(int argc, char **argv, options *o) {
     o->prompts[0] = 512, o->n_prompts = 1, o->gens[0] = 128, o->n_gens = 1;
     o->batches[0] = PREFILL_DEFAULT_BATCH, o->n_batch = 1;
     o->depths[0] = 0, o->n_depth = 1;
+    const char *pc = getenv("DECODE_PACK_CACHE");
+    o->pack_cache = pc && *pc ? packcache_parse_mode(pc) : PACKCACHE_AUTO;
+    if (o->pack_cache < 0) { fprintf(stderr, "decode-bench: DECODE_PACK_CACHE must be auto, off or rebuild, got '%s'\n", pc); return 2; }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
@@ -135,6 +142,7 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "--numa")) bad = (o->numa = topo_parse_mode(v)) < 0;
         else if (!strcmp(a, "--split-k")) bad = (o->n_split = parse_words(v, o->split_ks, split_word)) < 0;
         else if (!strcmp(a, "--l4")) bad = (o->n_l4 = parse_words(v, o->l4s, l4run_parse_mode)) < 0;
+        else if (!strcmp(a, "--pack-cache")) bad = (o->pack_cache = packcache_parse_mode(v)) < 0;
         else if (!strcmp(a, "--plot")) o->plot = v;
         else if (!strcmp(a, "--roofline-mib")) { int r[1]; bad = parse_list(v, r, 0, 1 << 20) != 1; o->roofline_mib = r[0]; }
         else { fprintf(stderr, "decode-bench: unknown option '%s' (see --help)\n", a); return 2; }
@@ -398,8 +406,12 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
     for (int s = 0; s < o->n_split && !status; s++, made++) {
         decoder_opts dopt = decoder_default_opts(T);
         dopt.numa = o->numa, dopt.split_k = o->split_ks[s];
-        fprintf(stderr, "decode-bench: %s: packing for %d thread(s), split-k %d\n", path, T, o->split_ks[s]);
+        dopt.pack_cache = (packcache_opts){.mode = o->pack_cache, .temp_hook = cli_temp_file};
+        fprintf(stderr, "decode-bench: %s: loading for %d thread(s), split-k %d\n", path, T, o->split_ks[s]);
         if (decoder_init_opts(&d[s], m, max_len, &dopt, err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; }
+        else if (d[s].w.cache_note[0])
+            fprintf(stderr, "decode-bench: packed-weight cache %s: %s\n", d[s].w.cache_state == PACKCACHE_MAPPED ? "mapped"
+                    : d[s].w.cache_state == PACKCACHE_WRITTEN ? "written" : "unused", d[s].w.cache_note);
     }
     made -= status;
     for (int dk = 0; dk < o->n_depth * (o->n_prompts + o->n_gens) && !status; dk++) {
@@ -440,6 +452,7 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
 }
 
 int main(int argc, char **argv) {
+    cli_init("decode-bench", 0);      // a stop signal removes a half-written cache file, then exits
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;

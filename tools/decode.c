@@ -40,6 +40,7 @@ typedef struct {
     int numa;                     // topo_numa_mode, -1: the default for the topology
     int split_k;                  // 0 off, N >= 2, -1 auto
     int l4;                       // l4run_mode
+    int pack_cache;               // PACKCACHE_OFF / AUTO / REBUILD
     sampler_params sp;
 } options;
 
@@ -80,6 +81,11 @@ static void usage(FILE *f) {
         "                            stream (same bits in every mode; default: auto)\n"
         "      --l4-stats            print the L4 counters and the mode used as one JSON line on stderr\n"
         "      --print-schedule      print which thread computes what, and its waits, on stderr\n"
+        "      --pack-cache MODE     auto: map the packed weights from a cache file, writing it on the\n"
+        "                            first load (as large as the model's matrices, in $XDG_CACHE_HOME/\n"
+        "                            decode/packed or ~/.cache/decode/packed; one node only);\n"
+        "                            rebuild: write it anew; off: pack in memory every time\n"
+        "                            (default: auto, or DECODE_PACK_CACHE)\n"
         "  -c, --ctx-size N          context size (default: min(model context_length, 4096))\n"
         "  -b, --batch-size N        prompt tokens evaluated together; 1 = one at a time (default: %d)\n"
         "      --temp T              temperature; 0 = greedy argmax (default: %.2f)\n"
@@ -131,6 +137,10 @@ static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->n_predict = -1; o->n_threads = default_threads(); o->n_batch = PREFILL_DEFAULT_BATCH; o->sp = sampler_defaults();
     o->numa = -1; o->split_k = -1; o->l4 = L4RUN_AUTO;
+    const char *pc = getenv("DECODE_PACK_CACHE");
+    if (pc && *pc && (o->pack_cache = packcache_parse_mode(pc)) < 0)
+        return usage_error("DECODE_PACK_CACHE must be auto, off or rebuild, got '%s'", pc);
+    if (!pc || !*pc) o->pack_cache = PACKCACHE_AUTO;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
@@ -142,7 +152,7 @@ static int parse_args(int argc, char **argv, options *o) {
         static const char *valued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file",
             "--dump-logits", "-n", "--n-predict", "-t", "--threads", "-c", "--ctx-size", "-b", "--batch-size", "-s",
             "--seed", "--top-k", "--repeat-last-n", "--temp", "--top-p", "--min-p",
-            "--repeat-penalty", "--numa", "--split-k", "--l4"};
+            "--repeat-penalty", "--numa", "--split-k", "--l4", "--pack-cache"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
         if (!known) return usage_error("unknown option '%s'", a);
@@ -161,7 +171,9 @@ static int parse_args(int argc, char **argv, options *o) {
             else if (parse_long(v, 2, 1 << 16, &n)) return usage_error("bad --split-k value '%s' (auto, off or N >= 2)", v);
             else o->split_k = (int)n;
         }
-        else if (!strcmp(a, "--l4")) {
+        else if (!strcmp(a, "--pack-cache")) {
+            if ((o->pack_cache = packcache_parse_mode(v)) < 0) return usage_error("bad --pack-cache value '%s' (auto, off, rebuild)", v);
+        } else if (!strcmp(a, "--l4")) {
             if ((o->l4 = l4run_parse_mode(v)) < 0) return usage_error("bad --l4 value '%s' (off, stream, buffer, auto)", v);
         } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
             if (parse_long(v, -1, INT_MAX, &o->n_predict)) return usage_error("bad -n value '%s'", v);
@@ -393,9 +405,6 @@ static int load(session *S, const options *o, const char **prompt, size_t *plen,
     return 0;
 }
 
-// The weights packed and the pool started, with the stop signals blocked while the workers are
-// created: they inherit the mask, so a Ctrl-C always reaches the main thread and interrupts
-// what it is blocked in.
 // A progress line on stderr, rewritten in place, once packing has taken a second (terminals only).
 typedef struct { double t0; int tty, shown; } load_progress;
 static void on_layer(void *arg, int done, int total) {
@@ -405,23 +414,36 @@ static void on_layer(void *arg, int done, int total) {
     p->shown = 1;
 }
 
+// The cache file's temporary name, for the signal handlers; a test can stop here (phase
+// "pack-cache"), just before the file is created.
+static void cache_temp(const char *path) {
+    cli_temp_file(path);
+    if (path) cli_test_stop("pack-cache");
+}
+
+// The weights packed or mapped and the pool started. The pool's workers block the stop signals,
+// so a Ctrl-C reaches the main thread, and the load stops at the next layer.
 static int start_decoder(session *S, const options *o, long n_ctx) {
     char err[GGUF_ERR_MAX];
-    sigset_t stops, old;
-    sigemptyset(&stops);
-    sigaddset(&stops, SIGINT); sigaddset(&stops, SIGTERM); sigaddset(&stops, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &stops, &old);
     decoder_opts dopt = decoder_default_opts(o->n_threads);
     load_progress lp = {.t0 = now_ms(), .tty = isatty(2)};
     dopt.numa = o->numa, dopt.split_k = o->split_k, dopt.l4 = o->l4, dopt.stop = &cli_stop;
     dopt.on_layer = on_layer, dopt.on_layer_arg = &lp;
+    dopt.pack_cache = (packcache_opts){.mode = o->pack_cache, .temp_hook = cache_temp};
     int rc = decoder_init_opts(&S->d, &S->m, (int)n_ctx, &dopt, err);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (lp.shown) fprintf(stderr, "\n");
     if (rc) {
         if (!cli_stop) fprintf(stderr, "decode: %s\n", err);
         return 1;
     }
+    const model_weights *w = &S->d.w;
+    if (w->cache_state == PACKCACHE_MAPPED) {
+        cli_mapped_file(w->cache_note);            // what a SIGBUS would now come from
+        if (o->verbose) fprintf(stderr, "decode: packed weights mapped from %s\n", w->cache_note);
+    } else if (w->cache_state == PACKCACHE_WRITTEN)
+        fprintf(stderr, "decode: packed weights saved to %s; later loads map them (--pack-cache off: never)\n", w->cache_note);
+    else if (w->cache_note[0] && (o->verbose || strncmp(w->cache_note, "not used", 8)))
+        fprintf(stderr, "decode: packed-weight cache: %s\n", w->cache_note);
     if (o->print_schedule) sched_print(&S->d.sched, stderr);
     if (sampler_init(&S->s, &o->sp, S->m.hp.n_vocab)) { fprintf(stderr, "decode: out of memory\n"); return 1; }
     return 0;

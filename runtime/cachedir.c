@@ -1,0 +1,26 @@
+// The user's cache directory (runtime/cachedir.h).
+#include "runtime/cachedir.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int cachedir_path(const char *name, char *buf, size_t n) {
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int k;
+    if (xdg && *xdg == '/') k = snprintf(buf, n, "%s/decode/%s", xdg, name);
+    else if (home && *home) k = snprintf(buf, n, "%s/.cache/decode/%s", home, name);
+    else return -1;
+    return k > 0 && (size_t)k < n ? 0 : -1;
+}
+
+int cachedir_make_parents(char *path) {
+    for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = 0;
+        int bad = mkdir(path, 0755) && errno != EEXIST;
+        *s = '/';
+        if (bad) return -1;
+    }
+    return 0;
+}

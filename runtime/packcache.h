@@ -1,0 +1,41 @@
+// A file of packed weights in the user's cache directory, so that a later load maps them instead
+// of packing again. Packing writes 2 GB of fresh memory for a 1B model, which the kernel must zero
+// first (on a VM most of a load: docs/performance.md); a file whose pages sit in the page cache
+// maps without either cost, as llama.cpp maps its GGUF.
+//
+// The file holds every packed matrix and the embedding table at offsets computed from the model,
+// never read from the file, behind a header naming the GGUF it was made from (device, inode, size,
+// modification and status-change times) and the packing layout. A file whose header or size
+// differ is not used (and is rewritten); its contents are trusted no further: a damaged file gives
+// wrong numbers, never a read outside it. Files are written to a temporary name and renamed, so a
+// reader sees one whole, and only with 1 GiB of disk to spare beyond their size.
+#pragma once
+#include <signal.h>
+#include <stddef.h>
+#include "model/llama.h"
+
+enum { PACKCACHE_OFF, PACKCACHE_AUTO, PACKCACHE_REBUILD };
+// What a load did with the cache.
+enum { PACKCACHE_UNUSED, PACKCACHE_MAPPED, PACKCACHE_WRITTEN };
+
+typedef struct {
+    int mode;                             // PACKCACHE_OFF / AUTO (map, else pack and write) / REBUILD
+    const char *dir;                      // NULL: $XDG_CACHE_HOME/decode/packed or ~/.cache/decode/packed
+    void (*temp_hook)(const char *path);  // told the temporary file's path while it exists, then NULL
+} packcache_opts;
+
+// "off", "auto", "rebuild" -> the mode; -1 for anything else.
+int packcache_parse_mode(const char *s);
+const char *packcache_mode_name(int mode);
+// The cache file for the model in f: DIR/<hash of device and inode>.pack, so a changed model
+// replaces its own stale file. 0 ok; -1 when no directory is known (no XDG_CACHE_HOME nor HOME).
+int packcache_path(const packcache_opts *o, const gguf_file *f, char *buf, size_t n);
+
+typedef struct model_weights model_weights;
+// Maps the cache file at path read-only and points w's packed matrices and embedding table into
+// it (w->layers allocated, 1-D tensors not touched). 0 ok; -1 with why not in note.
+int packcache_map(const char *path, const llama_model *m, model_weights *w, char *note, size_t n);
+// Writes w's packed matrices and embedding table to path. stop (may be NULL) is checked between
+// matrices. 0 ok; -1 with why not in note (the temporary file removed).
+int packcache_write(const char *path, const packcache_opts *o, const llama_model *m, const model_weights *w,
+                    const volatile sig_atomic_t *stop, char *note, size_t n);

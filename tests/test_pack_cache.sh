@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The packed-weight cache file (runtime/packcache.h): written on the first load, mapped on the next
+# with the same logits, rebuilt when the model or the file changed, never a failed run when it
+# cannot be used, no temporary file left behind, and really the data decode computes from.
+# usage: test_pack_cache.sh BIN_DIR SHARED_DIR
+set -u
+bin=$1; shared=$2; d=$bin/decode
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+export XDG_CACHE_HOME=$tmp/cache
+dir=$XDG_CACHE_HOME/decode/packed
+cases=0; fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# run STATUS WHAT DUMP -- command...: the exit status, and the logits dump equal to the reference.
+run() {
+  local want=$1 what=$2 dump=$3; shift 4
+  cases=$((cases + 1))
+  "$@" >"$tmp/out" 2>"$tmp/err"; st=$?
+  [ "$st" = "$want" ] || { fail "$what: exit $st, want $want: $(head -c 400 "$tmp/err")"; return 1; }
+  [ "$dump" = - ] || cmp -s "$dump" "$ref" || { fail "$what: logits differ from the packed-in-memory run"; return 1; }
+  return 0
+}
+has() { grep -q -- "$1" "$tmp/err" || fail "$2: stderr lacks '$1': $(head -c 400 "$tmp/err")"; }
+packs() { ls "$dir" 2>/dev/null | grep -c '\.pack$'; }
+temps() { ls -A "$dir" 2>/dev/null | grep -c tmp; }
+
+# Big enough (6 MB a step) that -t 2 gives both threads work.
+"$bin/gguf-synth" "$tmp/f16.gguf" --n-embd 256 --n-layer 4 --n-head 4 --n-kv-head 2 --n-ff 768 \
+  --n-vocab 2000 --ctx 64 --dtype f16 --seed 3 >/dev/null || { echo "FAIL: gguf-synth"; exit 1; }
+cp "$shared/testdata/models/stories260K.gguf" "$tmp/s260.gguf"
+for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
+  rm -rf "$XDG_CACHE_HOME"
+  args=(-m "$model" -p "Once upon a time" -n 12 --temp 0)
+  ref=$tmp/ref.bin
+  run 0 "off" - -- "$d" "${args[@]}" --pack-cache off --dump-logits "$ref" || continue
+  [ "$(packs)" = 0 ] || fail "off wrote a cache file"
+  run 0 "first load" "$tmp/a.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/a.bin" && has "packed weights saved to" "first load"
+  [ "$(packs)" = 1 ] || fail "first load: $(packs) cache files"
+  pack=$(ls "$dir"/*.pack)
+  run 0 "second load" "$tmp/b.bin" -- "$d" "${args[@]}" -v --dump-logits "$tmp/b.bin" && has "mapped from $pack" "second load"
+  grep -q "saved to" "$tmp/err" && fail "second load wrote the cache again"
+  for t in 1 2 3; do run 0 "mapped, -t $t" "$tmp/t.bin" -- "$d" "${args[@]}" -t $t --dump-logits "$tmp/t.bin"; done
+  run 0 "mapped, -b 1" "$tmp/t.bin" -- "$d" "${args[@]}" -b 1 --dump-logits "$tmp/t.bin"
+  run 0 "DECODE_PACK_CACHE=off" "$tmp/t.bin" -- env DECODE_PACK_CACHE=off "$d" "${args[@]}" -v --dump-logits "$tmp/t.bin" &&
+    grep -q "mapped from" "$tmp/err" && fail "DECODE_PACK_CACHE=off still mapped"
+  # Wrong numbers from a damaged body, not a crash: and proof the mapped bytes are what runs.
+  cp "$pack" "$tmp/pack.orig"
+  printf '\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f' | dd of="$pack" bs=1 seek=$((8192 + 64)) conv=notrunc status=none
+  run 0 "damaged body" - -- "$d" "${args[@]}" --dump-logits "$tmp/dmg.bin"
+  cmp -s "$tmp/dmg.bin" "$ref" && fail "damaged body: same logits (is the cache file read at all?)"
+  cp "$tmp/pack.orig" "$pack"
+  # A header that does not match, a short file, a touched model: rebuilt, same logits.
+  printf 'XXXX' | dd of="$pack" bs=1 seek=0 conv=notrunc status=none
+  run 0 "damaged header" "$tmp/t.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/t.bin" && has "saved to" "damaged header"
+  truncate -s -4096 "$pack"
+  run 0 "short file" "$tmp/t.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/t.bin" && has "saved to" "short file"
+  touch -d "2001-01-01" "$model"
+  run 0 "model touched" "$tmp/t.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/t.bin" && has "saved to" "model touched"
+  run 0 "rebuild" "$tmp/t.bin" -- "$d" "${args[@]}" --pack-cache rebuild --dump-logits "$tmp/t.bin" && has "saved to" "rebuild"
+  [ "$(packs)" = 1 ] || fail "rebuilds left $(packs) cache files"
+  # A temporary file of a writer that died is removed by the next writer; a live one's is kept.
+  : >"$pack.tmp999999999"; : >"$pack.tmp$$"
+  run 0 "orphan" "$tmp/t.bin" -- "$d" "${args[@]}" --pack-cache rebuild --dump-logits "$tmp/t.bin"
+  [ -e "$pack.tmp999999999" ] && fail "a dead writer's temporary file was kept"
+  [ -e "$pack.tmp$$" ] || fail "a live writer's temporary file was removed"
+  rm -f "$pack.tmp$$"
+  # Stopped just before the file is created, then a signal: exit 128 + N, nothing left behind.
+  for sig in INT TERM; do
+    rm -f "$dir"/*.pack
+    cases=$((cases + 1))
+    DECODE_TEST_STOP=pack-cache "$d" "${args[@]}" >"$tmp/out" 2>"$tmp/err" &
+    pid=$!
+    for ((i = 0; i < 2400; i++)); do [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ] && break; sleep 0.05; done
+    kill -$sig $pid; kill -CONT $pid; wait $pid; st=$?
+    want=$([ $sig = INT ] && echo 130 || echo 143)
+    [ "$st" = "$want" ] || fail "SIG$sig while writing: exit $st, want $want: $(cat "$tmp/err")"
+    [ "$(packs)" = 0 ] && [ "$(temps)" = 0 ] || fail "SIG$sig while writing left: $(ls -A "$dir")"
+  done
+done
+
+# Never a failed run: no directory to be had, no HOME, two (pretend) nodes, bad modes refused.
+model=$tmp/f16.gguf; args=(-m "$model" -p "Once upon a time" -n 12 --temp 0); ref=$tmp/ref.bin
+"$d" "${args[@]}" --pack-cache off --dump-logits "$ref" >/dev/null 2>&1
+: >"$tmp/afile"
+run 0 "cache directory under a file" "$tmp/t.bin" -- env XDG_CACHE_HOME="$tmp/afile" "$d" "${args[@]}" --dump-logits "$tmp/t.bin" &&
+  has "packed-weight cache: cannot create the directory" "cache directory under a file"
+run 0 "no HOME" "$tmp/t.bin" -- env -u HOME -u XDG_CACHE_HOME "$d" "${args[@]}" -v --dump-logits "$tmp/t.bin" &&
+  has "no cache directory" "no HOME"
+rm -rf "$XDG_CACHE_HOME"
+run 0 "two nodes" "$tmp/t.bin" -- env DECODE_FAKE_NUMA=2 "$d" "${args[@]}" -t 2 --numa distribute -v --dump-logits "$tmp/t.bin" &&
+  has "span NUMA nodes" "two nodes"
+[ "$(packs)" = 0 ] || fail "two nodes wrote a cache file"
+run 2 "bad --pack-cache" - -- "$d" "${args[@]}" --pack-cache maybe && has "bad --pack-cache value 'maybe'" "bad --pack-cache"
+run 2 "bad DECODE_PACK_CACHE" - -- env DECODE_PACK_CACHE=yes "$d" "${args[@]}" && has "DECODE_PACK_CACHE must be" "bad env"
+run 2 "bad decode-bench --pack-cache" - -- "$bin/decode-bench" -m "$model" --pack-cache maybe
+run 0 "decode-bench maps it" - -- "$bin/decode-bench" -m "$model" -p 0 -n 4 -r 1 --roofline-mib 0 &&
+  "$bin/decode-bench" -m "$model" -p 0 -n 4 -r 1 --roofline-mib 0 -o jsonl >/dev/null 2>"$tmp/err" &&
+  has "packed-weight cache mapped" "decode-bench second run"
+
+echo "pack cache cases: $cases"
+[ "$cases" = 39 ] || fail "$cases cases ran, want 39"
+[ $fails = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }
