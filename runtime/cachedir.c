@@ -18,7 +18,7 @@ int cachedir_path(const char *name, char *buf, size_t n) {
 int cachedir_make_parents(char *path) {
     for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
         *s = 0;
-        int bad = mkdir(path, 0755) && errno != EEXIST;
+        int bad = mkdir(path, 0700) && errno != EEXIST;
         *s = '/';
         if (bad) return -1;
     }

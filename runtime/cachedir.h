@@ -6,5 +6,6 @@
 // buf = the cache directory followed by "/name"; 0 ok, -1 when neither variable is usable or buf
 // is too short.
 int cachedir_path(const char *name, char *buf, size_t n);
-// mkdir -p of the directory that holds path (path is restored); 0 ok, -1 with errno.
+// mkdir -p of the directory that holds path (path is restored; new directories 0700, as the XDG
+// spec asks); 0 ok, -1 with errno.
 int cachedir_make_parents(char *path);

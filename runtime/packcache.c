@@ -6,26 +6,70 @@
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#define PACKCACHE_VERSION 1
-#define REGION_ALIGN 4096                 // each matrix starts on a page
+#define PACKCACHE_VERSION 2
+#define REGION_ALIGN 4096                 // each matrix starts on a page; the header takes the first
 #define SPARE_BYTES (1ull << 30)          // disk left free after a write
+#define MODEL_PATH_MAX 3968               // the model's real path, NUL-padded, in the header page
 
 typedef struct {
     char magic[8];                        // "DECPACK\0"
     uint32_t version, tile;               // PACKCACHE_VERSION, GEMV_TILE
     uint64_t dev, ino, size, mtime_ns, ctime_ns;   // the GGUF it was made from
+    uint64_t fingerprint;                 // of the GGUF's metadata and 64 samples of its data
+    uint64_t code;                        // of a small matrix packed by this build (layout changes)
     uint64_t n_regions, total;            // matrices + embedding table; file length
+    char model[MODEL_PATH_MAX];           // the GGUF's real path
 } header;
+_Static_assert(sizeof(header) <= REGION_ALIGN, "the header fits in its page");
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const uint8_t *)p)[i]) * 1099511628211ull;
+    return h;
+}
+#define FNV0 1469598103934665603ull
+
+// The metadata (up to 1 MiB) and 64 samples of 64 bytes spread over the tensor data: a change
+// the stat fields miss (a same-size rewrite with the times put back) most likely shows here.
+static uint64_t fingerprint(const gguf_file *f) {
+    size_t meta = f->data_offset < f->size ? (size_t)f->data_offset : f->size;
+    uint64_t h = fnv(FNV0, f->map, meta < (1u << 20) ? meta : (1u << 20));
+    size_t data = f->size - meta;
+    for (size_t i = 0; data >= 64 && i < 64; i++) h = fnv(h, f->map + meta + (data - 64) / 63 * i, 64);
+    return h;
+}
+
+// A 300 x 130 matrix of each weight type packed by this build: a change to the packing that
+// forgets to bump PACKCACHE_VERSION still changes this.
+static uint64_t code_hash(void) {
+    enum { K = 300, N = 130 };
+    static uint64_t h;
+    if (h) return h;
+    uint32_t *w = malloc(sizeof(uint32_t) * K * N);
+    uint32_t types[] = {WTYPE_F32, WTYPE_F16, WTYPE_BF16};
+    uint64_t acc = FNV0;
+    for (int t = 0; w && t < 3; t++) {
+        size_t bytes = gemv_packed_bytes(types[t], K, N);
+        void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        for (uint32_t i = 0; i < K * N; i++) w[i] = (i * 2654435761u) & 0x3f7f3f7f;   // finite in every type
+        if (p) gemv_pack(types[t], w, K, N, p, 0, gemv_n_tiles(N));
+        acc = p ? fnv(acc, p, bytes) : 0;
+        free(p);
+    }
+    free(w);
+    return h = w ? acc : 0;
+}
 
 int packcache_parse_mode(const char *s) {
     static const char *names[] = {"off", "auto", "rebuild"};
@@ -38,14 +82,20 @@ const char *packcache_mode_name(int mode) {
     return mode == PACKCACHE_OFF ? "off" : mode == PACKCACHE_REBUILD ? "rebuild" : "auto";
 }
 
-int packcache_path(const packcache_opts *o, const gguf_file *f, char *buf, size_t n) {
-    char dir[4096];
+static int model_realpath(const gguf_file *f, char out[PATH_MAX]) {
+    return f->mapped && f->path && realpath(f->path, out) && strlen(out) < MODEL_PATH_MAX ? 0 : -1;
+}
+
+int packcache_path(const packcache_opts *o, const gguf_file *f, char *buf, size_t n, char *note, size_t nn) {
+    char dir[4096], model[PATH_MAX];
     if (o->dir && *o->dir) snprintf(dir, sizeof dir, "%s", o->dir);
-    else if (cachedir_path("packed", dir, sizeof dir)) return -1;
-    uint64_t h = 1469598103934665603ull;  // FNV-1a of device and inode
-    uint64_t id[2] = {f->dev, f->ino};
-    for (size_t i = 0; i < sizeof id; i++) h = (h ^ ((const uint8_t *)id)[i]) * 1099511628211ull;
-    return (size_t)snprintf(buf, n, "%s/%016llx.pack", dir, (unsigned long long)h) < n ? 0 : -1;
+    else if (cachedir_path("packed", dir, sizeof dir))
+        return snprintf(note, nn, "not used: no cache directory (XDG_CACHE_HOME or HOME)"), -1;
+    if (model_realpath(f, model)) return snprintf(note, nn, "not used: the model's path cannot be resolved"), -1;
+    uint64_t h = fnv(FNV0, model, strlen(model));
+    if ((size_t)snprintf(buf, n, "%s/%016llx.pack", dir, (unsigned long long)h) >= n)
+        return snprintf(note, nn, "not used: the cache directory's path is too long"), -1;
+    return 0;
 }
 
 // One stretch of the file: a packed matrix or the embedding table, in a fixed order (every
@@ -82,22 +132,31 @@ static size_t layout(const llama_model *m, model_weights *w, region *r, size_t *
     return n;
 }
 
-static header expected(const llama_model *m, size_t n_regions, size_t total) {
-    header h = {.magic = "DECPACK", .version = PACKCACHE_VERSION, .tile = GEMV_TILE,
-                .dev = m->f.dev, .ino = m->f.ino, .size = m->f.size, .mtime_ns = m->f.mtime_ns,
-                .ctime_ns = m->f.ctime_ns, .n_regions = n_regions, .total = total};
-    return h;
+static int expected(const llama_model *m, size_t n_regions, size_t total, header *h) {
+    memset(h, 0, sizeof *h);
+    char model[PATH_MAX];
+    if (model_realpath(&m->f, model) || !code_hash()) return -1;
+    memcpy(h->magic, "DECPACK", 8);
+    h->version = PACKCACHE_VERSION, h->tile = GEMV_TILE;
+    h->dev = m->f.dev, h->ino = m->f.ino, h->size = m->f.size;
+    h->mtime_ns = m->f.mtime_ns, h->ctime_ns = m->f.ctime_ns;
+    h->fingerprint = fingerprint(&m->f), h->code = code_hash();
+    h->n_regions = n_regions, h->total = total;
+    memcpy(h->model, model, strlen(model));
+    return 0;
 }
 
 int packcache_map(const char *path, const llama_model *m, model_weights *w, char *note, size_t n) {
     region *r = malloc(((size_t)m->hp.n_layer * 7 + 2) * sizeof *r);
     if (!r) return snprintf(note, n, "out of memory"), -1;
     size_t total, nr = layout(m, w, r, &total);
-    header want = expected(m, nr, total), got;
+    header want, got;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK), rc = -1;
     struct stat st;
     if (fd < 0) snprintf(note, n, "%s: %s", path, strerror(errno));
-    else if (fstat(fd, &st) || !S_ISREG(st.st_mode)) snprintf(note, n, "%s: not a regular file", path);
+    else if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+        snprintf(note, n, "%s: not a regular file of this user's; rebuilding it", path);
+    else if (expected(m, nr, total, &want)) snprintf(note, n, "out of memory");
     else if ((uint64_t)st.st_size != total || pread(fd, &got, sizeof got, 0) != (ssize_t)sizeof got ||
              memcmp(&got, &want, sizeof got))
         snprintf(note, n, "%s: made from another file or version; rebuilding it", path);
@@ -108,7 +167,6 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
         else {
             for (size_t i = 0; i < nr; i++) *r[i].ptr = (char *)map + r[i].off;
             w->map = map, w->map_bytes = total, rc = 0;
-            snprintf(note, n, "%s", path);
         }
     }
     if (fd >= 0) close(fd);
@@ -116,20 +174,43 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
     return rc;
 }
 
-// Removes temporary files of path left by writers that died (SIGKILL, a crash): "PATH.tmpPID"
-// whose PID no longer runs. Each is as large as the cache file.
-static void remove_orphans(const char *path, const char *dir) {
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    size_t nb = strlen(base);
+// A cache file nobody needs any more: ours (magic), and its model gone, changed, or made by
+// another version. Files that are not ours are left alone.
+static int stale(const char *file) {
+    header h;
+    int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return 0;
+    int ours = pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && !memcmp(h.magic, "DECPACK", 8);
+    close(fd);
+    if (!ours) return 0;
+    struct stat st;
+    h.model[MODEL_PATH_MAX - 1] = 0;
+    return h.version != PACKCACHE_VERSION || stat(h.model, &st) || (uint64_t)st.st_dev != h.dev ||
+           (uint64_t)st.st_ino != h.ino || (uint64_t)st.st_size != h.size ||
+           (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec != h.ctime_ns;
+}
+
+// A temporary file no writer holds: its writer died (SIGKILL, a crash). Writers hold an flock
+// on theirs, which works across PID namespaces and hosts sharing the directory.
+static int orphan(const char *file) {
+    int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return 0;
+    int free_ = !flock(fd, LOCK_EX | LOCK_NB);
+    close(fd);
+    return free_;
+}
+
+// Clears dir of what earlier writers left: stale cache files (not path: the rename replaces it)
+// and orphaned temporary files. Each is as large as a model.
+static void tidy(const char *dir, const char *path) {
     DIR *dp = opendir(dir);
     for (struct dirent *e; dp && (e = readdir(dp));) {
-        char *end;
-        if (strncmp(e->d_name, base, nb) || strncmp(e->d_name + nb, ".tmp", 4)) continue;
-        long pid = strtol(e->d_name + nb + 4, &end, 10);
-        if (*end || pid <= 0 || !(kill((pid_t)pid, 0) && errno == ESRCH)) continue;   // alive: at work
         char f[8192];
+        size_t len = strlen(e->d_name);
+        int is_pack = len > 5 && !strcmp(e->d_name + len - 5, ".pack"), is_tmp = strstr(e->d_name, ".pack.tmp") != NULL;
+        if (!is_pack && !is_tmp) continue;
         snprintf(f, sizeof f, "%s/%s", dir, e->d_name);
-        unlink(f);
+        if (is_pack ? strcmp(f, path) && stale(f) : orphan(f)) unlink(f);
     }
     if (dp) closedir(dp);
 }
@@ -145,46 +226,68 @@ static int write_all(int fd, const void *p, size_t n, off_t off) {
     return 0;
 }
 
+// Why a file of total bytes should not be written into dir (an old one of old bytes to be
+// replaced): too little disk beyond the spare, or a file-size limit below it. 0: go ahead.
+static int no_room(const char *dir, const char *path, size_t total, size_t old, char *note, size_t n) {
+    struct statvfs vfs;
+    struct rlimit rl;
+    double avail = statvfs(dir, &vfs) ? -1 : (double)vfs.f_bavail * vfs.f_frsize + (double)old;
+    if (avail >= 0 && avail < (double)total + SPARE_BYTES)
+        return snprintf(note, n, "not writing %s: %.2f GB free, it takes %.2f GB and 1.07 GB is kept spare",
+                        path, avail / 1e9, total / 1e9), -1;
+    if (!getrlimit(RLIMIT_FSIZE, &rl) && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < total)
+        return snprintf(note, n, "not writing %s: it takes %.2f GB, over the file-size limit (ulimit -f)",
+                        path, total / 1e9), -1;
+    return 0;
+}
+
+// Regions first, the header last, synced, then renamed: a crash never leaves a file that passes
+// the header check with some of its regions unwritten.
+static int write_file(int fd, const region *r, size_t nr, const header *h, const packcache_opts *o,
+                      const volatile sig_atomic_t *stop) {
+    for (size_t i = 0; i < nr; i++) {
+        if (stop && *stop) return errno = EINTR, -1;
+        if (write_all(fd, *r[i].ptr, r[i].bytes, (off_t)r[i].off)) return -1;
+        if (o->on_write) o->on_write(r[i].off + r[i].bytes, h->total);
+    }
+    return write_all(fd, h, sizeof *h, 0) || fdatasync(fd) ? -1 : 0;
+}
+
 int packcache_write(const char *path, const packcache_opts *o, const llama_model *m, const model_weights *w,
-                    const volatile sig_atomic_t *stop, char *note, size_t n) {
+                    const volatile sig_atomic_t *stop, size_t *bytes, char *note, size_t n) {
     model_weights shape = *w;             // layout() rewrites the matrices' fields: give it a copy
     shape.layers = malloc((size_t)m->hp.n_layer * sizeof *shape.layers);
     region *r = malloc(((size_t)m->hp.n_layer * 7 + 2) * sizeof *r);
-    if (!shape.layers || !r) { free(shape.layers); free(r); return snprintf(note, n, "out of memory"), -1; }
+    header h;
+    char dir[4200], tmp[4300];
+    struct stat old;
+    int fd, rc = -1;
+    if (!shape.layers || !r) { snprintf(note, n, "out of memory"); goto out; }
     memcpy(shape.layers, w->layers, (size_t)m->hp.n_layer * sizeof *shape.layers);
     size_t total, nr = layout(m, &shape, r, &total);
-    header h = expected(m, nr, total);
-    char dir[4200], tmp[4300];
+    if (expected(m, nr, total, &h)) { snprintf(note, n, "out of memory"); goto out; }
     snprintf(dir, sizeof dir, "%s", path);
     snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    char *slash = strrchr(dir, '/');
-    struct statvfs vfs;
-    int fd, rc = -1;
     if (cachedir_make_parents(dir)) { snprintf(note, n, "cannot create the directory of %s: %s", path, strerror(errno)); goto out; }
+    char *slash = strrchr(dir, '/');
     if (slash) *slash = 0;
-    remove_orphans(path, slash ? dir : ".");
-    if (!statvfs(slash ? dir : ".", &vfs) && (double)vfs.f_bavail * vfs.f_frsize < (double)total + SPARE_BYTES) {
-        snprintf(note, n, "not writing %s: %.1f GB free, the file takes %.1f GB and 1 GiB is kept spare",
-                 path, (double)vfs.f_bavail * vfs.f_frsize / 1e9, total / 1e9);
-        goto out;
-    }
+    tidy(slash ? dir : ".", path);
+    if (no_room(slash ? dir : ".", path, total, lstat(path, &old) ? 0 : (size_t)old.st_size, note, n)) goto out;
     if (o->temp_hook) o->temp_hook(tmp);
-    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644)) < 0) {
+    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {
         if (o->temp_hook) o->temp_hook(NULL);
         snprintf(note, n, "cannot create %s: %s", tmp, strerror(errno));
         goto out;
     }
-    int failed = write_all(fd, &h, sizeof h, 0), e = errno;
-    for (size_t i = 0; i < nr && !failed && !(stop && *stop); i++)
-        failed = write_all(fd, *r[i].ptr, r[i].bytes, (off_t)r[i].off), e = errno;
+    flock(fd, LOCK_EX);                   // held until close: the file is not an orphan
+    int failed = write_file(fd, r, nr, &h, o, stop), e = errno;
     if (close(fd) && !failed) failed = 1, e = errno;
-    int stopped = stop && *stop;
-    if (!failed && !stopped && rename(tmp, path)) failed = 1, e = errno;
-    if (failed || stopped) {
-        snprintf(note, n, "cannot write %s: %s", path, stopped ? "interrupted" : strerror(e));
+    if (!failed && rename(tmp, path)) failed = 1, e = errno;
+    if (failed) {
+        snprintf(note, n, "cannot write %s: %s", path, e == EINTR ? "interrupted" : strerror(e));
         unlink(tmp);
     } else {
-        snprintf(note, n, "%s (%.2f GB)", path, total / 1e9);
+        *bytes = total;
         rc = 0;
     }
     if (o->temp_hook) o->temp_hook(NULL);

@@ -4,11 +4,15 @@
 // maps without either cost, as llama.cpp maps its GGUF.
 //
 // The file holds every packed matrix and the embedding table at offsets computed from the model,
-// never read from the file, behind a header naming the GGUF it was made from (device, inode, size,
-// modification and status-change times) and the packing layout. A file whose header or size
-// differ is not used (and is rewritten); its contents are trusted no further: a damaged file gives
-// wrong numbers, never a read outside it. Files are written to a temporary name and renamed, so a
-// reader sees one whole, and only with 1 GiB of disk to spare beyond their size.
+// never read from the file, behind a header naming the GGUF it was made from (its real path,
+// device, inode, size, modification and status-change times, a fingerprint of its metadata and
+// of 64 samples of its data) and the packing (format version, tile width, a hash of a small
+// matrix packed by this build). A file whose header or size differ, or that another user owns, is
+// not used (and is rewritten); its contents are trusted no further: a damaged file gives wrong
+// numbers, never a read outside it. A file is named by a hash of the model's real path, so a model
+// replaced at the same path replaces its file; a writer also removes files whose model is gone or
+// changed, and temporary files no writer holds (flock). Files are written to a temporary name,
+// synced and renamed, so a reader sees one whole, and only with 1 GiB of disk to spare.
 #pragma once
 #include <signal.h>
 #include <stddef.h>
@@ -22,20 +26,22 @@ typedef struct {
     int mode;                             // PACKCACHE_OFF / AUTO (map, else pack and write) / REBUILD
     const char *dir;                      // NULL: $XDG_CACHE_HOME/decode/packed or ~/.cache/decode/packed
     void (*temp_hook)(const char *path);  // told the temporary file's path while it exists, then NULL
+    void (*on_write)(size_t done, size_t total);   // after each region written, or NULL
 } packcache_opts;
 
 // "off", "auto", "rebuild" -> the mode; -1 for anything else.
 int packcache_parse_mode(const char *s);
 const char *packcache_mode_name(int mode);
-// The cache file for the model in f: DIR/<hash of device and inode>.pack, so a changed model
-// replaces its own stale file. 0 ok; -1 when no directory is known (no XDG_CACHE_HOME nor HOME).
-int packcache_path(const packcache_opts *o, const gguf_file *f, char *buf, size_t n);
+// The cache file for the model in f: DIR/<hash of its real path>.pack. 0 ok; -1 with why not in
+// note (no XDG_CACHE_HOME nor HOME, a model not read from a file, a path too long).
+int packcache_path(const packcache_opts *o, const gguf_file *f, char *buf, size_t n, char *note, size_t nn);
 
 typedef struct model_weights model_weights;
 // Maps the cache file at path read-only and points w's packed matrices and embedding table into
 // it (w->layers allocated, 1-D tensors not touched). 0 ok; -1 with why not in note.
 int packcache_map(const char *path, const llama_model *m, model_weights *w, char *note, size_t n);
-// Writes w's packed matrices and embedding table to path. stop (may be NULL) is checked between
-// matrices. 0 ok; -1 with why not in note (the temporary file removed).
+// Writes w's packed matrices and embedding table to path, after removing stale files and orphaned
+// temporary files from its directory. stop (may be NULL) is checked between matrices. 0 ok (the
+// file's size in *bytes); -1 with why not in note (the temporary file removed).
 int packcache_write(const char *path, const packcache_opts *o, const llama_model *m, const model_weights *w,
-                    const volatile sig_atomic_t *stop, char *note, size_t n);
+                    const volatile sig_atomic_t *stop, size_t *bytes, char *note, size_t n);

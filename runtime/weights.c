@@ -149,9 +149,7 @@ static const char *cache_path(const packcache_opts *pc, const llama_model *m, co
     for (int t = 1; t < s->n_threads; t++)
         if (s->node[t] != s->node[0])
             return snprintf(w->cache_note, sizeof w->cache_note, "not used: the threads span NUMA nodes"), NULL;
-    if (packcache_path(pc, &m->f, buf, n))
-        return snprintf(w->cache_note, sizeof w->cache_note, "not used: no cache directory (XDG_CACHE_HOME or HOME)"), NULL;
-    return buf;
+    return packcache_path(pc, &m->f, buf, n, w->cache_note, sizeof w->cache_note) ? NULL : buf;
 }
 
 int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *s, const topo *t,
@@ -169,8 +167,7 @@ int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *
     w->out_norm = widen_1d(m->output_norm, &failed);
     w->rope_freqs = widen_1d(m->rope_freqs, &failed);
     if (failed) goto oom;
-    char buf[4096];
-    const char *path = cache_path(pc, m, s, w, buf, sizeof buf);
+    const char *path = cache_path(pc, m, s, w, w->cache_file, sizeof w->cache_file);
     if (path && pc->mode == PACKCACHE_AUTO && !packcache_map(path, m, w, w->cache_note, sizeof w->cache_note)) {
         w->cache_state = PACKCACHE_MAPPED;
         return 0;
@@ -184,7 +181,7 @@ int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *
     pack_job j = {.s = s, .t = t, .n = 1, .mat = {SCHED_OUT}, .dst = {&w->classifier}};
     if (pack(m, pl, &j, (const gguf_tensor *[]){m->output})) goto oom;
     if (!(w->token_embd = copy_table(m))) goto oom;
-    if (path && !packcache_write(path, pc, m, w, stop, w->cache_note, sizeof w->cache_note))
+    if (path && !packcache_write(path, pc, m, w, stop, &w->cache_bytes, w->cache_note, sizeof w->cache_note))
         w->cache_state = PACKCACHE_WRITTEN;
     if (stop && *stop) goto oom;
     return 0;

@@ -48,7 +48,9 @@ typedef struct model_weights {
     void *map;                    // the packed-weight cache file mapped (runtime/packcache.h): the
     size_t map_bytes;             // tiles and token_embd point into it; NULL when packed here
     int cache_state;              // PACKCACHE_UNUSED / MAPPED / WRITTEN
-    char cache_note[320];         // the cache file used or written, or why none; "" when off
+    char cache_file[4200];        // the cache file mapped or written ("" when none was looked for)
+    size_t cache_bytes;           // its size when written
+    char cache_note[4400];        // why it was not used or written; "" otherwise
 } model_weights;
 
 // The shapes the schedule cuts (runtime/schedule.h): every matrix's inputs, outputs, weight size.

@@ -38,8 +38,9 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   pack=$(ls "$dir"/*.pack)
   run 0 "second load" "$tmp/b.bin" -- "$d" "${args[@]}" -v --dump-logits "$tmp/b.bin" && has "mapped from $pack" "second load"
   grep -q "saved to" "$tmp/err" && fail "second load wrote the cache again"
-  for t in 1 2 3; do run 0 "mapped, -t $t" "$tmp/t.bin" -- "$d" "${args[@]}" -t $t --dump-logits "$tmp/t.bin"; done
-  run 0 "mapped, -b 1" "$tmp/t.bin" -- "$d" "${args[@]}" -b 1 --dump-logits "$tmp/t.bin"
+  [ "$(stat -c %a "$pack")" = 600 ] || fail "cache file mode $(stat -c %a "$pack"), want 600"
+  for t in 1 2 3; do run 0 "mapped, -t $t" "$tmp/t.bin" -- "$d" "${args[@]}" -t $t -v --dump-logits "$tmp/t.bin" && has "mapped from" "-t $t"; done
+  run 0 "mapped, -b 1" "$tmp/t.bin" -- "$d" "${args[@]}" -b 1 -v --dump-logits "$tmp/t.bin" && has "mapped from" "-b 1"
   run 0 "DECODE_PACK_CACHE=off" "$tmp/t.bin" -- env DECODE_PACK_CACHE=off "$d" "${args[@]}" -v --dump-logits "$tmp/t.bin" &&
     grep -q "mapped from" "$tmp/err" && fail "DECODE_PACK_CACHE=off still mapped"
   # Wrong numbers from a damaged body, not a crash: and proof the mapped bytes are what runs.
@@ -57,24 +58,47 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   run 0 "model touched" "$tmp/t.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/t.bin" && has "saved to" "model touched"
   run 0 "rebuild" "$tmp/t.bin" -- "$d" "${args[@]}" --pack-cache rebuild --dump-logits "$tmp/t.bin" && has "saved to" "rebuild"
   [ "$(packs)" = 1 ] || fail "rebuilds left $(packs) cache files"
-  # A temporary file of a writer that died is removed by the next writer; a live one's is kept.
-  : >"$pack.tmp999999999"; : >"$pack.tmp$$"
+  # A temporary file nobody holds (its writer died) is removed by the next writer; a held one is kept.
+  : >"$pack.tmp999999999"; : >"$tmp/held"
+  flock "$dir/other.pack.tmp1" sleep 30 & holder=$!
+  for ((i = 0; i < 100; i++)); do [ -e "$dir/other.pack.tmp1" ] && break; sleep 0.05; done
   run 0 "orphan" "$tmp/t.bin" -- "$d" "${args[@]}" --pack-cache rebuild --dump-logits "$tmp/t.bin"
-  [ -e "$pack.tmp999999999" ] && fail "a dead writer's temporary file was kept"
-  [ -e "$pack.tmp$$" ] || fail "a live writer's temporary file was removed"
-  rm -f "$pack.tmp$$"
-  # Stopped just before the file is created, then a signal: exit 128 + N, nothing left behind.
-  for sig in INT TERM; do
+  [ -e "$pack.tmp999999999" ] && fail "an orphaned temporary file was kept"
+  [ -e "$dir/other.pack.tmp1" ] || fail "a held temporary file was removed"
+  kill $holder; wait $holder 2>/dev/null; rm -f "$dir/other.pack.tmp1"
+  # The model replaced by a rename, and another model deleted: their old files go.
+  cp "$model" "$tmp/copy.gguf"
+  run 0 "a second model" - -- "$d" -m "$tmp/copy.gguf" -p "Once upon a time" -n 1 --temp 0
+  [ "$(packs)" = 2 ] || fail "a second model: $(packs) cache files, want 2"
+  rm "$tmp/copy.gguf"; cp "$model" "$tmp/m2.gguf"; mv "$tmp/m2.gguf" "$model"
+  run 0 "model renamed over" "$tmp/t.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/t.bin" && has "saved to" "model renamed over"
+  [ "$(packs)" = 1 ] || fail "after a rename and a delete: $(packs) cache files, want 1"
+  # Stopped after the first matrix is written, then a signal: exit 128 + N, nothing left behind;
+  # SIGKILL leaves the temporary file, which the next writer removes.
+  for sig in INT TERM KILL; do
     rm -f "$dir"/*.pack
     cases=$((cases + 1))
     DECODE_TEST_STOP=pack-cache "$d" "${args[@]}" >"$tmp/out" 2>"$tmp/err" &
     pid=$!
     for ((i = 0; i < 2400; i++)); do [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ] && break; sleep 0.05; done
-    kill -$sig $pid; kill -CONT $pid; wait $pid; st=$?
-    want=$([ $sig = INT ] && echo 130 || echo 143)
+    [ "$(temps)" = 1 ] || fail "SIG$sig: no temporary file while writing: $(ls -A "$dir")"
+    kill -$sig $pid; kill -CONT $pid; wait $pid 2>/dev/null; st=$?
+    want=$([ $sig = INT ] && echo 130 || { [ $sig = TERM ] && echo 143 || echo 137; })
     [ "$st" = "$want" ] || fail "SIG$sig while writing: exit $st, want $want: $(cat "$tmp/err")"
-    [ "$(packs)" = 0 ] && [ "$(temps)" = 0 ] || fail "SIG$sig while writing left: $(ls -A "$dir")"
+    [ "$(packs)" = 0 ] && [ "$(temps)" = $([ $sig = KILL ] && echo 1 || echo 0) ] || fail "SIG$sig while writing left: $(ls -A "$dir")"
   done
+  run 0 "after SIGKILL" "$tmp/t.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/t.bin" && has "saved to" "after SIGKILL"
+  [ "$(packs)" = 1 ] && [ "$(temps)" = 0 ] || fail "after SIGKILL: $(ls -A "$dir")"
+  # The mapped file cut short while decode runs: one line naming it, exit 1.
+  phase_pid() { DECODE_TEST_STOP=generate "$d" "${args[@]}" -n 64 >"$tmp/out" 2>"$tmp/err" & pid=$!
+    for ((i = 0; i < 2400; i++)); do [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ] && return; sleep 0.05; done; }
+  cases=$((cases + 1)); phase_pid; : >"$pack"; kill -CONT $pid; wait $pid; st=$?
+  [ "$st" = 1 ] && grep -q "$pack: the file shrank" "$tmp/err" || fail "cache truncated while mapped: exit $st: $(tail -c 300 "$tmp/err")"
+  rm -f "$pack"
+  # A file-size limit below the file: a note, the run goes on, nothing left behind.
+  run 0 "ulimit -f" "$tmp/t.bin" -- bash -c 'ulimit -f 1000; exec "$@"' _ "$d" "${args[@]}" --dump-logits "$tmp/t.bin" &&
+    has "file-size limit" "ulimit -f"
+  [ "$(packs)" = 0 ] && [ "$(temps)" = 0 ] || fail "ulimit -f left: $(ls -A "$dir")"
 done
 
 # Never a failed run: no directory to be had, no HOME, two (pretend) nodes, bad modes refused.
@@ -91,11 +115,13 @@ run 0 "two nodes" "$tmp/t.bin" -- env DECODE_FAKE_NUMA=2 "$d" "${args[@]}" -t 2 
 [ "$(packs)" = 0 ] || fail "two nodes wrote a cache file"
 run 2 "bad --pack-cache" - -- "$d" "${args[@]}" --pack-cache maybe && has "bad --pack-cache value 'maybe'" "bad --pack-cache"
 run 2 "bad DECODE_PACK_CACHE" - -- env DECODE_PACK_CACHE=yes "$d" "${args[@]}" && has "DECODE_PACK_CACHE must be" "bad env"
+run 0 "bad DECODE_PACK_CACHE, --help" - -- env DECODE_PACK_CACHE=yes "$d" --help
+run 0 "bad DECODE_PACK_CACHE, --pack-cache given" "$tmp/t.bin" -- env DECODE_PACK_CACHE=yes "$d" "${args[@]}" --pack-cache off --dump-logits "$tmp/t.bin"
 run 2 "bad decode-bench --pack-cache" - -- "$bin/decode-bench" -m "$model" --pack-cache maybe
 run 0 "decode-bench maps it" - -- "$bin/decode-bench" -m "$model" -p 0 -n 4 -r 1 --roofline-mib 0 &&
   "$bin/decode-bench" -m "$model" -p 0 -n 4 -r 1 --roofline-mib 0 -o jsonl >/dev/null 2>"$tmp/err" &&
-  has "packed-weight cache mapped" "decode-bench second run"
+  has "packed weights mapped from" "decode-bench second run"
 
 echo "pack cache cases: $cases"
-[ "$cases" = 39 ] || fail "$cases cases ran, want 39"
+[ "$cases" = 53 ] || fail "$cases cases ran, want 53"
 [ $fails = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }

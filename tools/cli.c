@@ -58,6 +58,7 @@ void cli_init(const char *tool, int graceful) {
     graceful_stop = graceful;
     std_fds();
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);                   // a write past ulimit -f fails with EFBIG instead
     static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
     for (size_t i = 0; i < sizeof stops / sizeof *stops; i++) {
         struct sigaction old, sa = {.sa_handler = on_stop};   // no SA_RESTART: a blocked read returns

@@ -12,7 +12,8 @@ extern volatile sig_atomic_t cli_stop;
 
 // Call first in main; tool names the error lines. A closed descriptor 0, 1 or 2 is reopened on
 // /dev/null the way no I/O can succeed on it (stdin write-only, stdout/stderr read-only), so a
-// closed stdout still fails writes. SIGPIPE is ignored (a closed pipe is a write error).
+// closed stdout still fails writes. SIGPIPE is ignored (a closed pipe is a write error), and
+// SIGXFSZ (a write past ulimit -f fails with EFBIG).
 // graceful = 0: a stop signal exits at once. graceful = 1: the first only sets cli_stop (the
 // tool stops at its next check, and blocking calls return EINTR); a second one exits at once.
 void cli_init(const char *tool, int graceful);

@@ -74,8 +74,9 @@ static void usage(FILE *f) {
         "      --split-k LIST   auto, off or N >= 2 segment ranges per split matrix (default auto)\n"
         "      --l4 LIST        off, stream, buffer, auto (default auto); configurations interleave\n"
         "                       (both shape one-token steps; a batched prompt uses neither)\n"
-        "      --pack-cache MODE auto, off, rebuild: the packed-weight cache file, as in decode\n"
-        "                       (default: auto, or DECODE_PACK_CACHE)\n"
+        "      --pack-cache MODE\n"
+        "                       auto, off, rebuild: the packed-weight cache file, as in decode\n"
+        "                       (default: DECODE_PACK_CACHE, else auto)\n"
         "      --plot FILE.svg  tg tok/s against threads with the roofline limit\n"
         "      --roofline-mib N read roofline buffer in MiB; 0 = none (default 1024)\n"
         "stdout: the table only; stderr: progress\n", PREFILL_DEFAULT_BATCH);
@@ -114,9 +115,7 @@ static int parse_args(int argc, char **argv, options *o) {
     o->prompts[0] = 512, o->n_prompts = 1, o->gens[0] = 128, o->n_gens = 1;
     o->batches[0] = PREFILL_DEFAULT_BATCH, o->n_batch = 1;
     o->depths[0] = 0, o->n_depth = 1;
-    const char *pc = getenv("DECODE_PACK_CACHE");
-    o->pack_cache = pc && *pc ? packcache_parse_mode(pc) : PACKCACHE_AUTO;
-    if (o->pack_cache < 0) { fprintf(stderr, "decode-bench: DECODE_PACK_CACHE must be auto, off or rebuild, got '%s'\n", pc); return 2; }
+    o->pack_cache = -1;               // not given: DECODE_PACK_CACHE, else auto
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
@@ -148,6 +147,12 @@ static int parse_args(int argc, char **argv, options *o) {
         else { fprintf(stderr, "decode-bench: unknown option '%s' (see --help)\n", a); return 2; }
         if (bad) { fprintf(stderr, "decode-bench: bad value '%s' for %s (see --help)\n", v, a); return 2; }
     }
+    const char *pc = getenv("DECODE_PACK_CACHE");
+    if (o->pack_cache < 0 && pc && *pc && (o->pack_cache = packcache_parse_mode(pc)) < 0) {
+        fprintf(stderr, "decode-bench: DECODE_PACK_CACHE must be auto, off or rebuild, got '%s'\n", pc);
+        return 2;
+    }
+    if (o->pack_cache < 0) o->pack_cache = PACKCACHE_AUTO;
     if (!o->n_models) { fprintf(stderr, "decode-bench: missing -m MODEL (see --help)\n"); return 2; }
     if (!o->n_threads) {
         topo t; char err[256];
@@ -409,9 +414,11 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
         dopt.pack_cache = (packcache_opts){.mode = o->pack_cache, .temp_hook = cli_temp_file};
         fprintf(stderr, "decode-bench: %s: loading for %d thread(s), split-k %d\n", path, T, o->split_ks[s]);
         if (decoder_init_opts(&d[s], m, max_len, &dopt, err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; }
-        else if (d[s].w.cache_note[0])
-            fprintf(stderr, "decode-bench: packed-weight cache %s: %s\n", d[s].w.cache_state == PACKCACHE_MAPPED ? "mapped"
-                    : d[s].w.cache_state == PACKCACHE_WRITTEN ? "written" : "unused", d[s].w.cache_note);
+        else if (d[s].w.cache_state != PACKCACHE_UNUSED)
+            fprintf(stderr, "decode-bench: packed weights %s %s\n", d[s].w.cache_state == PACKCACHE_MAPPED ? "mapped from"
+                    : "packed in memory, saved to", d[s].w.cache_file);
+        else fprintf(stderr, "decode-bench: packed weights in memory%s%s\n", d[s].w.cache_note[0] ? "; cache " : "",
+                     d[s].w.cache_note);
     }
     made -= status;
     for (int dk = 0; dk < o->n_depth * (o->n_prompts + o->n_gens) && !status; dk++) {

@@ -82,10 +82,10 @@ static void usage(FILE *f) {
         "      --l4-stats            print the L4 counters and the mode used as one JSON line on stderr\n"
         "      --print-schedule      print which thread computes what, and its waits, on stderr\n"
         "      --pack-cache MODE     auto: map the packed weights from a cache file, writing it on the\n"
-        "                            first load (as large as the model's matrices, in $XDG_CACHE_HOME/\n"
-        "                            decode/packed or ~/.cache/decode/packed; one node only);\n"
+        "                            first load (about the model's size, in $XDG_CACHE_HOME/decode/\n"
+        "                            packed or ~/.cache/decode/packed; threads on one NUMA node only);\n"
         "                            rebuild: write it anew; off: pack in memory every time\n"
-        "                            (default: auto, or DECODE_PACK_CACHE)\n"
+        "                            (default: DECODE_PACK_CACHE, else auto)\n"
         "  -c, --ctx-size N          context size (default: min(model context_length, 4096))\n"
         "  -b, --batch-size N        prompt tokens evaluated together; 1 = one at a time (default: %d)\n"
         "      --temp T              temperature; 0 = greedy argmax (default: %.2f)\n"
@@ -137,10 +137,7 @@ static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->n_predict = -1; o->n_threads = default_threads(); o->n_batch = PREFILL_DEFAULT_BATCH; o->sp = sampler_defaults();
     o->numa = -1; o->split_k = -1; o->l4 = L4RUN_AUTO;
-    const char *pc = getenv("DECODE_PACK_CACHE");
-    if (pc && *pc && (o->pack_cache = packcache_parse_mode(pc)) < 0)
-        return usage_error("DECODE_PACK_CACHE must be auto, off or rebuild, got '%s'", pc);
-    if (!pc || !*pc) o->pack_cache = PACKCACHE_AUTO;
+    o->pack_cache = -1;                // not given: DECODE_PACK_CACHE, else auto
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
@@ -212,6 +209,10 @@ static int parse_args(int argc, char **argv, options *o) {
             }
         }
     }
+    const char *pc = getenv("DECODE_PACK_CACHE");
+    if (o->pack_cache < 0 && pc && *pc && (o->pack_cache = packcache_parse_mode(pc)) < 0)
+        return usage_error("DECODE_PACK_CACHE must be auto, off or rebuild, got '%s'", pc);
+    if (o->pack_cache < 0) o->pack_cache = PACKCACHE_AUTO;
     if (!o->model) return usage_error("%s", "missing -m MODEL");
     if (o->prompt && o->prompt_file) return usage_error("%s", "give -p or -f, not both");
     const char *isa = getenv("DECODE_ISA");
@@ -406,7 +407,7 @@ static int load(session *S, const options *o, const char **prompt, size_t *plen,
 }
 
 // A progress line on stderr, rewritten in place, once packing has taken a second (terminals only).
-typedef struct { double t0; int tty, shown; } load_progress;
+typedef struct { double t0; int tty, shown, written; } load_progress;
 static void on_layer(void *arg, int done, int total) {
     load_progress *p = arg;
     if (!p->tty || now_ms() - p->t0 < 1000) return;
@@ -414,11 +415,15 @@ static void on_layer(void *arg, int done, int total) {
     p->shown = 1;
 }
 
-// The cache file's temporary name, for the signal handlers; a test can stop here (phase
-// "pack-cache"), just before the file is created.
-static void cache_temp(const char *path) {
-    cli_temp_file(path);
-    if (path) cli_test_stop("pack-cache");
+// Progress of writing the cache file, like the load's; a test can stop after the first region
+// (phase "pack-cache": the temporary file exists and is being written).
+static load_progress *write_progress;
+static void on_write(size_t done, size_t total) {
+    load_progress *p = write_progress;
+    if (!p->written++) cli_test_stop("pack-cache");
+    if (!p->tty || now_ms() - p->t0 < 1000) return;
+    fprintf(stderr, "\rdecode: saving packed weights %3.0f%%  ", 100.0 * done / total);
+    p->shown = 1;
 }
 
 // The weights packed or mapped and the pool started. The pool's workers block the stop signals,
@@ -429,7 +434,8 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     load_progress lp = {.t0 = now_ms(), .tty = isatty(2)};
     dopt.numa = o->numa, dopt.split_k = o->split_k, dopt.l4 = o->l4, dopt.stop = &cli_stop;
     dopt.on_layer = on_layer, dopt.on_layer_arg = &lp;
-    dopt.pack_cache = (packcache_opts){.mode = o->pack_cache, .temp_hook = cache_temp};
+    dopt.pack_cache = (packcache_opts){.mode = o->pack_cache, .temp_hook = cli_temp_file, .on_write = on_write};
+    write_progress = &lp;
     int rc = decoder_init_opts(&S->d, &S->m, (int)n_ctx, &dopt, err);
     if (lp.shown) fprintf(stderr, "\n");
     if (rc) {
@@ -438,10 +444,11 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     }
     const model_weights *w = &S->d.w;
     if (w->cache_state == PACKCACHE_MAPPED) {
-        cli_mapped_file(w->cache_note);            // what a SIGBUS would now come from
-        if (o->verbose) fprintf(stderr, "decode: packed weights mapped from %s\n", w->cache_note);
+        cli_mapped_file(w->cache_file);            // what a SIGBUS would now come from
+        if (o->verbose) fprintf(stderr, "decode: packed weights mapped from %s\n", w->cache_file);
     } else if (w->cache_state == PACKCACHE_WRITTEN)
-        fprintf(stderr, "decode: packed weights saved to %s; later loads map them (--pack-cache off: never)\n", w->cache_note);
+        fprintf(stderr, "decode: packed weights saved to %s (%.2f GB); later loads map them (--pack-cache off: "
+                "never)\n", w->cache_file, w->cache_bytes / 1e9);
     else if (w->cache_note[0] && (o->verbose || strncmp(w->cache_note, "not used", 8)))
         fprintf(stderr, "decode: packed-weight cache: %s\n", w->cache_note);
     if (o->print_schedule) sched_print(&S->d.sched, stderr);
