@@ -119,12 +119,20 @@ INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, s
     const size_t es = f == F_F32 ? 4 : 2, ts = k * GEMV_TILE;
     const char *base = (const char *)P;
     size_t t = t0, whole = n / GEMV_TILE < t1 ? n / GEMV_TILE : t1;
-#define RUN(NT)                                                                                \
-    for (; t + NT <= whole; t += NT) tiles(f, NT, pf, x, base + t * ts * es, k, GEMV_TILE, ts, y + t * GEMV_TILE)
-    if (nt >= 4) RUN(4);
-    if (nt >= 3) RUN(3);
-    if (nt >= 2) RUN(2);
-    RUN(1);
+    // pf == 0 is its own copy of the loops (the literal 0 folds the prefetch and its test away).
+#define RUN(NT, PF)                                                                            \
+    for (; t + NT <= whole; t += NT) tiles(f, NT, PF, x, base + t * ts * es, k, GEMV_TILE, ts, y + t * GEMV_TILE)
+    if (pf) {
+        if (nt >= 4) RUN(4, pf);
+        if (nt >= 3) RUN(3, pf);
+        if (nt >= 2) RUN(2, pf);
+        RUN(1, pf);
+    } else {
+        if (nt >= 4) RUN(4, 0);
+        if (nt >= 3) RUN(3, 0);
+        if (nt >= 2) RUN(2, 0);
+        RUN(1, 0);
+    }
 #undef RUN
     if (t < t1) {
         float tmp[GEMV_TILE];
