@@ -7,7 +7,8 @@
 //    (a VM may report a bogus L3: this one says 508 MiB), read from DRAM or at least from far
 //    beyond L2.
 // Candidates rotate within each round and the median of ROUNDS rounds decides, so a burst of
-// noise from another process hits every candidate alike.
+// noise from another process hits every candidate alike; for the resident candidates (no DRAM,
+// ~5 us a call, so noise only ever adds time) the fastest of RROUNDS rounds of 100 calls.
 #include "runtime/tune.h"
 #include "platform/clock.h"
 #include "platform/cpu.h"
@@ -28,6 +29,7 @@ static const int PF[] = {0, 1024, 2048, 4096, 8192};   // flat from 8 KB to 32 K
 static const int RPF[] = {0, 2048};                     // resident: none, or the stream's middle
 #define NRPF (int)(sizeof RPF / sizeof *RPF)
 #define ROUNDS 5
+#define RROUNDS 7
 #define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much
 #define RECHECK_S 600             // ... checked at most this often (a check allocates ~50 MB)
 
@@ -153,28 +155,30 @@ static size_t dram_bytes(void) {
 }
 
 // The resident candidates (RPF x interleave) on L2-sized f16 and bf16 matrices, each warm in L2;
-// order rotated each round, the median of ROUNDS per matrix. *resident: the least f16 + bf16
+// order rotated each round, the fastest of RROUNDS per matrix. *resident: the least f16 + bf16
 // time; *stream_nt: the interleave with the least f16 time without prefetch. 0 ok, -1 no memory.
 static int measure_resident(gemv_tuning *resident, int *stream_nt) {
     size_t l2 = (size_t)cache_kb(_SC_LEVEL2_CACHE_SIZE) << 10;
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1, nc = NRPF * nnt;
     gemv_tuning c[NRPF * GEMV_MAX_INTERLEAVE];
     for (int i = 0; i < nc; i++) c[i] = (gemv_tuning){RPF[i / nnt], i % nnt + 1};
-    double t[2][NRPF * GEMV_MAX_INTERLEAVE][ROUNDS];
+    double t[2][NRPF * GEMV_MAX_INTERLEAVE];
     mat m[2];
     int bad = mat_alloc(&m[0], (l2 ? l2 : 1u << 20) / 2, 512, WTYPE_F16);
     bad |= mat_alloc(&m[1], (l2 ? l2 : 1u << 20) / 2, 512, WTYPE_BF16);
     if (!bad) {
         for (int d = 0; d < 2; d++) gemv_seconds(&m[d], c[0], 20);   // warm the cache
-        for (int r = 0; r < ROUNDS; r++)
+        for (int i = 0; i < nc; i++) t[0][i] = t[1][i] = 1e300;
+        for (int r = 0; r < RROUNDS; r++)
             for (int q = 0; q < nc; q++)
                 for (int d = 0; d < 2; d++) {
                     int i = (q + r) % nc;
-                    t[d][i][r] = gemv_seconds(&m[d], c[i], 50);
+                    double s = gemv_seconds(&m[d], c[i], 100);
+                    if (s < t[d][i]) t[d][i] = s;
                 }
         double best = 1e300, best_f16 = 1e300;
         for (int i = 0; i < nc; i++) {
-            double f16 = median(t[0][i], ROUNDS), sum = f16 + median(t[1][i], ROUNDS);
+            double f16 = t[0][i], sum = f16 + t[1][i];
             if (sum < best) best = sum, *resident = c[i];
             if (c[i].pf == 0 && f16 < best_f16) best_f16 = f16, *stream_nt = c[i].interleave;
         }
