@@ -2,10 +2,12 @@
 //  - resident: prefetch {0, 2048} x interleave 1..GEMV_MAX_INTERLEAVE (AVX-512; AVX2 has the
 //    registers for one tile) on packed f16 and bf16 matrices of half the L2 each, warm in L2, the
 //    two times summed (f16 is bound by its widening, bf16 by the FMAs and loads: both matter);
-//  - stream: the interleave fastest on the f16 L2 matrix without prefetch (as before the resident
-//    tuning existed), then PF candidates on a packed f16 matrix of 2 x L3 + 16 MiB, 48..64 MiB
-//    (a VM may report a bogus L3: this one says 508 MiB), read from DRAM or at least from far
-//    beyond L2.
+//  - stream: the interleave fastest on those two matrices with prefetch on (the stream kernel's
+//    loops: the prefetches cost instructions that weigh on an L3-resident matrix, and more tiles
+//    in flight issue more of them; measured without prefetch on f16 alone, the interleaves tie,
+//    since f16 is bound by its widening, and a noisy pick of 4 cost l3_2048 bf16 ~15%), then PF
+//    candidates on a packed f16 matrix of 2 x L3 + 16 MiB, 48..64 MiB (a VM may report a bogus
+//    L3: this one says 508 MiB), read from DRAM or at least from far beyond L2.
 // Candidates rotate within each round and the median of ROUNDS rounds decides, so a burst of
 // noise from another process hits every candidate alike; for the resident candidates (no DRAM,
 // ~5 us a call, so noise only ever adds time) the fastest of RROUNDS rounds of 100 calls.
@@ -156,7 +158,8 @@ static size_t dram_bytes(void) {
 
 // The resident candidates (RPF x interleave) on L2-sized f16 and bf16 matrices, each warm in L2;
 // order rotated each round, the fastest of RROUNDS per matrix. *resident: the least f16 + bf16
-// time; *stream_nt: the interleave with the least f16 time without prefetch. 0 ok, -1 no memory.
+// time; *stream_nt: the interleave with the least f16 + bf16 time with prefetch on. 0 ok, -1 no
+// memory.
 static int measure_resident(gemv_tuning *resident, int *stream_nt) {
     size_t l2 = (size_t)cache_kb(_SC_LEVEL2_CACHE_SIZE) << 10;
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1, nc = NRPF * nnt;
@@ -176,11 +179,11 @@ static int measure_resident(gemv_tuning *resident, int *stream_nt) {
                     double s = gemv_seconds(&m[d], c[i], 100);
                     if (s < t[d][i]) t[d][i] = s;
                 }
-        double best = 1e300, best_f16 = 1e300;
+        double best = 1e300, best_pf = 1e300;
         for (int i = 0; i < nc; i++) {
-            double f16 = t[0][i], sum = f16 + t[1][i];
+            double sum = t[0][i] + t[1][i];
             if (sum < best) best = sum, *resident = c[i];
-            if (c[i].pf == 0 && f16 < best_f16) best_f16 = f16, *stream_nt = c[i].interleave;
+            if (c[i].pf > 0 && sum < best_pf) best_pf = sum, *stream_nt = c[i].interleave;
         }
     }
     mat_free(&m[0]), mat_free(&m[1]);
