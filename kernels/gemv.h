@@ -22,7 +22,9 @@
 enum { GEMV_SCALAR, GEMV_AVX2, GEMV_AVX512, GEMV_N_ISA };
 
 // Free choices of the packed kernel that leave the arithmetic alone (runtime/tune.c picks them
-// per machine): pf, bytes the weight stream is prefetched ahead (0: no software prefetch);
+// per machine, one pair for weights streamed from L3/DRAM and one for weights resident in L2:
+// tune_pick): pf, bytes the weight stream is prefetched ahead (0: no software prefetch, its own
+// copy of the loops on AVX-512);
 // interleave, tiles run side by side as independent FMA chains (1..GEMV_MAX_INTERLEAVE; the AVX2
 // path has the registers for one).
 typedef struct {

@@ -113,19 +113,33 @@ INL void stripe_body(int f, const float *x, const void *B, size_t k, size_t ldb,
     }
 }
 
-// Runs tiles [t0, t1) nt at a time while whole; the zero-padded last tile goes through tmp.
+// Runs the whole tiles of [t0, t1) in groups of at most nt, as even as possible (4 tiles with
+// nt = 3 run as 2 + 2, not 3 + 1: a lone tile has only 4 FMA chains, half what the FMA pipes need);
+// the zero-padded last tile goes through tmp.
 INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, size_t t0,
                      size_t t1, float *y, int pf, int nt) {
     const size_t es = f == F_F32 ? 4 : 2, ts = k * GEMV_TILE;
     const char *base = (const char *)P;
     size_t t = t0, whole = n / GEMV_TILE < t1 ? n / GEMV_TILE : t1;
-#define RUN(NT)                                                                                \
-    for (; t + NT <= whole; t += NT) tiles(f, NT, pf, x, base + t * ts * es, k, GEMV_TILE, ts, y + t * GEMV_TILE)
-    if (nt >= 4) RUN(4);
-    if (nt >= 3) RUN(3);
-    if (nt >= 2) RUN(2);
-    RUN(1);
-#undef RUN
+    if (nt < 1) nt = 1;                 // gemv_packed_on passes a tuning unclamped
+    while (t < whole) {
+        size_t left = whole - t, groups = (left + (size_t)nt - 1) / (size_t)nt, g = (left + groups - 1) / groups;
+        const char *w = base + t * ts * es;
+        float *yt = y + t * GEMV_TILE;
+        // pf == 0 is its own copy of the loops (the literal 0 folds the prefetch and its test away).
+        if (pf) {
+            if (g >= 4) tiles(f, 4, pf, x, w, k, GEMV_TILE, ts, yt), g = 4;
+            else if (g == 3) tiles(f, 3, pf, x, w, k, GEMV_TILE, ts, yt);
+            else if (g == 2) tiles(f, 2, pf, x, w, k, GEMV_TILE, ts, yt);
+            else tiles(f, 1, pf, x, w, k, GEMV_TILE, ts, yt);
+        } else {
+            if (g >= 4) tiles(f, 4, 0, x, w, k, GEMV_TILE, ts, yt), g = 4;
+            else if (g == 3) tiles(f, 3, 0, x, w, k, GEMV_TILE, ts, yt);
+            else if (g == 2) tiles(f, 2, 0, x, w, k, GEMV_TILE, ts, yt);
+            else tiles(f, 1, 0, x, w, k, GEMV_TILE, ts, yt);
+        }
+        t += g;
+    }
     if (t < t1) {
         float tmp[GEMV_TILE];
         tiles(f, 1, pf, x, base + t * ts * es, k, GEMV_TILE, ts, tmp);

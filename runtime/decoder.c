@@ -5,6 +5,7 @@
 #include "runtime/decoder.h"
 #include "kernels/gemv.h"
 #include "kernels/ops.h"
+#include "runtime/tune.h"
 #include "platform/clock.h"
 #include <assert.h>
 #include <errno.h>
@@ -82,6 +83,7 @@ static int plan(decoder *d, const decoder_opts *o, int *cpu, char *err) {
     int used = cap < 1 ? 1 : cap < T ? (int)cap : T;
     int split_k = o->split_k >= 0 ? o->split_k : used >= 2 ? used : 0;   // auto: as many chunks as threads
     sched_opts so = {.n_threads = used, .node = node, .split_k = split_k, .min_bytes = (size_t)stage_min};
+    d->tuning = tune_pick((size_t)step_bytes(&sh), used);   // cache-resident steps skip the prefetch
     int rc = sched_build(&d->sched, &sh, &so);
     free(node);
     return rc;
@@ -507,6 +509,7 @@ float *decoder_forward(decoder *d, int32_t token, int pos) {
     embed(d->x, d->w.token_embd, d->w.embd_type, token, d->hp.n_embd);
     // every thread runs the layers and the classifier over its share
     step_job j = {.d = d, .pos = pos};
+    gemv_set_tuning(d->tuning);           // this model's (a bench may hold decoders of other sizes)
     if (d->steal) claims_reset(d);
     double t0 = monotonic_seconds();
     pool_run(d->pool, step_job_run, &j);

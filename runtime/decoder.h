@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "kernels/gemv.h"
 #include "model/llama.h"
 #include "platform/numa.h"
 #include "runtime/pool.h"
@@ -66,6 +67,7 @@ typedef struct decoder_s {
     unsigned step_seq;            // decode steps run so far (progress numbers derive from it)
     float *partials[SCHED_N_MAT]; // split matrices: (n_tiles, sched_partial_bytes) segment partials
     int steal;                    // stages may be stolen from (decoder_opts.steal, more than one thread)
+    gemv_tuning tuning;           // the GEMV tuning for this model's step size (tune_pick), set per step
     _Atomic uint64_t *claims;     // (n_layer + 1, DECODER_N_STAGE, n_threads) per share: first << 32 |
                                   // end of its tiles not yet claimed, 8 words apart (a cache line each)
     l4run *l4;                    // the per-node L4 caches; NULL when --l4 off

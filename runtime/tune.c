@@ -1,10 +1,16 @@
-// The GEMV tuner (runtime/tune.h). One thread, f16, the GEMV path the dispatch chose:
-//  - interleave: 1..GEMV_MAX_INTERLEAVE tiles in flight on a packed matrix of half the L2 (AVX-512
-//    only; AVX2 has the registers for one tile);
-//  - prefetch: PF candidates on a packed matrix of 2 x L3 + 16 MiB, 48..64 MiB (a VM may report a
-//    bogus L3: this one says 508 MiB), read from DRAM or at least from far beyond L2.
+// The GEMV tuner (runtime/tune.h). One thread, the GEMV path the dispatch chose:
+//  - resident: prefetch {0, 2048} x interleave 1..GEMV_MAX_INTERLEAVE (AVX-512; AVX2 has the
+//    registers for one tile) on packed f16 and bf16 matrices of half the L2 each, warm in L2, the
+//    two times summed (f16 is bound by its widening, bf16 by the FMAs and loads: both matter);
+//  - stream: the interleave fastest on those two matrices with prefetch on (the stream kernel's
+//    loops: the prefetches cost instructions that weigh on an L3-resident matrix, and more tiles
+//    in flight issue more of them; measured without prefetch on f16 alone, the interleaves tie,
+//    since f16 is bound by its widening, and a noisy pick of 4 cost l3_2048 bf16 ~15%), then PF
+//    candidates on a packed f16 matrix of 2 x L3 + 16 MiB, 48..64 MiB (a VM may report a bogus
+//    L3: this one says 508 MiB), read from DRAM or at least from far beyond L2.
 // Candidates rotate within each round and the median of ROUNDS rounds decides, so a burst of
-// noise from another process hits every candidate alike.
+// noise from another process hits every candidate alike; for the resident candidates (no DRAM,
+// ~5 us a call, so noise only ever adds time) the fastest of RROUNDS rounds of 100 calls.
 #include "runtime/tune.h"
 #include "runtime/cachedir.h"
 #include "platform/clock.h"
@@ -23,17 +29,26 @@
 
 static const int PF[] = {0, 1024, 2048, 4096, 8192};   // flat from 8 KB to 32 KB on Zen 5
 #define NPF (int)(sizeof PF / sizeof *PF)
+static const int RPF[] = {0, 2048};                     // resident: none, or the stream's middle
+#define NRPF (int)(sizeof RPF / sizeof *RPF)
 #define ROUNDS 5
+#define RROUNDS 7
 #define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much
 #define RECHECK_S 600             // ... checked at most this often (a check allocates ~50 MB)
 
 // Defaults when tuning is off, by CPU vendor and family. Measured where a row says so; the rest
 // are the middle of the measured range, not a claim about that CPU.
-static const struct { const char *vendor; int family; gemv_tuning tu; } DEFAULTS[] = {
-    {"AuthenticAMD", 0x1a, {8192, 2}},   // Zen 5: 8 KB best at t=1 (docs/performance.md sweep)
-    {"GenuineIntel", 6, {2048, 2}},      // Xeon (Sapphire Rapids): 2 KB best at t=1 and t=2
+static const struct { const char *vendor; int family; gemv_tuning tu, resident; } DEFAULTS[] = {
+    {"AuthenticAMD", 0x1a, {8192, 2}, {0, 3}},   // Zen 5: 8 KB best at t=1 (docs/performance.md sweep);
+                                                  // resident: the l2_512 sweep's best
+    {"GenuineIntel", 6, {2048, 2}, {0, 2}},      // Xeon (Sapphire Rapids): 2 KB best at t=1 and t=2
 };
-static const gemv_tuning FALLBACK = {4096, 2};
+static const gemv_tuning FALLBACK = {4096, 2}, FALLBACK_RESIDENT = {0, 2};
+
+// The last tune_gemv's choices, for tune_pick (0 resident_bytes: none yet).
+static gemv_tuning picked_stream, picked_resident;
+static size_t picked_resident_bytes;
+static int picked;
 
 typedef struct {
     char vendor[13];
@@ -63,10 +78,11 @@ static long cache_kb(int name) {
     return v > 0 ? v / 1024 : 0;
 }
 
-static gemv_tuning family_default(const cpu_id *c) {
+static void family_default(const cpu_id *c, gemv_tuning *tu, gemv_tuning *resident) {
+    *tu = FALLBACK, *resident = FALLBACK_RESIDENT;
     for (size_t i = 0; i < sizeof DEFAULTS / sizeof *DEFAULTS; i++)
-        if (!strcmp(DEFAULTS[i].vendor, c->vendor) && DEFAULTS[i].family == c->family) return DEFAULTS[i].tu;
-    return FALLBACK;
+        if (!strcmp(DEFAULTS[i].vendor, c->vendor) && DEFAULTS[i].family == c->family)
+            *tu = DEFAULTS[i].tu, *resident = DEFAULTS[i].resident;
 }
 
 int tune_mode_from_env(void) {
@@ -93,17 +109,18 @@ typedef struct {
     uint16_t *P;
     float *x, *y;
     size_t k, n;
+    uint32_t dt;                  // WTYPE_F16 or WTYPE_BF16
 } mat;
 
-static int mat_alloc(mat *m, size_t bytes, size_t k) {
-    m->k = k;
+static int mat_alloc(mat *m, size_t bytes, size_t k, uint32_t dt) {
+    m->k = k, m->dt = dt;
     m->n = bytes / 2 / k / GEMV_TILE * GEMV_TILE;
     if (m->n < GEMV_TILE) m->n = GEMV_TILE;
-    m->P = aligned_alloc(64, gemv_packed_bytes(WTYPE_F16, k, m->n));
+    m->P = aligned_alloc(64, gemv_packed_bytes(dt, k, m->n));
     m->x = malloc(k * sizeof(float));
     m->y = malloc(m->n * sizeof(float));
     if (!m->P || !m->x || !m->y) return -1;
-    memset(m->P, 0x11, gemv_packed_bytes(WTYPE_F16, k, m->n));   // small normal f16 values
+    memset(m->P, 0x11, gemv_packed_bytes(dt, k, m->n));   // small normal f16 / bf16 values
     for (size_t i = 0; i < k; i++) m->x[i] = 0.5f;
     return 0;
 }
@@ -113,7 +130,7 @@ static void mat_free(mat *m) { free(m->P), free(m->x), free(m->y); }
 static double gemv_seconds(const mat *m, gemv_tuning tu, int reps) {
     double t = monotonic_seconds();
     for (int r = 0; r < reps; r++)
-        gemv_packed_on(gemv_isa_id(), WTYPE_F16, m->x, m->P, m->k, m->n, 0, gemv_n_tiles(m->n), m->y, &tu);
+        gemv_packed_on(gemv_isa_id(), m->dt, m->x, m->P, m->k, m->n, 0, gemv_n_tiles(m->n), m->y, &tu);
     return (monotonic_seconds() - t) / reps;
 }
 
@@ -140,22 +157,47 @@ static size_t dram_bytes(void) {
     return b < (48u << 20) ? 48u << 20 : b > (64u << 20) ? 64u << 20 : b;
 }
 
-// Measures both choices; 0 ok (tu, gbps set), -1 out of memory.
-static int measure(gemv_tuning *tu, double *gbps) {
+// The resident candidates (RPF x interleave) on L2-sized f16 and bf16 matrices, each warm in L2;
+// order rotated each round, the fastest of RROUNDS per matrix. *resident: the least f16 + bf16
+// time; *stream_nt: the interleave with the least f16 + bf16 time with prefetch on. 0 ok, -1 no
+// memory.
+static int measure_resident(gemv_tuning *resident, int *stream_nt) {
+    size_t l2 = (size_t)cache_kb(_SC_LEVEL2_CACHE_SIZE) << 10;
+    int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1, nc = NRPF * nnt;
+    gemv_tuning c[NRPF * GEMV_MAX_INTERLEAVE];
+    for (int i = 0; i < nc; i++) c[i] = (gemv_tuning){RPF[i / nnt], i % nnt + 1};
+    double t[2][NRPF * GEMV_MAX_INTERLEAVE];
+    mat m[2];
+    int bad = mat_alloc(&m[0], (l2 ? l2 : 1u << 20) / 2, 512, WTYPE_F16);
+    bad |= mat_alloc(&m[1], (l2 ? l2 : 1u << 20) / 2, 512, WTYPE_BF16);
+    if (!bad) {
+        for (int d = 0; d < 2; d++) gemv_seconds(&m[d], c[0], 20);   // warm the cache
+        for (int i = 0; i < nc; i++) t[0][i] = t[1][i] = 1e300;
+        for (int r = 0; r < RROUNDS; r++)
+            for (int q = 0; q < nc; q++)
+                for (int d = 0; d < 2; d++) {
+                    int i = (q + r) % nc;
+                    double s = gemv_seconds(&m[d], c[i], 100);
+                    if (s < t[d][i]) t[d][i] = s;
+                }
+        double best = 1e300, best_pf = 1e300;
+        for (int i = 0; i < nc; i++) {
+            double sum = t[0][i] + t[1][i];
+            if (sum < best) best = sum, *resident = c[i];
+            if (c[i].pf > 0 && sum < best_pf) best_pf = sum, *stream_nt = c[i].interleave;
+        }
+    }
+    mat_free(&m[0]), mat_free(&m[1]);
+    return bad ? -1 : 0;
+}
+
+// Measures every choice; 0 ok (tu, resident, gbps set), -1 out of memory.
+static int measure(gemv_tuning *tu, gemv_tuning *resident, double *gbps) {
     *tu = (gemv_tuning){PF[NPF - 1], 1};
     double s;
-    if (gemv_isa_id() == GEMV_AVX512) {
-        size_t l2 = (size_t)cache_kb(_SC_LEVEL2_CACHE_SIZE) << 10;
-        mat m;
-        if (mat_alloc(&m, (l2 ? l2 : 1u << 20) / 2, 512)) { mat_free(&m); return -1; }
-        gemv_tuning c[GEMV_MAX_INTERLEAVE];
-        for (int i = 0; i < GEMV_MAX_INTERLEAVE; i++) c[i] = (gemv_tuning){0, i + 1};
-        gemv_seconds(&m, c[0], 20);                              // warm the cache
-        tu->interleave = fastest(&m, c, GEMV_MAX_INTERLEAVE, 50, &s) + 1;
-        mat_free(&m);
-    }
+    if (measure_resident(resident, &tu->interleave)) return -1;
     mat m;
-    if (mat_alloc(&m, dram_bytes(), 4096)) { mat_free(&m); return -1; }
+    if (mat_alloc(&m, dram_bytes(), 4096, WTYPE_F16)) { mat_free(&m); return -1; }
     gemv_tuning c[NPF];
     for (int i = 0; i < NPF; i++) c[i] = (gemv_tuning){PF[i], tu->interleave};
     tu->pf = PF[fastest(&m, c, NPF, 1, &s)];
@@ -167,7 +209,7 @@ static int measure(gemv_tuning *tu, double *gbps) {
 // The DRAM rate with tu now: one warm-up pass and the median of three.
 static double check_gbps(gemv_tuning tu) {
     mat m;
-    if (mat_alloc(&m, dram_bytes(), 4096)) { mat_free(&m); return 0; }
+    if (mat_alloc(&m, dram_bytes(), 4096, WTYPE_F16)) { mat_free(&m); return 0; }
     double t[3];
     gemv_seconds(&m, tu, 1);
     for (int i = 0; i < 3; i++) t[i] = gemv_seconds(&m, tu, 1);
@@ -176,19 +218,23 @@ static double check_gbps(gemv_tuning tu) {
     return g;
 }
 
-// ---- cache file: one line per machine, "KEY pf interleave gbps checked" (unix seconds) ----
+// ---- cache file: one line per machine, "KEY pf interleave gbps checked rpf rinterleave" ----
+// (checked in unix seconds; rpf rinterleave the resident tuning. A line without them, from a
+// build before the resident tuning, reads as a miss and is measured again.)
 
-static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, double *gbps, long long *checked) {
+static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv_tuning *resident,
+                        double *gbps, long long *checked) {
     FILE *f = fopen(path, "r");
     if (!f) return -1;
     char line[512], k[256];
     int found = -1;
     while (found && fgets(line, sizeof line, f)) {
-        gemv_tuning t;
+        gemv_tuning t, rt;
         double g;
         long long c = 0;
-        if (sscanf(line, "%255s %d %d %lf %lld", k, &t.pf, &t.interleave, &g, &c) >= 4 && !strcmp(k, key) && g > 0)
-            *tu = t, *gbps = g, *checked = c, found = 0;
+        if (sscanf(line, "%255s %d %d %lf %lld %d %d", k, &t.pf, &t.interleave, &g, &c, &rt.pf, &rt.interleave) == 7 &&
+            !strcmp(k, key) && g > 0)
+            *tu = t, *resident = rt, *gbps = g, *checked = c, found = 0;
     }
     fclose(f);
     return found;
@@ -196,7 +242,7 @@ static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, doub
 
 // Rewrites the cache with key's line replaced: other lines kept, written to a temporary file
 // and renamed over the old one, so a concurrent reader sees either file whole.
-static int cache_store(const char *path, const char *key, gemv_tuning tu, double gbps) {
+static int cache_store(const char *path, const char *key, gemv_tuning tu, gemv_tuning resident, double gbps) {
     char tmp[4200], dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
     snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
@@ -207,7 +253,8 @@ static int cache_store(const char *path, const char *key, gemv_tuning tu, double
     while (in && fgets(line, sizeof line, in))
         if (sscanf(line, "%255s", k) == 1 && strcmp(k, key) && strchr(line, '\n')) fputs(line, out);
     if (in) fclose(in);
-    fprintf(out, "%s %d %d %.2f %lld\n", key, tu.pf, tu.interleave, gbps, (long long)time(NULL));
+    fprintf(out, "%s %d %d %.2f %lld %d %d\n", key, tu.pf, tu.interleave, gbps, (long long)time(NULL), resident.pf,
+            resident.interleave);
     if (fclose(out) || rename(tmp, path)) { unlink(tmp); return -1; }
     return 0;
 }
@@ -223,44 +270,56 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     char path[4096];
     if (cache_path) snprintf(path, sizeof path, "%s", cache_path);
     else if (cachedir_path("tune", path, sizeof path)) path[0] = 0;
-    r.tu = family_default(&c);
+    family_default(&c, &r.tu, &r.resident);
+    r.resident_bytes = (size_t)cache_kb(_SC_LEVEL2_CACHE_SIZE) << 10;
     r.source = TUNE_DEFAULT;
-    if (mode == TUNE_OFF || gemv_isa_id() == GEMV_SCALAR) goto done;   // scalar has no choices
+    if (gemv_isa_id() == GEMV_SCALAR) r.resident = r.tu;           // scalar has no choices
+    if (mode == TUNE_OFF || gemv_isa_id() == GEMV_SCALAR) goto done;
     double cached_gbps;
-    gemv_tuning cached;
+    gemv_tuning cached, cached_resident;
     long long checked;
-    if (mode == TUNE_AUTO && path[0] && !cache_lookup(path, r.key, &cached, &cached_gbps, &checked)) {
+    if (mode == TUNE_AUTO && path[0] && !cache_lookup(path, r.key, &cached, &cached_resident, &cached_gbps, &checked)) {
         long long age = (long long)time(NULL) - checked;
         if (age >= 0 && age < RECHECK_S) {                      // checked recently: trust it
-            r.tu = cached, r.gbps = cached_gbps, r.source = TUNE_CACHED;
+            r.tu = cached, r.resident = cached_resident, r.gbps = cached_gbps, r.source = TUNE_CACHED;
             goto done;
         }
         double now = check_gbps(cached);
         if (now > 0 && now >= cached_gbps * (1 - MOVED) && now <= cached_gbps * (1 + MOVED)) {
-            r.tu = cached, r.gbps = now, r.source = TUNE_CACHED;
-            cache_store(path, r.key, cached, cached_gbps);        // restamp; the rate stays the tuned one
+            r.tu = cached, r.resident = cached_resident, r.gbps = now, r.source = TUNE_CACHED;
+            cache_store(path, r.key, cached, cached_resident, cached_gbps);   // restamp; the rate stays the tuned one
             goto done;
         }
         snprintf(r.note, sizeof r.note, "cached DRAM rate %.1f GB/s, now %.1f: measured again", cached_gbps, now);
     }
-    gemv_tuning tu;
-    if (measure(&tu, &r.gbps)) {
+    gemv_tuning tu, resident;
+    if (measure(&tu, &resident, &r.gbps)) {
         snprintf(r.note, sizeof r.note, "out of memory measuring; defaults used");
         goto done;
     }
-    r.tu = tu, r.source = TUNE_MEASURED;
-    if (path[0] && cache_store(path, r.key, tu, r.gbps))
+    r.tu = tu, r.resident = resident, r.source = TUNE_MEASURED;
+    if (path[0] && cache_store(path, r.key, tu, resident, r.gbps))
         snprintf(r.note, sizeof r.note, "could not write the cache %.100s: %.40s", path, strerror(errno));
 done:
+    gemv_set_tuning(r.resident);                                  // clamped as the kernels will see it
+    r.resident = gemv_get_tuning();
     gemv_set_tuning(r.tu);
     r.tu = gemv_get_tuning();
+    picked_stream = r.tu, picked_resident = r.resident, picked_resident_bytes = r.resident_bytes, picked = 1;
     r.seconds = monotonic_seconds() - t0;
     return r;
 }
 
+gemv_tuning tune_pick(size_t step_bytes, int threads) {
+    if (!picked) return gemv_get_tuning();
+    size_t per = step_bytes / (size_t)(threads > 0 ? threads : 1);
+    return picked_resident_bytes && per <= picked_resident_bytes ? picked_resident : picked_stream;
+}
+
 void tune_describe(const tune_result *r, char *buf, size_t n) {
     static const char *const src[] = {"default", "cached", "measured"};
-    snprintf(buf, n, "gemv tuning: %s, prefetch %d B, interleave %d (%s in %.2f s, %.1f GB/s; key %s)%s%s",
-             gemv_isa(), r->tu.pf, r->tu.interleave, src[r->source], r->seconds, r->gbps, r->key,
-             r->note[0] ? "; " : "", r->note);
+    snprintf(buf, n, "gemv tuning: %s, prefetch %d B, interleave %d; resident (<= %zu KiB a thread): prefetch %d B, "
+             "interleave %d (%s in %.2f s, %.1f GB/s; key %s)%s%s", gemv_isa(), r->tu.pf, r->tu.interleave,
+             r->resident_bytes >> 10, r->resident.pf, r->resident.interleave, src[r->source], r->seconds, r->gbps,
+             r->key, r->note[0] ? "; " : "", r->note);
 }

@@ -1,9 +1,14 @@
 // Per-machine tuning of the packed GEMV's free choices (prefetch distance, tiles in flight:
 // kernels/gemv.h gemv_tuning), which leave the arithmetic alone. A prefetch distance that is best
 // on one CPU costs 15-20% on another, so it is measured, not guessed: a short single-thread run
-// (well under a second) over a DRAM-sized and an L2-sized packed f16 matrix picks the fastest
+// (well under a second) over a DRAM-sized and an L2-sized packed matrix picks the fastest
 // candidates, and the result is cached in $XDG_CACHE_HOME/decode/tune (or ~/.cache/decode/tune)
-// under a key of CPU vendor, family, model, stepping, cache sizes and the GEMV path. A cached
+// under a key of CPU vendor, family, model, stepping, cache sizes and the GEMV path.
+// Two tunings: "stream" (tu) for weights read from L3 or DRAM every step, the prefetch distance
+// measured on the DRAM-sized matrix; "resident" for weights that stay in each core's L2 from one
+// step to the next (a thread's share at most the L2 size), measured on the L2-sized matrix (f16
+// and bf16 summed), where software prefetch only costs instructions. tune_pick chooses between
+// them by the bytes a step streams per thread. A cached
 // entry is reused while a check of the DRAM read rate (at most every 10 minutes: it allocates
 // ~50 MB) stays within 20% of the rate stored with it; otherwise it is measured again. DECODE_TUNE=off takes a per-family default
 // without measuring; DECODE_TUNE=force measures even with a valid cache entry.
@@ -15,7 +20,9 @@ enum { TUNE_AUTO, TUNE_OFF, TUNE_FORCE };
 enum { TUNE_DEFAULT, TUNE_CACHED, TUNE_MEASURED };
 
 typedef struct {
-    gemv_tuning tu;
+    gemv_tuning tu;               // stream: weights read from L3 or DRAM each step
+    gemv_tuning resident;         // weights a thread keeps in its L2 between steps
+    size_t resident_bytes;        // bytes per thread up to which tune_pick takes resident (the L2 size; 0: never)
     int source;                   // TUNE_DEFAULT / TUNE_CACHED / TUNE_MEASURED
     double gbps;                  // single-thread DRAM GEMV read rate with tu (0 when not measured)
     double seconds;               // time spent tuning
@@ -28,6 +35,11 @@ int tune_mode_from_env(void);
 // Tunes in `mode` with the cache file at cache_path (NULL: the user's cache directory; "" : no
 // cache), sets the result with gemv_set_tuning, and returns it.
 tune_result tune_gemv(int mode, const char *cache_path);
-// One line describing r, e.g. "gemv tuning: avx512, prefetch 8192 B, interleave 2 (measured
-// 0.31 s, 38.2 GB/s; key ...)".
+// One line describing r, e.g. "gemv tuning: avx512, prefetch 2048 B, interleave 3; resident
+// (<= 1024 KiB a thread): prefetch 0 B, interleave 3 (measured in 0.31 s, 38.2 GB/s; key ...)".
 void tune_describe(const tune_result *r, char *buf, size_t n);
+// The tuning for a GEMV workload whose step streams step_bytes of packed weights split over
+// `threads` threads: the resident tuning of the last tune_gemv when step_bytes / threads fits in
+// its resident_bytes, else the stream tuning; before any tune_gemv, the current gemv_get_tuning().
+// The caller sets it (gemv_set_tuning) before the threads that call gemv_packed start a job.
+gemv_tuning tune_pick(size_t step_bytes, int threads);

@@ -75,8 +75,10 @@ static inline float act_value(void) {
 }
 
 // The GEMV paths an oracle test runs: every ISA with each packed-kernel tuning that changes the
-// code path (tiles in flight, prefetch on or off). Paths this machine cannot run are skipped, and
-// the test says so; paths_run counts what ran.
+// code path (tiles in flight, prefetch on or off: the AVX-512 kernel has a separate copy of its
+// loops for prefetch 0, so each interleave 1..4 runs with and without prefetch, counting the
+// remainder groups a wider interleave falls back to). Paths this machine cannot run are skipped,
+// and the test says so; paths_run counts what ran.
 typedef struct {
     int isa;
     gemv_tuning tu;
@@ -84,6 +86,7 @@ typedef struct {
 static const gemv_path GEMV_PATHS[] = {
     {GEMV_SCALAR, {0, 1}}, {GEMV_AVX2, {0, 1}}, {GEMV_AVX2, {4096, 1}},
     {GEMV_AVX512, {0, 1}}, {GEMV_AVX512, {2048, 2}}, {GEMV_AVX512, {0, 3}}, {GEMV_AVX512, {8192, 4}},
+    {GEMV_AVX512, {0, 4}}, {GEMV_AVX512, {1024, 3}},
 };
 #define N_GEMV_PATHS (sizeof GEMV_PATHS / sizeof *GEMV_PATHS)
 // Prints which paths are skipped; returns how many will run.

@@ -1,7 +1,9 @@
 // The GEMV tuner (runtime/tune.h) with a cache file in a scratch directory: force measures and
-// writes one line for this machine's key with values from the candidate sets; a second run
-// reuses it without measuring (checked moments ago); an entry checked long ago whose stored rate
-// is far off is measured again and replaced; other machines' lines are kept;
+// writes one line for this machine's key with values from the candidate sets (stream and
+// resident); a second run reuses both without measuring (checked moments ago); an entry checked
+// long ago whose stored rate is far off is measured again and replaced, and so is a line from
+// before the resident tuning (no resident fields); other machines' lines are kept; tune_pick
+// takes the resident tuning up to resident_bytes a thread and the stream one above;
 // off takes the family default and leaves the file alone; an unwritable cache is reported, not
 // fatal; DECODE_TUNE parsing.
 #include "runtime/tune.h"
@@ -11,56 +13,89 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int valid(gemv_tuning t) {
     int pf_ok = t.pf == 0 || t.pf == 1024 || t.pf == 2048 || t.pf == 4096 || t.pf == 8192;
     return pf_ok && t.interleave >= 1 && t.interleave <= GEMV_MAX_INTERLEAVE;
 }
 
-// Lines in path that start with key; *pf/*nt from the last one.
-static int lines_with(const char *path, const char *key, int *pf, int *nt) {
+static int valid_resident(gemv_tuning t) {
+    return (t.pf == 0 || t.pf == 2048) && t.interleave >= 1 && t.interleave <= GEMV_MAX_INTERLEAVE;
+}
+
+// Lines in path that start with key; *pf/*nt from the last one, and its resident pair in rt
+// ({-1, -1} when the line has none).
+static int lines_with_r(const char *path, const char *key, int *pf, int *nt, gemv_tuning *rt) {
     size_t len;
     char *s = must_read(path, &len), *save = NULL;
     int n = 0;
     for (char *l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-        if (!strncmp(l, key, strlen(key)) && l[strlen(key)] == ' ') n++, sscanf(l + strlen(key), "%d %d", pf, nt);
+        if (!strncmp(l, key, strlen(key)) && l[strlen(key)] == ' ') {
+            double g;
+            long long c;
+            n++, rt->pf = rt->interleave = -1;
+            sscanf(l + strlen(key), "%d %d %lf %lld %d %d", pf, nt, &g, &c, &rt->pf, &rt->interleave);
+        }
     free(s);
     return n;
 }
+static int lines_with(const char *path, const char *key, int *pf, int *nt) {
+    gemv_tuning rt;
+    return lines_with_r(path, key, pf, nt, &rt);
+}
+static int same(gemv_tuning a, gemv_tuning b) { return a.pf == b.pf && a.interleave == b.interleave; }
 
 int main(void) {
     char *dir = scratch_dir(), *path = path_join(dir, "sub/tune");
     CHECK(dir && path);
     int checks = 0, pf, nt;
+    gemv_tuning rt;
     tune_result r = tune_gemv(TUNE_FORCE, path);
     CHECKF(r.source == TUNE_MEASURED || gemv_isa_id() == GEMV_SCALAR, "force did not measure: %s", r.note);
     if (r.source == TUNE_MEASURED) {
         CHECKF(valid(r.tu) && r.gbps > 0, "pf %d interleave %d gbps %.1f", r.tu.pf, r.tu.interleave, r.gbps);
         CHECK(gemv_get_tuning().pf == r.tu.pf && gemv_get_tuning().interleave == r.tu.interleave);
-        CHECK(lines_with(path, r.key, &pf, &nt) == 1 && pf == r.tu.pf && nt == r.tu.interleave);
+        CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == r.tu.pf && nt == r.tu.interleave &&
+              same(rt, r.resident));
+        CHECKF(valid_resident(r.resident) && r.resident_bytes > 0, "resident pf %d interleave %d, %zu bytes",
+               r.resident.pf, r.resident.interleave, r.resident_bytes);
         CHECK(r.note[0] == 0 && strlen(r.key) > 10);
-        if (gemv_isa_id() == GEMV_AVX2) CHECK(r.tu.interleave == 1);
+        if (gemv_isa_id() == GEMV_AVX2) CHECK(r.tu.interleave == 1 && r.resident.interleave == 1);
+        // tune_pick: resident up to resident_bytes a thread, stream above; it leaves the current tuning alone
+        CHECK(same(tune_pick(r.resident_bytes, 1), r.resident) && same(tune_pick(2 * r.resident_bytes, 2), r.resident));
+        CHECK(same(tune_pick(r.resident_bytes + 1, 1), r.tu) && same(tune_pick((size_t)1 << 40, 64), r.tu));
+        CHECK(same(gemv_get_tuning(), r.tu));
         // reused: checked moments ago, so not even the rate is measured
         tune_result c = tune_gemv(TUNE_AUTO, path);
-        CHECKF(c.source == TUNE_CACHED && c.tu.pf == r.tu.pf && c.tu.interleave == r.tu.interleave &&
+        CHECKF(c.source == TUNE_CACHED && same(c.tu, r.tu) && same(c.resident, r.resident) &&
                fabs(c.gbps - r.gbps) < 0.006, "auto after force: source %d note '%s'", c.source, c.note);
         // a stale entry (rate 1000x off) beside another machine's and a garbage line
         FILE *f = fopen(path, "w");
         CHECK(f);
-        fprintf(f, "other-machine 512 3 12.50\ngarbage\n%s 0 4 99999.00\n", r.key);
+        fprintf(f, "other-machine 512 3 12.50\ngarbage\n%s 0 4 99999.00 0 0 4\n", r.key);
         CHECK(fclose(f) == 0);
         tune_result s = tune_gemv(TUNE_AUTO, path);
         CHECKF(s.source == TUNE_MEASURED && strstr(s.note, "measured again"), "stale entry: %d '%s'", s.source, s.note);
-        CHECK(lines_with(path, r.key, &pf, &nt) == 1 && pf == s.tu.pf && nt == s.tu.interleave);
+        CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == s.tu.pf && nt == s.tu.interleave &&
+              same(rt, s.resident));
         CHECK(lines_with(path, "other-machine", &pf, &nt) == 1 && pf == 512 && nt == 3);
         CHECK(lines_with(path, "garbage", &pf, &nt) == 0);  // a line without values is not a key
-        checks += 9;
+        // a fresh line from before the resident tuning: a miss, measured, rewritten with both
+        f = fopen(path, "w");
+        CHECK(f);
+        fprintf(f, "%s %d %d %.2f %lld\n", r.key, s.tu.pf, s.tu.interleave, s.gbps, (long long)time(NULL));
+        CHECK(fclose(f) == 0);
+        tune_result o5 = tune_gemv(TUNE_AUTO, path);
+        CHECKF(o5.source == TUNE_MEASURED, "old-format line: source %d '%s'", o5.source, o5.note);
+        CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && same(rt, o5.resident) && valid_resident(rt));
+        checks += 15;
     }
     // off: the family default, no measurement, the file untouched
     size_t before_len, after_len;
     char *before = read_all(path, &before_len);
     tune_result o = tune_gemv(TUNE_OFF, path);
-    CHECK(o.source == TUNE_DEFAULT && valid(o.tu) && o.gbps == 0);
+    CHECK(o.source == TUNE_DEFAULT && valid(o.tu) && o.gbps == 0 && o.resident.interleave >= 1);
     char *after = read_all(path, &after_len);
     CHECK((!before && !after) || (before && after && before_len == after_len && !memcmp(before, after, after_len)));
     free(before), free(after);
@@ -75,7 +110,7 @@ int main(void) {
     CHECK(n.source == TUNE_DEFAULT);
     char line[512];
     tune_describe(&o, line, sizeof line);
-    CHECK(strstr(line, "default") && strstr(line, "prefetch"));
+    CHECK(strstr(line, "default") && strstr(line, "prefetch") && strstr(line, "resident"));
     // DECODE_TUNE
     const char *vals[] = {NULL, "", "off", "force", "on"};
     const int want[] = {TUNE_AUTO, TUNE_AUTO, TUNE_OFF, TUNE_FORCE, -1};
@@ -86,7 +121,7 @@ int main(void) {
     }
     checks += 8;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 8 : 18));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 8 : 24));
     free(path);
     scratch_remove(dir);
     return 0;

@@ -17,6 +17,7 @@
 #include "platform/numa.h"
 #include "runtime/decoder.h"
 #include "runtime/prefill.h"
+#include "runtime/tune.h"
 #include "tools/cli.h"
 #include "tools/util.h"
 #include <cjson/cJSON.h>
@@ -463,6 +464,10 @@ int main(int argc, char **argv) {
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc) return rc < 0 ? 0 : rc;
+    tune_result tr = tune_gemv(tune_mode_from_env(), NULL);   // as decode does: the same kernels' tuning
+    char tline[512];
+    tune_describe(&tr, tline, sizeof tline);
+    fprintf(stderr, "decode-bench: %s\n", tline);
     result *rs = calloc((size_t)o.n_models * o.n_threads * (o.n_prompts + o.n_gens) * o.n_split * o.n_l4 * o.n_batch * o.n_depth, sizeof *rs);
     double *roof = calloc((size_t)o.n_threads, sizeof *roof);
     if (!rs || !roof) { fprintf(stderr, "decode-bench: out of memory\n"); free(rs); free(roof); free(o.model_list); return 1; }

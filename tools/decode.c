@@ -452,6 +452,9 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     else if (w->cache_note[0] && (o->verbose || strncmp(w->cache_note, "not used", 8)))
         fprintf(stderr, "decode: packed-weight cache: %s\n", w->cache_note);
     if (o->print_schedule) sched_print(&S->d.sched, stderr);
+    if (o->verbose)
+        fprintf(stderr, "decode: gemv tuning for this model's step: prefetch %d B, interleave %d\n",
+                S->d.tuning.pf, S->d.tuning.interleave);
     if (sampler_init(&S->s, &o->sp, S->m.hp.n_vocab)) { fprintf(stderr, "decode: out of memory\n"); return 1; }
     return 0;
 }

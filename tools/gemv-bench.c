@@ -6,9 +6,11 @@
 // repeated, interleaved: its distance from the cell row is this run's noise) and the roofline
 // rotate within a trial. Rows report medians. Every result is checked against gemv_packed_ref.
 // stdout holds only the table (-o csv|json|md); packing speed and progress go to stderr. GFLOP/s
-// (2 K N per call) is appended after pct_roofline. The kernel's tuning (runtime/tune.h: measured,
-// cached or default, DECODE_TUNE as for decode) is printed in the stderr header; --pf and
-// --interleave override it for sweeps.
+// (2 K N per call) is appended after pct_roofline. The kernel's tunings (runtime/tune.h: measured,
+// cached or default, DECODE_TUNE as for decode; stream and resident) are printed in the stderr
+// header; each cell runs with the one tune_pick gives its bytes per thread (the decoder's choice
+// for a step of that size), named on the cell's stderr line; --pf and --interleave override both
+// for sweeps.
 #include "platform/wtype.h"
 #include "kernels/gemv.h"
 #include "runtime/membw.h"
@@ -63,8 +65,9 @@ static void usage(FILE *f) {
                "            dram_32768 (2 GiB f16 matrix; needs 8 GiB of memory)\n"
                "  -d LIST   weight types among f16,bf16,f32 (default f16,bf16)\n"
                "  -r N      trials, median reported (default 9, at least 7)\n"
-               "  --pf N          prefetch distance in bytes, 0 = none (default: tuned)\n"
-               "  --interleave N  tiles in flight, 1..4, AVX-512 only (default: tuned)\n"
+               "  --pf N          prefetch distance in bytes, 0 = none (default: tuned; the resident\n"
+               "                  tuning for cells whose bytes per thread fit in L2, else the stream one)\n"
+               "  --interleave N  tiles in flight, 1..4, AVX-512 only (default: tuned, as --pf)\n"
                "environment: DECODE_ISA=avx512|avx2|scalar, DECODE_TUNE=off|force (see decode --help)\n"
                "stdout: the table only; stderr: packing GB/s (weight bytes packed per second) and progress\n");
 }
@@ -83,8 +86,13 @@ static double time_calls(pool *pl, job *j, int reps) {
 
 // One cell, one type, one thread count: two rows (the cell and CELL/null). 0 ok, 1 failure.
 static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *dname, const void *W,
-                 const float *x, size_t k, int trials, row *out) {
+                 const float *x, size_t k, int trials, const int *over, row *out) {
     size_t n = k, es = wtype_get(dt)->size, bytes = gemv_packed_bytes(dt, k, n);
+    gemv_tuning tu = tune_pick(bytes, nth), stream = tune_pick((size_t)-1, 1);
+    const char *which = tu.pf == stream.pf && tu.interleave == stream.interleave ? "stream" : "resident";
+    if (over[0] >= 0) tu.pf = over[0], which = "overridden";
+    if (over[1] > 0) tu.interleave = over[1], which = "overridden";
+    gemv_set_tuning(tu);
     // Plain pages: MADV_HUGEPAGE made cold packing of dram_8192 anywhere from 0.7 to 6 GB/s here
     // (direct compaction on fault) against a steady 2.2, and left the GEMV's share unchanged.
     job j = {dt, x, W, aligned_alloc(64, bytes), k, n, gemv_n_tiles(n), malloc(n * sizeof(float))};
@@ -127,8 +135,9 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
         o->pct = 100.0 * o->gbps / roof;
         o->gflops = 2.0 * k * n / med[i] / 1e9;
     }
-    fprintf(stderr, "%s %s t=%d: %.1f GB/s, roofline %.1f GB/s (%.1f%%), %.1f GFLOP/s, %d calls per trial\n",
-            cell, dname, nth, out[0].gbps, roof, out[0].pct, out[0].gflops, reps);
+    fprintf(stderr, "%s %s t=%d: %.1f GB/s, roofline %.1f GB/s (%.1f%%), %.1f GFLOP/s, %d calls per trial; "
+            "%s tuning: prefetch %d B, interleave %d\n", cell, dname, nth, out[0].gbps, roof, out[0].pct,
+            out[0].gflops, reps, which, tu.pf, tu.interleave);
     free(j.P);
     free(j.y);
     free(yr);
@@ -192,15 +201,12 @@ int main(int argc, char **argv) {
     int mode = tune_mode_from_env();
     if (mode < 0) { fprintf(stderr, "gemv-bench: DECODE_TUNE must be off or force, got '%s'\n", getenv("DECODE_TUNE")); return 2; }
     tune_result tr = tune_gemv(mode, NULL);
-    gemv_tuning tu = gemv_get_tuning();
-    if (pf >= 0) tu.pf = pf;
-    if (inter > 0) tu.interleave = inter;
-    gemv_set_tuning(tu);
-    char line[512];
+    const int over[2] = {pf, inter};
+    char line[768];
     tune_describe(&tr, line, sizeof line);
     fprintf(stderr, "gemv-bench: isa %s, %d trials; %s\n", gemv_isa(), trials, line);
     if (pf >= 0 || inter > 0)
-        fprintf(stderr, "gemv-bench: overridden: prefetch %d B, interleave %d\n", tu.pf, tu.interleave);
+        fprintf(stderr, "gemv-bench: overridden in every cell: prefetch %d B, interleave %d (-1: tuned)\n", pf, inter);
     row rows[NCELL * 3 * MAXT * 2];
     int nrow = 0, fail = 0;
     for (int c = 0; c < NCELL; c++) {
@@ -221,7 +227,7 @@ int main(int argc, char **argv) {
             for (int t = 0; t < nth; t++) {
                 pool *pl = pool_create(th[t]);
                 if (!pl) { fprintf(stderr, "gemv-bench: cannot start %d threads\n", th[t]); return 1; }
-                fail |= bench(pl, th[t], CELLS[c].name, dts[d], dt_names[d], W, x, k, trials, rows + nrow);
+                fail |= bench(pl, th[t], CELLS[c].name, dts[d], dt_names[d], W, x, k, trials, over, rows + nrow);
                 nrow += 2;
                 pool_destroy(pl);
             }
