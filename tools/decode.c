@@ -83,9 +83,11 @@ static void usage(FILE *f) {
         "      --print-schedule      print which thread computes what, and its waits, on stderr\n"
         "      --pack-cache MODE     auto: map the packed weights from a cache file, writing it on the\n"
         "                            first load (about the model's size, in $XDG_CACHE_HOME/decode/\n"
-        "                            packed or ~/.cache/decode/packed; threads on one NUMA node only);\n"
+        "                            packed or ~/.cache/decode/packed; threads on one NUMA node only):\n"
+        "                            later loads take ~0.2 s instead of seconds, but tg was up to 15%%\n"
+        "                            slower at -t 2 on one VM (docs/performance.md, Load);\n"
         "                            rebuild: write it anew; off: pack in memory every time\n"
-        "                            (default: DECODE_PACK_CACHE, else auto)\n"
+        "                            (default: DECODE_PACK_CACHE, else off)\n"
         "  -c, --ctx-size N          context size (default: min(model context_length, 4096))\n"
         "  -b, --batch-size N        prompt tokens evaluated together; 1 = one at a time (default: %d)\n"
         "      --temp T              temperature; 0 = greedy argmax (default: %.2f)\n"
@@ -212,7 +214,7 @@ static int parse_args(int argc, char **argv, options *o) {
     const char *pc = getenv("DECODE_PACK_CACHE");
     if (o->pack_cache < 0 && pc && *pc && (o->pack_cache = packcache_parse_mode(pc)) < 0)
         return usage_error("DECODE_PACK_CACHE must be auto, off or rebuild, got '%s'", pc);
-    if (o->pack_cache < 0) o->pack_cache = PACKCACHE_AUTO;
+    if (o->pack_cache < 0) o->pack_cache = PACKCACHE_OFF;   // opt-in: see docs/performance.md, "Load"
     if (!o->model) return usage_error("%s", "missing -m MODEL");
     if (o->prompt && o->prompt_file) return usage_error("%s", "give -p or -f, not both");
     const char *isa = getenv("DECODE_ISA");
