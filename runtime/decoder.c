@@ -300,14 +300,17 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
 }
 
 // ---- stages of whole tiles, stolen at the tail ----
-// wo, gate/up, down and the lm_head: each thread takes its planned tiles from the front of its
-// share, `interleave` at a time; a thread that runs out takes single tiles from the back of a
-// slower share on its node, so a sync point waits for about one tile instead of the whole
-// imbalance of two byte-equal shares. Every tile is computed whole by whoever claims it, and what
-// follows it on its rows (the residual add, SwiGLU) right after, so the bits never depend on who
-// ran it. Only threads with a share in the stage steal: the waits that follow the stage are for
-// those threads (runtime/schedule.h), and each publishes only after its last claim. Off for split
-// matrices, in L4 buffer mode and under a trace (the executed stream is then exactly the plan).
+// wo, gate/up, down and the lm_head: each share is a claim word over its half tiles (kernels/
+// gemv.h: a half reads its own line of every tile row). The owner takes whole tiles from the
+// front, `interleave` at a time while plenty are left; a thread that runs out takes from the back
+// of a slower share on its node. Claims shrink with what is left (guided self-scheduling) down to
+// one half tile, so a sync point waits for about half a tile's streaming time, not for the
+// owner's last interleave group: at -t 2 that group is up to 4 x 704 KiB of down, ~100 us.
+// Every output is computed whole by whoever claims it, and what follows it on its rows (the
+// residual add, SwiGLU) right after, so the bits never depend on who ran it. Only threads with
+// a share in the stage steal: the waits that follow the stage are for those threads
+// (runtime/schedule.h), and each publishes only after its last claim. Off for split matrices,
+// in L4 buffer mode and under a trace (the executed stream is then exactly the plan).
 
 static const int stage_mats[DECODER_N_STAGE][2] = {
     [DECODER_ST_WO] = {SCHED_WO, -1}, [DECODER_ST_FFN] = {SCHED_GATE, SCHED_UP},
@@ -324,36 +327,41 @@ static _Atomic uint64_t *claim_word(decoder *d, int layer, int st, int t) {
     return d->claims + (((size_t)layer * DECODER_N_STAGE + st) * (size_t)pool_size(d->pool) + (size_t)t) * 8;
 }
 
-// Sets every share's unclaimed tiles to its planned range; run before each step's pool job.
+// Sets every share's unclaimed halves to its planned tiles; run before each step's pool job.
 static void claims_reset(decoder *d) {
     for (int l = 0; l <= d->hp.n_layer; l++)
         for (int st = 0; st < DECODER_N_STAGE; st++)
             for (int t = 0; t < pool_size(d->pool); t++) {
                 const sched_range *r = &d->sched.share[t].r[stage_mats[st][0]];
-                atomic_store_explicit(claim_word(d, l, st, t), (uint64_t)r->t0 << 32 | r->t1, memory_order_relaxed);
+                atomic_store_explicit(claim_word(d, l, st, t), (uint64_t)(2 * r->t0) << 32 | (2 * r->t1), memory_order_relaxed);
             }
 }
 
-// Tiles [*a, *b) claimed from share q: up to n from its front, or one from its back; 0 when none
-// is left. The claim orders nothing else: the step counters carry the data.
-static int claim(_Atomic uint64_t *q, int back, uint32_t n, uint32_t *a, uint32_t *b) {
+// Halves [*a, *b) claimed from share q, from its front or its back: what is left divided by div,
+// whole tiles (an even count) while that is at least one, at most cap, at least one half; 0 when
+// none is left. The claim orders nothing else: the step counters carry the data.
+static int claim(_Atomic uint64_t *q, int back, uint32_t cap, uint32_t div, uint32_t *a, uint32_t *b) {
     uint64_t v = atomic_load_explicit(q, memory_order_relaxed), nv;
     do {
-        uint32_t f = (uint32_t)(v >> 32), e = (uint32_t)v;
+        uint32_t f = (uint32_t)(v >> 32), e = (uint32_t)v, n = (e - f) / div;
         if (f >= e) return 0;
-        if (back) *a = e - 1, *b = e, nv = (uint64_t)f << 32 | (e - 1);
-        else *a = f, *b = e - f < n ? e : f + n, nv = (uint64_t)*b << 32 | e;
+        n = n >= 2 ? n & ~1u : 1;
+        if (n > cap) n = cap;
+        if (back) *a = e - n, *b = e, nv = (uint64_t)f << 32 | *a;
+        else *a = f, *b = f + n, nv = (uint64_t)*b << 32 | e;
     } while (!atomic_compare_exchange_weak_explicit(q, &v, nv, memory_order_relaxed, memory_order_relaxed));
     return 1;
 }
 
-// Tiles [a, b) of stage st into out[0] (and out[1] for up), then what follows on their rows.
-static void stage_tiles(decoder *d, int layer, int st, const float *x, float *const *out, uint32_t a, uint32_t b) {
+// Halves [a, b) of stage st into out[0] (and out[1] for up), then what follows on their rows.
+static void stage_halves(decoder *d, int layer, int st, const float *x, float *const *out, uint32_t a, uint32_t b) {
     for (int i = 0; i < 2 && stage_mats[st][i] >= 0; i++) {
         const packed_matrix *w = decoder_matrix(d, layer, stage_mats[st][i]);
-        gemv_packed(w->type, x, w->tiles, w->n_in, w->n_out, a, b, out[i]);
+        gemv_packed_halves(w->type, x, w->tiles, w->n_in, w->n_out, a, b, out[i]);
     }
-    size_t n = d->sched.shape.mat[stage_mats[st][0]].n, lo = (size_t)a * 64, hi = (size_t)b * 64 < n ? (size_t)b * 64 : n;
+    size_t n = d->sched.shape.mat[stage_mats[st][0]].n, lo = (size_t)a * GEMV_HALF;
+    size_t hi = (size_t)b * GEMV_HALF < n ? (size_t)b * GEMV_HALF : n;
+    if (lo >= hi) return;                 // the padding half of the last tile
     if (st == DECODER_ST_WO || st == DECODER_ST_DOWN) residual_rows(d, lo, hi);
     else if (st == DECODER_ST_FFN) swiglu(d->hb + lo, d->hb + lo, d->hb2 + lo, (int)(hi - lo));
 }
@@ -361,12 +369,14 @@ static void stage_tiles(decoder *d, int layer, int st, const float *x, float *co
 // This thread's tiles of stage st, then the tails of slower shares on its node.
 static void stage_share(decoder *d, thread_ctx *c, int layer, int st, const float *x, float *const *out) {
     if (!has_share(d, c, stage_mats[st][0])) return;
-    uint32_t a, b, chunk = (uint32_t)gemv_get_tuning().interleave;
-    while (claim(claim_word(d, layer, st, c->tid), 0, chunk, &a, &b)) stage_tiles(d, layer, st, x, out, a, b);
-    for (int k = 1; k < pool_size(d->pool); k++) {
-        int v = (c->tid + k) % pool_size(d->pool);
+    int T = pool_size(d->pool);
+    uint32_t a, b, cap = 2 * (uint32_t)gemv_get_tuning().interleave, div = 2 * (uint32_t)T;
+    while (claim(claim_word(d, layer, st, c->tid), 0, cap, div, &a, &b)) stage_halves(d, layer, st, x, out, a, b);
+    for (int k = 1; k < T; k++) {
+        int v = (c->tid + k) % T;
         if (d->sched.node[v] != c->node) continue;
-        while (claim(claim_word(d, layer, st, v), 1, 1, &a, &b)) stage_tiles(d, layer, st, x, out, a, b), c->stolen++;
+        while (claim(claim_word(d, layer, st, v), 1, cap, div, &a, &b))
+            stage_halves(d, layer, st, x, out, a, b), c->stolen += b - a;
     }
 }
 

@@ -29,8 +29,8 @@ typedef struct {
     long min_stage_bytes;         // a stage uses at most bytes / this threads; -1: the default
     long min_step_bytes;          // a step uses at most its bytes / this threads; -1: the default
     int steal;                    // 1 (default): a thread out of tiles in wo, gate/up, down or the
-                                  // lm_head takes whole tiles from the back of a slower thread's
-                                  // share on its node; 0: every thread runs exactly its plan
+                                  // lm_head takes tiles, then half tiles, from the back of a slower
+                                  // thread's share on its node; 0: every thread runs exactly its plan
     void (*on_layer)(void *arg, int done, int total);   // load progress, or NULL
     void *on_layer_arg;
     const volatile sig_atomic_t *stop;  // NULL, or: the load gives up between matrices once non-zero
@@ -45,14 +45,14 @@ typedef struct thread_ctx_s {
     float *xb;                    // (n_embd) its RMSNorm of the residual stream
     float *att_scores;            // (n_head / n_head_kv, n_ctx) its attention scores, one row per query head of a group
     double wait_s;                // seconds waited at sync points since decoder_stats_reset
-    size_t stolen;                // tiles it took from other threads' shares since then
+    size_t stolen;                // half tiles it took from other threads' shares since then
 } thread_ctx;
 
 // Called from each thread for every range a kernel reads (write 0: packed tiles, byte offsets in
 // the matrix's tiles) or writes (write 1: segment partials, offsets in the matrix's partial block).
 typedef void (*decoder_trace_fn)(void *arg, int tid, int layer, int mat, int write, size_t lo, size_t hi);
 
-// The stages whose whole tiles can be stolen: wo, gate/up (paired), down, the lm_head.
+// The stages whose tiles can be stolen: wo, gate/up (paired), down, the lm_head.
 enum { DECODER_ST_WO, DECODER_ST_FFN, DECODER_ST_DOWN, DECODER_ST_OUT, DECODER_N_STAGE };
 
 typedef struct decoder_s {
@@ -117,7 +117,7 @@ void decoder_norm_rope(const decoder *d, float *v, int n_heads, const float *nor
 typedef struct {
     double wait_s;
     double busy_s;
-    size_t stolen;                // tiles run by a thread other than their planned one
+    size_t stolen;                // half tiles run by a thread other than their planned one
 } decoder_stats;
 void decoder_stats_reset(decoder *d);
 void decoder_stats_get(const decoder *d, decoder_stats *s);

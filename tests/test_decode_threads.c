@@ -201,7 +201,7 @@ int main(void) {
     CHECKF(split_runs >= 4, "split-K ran in %d runs only", split_runs);
     CHECKF(stolen > 0, "no tile was ever stolen in %d runs", api);
     CHECK(node_checks >= 2 * 8);   // model a: every matrix, 2 split settings
-    printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %zu tiles stolen) byte-identical, key streams checked\n",
+    printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %zu half tiles stolen) byte-identical, key streams checked\n",
            cli, api, split_runs, stolen);
     free(stories); free(a); free(b); free(c);
     CHECK(scratch_remove(dir) == 0);
