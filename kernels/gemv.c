@@ -62,18 +62,13 @@ size_t gemv_packed_bytes(uint32_t dt, size_t k, size_t n) {
     return nt * k * GEMV_TILE * es;
 }
 
-// Outputs [j0, min(j1, n)) of a packed matrix, each by dot_canon down its tile column.
-static void packed_cols_ref(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
-                            size_t j0, size_t j1, float *y) {
-    for (size_t j = j0; j < j1 && j < n; j++) {
+void gemv_packed_ref(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
+                     size_t t0, size_t t1, float *y) {
+    if (!tiles_ok(dt, n, t0, t1)) return;
+    for (size_t j = t0 * GEMV_TILE; j < t1 * GEMV_TILE && j < n; j++) {
         size_t t = j / GEMV_TILE, c = j % GEMV_TILE;
         y[j] = dot_canon(dt, x, at(dt, P, t * k * GEMV_TILE + c), k, GEMV_TILE);
     }
-}
-
-void gemv_packed_ref(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
-                     size_t t0, size_t t1, float *y) {
-    if (tiles_ok(dt, n, t0, t1)) packed_cols_ref(dt, x, P, k, n, t0 * GEMV_TILE, t1 * GEMV_TILE, y);
 }
 
 void gemv_rows_ref(uint32_t dt, const float *x, const void *W, size_t k, size_t n, float *y) {
@@ -266,20 +261,6 @@ INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, s
     }
 }
 
-// Half tile h of tile t: four accumulators over its 32 columns (cols' nv = 4).
-INL void half_body(int f, const float *x, const void *P, size_t k, size_t n, size_t t, int h, int pf, float *y) {
-    const size_t es = f == F_F32 ? 4 : 2, j = t * GEMV_TILE + (size_t)h * GEMV_HALF;
-    const char *w = (const char *)P + (t * k * GEMV_TILE + (size_t)h * GEMV_HALF) * es;
-    if (j >= n) return;
-    if (n - j >= GEMV_HALF) {
-        cols(f, GEMV_HALF / 8, pf, x, w, k, GEMV_TILE, y + j);
-        return;
-    }
-    float tmp[GEMV_HALF];                 // the zero-padded end of the last tile
-    cols(f, GEMV_HALF / 8, pf, x, w, k, GEMV_TILE, tmp);
-    memcpy(y + j, tmp, (n - j) * sizeof(float));
-}
-
 // The kernels, written out so a grep finds each one; the bodies are specialised per format.
 static AVX2 void gemv_stripe_f32_avx2(const float *x, const void *B, size_t k, size_t ldb,
                                       size_t j0, size_t w, float *y) {
@@ -304,16 +285,6 @@ static AVX2 void gemv_packed_f16_avx2(const float *x, const void *P, size_t k, s
 static AVX2 void gemv_packed_bf16_avx2(const float *x, const void *P, size_t k, size_t n,
                                        size_t t0, size_t t1, float *y) {
     packed_body(F_BF16, x, P, k, n, t0, t1, y, gemv_get_tuning().pf);
-}
-
-static AVX2 void gemv_half_f32_avx2(const float *x, const void *P, size_t k, size_t n, size_t t, int h, int pf, float *y) {
-    half_body(F_F32, x, P, k, n, t, h, pf, y);
-}
-static AVX2 void gemv_half_f16_avx2(const float *x, const void *P, size_t k, size_t n, size_t t, int h, int pf, float *y) {
-    half_body(F_F16, x, P, k, n, t, h, pf, y);
-}
-static AVX2 void gemv_half_bf16_avx2(const float *x, const void *P, size_t k, size_t n, size_t t, int h, int pf, float *y) {
-    half_body(F_BF16, x, P, k, n, t, h, pf, y);
 }
 
 AVX2 void gemv_packed_avx2_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
@@ -349,19 +320,6 @@ static void gemv_packed_bf16_scalar(const float *x, const void *P, size_t k, siz
                                     size_t t0, size_t t1, float *y) {
     gemv_packed_ref(WTYPE_BF16, x, P, k, n, t0, t1, y);
 }
-static void gemv_half_scalar(uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t t, int h, float *y) {
-    size_t j0 = t * GEMV_TILE + (size_t)h * GEMV_HALF;
-    packed_cols_ref(dt, x, P, k, n, j0, j0 + GEMV_HALF, y);
-}
-static void gemv_half_f32_scalar(const float *x, const void *P, size_t k, size_t n, size_t t, int h, int pf, float *y) {
-    (void)pf, gemv_half_scalar(WTYPE_F32, x, P, k, n, t, h, y);
-}
-static void gemv_half_f16_scalar(const float *x, const void *P, size_t k, size_t n, size_t t, int h, int pf, float *y) {
-    (void)pf, gemv_half_scalar(WTYPE_F16, x, P, k, n, t, h, y);
-}
-static void gemv_half_bf16_scalar(const float *x, const void *P, size_t k, size_t n, size_t t, int h, int pf, float *y) {
-    (void)pf, gemv_half_scalar(WTYPE_BF16, x, P, k, n, t, h, y);
-}
 static void f32_to_f32_row(const void *src, float *dst, size_t n) { memcpy(dst, src, n * sizeof *dst); }
 static void f16_row_widen(const void *src, float *dst, size_t n) { f16_to_f32_row(src, dst, n); }
 static void bf16_row_widen(const void *src, float *dst, size_t n) { bf16_to_f32_row(src, dst, n); }
@@ -370,26 +328,26 @@ static void bf16_row_widen(const void *src, float *dst, size_t n) { bf16_to_f32_
 static const kernel_table kernels_scalar = {
     .isa = "scalar",
     .type = {
-        [WTYPE_F32] = {gemv_stripe_f32_scalar, gemv_packed_f32_scalar, f32_to_f32_row, gemm_packed_f32_scalar, gemv_half_f32_scalar},
-        [WTYPE_F16] = {gemv_stripe_f16_scalar, gemv_packed_f16_scalar, f16_row_widen, gemm_packed_f16_scalar, gemv_half_f16_scalar},
-        [WTYPE_BF16] = {gemv_stripe_bf16_scalar, gemv_packed_bf16_scalar, bf16_row_widen, gemm_packed_bf16_scalar, gemv_half_bf16_scalar},
+        [WTYPE_F32] = {gemv_stripe_f32_scalar, gemv_packed_f32_scalar, f32_to_f32_row, gemm_packed_f32_scalar},
+        [WTYPE_F16] = {gemv_stripe_f16_scalar, gemv_packed_f16_scalar, f16_row_widen, gemm_packed_f16_scalar},
+        [WTYPE_BF16] = {gemv_stripe_bf16_scalar, gemv_packed_bf16_scalar, bf16_row_widen, gemm_packed_bf16_scalar},
     },
 };
 #if defined(__x86_64__)
 static const kernel_table kernels_avx512 = {
     .isa = "avx512",
     .type = {
-        [WTYPE_F32] = {gemv_stripe_f32_avx512, gemv_packed_f32_avx512, f32_to_f32_row, gemm_packed_f32_avx512, gemv_half_f32_avx512},
-        [WTYPE_F16] = {gemv_stripe_f16_avx512, gemv_packed_f16_avx512, f16_row_widen, gemm_packed_f16_avx512, gemv_half_f16_avx512},
-        [WTYPE_BF16] = {gemv_stripe_bf16_avx512, gemv_packed_bf16_avx512, bf16_row_widen, gemm_packed_bf16_avx512, gemv_half_bf16_avx512},
+        [WTYPE_F32] = {gemv_stripe_f32_avx512, gemv_packed_f32_avx512, f32_to_f32_row, gemm_packed_f32_avx512},
+        [WTYPE_F16] = {gemv_stripe_f16_avx512, gemv_packed_f16_avx512, f16_row_widen, gemm_packed_f16_avx512},
+        [WTYPE_BF16] = {gemv_stripe_bf16_avx512, gemv_packed_bf16_avx512, bf16_row_widen, gemm_packed_bf16_avx512},
     },
 };
 static const kernel_table kernels_avx2 = {
     .isa = "avx2",
     .type = {
-        [WTYPE_F32] = {gemv_stripe_f32_avx2, gemv_packed_f32_avx2, f32_to_f32_row, gemm_packed_f32_avx2, gemv_half_f32_avx2},
-        [WTYPE_F16] = {gemv_stripe_f16_avx2, gemv_packed_f16_avx2, f16_row_widen, gemm_packed_f16_avx2, gemv_half_f16_avx2},
-        [WTYPE_BF16] = {gemv_stripe_bf16_avx2, gemv_packed_bf16_avx2, bf16_row_widen, gemm_packed_bf16_avx2, gemv_half_bf16_avx2},
+        [WTYPE_F32] = {gemv_stripe_f32_avx2, gemv_packed_f32_avx2, f32_to_f32_row, gemm_packed_f32_avx2},
+        [WTYPE_F16] = {gemv_stripe_f16_avx2, gemv_packed_f16_avx2, f16_row_widen, gemm_packed_f16_avx2},
+        [WTYPE_BF16] = {gemv_stripe_bf16_avx2, gemv_packed_bf16_avx2, bf16_row_widen, gemm_packed_bf16_avx2},
     },
 };
 #endif
@@ -463,29 +421,6 @@ void gemv_packed_on(int isa, uint32_t dt, const float *x, const void *P, size_t 
     else
 #endif
         t->type[dt].packed(x, P, k, n, t0, t1, y);
-}
-
-// Halves [h0, h1): a leading odd half, the whole tiles, a trailing even half.
-static void halves(const kernel_table *kt, int isa, uint32_t dt, const float *x, const void *P, size_t k,
-                   size_t n, size_t h0, size_t h1, float *y, const gemv_tuning *tu) {
-    if (!kt || !wsize(dt) || h0 > h1 || h1 > 2 * gemv_n_tiles(n)) return;
-    gemv_half_fn half = kt->type[dt].half;
-    int pf = tu ? tu->pf : gemv_get_tuning().pf;
-    if (h0 < h1 && h0 % 2) half(x, P, k, n, h0 / 2, 1, pf, y), h0++;
-    if (h0 < h1 && h1 % 2) h1--, half(x, P, k, n, h1 / 2, 0, pf, y);
-    if (h0 == h1) return;
-    if (tu) gemv_packed_on(isa, dt, x, P, k, n, h0 / 2, h1 / 2, y, tu);
-    else kt->type[dt].packed(x, P, k, n, h0 / 2, h1 / 2, y);
-}
-
-void gemv_packed_halves(uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t h0,
-                        size_t h1, float *y) {
-    halves(kernels_get(), -1, dt, x, P, k, n, h0, h1, y, NULL);   // isa: only with a tuning
-}
-
-void gemv_packed_halves_on(int isa, uint32_t dt, const float *x, const void *P, size_t k, size_t n,
-                           size_t h0, size_t h1, float *y, const gemv_tuning *tu) {
-    halves(kernels_for(isa), isa, dt, x, P, k, n, h0, h1, y, tu);
 }
 
 void gemv_stripe(uint32_t dt, const float *x, const void *B, size_t k, size_t ldb, size_t j0,

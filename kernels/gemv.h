@@ -50,15 +50,6 @@ void gemv_packed_ref(uint32_t dt, const float *x, const void *P, size_t k, size_
 void gemv_packed(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
                  size_t t0, size_t t1, float *y);
 
-// Half tiles: each tile's outputs in two halves of GEMV_HALF, half h of the matrix being outputs
-// [h * GEMV_HALF, (h + 1) * GEMV_HALF). A half reads one 64-byte line of every f16/bf16 tile row
-// (two of an f32 row) and the other half none of them, so two threads can share a tile without
-// sharing a line: the unit in which threads steal work at the tail of a stage. The same bits as
-// gemv_packed (every output is its own chain). y[j] for j in [h0 * HALF, min(h1 * HALF, n)).
-#define GEMV_HALF (GEMV_TILE / 2)
-void gemv_packed_halves(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
-                        size_t h0, size_t h1, float *y);
-
 // Row-major reference straight on the GGUF layout (tests, reference paths).
 void gemv_rows_ref(uint32_t dt, const float *x, const void *W, size_t k, size_t n, float *y);
 
@@ -77,8 +68,6 @@ void gemv_stripe_on(int isa, uint32_t dt, const float *x, const void *B, size_t 
                     size_t j0, size_t w, float *y);
 void gemv_packed_on(int isa, uint32_t dt, const float *x, const void *P, size_t k, size_t n,
                     size_t t0, size_t t1, float *y, const gemv_tuning *tu);
-void gemv_packed_halves_on(int isa, uint32_t dt, const float *x, const void *P, size_t k, size_t n,
-                           size_t h0, size_t h1, float *y, const gemv_tuning *tu);
 // The tuning gemv_packed uses. Set it before the threads that call gemv_packed start a job (the
 // pool's hand-off orders it); out-of-range values are clamped (pf to [0, 1 MiB]).
 void gemv_set_tuning(gemv_tuning tu);
@@ -92,9 +81,6 @@ typedef void (*gemv_stripe_fn)(const float *x, const void *B, size_t k, size_t l
                                size_t w, float *y);
 typedef void (*gemv_packed_fn)(const float *x, const void *P, size_t k, size_t n, size_t t0,
                                size_t t1, float *y);
-// Columns [h * GEMV_HALF, +GEMV_HALF) of tile t (h 0 or 1), clipped to n; pf as gemv_tuning.pf.
-typedef void (*gemv_half_fn)(const float *x, const void *P, size_t k, size_t n, size_t t, int h,
-                             int pf, float *y);
 typedef void (*gemm_packed_fn)(const float *X, size_t ldx, size_t m, const void *P, size_t k,
                                size_t n, size_t t0, size_t t1, float *Y, size_t ldy);
 typedef struct {
@@ -102,7 +88,6 @@ typedef struct {
     gemv_packed_fn packed;        // as gemv_packed, for this type
     void (*to_f32)(const void *src, float *dst, size_t n);   // widen a row (aligned src)
     gemm_packed_fn gemm;          // as gemm_packed (kernels/gemm.h), for this type
-    gemv_half_fn half;            // one half tile, for gemv_packed_halves
 } kernel_traits;
 typedef struct {
     const char *isa;              // "scalar", "avx2", "avx512"
@@ -118,7 +103,6 @@ const kernel_table *kernels_for(int isa);
 //   w > ldb - j0 (stripe), or a range other than t0 <= t1 <= gemv_n_tiles(n) (packed, pack) makes
 //   the call return without reading or writing anything. The caller still owes the buffer sizes:
 //   B holds (k-1)*ldb + j0 + w elements, W n*k, P gemv_packed_bytes, x k floats, y the outputs.
-//   Halves: h0 <= h1 <= 2 * gemv_n_tiles(n), else nothing is touched.
 // - k = 0 gives y = 0 (the empty sum). gemv_packed_bytes is 0 for an unknown dt or on overflow.
 // - Alignment: none is required for correctness (unaligned loads); 64-byte aligned P puts every
 //   tile row on whole cache lines, which the bandwidth figures assume.

@@ -90,42 +90,6 @@ INL void tiles(int f, int nt, int pf, const float *x, const void *w, size_t k, s
         for (int i = 0; i < GEMV_TILE * nt; i++) y[i] = 0.0f;
 }
 
-// Half a tile, 32 columns of a packed K x 64 block at w (one load32 a row, two chains), into y.
-INL void half_tile(int f, int pf, const float *x, const void *w, size_t k, float *y) {
-    const size_t es = f == F_F32 ? 4 : 2;
-    for (size_t s0 = 0; s0 < k; s0 += GEMV_KSEG) {
-        size_t s1 = k - s0 > GEMV_KSEG ? s0 + GEMV_KSEG : k;
-        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-        for (size_t p = s0; p < s1; p++) {
-            __m512 xv = _mm512_set1_ps(x[p]), lo, hi;
-            const char *row = (const char *)w + p * GEMV_TILE * es;
-            if (pf)
-                for (int l = 0; l < (int)(GEMV_HALF * es); l += 64) _mm_prefetch(row + pf + l, _MM_HINT_T0);
-            load32(f, row, 0, &lo, &hi);
-            a0 = _mm512_fmadd_ps(xv, lo, a0);
-            a1 = _mm512_fmadd_ps(xv, hi, a1);
-        }
-        if (f == F_BF16) unshuffle(&a0, &a1);
-        fold(y, a0, s0, 0xffff);
-        fold(y + 16, a1, s0, 0xffff);
-    }
-    if (k == 0)
-        for (int i = 0; i < GEMV_HALF; i++) y[i] = 0.0f;
-}
-
-INL void half_body(int f, const float *x, const void *P, size_t k, size_t n, size_t t, int h, int pf, float *y) {
-    const size_t es = f == F_F32 ? 4 : 2, j = t * GEMV_TILE + (size_t)h * GEMV_HALF;
-    const char *w = (const char *)P + (t * k * GEMV_TILE + (size_t)h * GEMV_HALF) * es;
-    if (j >= n) return;
-    if (n - j >= GEMV_HALF) {
-        half_tile(f, pf, x, w, k, y + j);
-        return;
-    }
-    float tmp[GEMV_HALF];                 // the zero-padded end of the last tile
-    half_tile(f, pf, x, w, k, tmp);
-    memcpy(y + j, tmp, (n - j) * sizeof(float));
-}
-
 // Up to 16 columns (lanes m) of a K x ld matrix, one chain per column.
 INL void cols16(int f, const float *x, const void *w, size_t k, size_t ld, float *y, __mmask16 m) {
     if (k == 0) _mm512_mask_storeu_ps(y, m, _mm512_setzero_ps());
@@ -204,16 +168,6 @@ A512 void gemv_packed_f16_avx512(const float *x, const void *P, size_t k, size_t
 A512 void gemv_packed_bf16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
     gemv_tuning tu = gemv_get_tuning();
     packed_body(F_BF16, x, P, k, n, t0, t1, y, tu.pf, tu.interleave);
-}
-
-A512 void gemv_half_f32_avx512(const float *x, const void *P, size_t k, size_t n, size_t t, int h, int pf, float *y) {
-    half_body(F_F32, x, P, k, n, t, h, pf, y);
-}
-A512 void gemv_half_f16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t, int h, int pf, float *y) {
-    half_body(F_F16, x, P, k, n, t, h, pf, y);
-}
-A512 void gemv_half_bf16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t, int h, int pf, float *y) {
-    half_body(F_BF16, x, P, k, n, t, h, pf, y);
 }
 
 A512 void gemv_packed_avx512_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,

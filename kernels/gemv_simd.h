@@ -11,10 +11,6 @@ void gemv_packed_f32_avx512(const float *x, const void *P, size_t k, size_t n, s
 void gemv_packed_f16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y);
 void gemv_packed_bf16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y);
 
-void gemv_half_f32_avx512(const float *x, const void *P, size_t k, size_t n, size_t t, int h, int pf, float *y);
-void gemv_half_f16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t, int h, int pf, float *y);
-void gemv_half_bf16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t, int h, int pf, float *y);
-
 void gemv_packed_avx512_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
                               size_t t0, size_t t1, float *y, const gemv_tuning *tu);
 void gemv_packed_avx2_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,

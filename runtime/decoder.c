@@ -28,6 +28,14 @@ int decoder_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX
 }
 
 #define ALLOC(ptr, count) ((ptr) = calloc((size_t)(count), sizeof *(ptr)))
+// Zeroed and 64-byte aligned: the outputs that claims of whole tiles (64 floats, four lines) cut
+// between threads, so two threads never write one line.
+static void *zalloc_lines(size_t bytes) {
+    size_t n = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, n ? n : 64);
+    return p ? memset(p, 0, n) : NULL;
+}
+#define ALLOC_LINES(ptr, count) ((ptr) = zalloc_lines((size_t)(count) * sizeof *(ptr)))
 
 // Defaults of the thread thresholds: a stage is cut only into shares of at least 64 KiB and a
 // step into shares of at least 1 MiB. Waking a thread and handing a stage over costs on the order
@@ -36,11 +44,13 @@ int decoder_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX
 // figures (docs/runtime.md), not a law for every CPU.
 #define MIN_STAGE_BYTES (64L << 10)
 #define MIN_STEP_BYTES (1L << 20)
+#define MIN_CLAIM_BYTES (64L << 10)   // a claim of stealable work streams at least this (as MIN_STAGE_BYTES)
 #define SPIN_ITERS 20000          // ~50-100 us of pause before a waiting thread sleeps
 
 decoder_opts decoder_default_opts(int n_threads) {
     return (decoder_opts){.n_threads = n_threads, .numa = -1, .split_k = 0, .l4 = L4RUN_AUTO,
-                          .min_stage_bytes = -1, .min_step_bytes = -1, .steal = 1};
+                          .min_stage_bytes = -1, .min_step_bytes = -1, .min_claim_bytes = -1,
+                          .steal = 1};
 }
 
 int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, const volatile sig_atomic_t *stop,
@@ -132,6 +142,7 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
         goto oom;
     pool_run(d->pool, ctx_job_run, &cj);
     d->steal = o->steal && n > 1;
+    d->min_claim_bytes = o->min_claim_bytes < 0 ? MIN_CLAIM_BYTES : o->min_claim_bytes;
     size_t words = (size_t)(h->n_layer + 1) * DECODER_N_STAGE * (size_t)n * 8;
     if (cj.failed || alloc_partials(d) || (d->steal && !(d->claims = aligned_alloc(64, words * sizeof *d->claims))))
         goto oom;
@@ -144,10 +155,10 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
         return -1;
     }
     if (!ALLOC(d->key_cache, cache) || !ALLOC(d->value_cache, cache) || !ALLOC(d->k_new, kv_dim) ||
-        !ALLOC(d->v_new, kv_dim) || !ALLOC(d->x, h->n_embd) ||
-        !ALLOC(d->xb2, h->n_embd) || !ALLOC(d->q, q_dim) ||
-        !ALLOC(d->att_out, q_dim) || !ALLOC(d->hb, h->n_ff) || !ALLOC(d->hb2, h->n_ff) ||
-        !ALLOC(d->logits, h->n_vocab))
+        !ALLOC(d->v_new, kv_dim) || !ALLOC_LINES(d->x, h->n_embd) ||
+        !ALLOC_LINES(d->xb2, h->n_embd) || !ALLOC(d->q, q_dim) ||
+        !ALLOC(d->att_out, q_dim) || !ALLOC_LINES(d->hb, h->n_ff) || !ALLOC_LINES(d->hb2, h->n_ff) ||
+        !ALLOC_LINES(d->logits, h->n_vocab))
         goto oom;
     free(cpu);
     return 0;
@@ -300,17 +311,18 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
 }
 
 // ---- stages of whole tiles, stolen at the tail ----
-// wo, gate/up, down and the lm_head: each share is a claim word over its half tiles (kernels/
-// gemv.h: a half reads its own line of every tile row). The owner takes whole tiles from the
-// front, `interleave` at a time while plenty are left; a thread that runs out takes from the back
-// of a slower share on its node. Claims shrink with what is left (guided self-scheduling) down to
-// one half tile, so a sync point waits for about half a tile's streaming time, not for the
-// owner's last interleave group: at -t 2 that group is up to 4 x 704 KiB of down, ~100 us.
-// Every output is computed whole by whoever claims it, and what follows it on its rows (the
-// residual add, SwiGLU) right after, so the bits never depend on who ran it. Only threads with
-// a share in the stage steal: the waits that follow the stage are for those threads
-// (runtime/schedule.h), and each publishes only after its last claim. Off for split matrices,
-// in L4 buffer mode and under a trace (the executed stream is then exactly the plan).
+// wo, gate/up, down and the lm_head: each share is a claim word (first, end of the tiles not yet
+// taken). The owner takes from the front and a thread that runs out takes from the back of a
+// slower share on its node. A claim is what is left divided by twice the threads that can take
+// from the share (guided self-scheduling), at most `interleave` tiles, at least one tile and
+// min_claim_bytes: a large share starts `interleave` tiles at a time and both sides end in
+// single tiles, so a sync point waits for about half a tile instead of the owner's last fixed
+// group (4 tiles of 704 KiB of down at -t 2, ~100 us). Every tile is computed whole by whoever
+// claims it, and what follows it on its rows (the residual add, SwiGLU) right after, so the bits
+// never depend on who ran it. Only threads with a share in the stage steal: the waits that
+// follow the stage are for those threads (runtime/schedule.h), and each publishes only after
+// its last claim. Off for split matrices, in L4 buffer mode and under a trace (the executed
+// stream is then exactly the plan).
 
 static const int stage_mats[DECODER_N_STAGE][2] = {
     [DECODER_ST_WO] = {SCHED_WO, -1}, [DECODER_ST_FFN] = {SCHED_GATE, SCHED_UP},
@@ -327,56 +339,68 @@ static _Atomic uint64_t *claim_word(decoder *d, int layer, int st, int t) {
     return d->claims + (((size_t)layer * DECODER_N_STAGE + st) * (size_t)pool_size(d->pool) + (size_t)t) * 8;
 }
 
-// Sets every share's unclaimed halves to its planned tiles; run before each step's pool job.
+// Sets every share's unclaimed tiles to its planned range; run before each step's pool job.
 static void claims_reset(decoder *d) {
     for (int l = 0; l <= d->hp.n_layer; l++)
         for (int st = 0; st < DECODER_N_STAGE; st++)
             for (int t = 0; t < pool_size(d->pool); t++) {
                 const sched_range *r = &d->sched.share[t].r[stage_mats[st][0]];
-                atomic_store_explicit(claim_word(d, l, st, t), (uint64_t)(2 * r->t0) << 32 | (2 * r->t1), memory_order_relaxed);
+                atomic_store_explicit(claim_word(d, l, st, t), (uint64_t)r->t0 << 32 | r->t1, memory_order_relaxed);
             }
 }
 
-// Halves [*a, *b) claimed from share q, from its front or its back: what is left divided by div,
-// whole tiles (an even count) while that is at least one, at most cap, at least one half; 0 when
-// none is left. The claim orders nothing else: the step counters carry the data.
-static int claim(_Atomic uint64_t *q, int back, uint32_t cap, uint32_t div, uint32_t *a, uint32_t *b) {
+// Tiles [*a, *b) claimed from share q, from its front or its back: what is left divided by div,
+// at most cap, at least min (and 1); 0 when none is left. The claim orders nothing else: the
+// step counters carry the data.
+static int claim(_Atomic uint64_t *q, int back, uint32_t cap, uint32_t div, uint32_t min, uint32_t *a, uint32_t *b) {
     uint64_t v = atomic_load_explicit(q, memory_order_relaxed), nv;
     do {
         uint32_t f = (uint32_t)(v >> 32), e = (uint32_t)v, n = (e - f) / div;
         if (f >= e) return 0;
-        n = n >= 2 ? n & ~1u : 1;
         if (n > cap) n = cap;
+        if (n < min) n = min;
+        if (n > e - f) n = e - f;
         if (back) *a = e - n, *b = e, nv = (uint64_t)f << 32 | *a;
         else *a = f, *b = f + n, nv = (uint64_t)*b << 32 | e;
     } while (!atomic_compare_exchange_weak_explicit(q, &v, nv, memory_order_relaxed, memory_order_relaxed));
     return 1;
 }
 
-// Halves [a, b) of stage st into out[0] (and out[1] for up), then what follows on their rows.
-static void stage_halves(decoder *d, int layer, int st, const float *x, float *const *out, uint32_t a, uint32_t b) {
+// Tiles [a, b) of stage st into out[0] (and out[1] for up), then what follows on their rows.
+static void stage_tiles(decoder *d, int layer, int st, const float *x, float *const *out, uint32_t a, uint32_t b) {
     for (int i = 0; i < 2 && stage_mats[st][i] >= 0; i++) {
         const packed_matrix *w = decoder_matrix(d, layer, stage_mats[st][i]);
-        gemv_packed_halves(w->type, x, w->tiles, w->n_in, w->n_out, a, b, out[i]);
+        gemv_packed(w->type, x, w->tiles, w->n_in, w->n_out, a, b, out[i]);
     }
-    size_t n = d->sched.shape.mat[stage_mats[st][0]].n, lo = (size_t)a * GEMV_HALF;
-    size_t hi = (size_t)b * GEMV_HALF < n ? (size_t)b * GEMV_HALF : n;
-    if (lo >= hi) return;                 // the padding half of the last tile
+    size_t n = d->sched.shape.mat[stage_mats[st][0]].n, lo = (size_t)a * 64, hi = (size_t)b * 64 < n ? (size_t)b * 64 : n;
     if (st == DECODER_ST_WO || st == DECODER_ST_DOWN) residual_rows(d, lo, hi);
     else if (st == DECODER_ST_FFN) swiglu(d->hb + lo, d->hb + lo, d->hb2 + lo, (int)(hi - lo));
 }
 
-// This thread's tiles of stage st, then the tails of slower shares on its node.
+// The fewest tiles of stage st a claim takes: enough to stream min_claim_bytes (MIN_CLAIM_BYTES
+// by default). Where tiles are small (stories15M's 36 KiB) a claim per tile costs more in claim
+// traffic and lost interleave than it saves in waiting.
+static uint32_t min_claim(const decoder *d, int st) {
+    size_t tile = 0;
+    for (int i = 0; i < 2 && stage_mats[st][i] >= 0; i++) tile += sched_tile_bytes(&d->sched, stage_mats[st][i]);
+    size_t n = tile ? ((size_t)d->min_claim_bytes + tile - 1) / tile : 1;
+    return n < 1 ? 1 : n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+// This thread's tiles of stage st, then the tails of slower shares on its node. Claims are cut
+// by the threads that can take from a share: those of its node with a share in the stage.
 static void stage_share(decoder *d, thread_ctx *c, int layer, int st, const float *x, float *const *out) {
-    if (!has_share(d, c, stage_mats[st][0])) return;
-    int T = pool_size(d->pool);
-    uint32_t a, b, cap = 2 * (uint32_t)gemv_get_tuning().interleave, div = 2 * (uint32_t)T;
-    while (claim(claim_word(d, layer, st, c->tid), 0, cap, div, &a, &b)) stage_halves(d, layer, st, x, out, a, b);
+    int m = stage_mats[st][0], T = pool_size(d->pool);
+    if (!has_share(d, c, m)) return;
+    uint32_t a, b, takers = 0, min = min_claim(d, st), cap = (uint32_t)gemv_get_tuning().interleave;
+    for (int v = 0; v < T; v++)
+        takers += d->sched.node[v] == c->node && d->sched.share[v].r[m].t0 != d->sched.share[v].r[m].t1;
+    while (claim(claim_word(d, layer, st, c->tid), 0, cap, 2 * takers, min, &a, &b)) stage_tiles(d, layer, st, x, out, a, b);
     for (int k = 1; k < T; k++) {
         int v = (c->tid + k) % T;
-        if (d->sched.node[v] != c->node) continue;
-        while (claim(claim_word(d, layer, st, v), 1, cap, div, &a, &b))
-            stage_halves(d, layer, st, x, out, a, b), c->stolen += b - a;
+        if (d->sched.node[v] != c->node || d->sched.share[v].r[m].t0 == d->sched.share[v].r[m].t1) continue;
+        while (claim(claim_word(d, layer, st, v), 1, cap, 2 * takers, min, &a, &b))
+            stage_tiles(d, layer, st, x, out, a, b), c->stolen += b - a;
     }
 }
 

@@ -28,9 +28,10 @@ typedef struct {
     int l4;                       // l4run_mode (L4RUN_AUTO by default)
     long min_stage_bytes;         // a stage uses at most bytes / this threads; -1: the default
     long min_step_bytes;          // a step uses at most its bytes / this threads; -1: the default
+    long min_claim_bytes;         // a claim of stolen work streams at least this; -1: the default
     int steal;                    // 1 (default): a thread out of tiles in wo, gate/up, down or the
-                                  // lm_head takes tiles, then half tiles, from the back of a slower
-                                  // thread's share on its node; 0: every thread runs exactly its plan
+                                  // lm_head takes tiles from the back of a slower thread's share on
+                                  // its node; 0: every thread runs exactly its plan
     void (*on_layer)(void *arg, int done, int total);   // load progress, or NULL
     void *on_layer_arg;
     const volatile sig_atomic_t *stop;  // NULL, or: the load gives up between matrices once non-zero
@@ -45,7 +46,7 @@ typedef struct thread_ctx_s {
     float *xb;                    // (n_embd) its RMSNorm of the residual stream
     float *att_scores;            // (n_head / n_head_kv, n_ctx) its attention scores, one row per query head of a group
     double wait_s;                // seconds waited at sync points since decoder_stats_reset
-    size_t stolen;                // half tiles it took from other threads' shares since then
+    size_t stolen;                // tiles it took from other threads' shares since then
 } thread_ctx;
 
 // Called from each thread for every range a kernel reads (write 0: packed tiles, byte offsets in
@@ -67,6 +68,7 @@ typedef struct decoder_s {
     unsigned step_seq;            // decode steps run so far (progress numbers derive from it)
     float *partials[SCHED_N_MAT]; // split matrices: (n_tiles, sched_partial_bytes) segment partials
     int steal;                    // stages may be stolen from (decoder_opts.steal, more than one thread)
+    long min_claim_bytes;         // decoder_opts.min_claim_bytes, resolved
     gemv_tuning tuning;           // the GEMV tuning for this model's step size (tune_pick), set per step
     _Atomic uint64_t *claims;     // (n_layer + 1, DECODER_N_STAGE, n_threads) per share: first << 32 |
                                   // end of its tiles not yet claimed, 8 words apart (a cache line each)
@@ -117,7 +119,7 @@ void decoder_norm_rope(const decoder *d, float *v, int n_heads, const float *nor
 typedef struct {
     double wait_s;
     double busy_s;
-    size_t stolen;                // half tiles run by a thread other than their planned one
+    size_t stolen;                // tiles run by a thread other than their planned one
 } decoder_stats;
 void decoder_stats_reset(decoder *d);
 void decoder_stats_get(const decoder *d, decoder_stats *s);

@@ -7,7 +7,8 @@
 // kernels then read and write (the trace hook), and on two pretend nodes every tile belongs to a
 // thread of the node it is meant for. Outside the traced token, threads that run out of tiles
 // take them from slower shares (runtime/decoder.h, steal): the runs must have stolen some tiles
-// (more threads than this machine's CPUs make some thread late often) with the same logits.
+// (more threads than this machine's CPUs make some thread late often) with the same logits; CLI
+// dumps at -t 3 under DECODE_ISA=avx2|scalar check those paths too.
 #include "model/llama.h"
 #include "runtime/decoder.h"
 #include "tests/check.h"
@@ -25,16 +26,19 @@ static int split_runs;        // in-process runs in which some matrix was cut in
 static size_t stolen;         // tiles run by a thread other than their planned one, all runs
 
 // Runs decode with --dump-logits; returns the dump (malloc'ed) and its length.
-static char *dump(const char *model, const char *threads, const char *split, const char *fake, size_t *len) {
+static char *dump(const char *model, const char *threads, const char *split, const char *fake, const char *isa, size_t *len) {
     char *path = path_join(dir, "dump.bin");
     if (fake) setenv("DECODE_FAKE_NUMA", fake, 1);
     else unsetenv("DECODE_FAKE_NUMA");
+    if (isa) setenv("DECODE_ISA", isa, 1);
+    else unsetenv("DECODE_ISA");
     const char *argv[] = {bin_path("decode", 0), "-m", model, "-p", "Once upon a time", "-n", "12",
                           "--temp", "0", "--ignore-eos", "-t", threads, "--split-k", split,
                           "--dump-logits", path, NULL};
     char *out = path_join(dir, "out.txt"), *err = path_join(dir, "err.txt");
     CHECKF(run_capture(argv, out, err) == 0, "%s", argv_text(argv));
     unsetenv("DECODE_FAKE_NUMA");
+    unsetenv("DECODE_ISA");
     char *d = must_read(path, len);
     free(path); free(out); free(err);
     return d;
@@ -42,19 +46,25 @@ static char *dump(const char *model, const char *threads, const char *split, con
 
 static int cli_cases(const char *model) {
     size_t ref_len, len;
-    char *ref = dump(model, "1", "off", NULL, &ref_len);
+    char *ref = dump(model, "1", "off", NULL, NULL, &ref_len);
     CHECK(ref_len > 0);
     int cases = 0;
     const char *threads[] = {"1", "2", "3", "4"}, *splits[] = {"off", "4"}, *fakes[] = {NULL, "2"};
     for (int t = 0; t < 4; t++)
         for (int s = 0; s < 2; s++)
             for (int f = 0; f < 2; f++) {
-                char *d = dump(model, threads[t], splits[s], fakes[f], &len);
+                char *d = dump(model, threads[t], splits[s], fakes[f], NULL, &len);
                 CHECKF(len == ref_len && !memcmp(d, ref, len), "%s: -t %s --split-k %s DECODE_FAKE_NUMA=%s differs from -t 1",
                        model, threads[t], splits[s], fakes[f] ? fakes[f] : "unset");
                 free(d);
                 cases++;
             }
+    const char *isas[] = {"avx2", "scalar"};
+    for (int i = 0; i < 2; i++, cases++) {
+        char *d = dump(model, "3", "off", NULL, isas[i], &len);
+        CHECKF(len == ref_len && !memcmp(d, ref, len), "%s: -t 3 DECODE_ISA=%s differs from -t 1", model, isas[i]);
+        free(d);
+    }
     free(ref);
     return cases;
 }
@@ -115,7 +125,7 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
     decoder_opts o = decoder_default_opts(T);
     o.split_k = split;
     o.l4 = L4RUN_OFF;   // the trace follows the plain path; the L4 path is test_decode_l4's
-    if (!thresholds) o.min_stage_bytes = o.min_step_bytes = 0;
+    if (!thresholds) o.min_stage_bytes = o.min_step_bytes = o.min_claim_bytes = 0;
     CHECKF(decoder_init_opts(&d, m, 64, &o, err) == 0, "%s", err);
     unsetenv("DECODE_FAKE_NUMA");
     if (!thresholds) CHECK(pool_size(d.pool) == T);
@@ -195,13 +205,13 @@ int main(void) {
     // Under sanitizers (SLOW) the CLI runs stories260K only; the in-process runs cover the rest.
     int cli = cli_cases(stories), cli_models = 1;
     if (SLOW == 1.0) cli += cli_cases(a) + cli_cases(b), cli_models = 3;
-    CHECK(cli == cli_models * 16);
+    CHECK(cli == cli_models * 18);
     int api = api_cases(stories) + api_cases(a) + api_cases(b) + api_cases(c);
     CHECK(api == 4 * 32);
     CHECKF(split_runs >= 4, "split-K ran in %d runs only", split_runs);
     CHECKF(stolen > 0, "no tile was ever stolen in %d runs", api);
     CHECK(node_checks >= 2 * 8);   // model a: every matrix, 2 split settings
-    printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %zu half tiles stolen) byte-identical, key streams checked\n",
+    printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %zu tiles stolen) byte-identical, key streams checked\n",
            cli, api, split_runs, stolen);
     free(stories); free(a); free(b); free(c);
     CHECK(scratch_remove(dir) == 0);

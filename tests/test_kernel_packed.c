@@ -4,8 +4,7 @@
 // off; test_kernel_util.h) against gemv_packed_ref and gemv_rows_ref (the GGUF-layout reference)
 // bit for bit, for every N in 1 .. 2*TILE+9 and N around 3, 4 and 5 tiles (crossing each tile
 // boundary and each interleave group), K in {1, 7, 255, 256, 257, 1000, 4099}, f16, bf16 and f32 with special values; tile
-// sub-ranges (every start, lengths 1..5) write only their outputs; the dispatched gemv_packed too;
-// half-tile ranges (gemv_packed_halves: every start, 1..5 halves, odd and even ends) the same way.
+// sub-ranges (every start, lengths 1..5) write only their outputs; the dispatched gemv_packed too.
 #include "kernels/gemv.h"
 #include "test_kernel_util.h"
 #include "tests/check.h"
@@ -48,25 +47,23 @@ static size_t layout_facts(void) {
     return n + 3;
 }
 
-// Path g over units [u0, u1) into a poisoned y, the units whole tiles (unit GEMV_TILE,
-// gemv_packed_on) or half tiles (GEMV_HALF, gemv_packed_halves_on): exactly outputs
-// [u0*unit, min(u1*unit, n)) are written, each bit-identical to yr.
+// Path g over tiles [t0, t1) into a poisoned y: exactly outputs [t0*TILE, min(t1*TILE, n)) are
+// written, each bit-identical to yr.
 static void check_range(const gemv_path *g, uint32_t dt, const float *x, const void *P, size_t k,
-                        size_t n, size_t unit, size_t u0, size_t u1, const float *yr) {
+                        size_t n, size_t t0, size_t t1, const float *yr) {
     float y[NMAX + GUARD];
     for (size_t i = 0; i < NMAX + GUARD; i++) y[i] = -777.0f;
-    if (unit == GEMV_TILE) gemv_packed_on(g->isa, dt, x, P, k, n, u0, u1, y, &g->tu);
-    else gemv_packed_halves_on(g->isa, dt, x, P, k, n, u0, u1, y, &g->tu);
+    gemv_packed_on(g->isa, dt, x, P, k, n, t0, t1, y, &g->tu);
     for (size_t i = 0; i < NMAX + GUARD; i++) {
-        int mine = i >= u0 * unit && i < u1 * unit && i < n;
-        CHECKF(mine ? same_f32(y[i], yr[i]) : y[i] == -777.0f, "%s %s pf=%d nt=%d k=%zu n=%zu units of "
-               "%zu [%zu,%zu) i=%zu: %.9g vs %.9g", gemv_isa_name(g->isa), dt_name(dt), g->tu.pf,
-               g->tu.interleave, k, n, unit, u0, u1, i, y[i], yr[i]);
+        int mine = i >= t0 * GEMV_TILE && i < t1 * GEMV_TILE && i < n;
+        CHECKF(mine ? same_f32(y[i], yr[i]) : y[i] == -777.0f, "%s %s pf=%d nt=%d k=%zu n=%zu tiles "
+               "[%zu,%zu) i=%zu: %.9g vs %.9g", gemv_isa_name(g->isa), dt_name(dt), g->tu.pf,
+               g->tu.interleave, k, n, t0, t1, i, y[i], yr[i]);
     }
 }
 
 int main(void) {
-    size_t facts = layout_facts(), cases = 0, pack_elems = 0, path_cases = 0, half_cases = 0, n_paths = gemv_paths_report("packed");
+    size_t facts = layout_facts(), cases = 0, pack_elems = 0, path_cases = 0, n_paths = gemv_paths_report("packed");
     CHECKF(facts == 3 * 9 * 11 + 3, "%zu layout cases", facts);
     float y[NMAX + GUARD], yr[NMAX + GUARD], yp[NMAX + GUARD];
     for (size_t d = 0; d < 3; d++)
@@ -104,28 +101,20 @@ int main(void) {
                     CHECK(same_f32(yp[j], yr[j]));
                 }
                 for (size_t i = n; i < NMAX + GUARD; i++) CHECK(y[i] == -777.0f && yp[i] == -777.0f);
-                // every path, in tiles and in half tiles: the whole range, then every start with
-                // 1..5 units (K small enough)
-                for (size_t g = 0; g < N_GEMV_PATHS; g++)
-                    for (size_t unit = GEMV_HALF; unit <= GEMV_TILE && gemv_isa_supported(GEMV_PATHS[g].isa); unit *= 2) {
-                        size_t nu = nt * (GEMV_TILE / unit), *count = unit == GEMV_TILE ? &path_cases : &half_cases;
-                        check_range(&GEMV_PATHS[g], dt, x, P, k, n, unit, 0, nu, yr);
-                        ++*count;
-                        if (k > 257) continue;
-                        for (size_t u0 = 0; u0 < nu; u0++)
-                            for (size_t u1 = u0 + 1; u1 <= nu && u1 <= u0 + 5; u1++, ++*count)
-                                check_range(&GEMV_PATHS[g], dt, x, P, k, n, unit, u0, u1, yr);
-                    }
-                for (size_t i = 0; i < NMAX + GUARD; i++) y[i] = -777.0f;
-                gemv_packed_halves(dt, x, P, k, n, 1, 2 * nt, y);   // dispatched: all but the first half
-                for (size_t i = 0; i < NMAX + GUARD; i++)
-                    CHECK(i >= GEMV_HALF && i < n ? same_f32(y[i], yr[i]) : y[i] == -777.0f);
-                // bad tile and half ranges touch nothing
+                // every path: the whole range, then every start with 1..5 tiles (K small enough)
+                for (size_t g = 0; g < N_GEMV_PATHS; g++) {
+                    if (!gemv_isa_supported(GEMV_PATHS[g].isa)) continue;
+                    check_range(&GEMV_PATHS[g], dt, x, P, k, n, 0, nt, yr);
+                    path_cases++;
+                    if (k > 257) continue;
+                    for (size_t t0 = 0; t0 < nt; t0++)
+                        for (size_t t1 = t0 + 1; t1 <= nt && t1 <= t0 + 5; t1++, path_cases++)
+                            check_range(&GEMV_PATHS[g], dt, x, P, k, n, t0, t1, yr);
+                }
+                // bad tile ranges touch nothing
                 for (size_t i = 0; i < NMAX + GUARD; i++) y[i] = -777.0f;
                 gemv_packed(dt, x, P, k, n, 0, nt + 1, y);
                 gemv_packed(dt, x, P, k, n, 1, 0, y);
-                gemv_packed_halves(dt, x, P, k, n, 0, 2 * nt + 1, y);
-                gemv_packed_halves(dt, x, P, k, n, 2, 1, y);
                 gemv_pack(dt, W, k, n, P, nt, nt + 1);
                 for (size_t i = 0; i < NMAX + GUARD; i++) CHECK(y[i] == -777.0f);
                 CHECK(memcmp(P, P2, bytes) == 0);
@@ -137,17 +126,14 @@ int main(void) {
             }
     CHECKF(cases == 3 * NK * NN, "ran %zu packed cases", cases);
     // per path: one whole-range call per case, plus, for the 5 K <= 257, every (start, 1..5 tiles)
-    size_t ranges = 0, half_ranges = 0;
+    size_t ranges = 0;
     for (size_t in = 0; in < NN; in++) {
         size_t nt = gemv_n_tiles(n_at(in));
         for (size_t t0 = 0; t0 < nt; t0++) ranges += nt - t0 < 5 ? nt - t0 : 5;
-        for (size_t h0 = 0; h0 < 2 * nt; h0++) half_ranges += 2 * nt - h0 < 5 ? 2 * nt - h0 : 5;
     }
-    size_t want = n_paths * 3 * (NK * NN + 5 * ranges), want_half = n_paths * 3 * (NK * NN + 5 * half_ranges);
+    size_t want = n_paths * 3 * (NK * NN + 5 * ranges);
     CHECKF(N_GEMV_PATHS == 9 && n_paths >= 2 && path_cases == want, "ran %zu path cases, want %zu", path_cases, want);
-    CHECKF(half_cases == want_half, "ran %zu half-tile cases, want %zu", half_cases, want_half);
     printf("packed: %zu layout facts, %zu cases bit-identical, %zu packed elements checked, %zu path "
-           "cases and %zu half-tile cases on %zu of %zu paths\n", facts, cases, pack_elems, path_cases,
-           half_cases, n_paths, N_GEMV_PATHS);
+           "cases on %zu of %zu paths\n", facts, cases, pack_elems, path_cases, n_paths, N_GEMV_PATHS);
     return 0;
 }
