@@ -395,11 +395,12 @@ static void stage_share(decoder *d, thread_ctx *c, int layer, int st, const floa
     uint32_t a, b, takers = 0, min = min_claim(d, st), cap = (uint32_t)gemv_get_tuning().interleave;
     for (int v = 0; v < T; v++)
         takers += d->sched.node[v] == c->node && d->sched.share[v].r[m].t0 != d->sched.share[v].r[m].t1;
-    while (claim(claim_word(d, layer, st, c->tid), 0, cap, 2 * takers, min, &a, &b)) stage_tiles(d, layer, st, x, out, a, b);
+    uint32_t div = takers > 1 ? 2 * takers : 1;   // alone on its node: `interleave` tiles to the end
+    while (claim(claim_word(d, layer, st, c->tid), 0, cap, div, min, &a, &b)) stage_tiles(d, layer, st, x, out, a, b);
     for (int k = 1; k < T; k++) {
         int v = (c->tid + k) % T;
         if (d->sched.node[v] != c->node || d->sched.share[v].r[m].t0 == d->sched.share[v].r[m].t1) continue;
-        while (claim(claim_word(d, layer, st, v), 1, cap, 2 * takers, min, &a, &b))
+        while (claim(claim_word(d, layer, st, v), 1, cap, div, min, &a, &b))
             stage_tiles(d, layer, st, x, out, a, b), c->stolen += b - a;
     }
 }
