@@ -240,9 +240,10 @@ const packed_matrix *decoder_matrix(const decoder *d, int layer, int m) {
 static const sched_range *share(const decoder *d, const thread_ctx *c, int m) {
     return &d->sched.share[c->tid].r[m];
 }
-static int has_share(const decoder *d, const thread_ctx *c, int m) {
-    return share(d, c, m)->t0 != share(d, c, m)->t1;
+static int thread_has_share(const decoder *d, int t, int m) {
+    return d->sched.share[t].r[m].t0 != d->sched.share[t].r[m].t1;
 }
+static int has_share(const decoder *d, const thread_ctx *c, int m) { return thread_has_share(d, c->tid, m); }
 
 static float *partial_slot(decoder *d, int m, size_t tile, uint32_t seg) {
     return (float *)((char *)d->partials[m] + tile * sched_partial_bytes(&d->sched, m) + seg * (size_t)SCHED_SLOT_BYTES);
@@ -394,12 +395,12 @@ static void stage_share(decoder *d, thread_ctx *c, int layer, int st, const floa
     if (!has_share(d, c, m)) return;
     uint32_t a, b, takers = 0, min = min_claim(d, st), cap = (uint32_t)gemv_get_tuning().interleave;
     for (int v = 0; v < T; v++)
-        takers += d->sched.node[v] == c->node && d->sched.share[v].r[m].t0 != d->sched.share[v].r[m].t1;
+        takers += d->sched.node[v] == c->node && thread_has_share(d, v, m);
     uint32_t div = takers > 1 ? 2 * takers : 1;   // alone on its node: `interleave` tiles to the end
     while (claim(claim_word(d, layer, st, c->tid), 0, cap, div, min, &a, &b)) stage_tiles(d, layer, st, x, out, a, b);
     for (int k = 1; k < T; k++) {
         int v = (c->tid + k) % T;
-        if (d->sched.node[v] != c->node || d->sched.share[v].r[m].t0 == d->sched.share[v].r[m].t1) continue;
+        if (d->sched.node[v] != c->node || !thread_has_share(d, v, m)) continue;
         while (claim(claim_word(d, layer, st, v), 1, cap, div, min, &a, &b))
             stage_tiles(d, layer, st, x, out, a, b), c->stolen += b - a;
     }
