@@ -44,7 +44,7 @@ static void *zalloc_lines(size_t bytes) {
 // figures (docs/runtime.md), not a law for every CPU.
 #define MIN_STAGE_BYTES (64L << 10)
 #define MIN_STEP_BYTES (1L << 20)
-#define MIN_CLAIM_BYTES (64L << 10)   // a claim of stealable work streams at least this (as MIN_STAGE_BYTES)
+#define MIN_CLAIM_BYTES (64L << 10)   // a claim of stealable work streams at least this: a guess, as above
 #define SPIN_ITERS 20000          // ~50-100 us of pause before a waiting thread sleeps
 
 decoder_opts decoder_default_opts(int n_threads) {
@@ -379,8 +379,8 @@ static void stage_tiles(decoder *d, int layer, int st, const float *x, float *co
 }
 
 // The fewest tiles of stage st a claim takes: enough to stream min_claim_bytes (MIN_CLAIM_BYTES
-// by default). Where tiles are small (stories15M's 36 KiB) a claim per tile costs more in claim
-// traffic and lost interleave than it saves in waiting.
+// by default). Claims of stories15M's 18 KiB half tiles cost it a quarter of its -t 2 rate in claim
+// traffic and lost interleave (docs/performance.md); the floor keeps its 36 KiB tiles in pairs.
 static uint32_t min_claim(const decoder *d, int st) {
     size_t tile = 0;
     for (int i = 0; i < 2 && stage_mats[st][i] >= 0; i++) tile += sched_tile_bytes(&d->sched, stage_mats[st][i]);
