@@ -1,5 +1,6 @@
 // roofline: sustained read bandwidth for each working-set size and thread count. Every thread
-// sums its contiguous share of one buffer with AVX2 loads (runtime/membw.h); a trial is enough
+// sums its contiguous share of one buffer (runtime/membw.h: widest vectors, the faster of one
+// plain stream and several prefetched ones); a trial is enough
 // back-to-back passes to last ~20 ms; reported are the median and the best trial in 1e9 bytes/s.
 #include "runtime/membw.h"
 #include "tools/util.h"
