@@ -108,7 +108,7 @@ void swiglu(float *o, const float *gate, const float *up, int n) {
 }
 
 // Ties go to the lowest index; NaNs are skipped (index 0 when all are NaN); -1 when n <= 0.
-int argmax_f32(const float *x, int n) {
+int argmax_ref(const float *x, int n) {
     int best = -1;
     for (int i = 0; i < n; i++)
         if (x[i] == x[i] && (best < 0 || x[i] > x[best])) best = i;
@@ -324,6 +324,38 @@ static AVX2 void attention_avx2(float *out, const float *q, const float *k, cons
     }
 }
 #endif
+
+#if defined(__x86_64__)
+// Two passes over the row (a classifier's 128 KB stays in L2): the largest non-NaN value (maxps
+// returns its second operand, the running max, when x is NaN), then the first index holding it;
+// the same index argmax_ref picks, since it too keeps the first of equal values. No NaN or all NaN:
+// no index compares equal to -inf unless -inf is there.
+static AVX2 int argmax_avx2(const float *x, int n) {
+    __m256 m = _mm256_set1_ps(-INFINITY);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) m = _mm256_max_ps(_mm256_loadu_ps(x + i), m);
+    float l[8], mx = -INFINITY;
+    _mm256_storeu_ps(l, m);
+    for (int j = 0; j < 8; j++) mx = l[j] > mx ? l[j] : mx;
+    for (; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    __m256 b = _mm256_set1_ps(mx);
+    for (i = 0; i + 8 <= n; i += 8) {
+        int e = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), b, _CMP_EQ_OQ));
+        if (e) return i + __builtin_ctz((unsigned)e);
+    }
+    for (; i < n; i++)
+        if (x[i] == mx) return i;
+    return 0;
+}
+#endif
+
+int argmax_f32(const float *x, int n) {
+    if (n <= 0) return -1;
+#if defined(__x86_64__)
+    if (cpu_simd_enabled()) return argmax_avx2(x, n);
+#endif
+    return argmax_ref(x, n);
+}
 
 void softmax(float *x, int n) {
     if (n <= 0) return;

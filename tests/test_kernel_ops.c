@@ -168,7 +168,34 @@ static size_t test_argmax(void) {
     for (int i = 0; i < 5000; i++) big[i] = rng_sym(1.0f);
     big[4321] = 2.0f, big[4999] = 2.0f;
     CHECK(argmax_f32(big, 5000) == 4321);
-    return 8;
+    // The SIMD path against argmax_ref: lengths 1..70 (whole and partial 8-blocks) and 32000 (a
+    // classifier), 4 offsets, 6 patterns: random; the max twice, the copies 1..9 apart (inside
+    // and across blocks); NaNs around a max; all NaN; -inf with NaNs; 0 after -0 at the max.
+    static float row[32000 + 4];
+    size_t cases = 0;
+    for (int len = 1; len <= 71; len++) {
+        int n = len == 71 ? 32000 : len;
+        for (int off = 0; off < 4; off++)
+            for (int pat = 0; pat < 6; pat++, cases++) {
+                float *x = row + off;
+                for (int i = 0; i < n; i++) x[i] = rng_sym(1.0f);
+                int at = (int)(rng_unit() * n) % n, at2 = at + 1 + (int)(rng_unit() * 9) % 9;
+                at2 = at2 < n ? at2 : at;
+                for (int i = 0; i < n; i++) {
+                    if (pat == 2 && i % 3 == 0) x[i] = NAN;
+                    if (pat == 3 || (pat == 4 && i % 2)) x[i] = NAN;
+                    if (pat == 4 && i % 2 == 0) x[i] = -INFINITY;
+                    if (pat == 5) x[i] = -fabsf(x[i]);
+                }
+                if (pat == 1) x[at] = x[at2] = 3.0f;
+                if (pat == 2) x[at] = 2.5f;
+                if (pat == 5) x[at] = -0.0f, x[at2] = at2 == at ? -0.0f : 0.0f;
+                CHECKF(argmax_f32(x, n) == argmax_ref(x, n), "n %d offset %d pattern %d: %d vs %d", n, off, pat,
+                       argmax_f32(x, n), argmax_ref(x, n));
+            }
+    }
+    CHECK(cases == 71 * 4 * 6);
+    return 8 + cases;
 }
 
 // Attention: AVX2 vs attention_ref bit for bit, then float64. Scores carry (hd + 4) u scale
@@ -236,7 +263,7 @@ static size_t test_attention(void) {
 
 int main(void) {
     size_t n[6] = {test_rmsnorm(), test_rope(), test_softmax(), test_swiglu(), test_argmax(), test_attention()};
-    const size_t want[6] = {18, 481, 15 + 71 * 4, 14, 8, 12 * 4 * 16 + 1};
+    const size_t want[6] = {18, 481, 15 + 71 * 4, 14, 8 + 71 * 4 * 6, 12 * 4 * 16 + 1};
     const char *names[6] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention"};
     for (int i = 0; i < 6; i++) {
         CHECKF(n[i] == want[i], "%s ran %zu cases, expected %zu", names[i], n[i], want[i]);
