@@ -39,10 +39,10 @@ void f32_to_bf16_row(const float *src, uint16_t *dst, size_t n);
 // lanes reduced ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) then the tail; softmax_ref; V summed with
 // fmaf, p ascending. Both return without writing when n_pos, n_head, n_head_kv or head_dim is not
 // positive or n_head % n_head_kv != 0.
-// Scalar reference of argmax_f32 (same index).
-int argmax_ref(const float *x, int n);
 void attention_ref(float *out, const float *q, const float *k, const float *v, int n_pos,
                    int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch);
+// Scalar reference of argmax_f32 (same index).
+int argmax_ref(const float *x, int n);
 
 // Contract details (kernels/ops.c; tests/test_kernel_ops.c, test_kernel_convert.c):
 // - rmsnorm, swiglu follow ggml's CPU arithmetic (f64 sums where ggml has them); softmax keeps

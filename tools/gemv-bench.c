@@ -140,10 +140,6 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     fprintf(stderr, "%s %s t=%d: %.1f GB/s, roofline %.1f GB/s (%.1f%%), %.1f GFLOP/s, %d calls per trial; "
             "%s tuning: prefetch %d B, interleave %d\n", cell, dname, nth, out[0].gbps, roof, out[0].pct,
             out[0].gflops, reps, which, tu.pf, tu.interleave);
-    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (!strncmp(cell, "dram", 4) && l3 > 0 && bytes <= (size_t)l3)
-        fprintf(stderr, "gemv-bench: warning: %s %s is %zu MiB, within this CPU's reported %ld MiB L3: it reads "
-                "L3, not DRAM, here (-c dram_32768 is larger)\n", cell, dname, bytes >> 20, l3 >> 20);
     free(j.P);
     free(j.y);
     free(yr);
@@ -213,6 +209,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gemv-bench: isa %s, %d trials; %s\n", gemv_isa(), trials, line);
     if (pf >= 0 || inter > 0)
         fprintf(stderr, "gemv-bench: overridden in every cell: prefetch %d B, interleave %d (-1: tuned)\n", pf, inter);
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
     row rows[NCELL * 3 * MAXT * 2];
     int nrow = 0, fail = 0;
     for (int c = 0; c < NCELL; c++) {
@@ -230,6 +227,11 @@ int main(int argc, char **argv) {
                 if (!(W = malloc(k * n * wt->size))) { fprintf(stderr, "gemv-bench: out of memory\n"); return 1; }
                 wt->from_f32(wf, W, k * n);
             }
+            size_t bytes = gemv_packed_bytes(dts[d], k, n);
+            if (!strncmp(CELLS[c].name, "dram", 4) && l3 > 0 && bytes <= (size_t)l3)
+                fprintf(stderr, "gemv-bench: warning: %s %s is %zu MiB, within this CPU's reported %ld MiB L3: it "
+                        "reads L3, not DRAM, here (-c dram_32768 is larger)\n", CELLS[c].name, dt_names[d],
+                        bytes >> 20, l3 >> 20);
             for (int t = 0; t < nth; t++) {
                 pool *pl = pool_create(th[t]);
                 if (!pl) { fprintf(stderr, "gemv-bench: cannot start %d threads\n", th[t]); return 1; }
