@@ -2,14 +2,15 @@
 //  - resident: prefetch {0, 2048} x interleave 1..GEMV_MAX_INTERLEAVE (AVX-512; AVX2 has the
 //    registers for one tile) on packed f16 and bf16 matrices of half the L2 each, warm in L2, the
 //    two times summed (f16 is bound by its widening, bf16 by the FMAs and loads: both matter);
-//  - stream: the interleave fastest on those two matrices with prefetch on (the stream kernel's
-//    loops: the prefetches cost instructions that weigh on an L3-resident matrix, and more tiles
-//    in flight issue more of them; measured without prefetch on f16 alone, the interleaves tie,
-//    since f16 is bound by its widening, and a noisy pick of 4 cost l3_2048 bf16 ~15%), then PF
-//    candidates on a packed f16 matrix of 2 x L3 + 16 MiB, 48..64 MiB (a VM may report a bogus
-//    L3: this one says 508 MiB), read from DRAM or at least from far beyond L2.
+//  - stream, on a packed f16 matrix of 2 x L3 + 16 MiB, 48..64 MiB (a VM may report a bogus L3:
+//    one says 508 MiB), read from DRAM or at least from far beyond L2: first the interleave at
+//    prefetch 2048 B, with the interleave fastest on the L2 matrices with prefetch on as the
+//    incumbent (on a Zen 5 the DRAM interleaves tie and a noisy pick of 4 cost l3_2048 bf16
+//    ~15%; on a Sapphire Rapids whose L3 holds the matrix, 4 beat 1 by ~20% and 2 by ~8%), then
+//    the PF candidates at that interleave.
 // Candidates rotate within each round and the median of ROUNDS rounds decides, so a burst of
-// noise from another process hits every candidate alike; for the resident candidates (no DRAM,
+// noise from another process hits every candidate alike (after a warm-up call: the first
+// calls after the matrix is written run at half speed); for the resident candidates (no DRAM,
 // ~5 us a call, so noise only ever adds time) the fastest of RROUNDS rounds of 100 calls.
 #include "runtime/tune.h"
 #include "runtime/cachedir.h"
@@ -29,10 +30,13 @@
 
 static const int PF[] = {0, 1024, 2048, 4096, 8192};   // flat from 8 KB to 32 KB on Zen 5
 #define NPF (int)(sizeof PF / sizeof *PF)
+#define STREAM_PF 2048                                  // the stream interleave is timed at this prefetch
 static const int RPF[] = {0, 2048};                     // resident: none, or the stream's middle
 #define NRPF (int)(sizeof RPF / sizeof *RPF)
 #define ROUNDS 5
 #define RROUNDS 7
+_Static_assert(ROUNDS <= TUNE_MAX_ROUNDS && RROUNDS <= TUNE_MAX_ROUNDS, "tune_choose's round bound");
+_Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 <= TUNE_MAX_CANDIDATES, "candidates");
 #define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much
 #define RECHECK_S 600             // ... checked at most this often (a check allocates ~50 MB)
 
@@ -95,7 +99,7 @@ int tune_mode_from_env(void) {
 
 // ---- measurement ----
 
-// Median of v[0..n), n <= 8 (sorts v).
+// Median of v[0..n) (sorts v).
 static double median(double *v, int n) {
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
@@ -134,73 +138,105 @@ static double gemv_seconds(const mat *m, gemv_tuning tu, int reps) {
     return (monotonic_seconds() - t) / reps;
 }
 
-// Index of the fastest of nc tunings (median over rounds, order rotated each round).
-static int fastest(const mat *m, const gemv_tuning *c, int nc, int reps, double *best_s) {
-    double t[8][ROUNDS];
+int tune_choose(const double *t, int nc, int nr, int incumbent, int by_min) {
+    double score[TUNE_MAX_CANDIDATES], spread[TUNE_MAX_CANDIDATES];
+    int best = 0;
+    for (int i = 0; i < nc; i++) {
+        double v[TUNE_MAX_ROUNDS], lo = 1e300;
+        for (int r = 0; r < nr; r++) v[r] = t[i * nr + r], lo = v[r] < lo ? v[r] : lo;
+        double med = median(v, nr), q1 = v[(nr - 1) / 4], q3 = v[nr - 1 - (nr - 1) / 4];   // v sorted
+        score[i] = by_min ? lo : med;
+        spread[i] = by_min ? (med - lo) / lo : (q3 - q1) / med;
+        if (score[i] < score[best]) best = i;
+    }
+    if (incumbent < 0 || incumbent >= nc || best == incumbent) return best;
+    double margin = spread[best] > spread[incumbent] ? spread[best] : spread[incumbent];
+    return score[best] < score[incumbent] * (1 - margin) ? best : incumbent;
+}
+
+// tune_choose over nc tunings on m (median of ROUNDS rounds, order rotated each round); *best_s
+// the winner's median seconds.
+static int fastest(const mat *m, const gemv_tuning *c, int nc, int reps, int incumbent, double *best_s) {
+    double t[TUNE_MAX_CANDIDATES * ROUNDS];
+    gemv_seconds(m, c[0], 2);
     for (int r = 0; r < ROUNDS; r++)
         for (int q = 0; q < nc; q++) {
             int i = (q + r) % nc;
-            t[i][r] = gemv_seconds(m, c[i], reps);
+            t[i * ROUNDS + r] = gemv_seconds(m, c[i], reps);
         }
-    int best = 0;
-    double bs = 1e300;
-    for (int i = 0; i < nc; i++) {
-        double s = median(t[i], ROUNDS);
-        if (s < bs) bs = s, best = i;
-    }
-    *best_s = bs;
+    int best = tune_choose(t, nc, ROUNDS, incumbent, 0);
+    *best_s = median(&t[best * ROUNDS], ROUNDS);
     return best;
 }
+
+// Index of tu in c[0..*nc), appended when absent (c has room for one more); -1 for no tu.
+static int find_or_add(gemv_tuning *c, int *nc, const gemv_tuning *tu) {
+    if (!tu) return -1;
+    for (int i = 0; i < *nc; i++)
+        if (c[i].pf == tu->pf && c[i].interleave == tu->interleave) return i;
+    c[*nc] = *tu;
+    return (*nc)++;
+}
+
+static int same_tuning(gemv_tuning a, gemv_tuning b) { return a.pf == b.pf && a.interleave == b.interleave; }
 
 static size_t dram_bytes(void) {
     size_t l3 = (size_t)cache_kb(_SC_LEVEL3_CACHE_SIZE) << 10, b = 2 * l3 + (16u << 20);
     return b < (48u << 20) ? 48u << 20 : b > (64u << 20) ? 64u << 20 : b;
 }
 
-// The resident candidates (RPF x interleave) on L2-sized f16 and bf16 matrices, each warm in L2;
-// order rotated each round, the fastest of RROUNDS per matrix. *resident: the least f16 + bf16
-// time; *stream_nt: the interleave with the least f16 + bf16 time with prefetch on. 0 ok, -1 no
-// memory.
-static int measure_resident(gemv_tuning *resident, int *stream_nt) {
+// The resident candidates (RPF x interleave, and inc when it is none of them) on L2-sized f16
+// and bf16 matrices, each warm in L2; order rotated each round, a round's time the f16 + bf16 sum,
+// tune_choose by the fastest of RROUNDS. *stream_nt: the interleave with the least such time with
+// prefetch on. 0 ok, -1 no memory.
+static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *stream_nt) {
     size_t l2 = (size_t)cache_kb(_SC_LEVEL2_CACHE_SIZE) << 10;
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1, nc = NRPF * nnt;
-    gemv_tuning c[NRPF * GEMV_MAX_INTERLEAVE];
+    gemv_tuning c[NRPF * GEMV_MAX_INTERLEAVE + 1];
     for (int i = 0; i < nc; i++) c[i] = (gemv_tuning){RPF[i / nnt], i % nnt + 1};
-    double t[2][NRPF * GEMV_MAX_INTERLEAVE];
+    int ii = find_or_add(c, &nc, inc);
+    double t[TUNE_MAX_CANDIDATES * RROUNDS];
     mat m[2];
     int bad = mat_alloc(&m[0], (l2 ? l2 : 1u << 20) / 2, 512, WTYPE_F16);
     bad |= mat_alloc(&m[1], (l2 ? l2 : 1u << 20) / 2, 512, WTYPE_BF16);
     if (!bad) {
         for (int d = 0; d < 2; d++) gemv_seconds(&m[d], c[0], 20);   // warm the cache
-        for (int i = 0; i < nc; i++) t[0][i] = t[1][i] = 1e300;
         for (int r = 0; r < RROUNDS; r++)
-            for (int q = 0; q < nc; q++)
-                for (int d = 0; d < 2; d++) {
-                    int i = (q + r) % nc;
-                    double s = gemv_seconds(&m[d], c[i], 100);
-                    if (s < t[d][i]) t[d][i] = s;
-                }
-        double best = 1e300, best_pf = 1e300;
+            for (int q = 0; q < nc; q++) {
+                int i = (q + r) % nc;
+                t[i * RROUNDS + r] = gemv_seconds(&m[0], c[i], 100) + gemv_seconds(&m[1], c[i], 100);
+            }
+        *resident = c[tune_choose(t, nc, RROUNDS, ii, 1)];
+        double best_pf = 1e300;
         for (int i = 0; i < nc; i++) {
-            double sum = t[0][i] + t[1][i];
-            if (sum < best) best = sum, *resident = c[i];
-            if (c[i].pf > 0 && sum < best_pf) best_pf = sum, *stream_nt = c[i].interleave;
+            double lo = 1e300;
+            for (int r = 0; r < RROUNDS; r++) lo = t[i * RROUNDS + r] < lo ? t[i * RROUNDS + r] : lo;
+            if (c[i].pf > 0 && lo < best_pf) best_pf = lo, *stream_nt = c[i].interleave;
         }
     }
     mat_free(&m[0]), mat_free(&m[1]);
     return bad ? -1 : 0;
 }
 
-// Measures every choice; 0 ok (tu, resident, gbps set), -1 out of memory.
-static int measure(gemv_tuning *tu, gemv_tuning *resident, double *gbps) {
+// Measures every choice, keeping the incumbents inc/inc_resident (NULL: none) unless a candidate
+// beats them by more than the spread of the rounds; 0 ok (tu, resident, gbps set), -1 out of memory.
+static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, gemv_tuning *tu, gemv_tuning *resident,
+                   double *gbps) {
     *tu = (gemv_tuning){PF[NPF - 1], 1};
     double s;
-    if (measure_resident(resident, &tu->interleave)) return -1;
+    if (measure_resident(inc_resident, resident, &tu->interleave)) return -1;
     mat m;
     if (mat_alloc(&m, dram_bytes(), 4096, WTYPE_F16)) { mat_free(&m); return -1; }
-    gemv_tuning c[NPF];
+    gemv_tuning c[NPF + GEMV_MAX_INTERLEAVE + 1];
+    int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1;
+    if (nnt > 1) {
+        for (int i = 0; i < nnt; i++) c[i] = (gemv_tuning){STREAM_PF, i + 1};
+        tu->interleave = c[fastest(&m, c, nnt, 1, tu->interleave - 1, &s)].interleave;
+    }
+    int nc = NPF;
     for (int i = 0; i < NPF; i++) c[i] = (gemv_tuning){PF[i], tu->interleave};
-    tu->pf = PF[fastest(&m, c, NPF, 1, &s)];
+    int ii = find_or_add(c, &nc, inc);
+    *tu = c[fastest(&m, c, nc, 1, ii, &s)];
     *gbps = gemv_packed_bytes(WTYPE_F16, m.k, m.n) / s / 1e9;
     mat_free(&m);
     return 0;
@@ -222,6 +258,11 @@ static double check_gbps(gemv_tuning tu) {
 // (checked in unix seconds; rpf rinterleave the resident tuning. A line without them, from a
 // build before the resident tuning, reads as a miss and is measured again.)
 
+// A tuning a cache line may carry (anything else reads as a miss).
+static int sane(gemv_tuning t) {
+    return t.pf >= 0 && t.pf <= (1 << 20) && t.interleave >= 1 && t.interleave <= GEMV_MAX_INTERLEAVE;
+}
+
 static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv_tuning *resident,
                         double *gbps, long long *checked) {
     FILE *f = fopen(path, "r");
@@ -233,7 +274,7 @@ static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv
         double g;
         long long c = 0;
         if (sscanf(line, "%255s %d %d %lf %lld %d %d", k, &t.pf, &t.interleave, &g, &c, &rt.pf, &rt.interleave) == 7 &&
-            !strcmp(k, key) && g > 0)
+            !strcmp(k, key) && g > 0 && sane(t) && sane(rt))
             *tu = t, *resident = rt, *gbps = g, *checked = c, found = 0;
     }
     fclose(f);
@@ -278,6 +319,7 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     double cached_gbps;
     gemv_tuning cached, cached_resident;
     long long checked;
+    int incumbent = 0;            // a re-tune: the cached picks stay unless clearly beaten
     if (mode == TUNE_AUTO && path[0] && !cache_lookup(path, r.key, &cached, &cached_resident, &cached_gbps, &checked)) {
         long long age = (long long)time(NULL) - checked;
         if (age >= 0 && age < RECHECK_S) {                      // checked recently: trust it
@@ -291,13 +333,19 @@ tune_result tune_gemv(int mode, const char *cache_path) {
             goto done;
         }
         snprintf(r.note, sizeof r.note, "cached DRAM rate %.1f GB/s, now %.1f: measured again", cached_gbps, now);
+        incumbent = 1;
     }
     gemv_tuning tu, resident;
-    if (measure(&tu, &resident, &r.gbps)) {
+    if (measure(incumbent ? &cached : NULL, incumbent ? &cached_resident : NULL, &tu, &resident, &r.gbps)) {
         snprintf(r.note, sizeof r.note, "out of memory measuring; defaults used");
         goto done;
     }
     r.tu = tu, r.resident = resident, r.source = TUNE_MEASURED;
+    if (incumbent) {
+        size_t n = strlen(r.note);
+        snprintf(r.note + n, sizeof r.note - n, ", %s", same_tuning(tu, cached) && same_tuning(resident, cached_resident)
+                 ? "the cached picks held" : "the picks changed");
+    }
     if (path[0] && cache_store(path, r.key, tu, resident, r.gbps))
         snprintf(r.note, sizeof r.note, "could not write the cache %.100s: %.40s", path, strerror(errno));
 done:

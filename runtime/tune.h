@@ -10,13 +10,17 @@
 // and bf16 summed), where software prefetch only costs instructions. tune_pick chooses between
 // them by the bytes a step streams per thread. A cached
 // entry is reused while a check of the DRAM read rate (at most every 10 minutes: it allocates
-// ~50 MB) stays within 20% of the rate stored with it; otherwise it is measured again. DECODE_TUNE=off takes a per-family default
-// without measuring; DECODE_TUNE=force measures even with a valid cache entry.
+// ~50 MB) stays within 20% of the rate stored with it; otherwise it is measured again, with the
+// cached picks among the candidates, and they stay unless a candidate beats them by more than the
+// spread of the rounds (tune_choose): a re-tune in a noisy moment must not lock in a worse pick.
+// DECODE_TUNE=off takes a per-family default without measuring; DECODE_TUNE=force measures from
+// scratch (no incumbent) even with a valid cache entry.
 #pragma once
 #include "kernels/gemv.h"
 #include <stddef.h>
 
 enum { TUNE_AUTO, TUNE_OFF, TUNE_FORCE };
+enum { TUNE_MAX_CANDIDATES = 16, TUNE_MAX_ROUNDS = 8 };
 enum { TUNE_DEFAULT, TUNE_CACHED, TUNE_MEASURED };
 
 typedef struct {
@@ -35,6 +39,13 @@ int tune_mode_from_env(void);
 // Tunes in `mode` with the cache file at cache_path (NULL: the user's cache directory; "" : no
 // cache), sets the result with gemv_set_tuning, and returns it.
 tune_result tune_gemv(int mode, const char *cache_path);
+// The tuner's decision over nc candidates timed in nr rounds (t[i * nr + r]: seconds of candidate
+// i in round r; nc <= TUNE_MAX_CANDIDATES, nr <= TUNE_MAX_ROUNDS). A candidate's score is its
+// median (by_min: its fastest round) and its spread (q3 - q1) / median over the quartiles of its
+// rounds (by_min: (median - min) / min), so one round hit by a burst does not widen it. Returns
+// the least score's index, except that an incumbent (>= 0) is kept unless the best score is
+// below the incumbent's by more than the larger of the two spreads.
+int tune_choose(const double *t, int nc, int nr, int incumbent, int by_min);
 // One line describing r, e.g. "gemv tuning: avx512, prefetch 2048 B, interleave 3; resident
 // (<= 1024 KiB a thread): prefetch 0 B, interleave 3 (measured in 0.31 s, 38.2 GB/s; key ...)".
 void tune_describe(const tune_result *r, char *buf, size_t n);
