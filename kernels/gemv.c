@@ -244,7 +244,7 @@ INL void stripe_body(int f, uint32_t dt, const float *x, const void *B, size_t k
 
 // pf: the software prefetch distance in the packed stream, a tuning (runtime/tune.c). The
 // out-of-order window alone keeps about 3 KB of loads in flight, short of DRAM's bandwidth-delay
-// product; the best distance differs by CPU (8 KB on Zen 5, 2 KB on a Sapphire Rapids Xeon).
+// product; the best distance differs by CPU (2-8 KB on Zen 5, 2 KB on a Xeon, 1 KB on a Zen 3).
 INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, size_t t0,
                      size_t t1, float *y, int pf) {
     const size_t es = f == F_F32 ? 4 : 2;

@@ -2,16 +2,20 @@
 //  - resident: prefetch {0, 2048} x interleave 1..GEMV_MAX_INTERLEAVE (AVX-512; AVX2 has the
 //    registers for one tile) on packed f16 and bf16 matrices of half the L2 each, warm in L2, the
 //    two times summed (f16 is bound by its widening, bf16 by the FMAs and loads: both matter);
-//  - stream, on a packed f16 matrix of 2 x L3 + 16 MiB, 48..64 MiB (a VM may report a bogus L3:
-//    one says 508 MiB), read from DRAM or at least from far beyond L2: first the interleave at
-//    prefetch 2048 B, with the interleave fastest on the L2 matrices with prefetch on as the
-//    incumbent (on a Zen 5 the DRAM interleaves tie and a noisy pick of 4 cost l3_2048 bf16
-//    ~15%; on a Sapphire Rapids whose L3 holds the matrix, 4 beat 1 by ~20% and 2 by ~8%), then
-//    the PF candidates at that interleave.
+//    tune_pick applies it to what it was measured on, up to half the L2 a thread (a matrix the
+//    size of the whole L2 streams partly from L3: on a Zen 3 l2_512 ran 75% of its roofline
+//    without prefetch and 80-86% with 1 KB);
+//  - stream, on a packed f16 matrix of DRAM_BYTES: first the interleave at prefetch 2048 B, with
+//    the interleave fastest on the L2 matrices with prefetch on as the incumbent (on a Zen 5 the
+//    DRAM interleaves tie and a noisy pick of 4 cost l3_2048 bf16 ~15%; on a Sapphire Rapids
+//    4 beat 1 by ~20% and 2 by ~8%), then the PF candidates at that interleave.
 // Candidates rotate within each round and the median of ROUNDS rounds decides, so a burst of
 // noise from another process hits every candidate alike (after a warm-up call: the first
 // calls after the matrix is written run at half speed); for the resident candidates (no DRAM,
-// ~5 us a call, so noise only ever adds time) the fastest of RROUNDS rounds of 100 calls.
+// ~5 us a call, so noise only ever adds time) the fastest of RROUNDS rounds of 100 calls. The
+// incumbent of a first tune is the family default, of a re-tune the cached pick: a candidate
+// replaces it only by beating it by more than the rounds' spread (tune_choose), so where the
+// machine cannot tell the choices apart the measured default stands, not the noise.
 #include "runtime/tune.h"
 #include "runtime/cachedir.h"
 #include "platform/clock.h"
@@ -38,14 +42,25 @@ static const int RPF[] = {0, 2048};                     // resident: none, or th
 _Static_assert(ROUNDS <= TUNE_MAX_ROUNDS && RROUNDS <= TUNE_MAX_ROUNDS, "tune_choose's round bound");
 _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 <= TUNE_MAX_CANDIDATES, "candidates");
 #define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much
-#define RECHECK_S 600             // ... checked at most this often (a check allocates ~50 MB)
+#define RECHECK_S 600             // ... checked at most this often (a check allocates DRAM_BYTES)
+// The stream matrix: the dram_8192 cell's 128 MiB. Smaller ones do not stand for DRAM: on a Zen 3
+// (32 MiB L3) 64 MiB put prefetch 1 KB 3% ahead of 2 KB where 128 MiB and dram_8192 put it 8-12%
+// ahead; on a Xeon whose L3 held 64 MiB every choice tied there while no prefetch cost 15-35% on
+// dram_8192. A VM's reported L3 (256 MiB on that Zen 3) is no guide. Where a real L3 holds it, the
+// tuning is for L3-resident streams, which is what a model that size gets there.
+#define DRAM_BYTES ((size_t)128 << 20)
 
-// Defaults when tuning is off, by CPU vendor and family. Measured where a row says so; the rest
-// are the middle of the measured range, not a claim about that CPU.
+// Defaults when tuning is off, and the incumbents of a first tune, by CPU vendor and family.
+// Measured where a row says so; the fallback is the middle of the measured range, not a claim
+// about any CPU. A family spans generations (0x19: Zen 3 and Zen 4): a row holds for the model it
+// was measured on; on the others the tuner's measurement is what counts.
 static const struct { const char *vendor; int family; gemv_tuning tu, resident; } DEFAULTS[] = {
-    {"AuthenticAMD", 0x1a, {8192, 2}, {0, 3}},   // Zen 5: 8 KB best at t=1 (docs/performance.md sweep);
-                                                  // resident: the l2_512 sweep's best
-    {"GenuineIntel", 6, {2048, 2}, {0, 2}},      // Xeon (Sapphire Rapids): 2 KB best at t=1 and t=2
+    {"AuthenticAMD", 0x19, {1024, 1}, {0, 1}},   // Zen 3 (model 1): dram_8192 t=1 1 KB 87-90% of the
+                                                  // roofline, none 75-79%, 2 KB 71-78%
+    {"AuthenticAMD", 0x1a, {2048, 4}, {0, 3}},   // Zen 5: 2 KB / 4 tuned and best in a dram_8192 sweep
+                                                  // (an earlier sweep: 8 KB); resident: l2_512's best
+    {"GenuineIntel", 6, {2048, 4}, {0, 2}},      // Xeon (Sapphire Rapids and later): dram_8192 2 KB / 4
+                                                  // 98-99%, 2 KB / 2 92-93%, none 62-67%
 };
 static const gemv_tuning FALLBACK = {4096, 2}, FALLBACK_RESIDENT = {0, 2};
 
@@ -82,11 +97,15 @@ static long cache_kb(int name) {
     return v > 0 ? v / 1024 : 0;
 }
 
-static void family_default(const cpu_id *c, gemv_tuning *tu, gemv_tuning *resident) {
+// 1 when c's family has a row, 0 for the fallback.
+static int family_default(const cpu_id *c, gemv_tuning *tu, gemv_tuning *resident) {
     *tu = FALLBACK, *resident = FALLBACK_RESIDENT;
     for (size_t i = 0; i < sizeof DEFAULTS / sizeof *DEFAULTS; i++)
-        if (!strcmp(DEFAULTS[i].vendor, c->vendor) && DEFAULTS[i].family == c->family)
+        if (!strcmp(DEFAULTS[i].vendor, c->vendor) && DEFAULTS[i].family == c->family) {
             *tu = DEFAULTS[i].tu, *resident = DEFAULTS[i].resident;
+            return 1;
+        }
+    return 0;
 }
 
 int tune_mode_from_env(void) {
@@ -180,11 +199,6 @@ static int find_or_add(gemv_tuning *c, int *nc, const gemv_tuning *tu) {
 
 static int same_tuning(gemv_tuning a, gemv_tuning b) { return a.pf == b.pf && a.interleave == b.interleave; }
 
-static size_t dram_bytes(void) {
-    size_t l3 = (size_t)cache_kb(_SC_LEVEL3_CACHE_SIZE) << 10, b = 2 * l3 + (16u << 20);
-    return b < (48u << 20) ? 48u << 20 : b > (64u << 20) ? 64u << 20 : b;
-}
-
 // The resident candidates (RPF x interleave, and inc when it is none of them) on L2-sized f16
 // and bf16 matrices, each warm in L2; order rotated each round, a round's time the f16 + bf16 sum,
 // tune_choose by the fastest of RROUNDS. *stream_nt: the interleave with the least such time with
@@ -218,20 +232,22 @@ static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *
     return bad ? -1 : 0;
 }
 
-// Measures every choice, keeping the incumbents inc/inc_resident (NULL: none) unless a candidate
-// beats them by more than the spread of the rounds; 0 ok (tu, resident, gbps set), -1 out of memory.
+// Measures every choice, keeping the incumbents inc/inc_resident (NULL: none; inc's interleave
+// is also the stream interleave's incumbent) unless a candidate beats them by more than the
+// spread of the rounds; 0 ok (tu, resident, gbps set), -1 out of memory.
 static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, gemv_tuning *tu, gemv_tuning *resident,
                    double *gbps) {
     *tu = (gemv_tuning){PF[NPF - 1], 1};
     double s;
     if (measure_resident(inc_resident, resident, &tu->interleave)) return -1;
     mat m;
-    if (mat_alloc(&m, dram_bytes(), 4096, WTYPE_F16)) { mat_free(&m); return -1; }
+    if (mat_alloc(&m, DRAM_BYTES, 8192, WTYPE_F16)) { mat_free(&m); return -1; }
     gemv_tuning c[NPF + GEMV_MAX_INTERLEAVE + 1];
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1;
     if (nnt > 1) {
         for (int i = 0; i < nnt; i++) c[i] = (gemv_tuning){STREAM_PF, i + 1};
-        tu->interleave = c[fastest(&m, c, nnt, 1, tu->interleave - 1, &s)].interleave;
+        int nt = inc ? inc->interleave : tu->interleave;
+        tu->interleave = c[fastest(&m, c, nnt, 1, nt - 1, &s)].interleave;
     }
     int nc = NPF;
     for (int i = 0; i < NPF; i++) c[i] = (gemv_tuning){PF[i], tu->interleave};
@@ -245,7 +261,7 @@ static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, gemv
 // The DRAM rate with tu now: one warm-up pass and the median of three.
 static double check_gbps(gemv_tuning tu) {
     mat m;
-    if (mat_alloc(&m, dram_bytes(), 4096, WTYPE_F16)) { mat_free(&m); return 0; }
+    if (mat_alloc(&m, DRAM_BYTES, 8192, WTYPE_F16)) { mat_free(&m); return 0; }
     double t[3];
     gemv_seconds(&m, tu, 1);
     for (int i = 0; i < 3; i++) t[i] = gemv_seconds(&m, tu, 1);
@@ -311,15 +327,15 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     char path[4096];
     if (cache_path) snprintf(path, sizeof path, "%s", cache_path);
     else if (cachedir_path("tune", path, sizeof path)) path[0] = 0;
-    family_default(&c, &r.tu, &r.resident);
-    r.resident_bytes = (size_t)cache_kb(_SC_LEVEL2_CACHE_SIZE) << 10;
+    int has_row = family_default(&c, &r.tu, &r.resident);
+    r.resident_bytes = (size_t)cache_kb(_SC_LEVEL2_CACHE_SIZE) << 10 >> 1;
     r.source = TUNE_DEFAULT;
     if (gemv_isa_id() == GEMV_SCALAR) r.resident = r.tu;           // scalar has no choices
     if (mode == TUNE_OFF || gemv_isa_id() == GEMV_SCALAR) goto done;
     double cached_gbps;
     gemv_tuning cached, cached_resident;
     long long checked;
-    int incumbent = 0;            // a re-tune: the cached picks stay unless clearly beaten
+    int retune = 0;               // a re-tune: the cached picks are the incumbents
     if (mode == TUNE_AUTO && path[0] && !cache_lookup(path, r.key, &cached, &cached_resident, &cached_gbps, &checked)) {
         long long age = (long long)time(NULL) - checked;
         if (age >= 0 && age < RECHECK_S) {                      // checked recently: trust it
@@ -333,15 +349,16 @@ tune_result tune_gemv(int mode, const char *cache_path) {
             goto done;
         }
         snprintf(r.note, sizeof r.note, "cached DRAM rate %.1f GB/s, now %.1f: measured again", cached_gbps, now);
-        incumbent = 1;
+        retune = 1;
     }
-    gemv_tuning tu, resident;
-    if (measure(incumbent ? &cached : NULL, incumbent ? &cached_resident : NULL, &tu, &resident, &r.gbps)) {
+    gemv_tuning tu, resident, def = r.tu, def_resident = r.resident;
+    const gemv_tuning *inc = retune ? &cached : has_row ? &def : NULL;
+    if (measure(inc, retune ? &cached_resident : has_row ? &def_resident : NULL, &tu, &resident, &r.gbps)) {
         snprintf(r.note, sizeof r.note, "out of memory measuring; defaults used");
         goto done;
     }
     r.tu = tu, r.resident = resident, r.source = TUNE_MEASURED;
-    if (incumbent) {
+    if (retune) {
         size_t n = strlen(r.note);
         snprintf(r.note + n, sizeof r.note - n, ", %s", same_tuning(tu, cached) && same_tuning(resident, cached_resident)
                  ? "the cached picks held" : "the picks changed");

@@ -1,20 +1,21 @@
 // Per-machine tuning of the packed GEMV's free choices (prefetch distance, tiles in flight:
 // kernels/gemv.h gemv_tuning), which leave the arithmetic alone. A prefetch distance that is best
 // on one CPU costs 15-20% on another, so it is measured, not guessed: a short single-thread run
-// (well under a second) over a DRAM-sized and an L2-sized packed matrix picks the fastest
+// (well under a second) over a 128 MiB and a half-L2 packed matrix picks the fastest
 // candidates, and the result is cached in $XDG_CACHE_HOME/decode/tune (or ~/.cache/decode/tune)
 // under a key of CPU vendor, family, model, stepping, cache sizes and the GEMV path.
 // Two tunings: "stream" (tu) for weights read from L3 or DRAM every step, the prefetch distance
 // measured on the DRAM-sized matrix; "resident" for weights that stay in each core's L2 from one
-// step to the next (a thread's share at most the L2 size), measured on the L2-sized matrix (f16
+// step to the next (a thread's share at most half the L2), measured on the half-L2 matrices (f16
 // and bf16 summed), where software prefetch only costs instructions. tune_pick chooses between
 // them by the bytes a step streams per thread. A cached
 // entry is reused while a check of the DRAM read rate (at most every 10 minutes: it allocates
-// ~50 MB) stays within 20% of the rate stored with it; otherwise it is measured again, with the
+// 128 MiB) stays within 20% of the rate stored with it; otherwise it is measured again, with the
 // cached picks among the candidates, and they stay unless a candidate beats them by more than the
 // spread of the rounds (tune_choose): a re-tune in a noisy moment must not lock in a worse pick.
-// DECODE_TUNE=off takes a per-family default without measuring; DECODE_TUNE=force measures from
-// scratch (no incumbent) even with a valid cache entry.
+// A first tune (or DECODE_TUNE=force, which ignores a valid cache entry) does the same with the
+// CPU family's default as the incumbent, where the family has a measured row. DECODE_TUNE=off
+// takes that default without measuring.
 #pragma once
 #include "kernels/gemv.h"
 #include <stddef.h>
@@ -26,7 +27,7 @@ enum { TUNE_DEFAULT, TUNE_CACHED, TUNE_MEASURED };
 typedef struct {
     gemv_tuning tu;               // stream: weights read from L3 or DRAM each step
     gemv_tuning resident;         // weights a thread keeps in its L2 between steps
-    size_t resident_bytes;        // bytes per thread up to which tune_pick takes resident (the L2 size; 0: never)
+    size_t resident_bytes;        // bytes per thread up to which tune_pick takes resident (half the L2; 0: never)
     int source;                   // TUNE_DEFAULT / TUNE_CACHED / TUNE_MEASURED
     double gbps;                  // single-thread DRAM GEMV read rate with tu (0 when not measured)
     double seconds;               // time spent tuning
