@@ -303,6 +303,58 @@ static AVX2 void vsum_head(float *o, const float *a, const float *v, int p0, int
     vsum_ref(o, a, v, p0, p1, d, hd, stride);
 }
 
+// nh query heads of one group (scores a + i * a_stride, outputs o + i * hd) over [p0, p1), nv
+// 8-blocks each, nh * nv <= 8: each V row is loaded once for the nh heads, and the nh * nv FMA
+// chains run side by side (one head of a small head_dim is one or two chains, latency-bound).
+// Each output's chain is vsum_block's: fma over p ascending.
+static inline __attribute__((always_inline)) AVX2 void vsum_heads(float *o, const float *a, int a_stride,
+        const float *v, int p0, int p1, size_t stride, int hd, int nh, int nv) {
+    __m256 acc[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < nh; i++)
+#pragma GCC unroll 8
+        for (int j = 0; j < nv; j++)
+            acc[i * nv + j] = p0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(o + (size_t)i * hd + 8 * j);
+    for (int p = p0; p < p1; p++) {
+        const float *vp = v + (size_t)p * stride;
+        __m256 vb[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < nv; j++) vb[j] = _mm256_loadu_ps(vp + 8 * j);
+#pragma GCC unroll 8
+        for (int i = 0; i < nh; i++) {
+            __m256 ap = _mm256_broadcast_ss(a + (size_t)i * a_stride + p);
+#pragma GCC unroll 4
+            for (int j = 0; j < nv; j++) acc[i * nv + j] = _mm256_fmadd_ps(ap, vb[j], acc[i * nv + j]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < nh; i++)
+#pragma GCC unroll 8
+        for (int j = 0; j < nv; j++) _mm256_storeu_ps(o + (size_t)i * hd + 8 * j, acc[i * nv + j]);
+}
+
+// The V sums of a group's grp heads over [p0, p1): head_dim 8, 16 or 32 in batches of 2-8
+// heads (vsum_heads, the batch a power of two), the rest a head at a time (vsum_head).
+static AVX2 void vsum_group(float *o, const float *a, int n_pos, const float *v, int p0, int p1, int hd,
+                            size_t stride, int grp) {
+    int h = 0, nv = hd / 8;
+    if (hd % 8 == 0 && (nv == 1 || nv == 2 || nv == 4))
+        for (int nh = 8 / nv; nh >= 2; nh /= 2)
+            for (; grp - h >= nh; h += nh) {
+                float *oh = o + (size_t)h * hd;
+                const float *ah = a + (size_t)h * n_pos;
+                switch (nh * 8 + nv) {
+                case 8 * 8 + 1: vsum_heads(oh, ah, n_pos, v, p0, p1, stride, hd, 8, 1); break;
+                case 4 * 8 + 1: vsum_heads(oh, ah, n_pos, v, p0, p1, stride, hd, 4, 1); break;
+                case 2 * 8 + 1: vsum_heads(oh, ah, n_pos, v, p0, p1, stride, hd, 2, 1); break;
+                case 4 * 8 + 2: vsum_heads(oh, ah, n_pos, v, p0, p1, stride, hd, 4, 2); break;
+                case 2 * 8 + 2: vsum_heads(oh, ah, n_pos, v, p0, p1, stride, hd, 2, 2); break;
+                default: vsum_heads(oh, ah, n_pos, v, p0, p1, stride, hd, 2, 4); break;   // 2 * 8 + 4
+                }
+            }
+    for (; h < grp; h++) vsum_head(o + (size_t)h * hd, a + (size_t)h * n_pos, v, p0, p1, hd, stride);
+}
+
 static AVX2 void attention_avx2(float *out, const float *q, const float *k, const float *v,
         int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
     const float scale = 1.0f / sqrtf((float)head_dim);
@@ -318,8 +370,7 @@ static AVX2 void attention_avx2(float *out, const float *q, const float *k, cons
         for (int h = 0; h < grp; h++) softmax_avx2(scratch + (size_t)h * n_pos, n_pos);
         for (int p0 = 0; p0 < n_pos; p0 += VCHUNK) {
             int p1 = n_pos - p0 < VCHUNK ? n_pos : p0 + VCHUNK;
-            for (int h = 0; h < grp; h++)
-                vsum_head(og + (size_t)h * hd, scratch + (size_t)h * n_pos, vg, p0, p1, hd, kv_stride);
+            vsum_group(og, scratch, n_pos, vg, p0, p1, hd, kv_stride, grp);
         }
     }
 }

@@ -203,14 +203,15 @@ static size_t test_argmax(void) {
 // Both cache layouts: position-major (rows of every head, padded or not) and head-major (each
 // head's positions one stream, heads padded apart).
 static size_t test_attention(void) {
-    // head_dim: every count of 8-dim blocks past a 64-block (1..8) and tails; positions: part and
+    // head_dim: every count of 8-dim blocks past a 64-block (1..8), 32, and tails; positions: part and
     // whole 8-blocks, and chunks of V beyond the first
-    const int hds[] = {8, 12, 16, 24, 40, 48, 56, 64, 72, 80, 100, 128}, nps[] = {1, 2, 17, 300};
-    const int heads[][2] = {{1, 1}, {4, 1}, {6, 2}, {8, 8}};
+    const int hds[] = {8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 80, 100, 128}, nps[] = {1, 2, 17, 300};
+    // group sizes 1, 2, 3, 4, 8: the batched V sums of small head_dims (2, 4, 8 heads) and a remainder
+    const int heads[][2] = {{1, 1}, {4, 1}, {6, 2}, {8, 8}, {8, 1}, {8, 4}};
     size_t cases = 0;
-    for (int a = 0; a < 12; a++)
+    for (int a = 0; a < 13; a++)
         for (int b = 0; b < 4; b++)
-            for (int c = 0; c < 16; c++, cases++) {   // 4 head shapes x 4 layouts
+            for (int c = 0; c < 24; c++, cases++) {   // 6 head shapes x 4 layouts
                 int hd = hds[a], np = nps[b], nh = heads[c / 4][0], nkv = heads[c / 4][1];
                 int head_major = c >> 1 & 1, pad = c & 1;
                 size_t stride = head_major ? (size_t)hd : (size_t)nkv * hd + pad * 3;
@@ -263,7 +264,7 @@ static size_t test_attention(void) {
 
 int main(void) {
     size_t n[6] = {test_rmsnorm(), test_rope(), test_softmax(), test_swiglu(), test_argmax(), test_attention()};
-    const size_t want[6] = {18, 481, 15 + 71 * 4, 14, 8 + 71 * 4 * 6, 12 * 4 * 16 + 1};
+    const size_t want[6] = {18, 481, 15 + 71 * 4, 14, 8 + 71 * 4 * 6, 13 * 4 * 24 + 1};
     const char *names[6] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention"};
     for (int i = 0; i < 6; i++) {
         CHECKF(n[i] == want[i], "%s ran %zu cases, expected %zu", names[i], n[i], want[i]);
