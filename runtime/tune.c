@@ -188,12 +188,15 @@ static int fastest(const mat *m, const gemv_tuning *c, int nc, int reps, int inc
     return best;
 }
 
-// Index of tu in c[0..*nc), appended when absent (c has room for one more); -1 for no tu.
-static int find_or_add(gemv_tuning *c, int *nc, const gemv_tuning *tu) {
+// Index of tu in c[0..*nc), appended when absent (c has room for one more); -1 for no tu. Its
+// interleave is capped at nnt, the path's (AVX2 runs one tile whatever a default row or a
+// cache line from another path says), so the pick never reports an interleave that did not run.
+static int find_or_add(gemv_tuning *c, int *nc, const gemv_tuning *tu, int nnt) {
     if (!tu) return -1;
+    gemv_tuning t = {tu->pf, tu->interleave > nnt ? nnt : tu->interleave};
     for (int i = 0; i < *nc; i++)
-        if (c[i].pf == tu->pf && c[i].interleave == tu->interleave) return i;
-    c[*nc] = *tu;
+        if (c[i].pf == t.pf && c[i].interleave == t.interleave) return i;
+    c[*nc] = t;
     return (*nc)++;
 }
 
@@ -208,7 +211,7 @@ static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1, nc = NRPF * nnt;
     gemv_tuning c[NRPF * GEMV_MAX_INTERLEAVE + 1];
     for (int i = 0; i < nc; i++) c[i] = (gemv_tuning){RPF[i / nnt], i % nnt + 1};
-    int ii = find_or_add(c, &nc, inc);
+    int ii = find_or_add(c, &nc, inc, nnt);
     double t[TUNE_MAX_CANDIDATES * RROUNDS];
     mat m[2];
     int bad = mat_alloc(&m[0], (l2 ? l2 : 1u << 20) / 2, 512, WTYPE_F16);
@@ -251,7 +254,7 @@ static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, gemv
     }
     int nc = NPF;
     for (int i = 0; i < NPF; i++) c[i] = (gemv_tuning){PF[i], tu->interleave};
-    int ii = find_or_add(c, &nc, inc);
+    int ii = find_or_add(c, &nc, inc, nnt);
     *tu = c[fastest(&m, c, nc, 1, ii, &s)];
     *gbps = gemv_packed_bytes(WTYPE_F16, m.k, m.n) / s / 1e9;
     mat_free(&m);
