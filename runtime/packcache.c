@@ -161,8 +161,11 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
              memcmp(&got, &want, sizeof got))
         snprintf(note, n, "%s: made from another file or version; rebuilding it", path);
     else {
-        // MAP_POPULATE maps the resident pages in one pass instead of a fault per 4 KiB page.
-        void *map = mmap(NULL, total, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+        // Huge pages before the first fault, so pages read back from disk come as 2 MiB folios
+        // too; then every page mapped in one pass instead of a fault per page (MAP_POPULATE's
+        // job, which would run before the madvise).
+        void *map = mmap(NULL, total, PROT_READ, MAP_SHARED, fd, 0);
+        if (map != MAP_FAILED) madvise(map, total, MADV_HUGEPAGE), madvise(map, total, MADV_POPULATE_READ);
         if (map == MAP_FAILED) snprintf(note, n, "%s: cannot map: %s", path, strerror(errno));
         else {
             for (size_t i = 0; i < nr; i++) *r[i].ptr = (char *)map + r[i].off;
@@ -241,58 +244,81 @@ static int no_room(const char *dir, const char *path, size_t total, size_t old, 
     return 0;
 }
 
-// Regions first, the header last, synced, then renamed: a crash never leaves a file that passes
-// the header check with some of its regions unwritten.
-static int write_file(int fd, const region *r, size_t nr, const header *h, const packcache_opts *o,
-                      const volatile sig_atomic_t *stop) {
-    for (size_t i = 0; i < nr; i++) {
-        if (stop && *stop) return errno = EINTR, -1;
-        if (write_all(fd, *r[i].ptr, r[i].bytes, (off_t)r[i].off)) return -1;
-        if (o->on_write) o->on_write(r[i].off + r[i].bytes, h->total);
-    }
-    return write_all(fd, h, sizeof *h, 0) || fdatasync(fd) ? -1 : 0;
-}
-
-int packcache_write(const char *path, const packcache_opts *o, const llama_model *m, const model_weights *w,
-                    const volatile sig_atomic_t *stop, size_t *bytes, char *note, size_t n) {
-    model_weights shape = *w;             // layout() rewrites the matrices' fields: give it a copy
-    shape.layers = malloc((size_t)m->hp.n_layer * sizeof *shape.layers);
+int packcache_begin(const char *path, const packcache_opts *o, const llama_model *m, model_weights *w,
+                   packcache_writer *pw, char *note, size_t n) {
     region *r = malloc(((size_t)m->hp.n_layer * 7 + 2) * sizeof *r);
     header h;
-    char dir[4200], tmp[4300];
+    char dir[4200];
     struct stat old;
-    int fd, rc = -1;
-    if (!shape.layers || !r) { snprintf(note, n, "out of memory"); goto out; }
-    memcpy(shape.layers, w->layers, (size_t)m->hp.n_layer * sizeof *shape.layers);
-    size_t total, nr = layout(m, &shape, r, &total);
+    int rc = -1;
+    *pw = (packcache_writer){.fd = -1, .o = o};
+    if (!r) { snprintf(note, n, "out of memory"); goto out; }
+    size_t total, nr = layout(m, w, r, &total);
     if (expected(m, nr, total, &h)) { snprintf(note, n, "out of memory"); goto out; }
     snprintf(dir, sizeof dir, "%s", path);
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    snprintf(pw->path, sizeof pw->path, "%s", path);
+    snprintf(pw->tmp, sizeof pw->tmp, "%s.tmp%ld", path, (long)getpid());
     if (cachedir_make_parents(dir)) { snprintf(note, n, "cannot create the directory of %s: %s", path, strerror(errno)); goto out; }
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0;
     tidy(slash ? dir : ".", path);
     if (no_room(slash ? dir : ".", path, total, lstat(path, &old) ? 0 : (size_t)old.st_size, note, n)) goto out;
-    if (o->temp_hook) o->temp_hook(tmp);
-    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {
+    if (o->temp_hook) o->temp_hook(pw->tmp);
+    if ((pw->fd = open(pw->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {
+        snprintf(note, n, "cannot create %s: %s", pw->tmp, strerror(errno));
         if (o->temp_hook) o->temp_hook(NULL);
-        snprintf(note, n, "cannot create %s: %s", tmp, strerror(errno));
         goto out;
     }
-    flock(fd, LOCK_EX);                   // held until close: the file is not an orphan
-    int failed = write_file(fd, r, nr, &h, o, stop), e = errno;
-    if (close(fd) && !failed) failed = 1, e = errno;
-    if (!failed && rename(tmp, path)) failed = 1, e = errno;
-    if (failed) {
-        snprintf(note, n, "cannot write %s: %s", path, e == EINTR ? "interrupted" : strerror(e));
-        unlink(tmp);
-    } else {
-        *bytes = total;
-        rc = 0;
+    flock(pw->fd, LOCK_EX);               // held until close: the file is not an orphan
+    // Blocks reserved up front: a full disk is this error, not a SIGBUS in a packing thread.
+    int e = fallocate(pw->fd, 0, 0, (off_t)total);
+    void *map = e ? MAP_FAILED : mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, pw->fd, 0);
+    if (map == MAP_FAILED) {
+        snprintf(note, n, "cannot %s %.2f GB for %s: %s", e ? "reserve" : "map", total / 1e9, pw->tmp, strerror(errno));
+        packcache_abandon(pw);
+        goto out;
     }
-    if (o->temp_hook) o->temp_hook(NULL);
+    // Faults on a VM_HUGEPAGE mapping fill the page cache with 2 MiB folios, which this and later
+    // loads map as huge pages; without it most of the file was 4 KiB pages.
+    madvise(map, total, MADV_HUGEPAGE);
+    for (size_t i = 0; i < nr; i++) *r[i].ptr = (char *)map + r[i].off;
+    w->map = map, w->map_bytes = pw->total = total, rc = 0;
 out:
-    free(shape.layers);
     free(r);
     return rc;
+}
+
+// The header last, synced, then renamed: a reader never sees a file with regions unwritten.
+int packcache_finish(packcache_writer *pw, const llama_model *m, const model_weights *w, char *note, size_t n) {
+    model_weights shape = *w;             // layout() rewrites the matrices' fields: give it a copy
+    shape.layers = malloc((size_t)m->hp.n_layer * sizeof *shape.layers);
+    region *r = malloc(((size_t)m->hp.n_layer * 7 + 2) * sizeof *r);
+    header h;
+    size_t total = 0;
+    int failed = !shape.layers || !r, e = ENOMEM;
+    if (!failed) {
+        memcpy(shape.layers, w->layers, (size_t)m->hp.n_layer * sizeof *shape.layers);
+        size_t nr = layout(m, &shape, r, &total);
+        failed = expected(m, nr, total, &h) || total != pw->total;
+    }
+    if (!failed && (write_all(pw->fd, &h, sizeof h, 0) || fdatasync(pw->fd))) failed = 1, e = errno;
+    if (close(pw->fd) && !failed) failed = 1, e = errno;
+    pw->fd = -1;
+    if (!failed && rename(pw->tmp, pw->path)) failed = 1, e = errno;
+    if (failed) {
+        snprintf(note, n, "cannot write %s: %s", pw->path, strerror(e));
+        unlink(pw->tmp);
+    }
+    if (pw->o->temp_hook) pw->o->temp_hook(NULL);
+    free(shape.layers);
+    free(r);
+    return failed ? -1 : 0;
+}
+
+void packcache_abandon(packcache_writer *pw) {
+    if (pw->fd < 0) return;
+    close(pw->fd);
+    unlink(pw->tmp);
+    pw->fd = -1;
+    if (pw->o->temp_hook) pw->o->temp_hook(NULL);
 }

@@ -11,8 +11,9 @@
 // not used (and is rewritten); its contents are trusted no further: a damaged file gives wrong
 // numbers, never a read outside it. A file is named by a hash of the model's real path, so a model
 // replaced at the same path replaces its file; a writer also removes files whose model is gone or
-// changed, and temporary files no writer holds (flock). Files are written to a temporary name,
-// synced and renamed, so a reader sees one whole, and only with 1 GiB of disk to spare.
+// changed, and temporary files no writer holds (flock). A load that packs writes the tiles straight
+// into a temporary file, then syncs and renames it, so a reader sees one whole; only with 1 GiB of
+// disk to spare.
 #pragma once
 #include <signal.h>
 #include <stddef.h>
@@ -26,7 +27,7 @@ typedef struct {
     int mode;                             // PACKCACHE_OFF / AUTO (map, else pack and write) / REBUILD
     const char *dir;                      // NULL: $XDG_CACHE_HOME/decode/packed or ~/.cache/decode/packed
     void (*temp_hook)(const char *path);  // told the temporary file's path while it exists, then NULL
-    void (*on_write)(size_t done, size_t total);   // after each region written, or NULL
+    void (*on_write)(size_t done, size_t total);   // progress of packing into the file, or NULL
 } packcache_opts;
 
 // "off", "auto", "rebuild" -> the mode; -1 for anything else.
@@ -40,8 +41,21 @@ typedef struct model_weights model_weights;
 // Maps the cache file at path read-only and points w's packed matrices and embedding table into
 // it (w->layers allocated, 1-D tensors not touched). 0 ok; -1 with why not in note.
 int packcache_map(const char *path, const llama_model *m, model_weights *w, char *note, size_t n);
-// Writes w's packed matrices and embedding table to path, after removing stale files and orphaned
-// temporary files from its directory. stop (may be NULL) is checked between matrices. 0 ok (the
-// file's size in *bytes); -1 with why not in note (the temporary file removed).
-int packcache_write(const char *path, const packcache_opts *o, const llama_model *m, const model_weights *w,
-                    const volatile sig_atomic_t *stop, size_t *bytes, char *note, size_t n);
+// Writing a cache file: the load packs straight into it. packcache_begin creates the temporary
+// file (after removing stale files and orphaned temporary files from its directory), reserves its
+// blocks, maps it shared and points w's packed matrices and embedding table into it (w->map), so
+// each tile is written once, into the page cache a later load maps (not into fresh memory that
+// is then copied out). 0 ok; -1 with why not in note, nothing left behind (pack in memory then).
+// packcache_finish writes the header, syncs and renames: 0 ok; -1 with why not in note, the
+// temporary file removed and w still good to run from. packcache_abandon removes the temporary
+// file of a load that gave up (w->map is then weights_free's to unmap).
+typedef struct {
+    int fd;                               // the temporary file, flock held while writing; -1 none
+    size_t total;                         // its length
+    const packcache_opts *o;
+    char path[4200], tmp[4300];           // the cache file and its temporary name
+} packcache_writer;
+int packcache_begin(const char *path, const packcache_opts *o, const llama_model *m, model_weights *w,
+                    packcache_writer *pw, char *note, size_t n);
+int packcache_finish(packcache_writer *pw, const llama_model *m, const model_weights *w, char *note, size_t n);
+void packcache_abandon(packcache_writer *pw);

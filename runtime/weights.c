@@ -36,7 +36,8 @@ static int alloc_packed(packed_matrix *w, const gguf_tensor *t) {
     w->type = t->type;
     w->n_in = t->ne[0];
     w->n_out = t->ne[1];
-    w->tiles = hugepage_alloc(gemv_packed_bytes(w->type, w->n_in, w->n_out));  // untouched until packed
+    if (!w->tiles)                              // set: a region of the cache file being written
+        w->tiles = hugepage_alloc(gemv_packed_bytes(w->type, w->n_in, w->n_out));  // untouched until packed
     return w->tiles ? 0 : -1;
 }
 
@@ -131,10 +132,11 @@ void weights_shape(const llama_model *m, sched_shape *sh) {
         sh->mat[i] = (sched_mat){.k = t[i]->ne[0], .n = t[i]->ne[1], .es = wtype_get(t[i]->type)->size};
 }
 
-// The embedding table as stored, in memory of its own: decode reads a row every token.
-static void *copy_table(const llama_model *m) {
+// The embedding table as stored, in memory of its own (dst, or malloc'd when NULL): decode reads
+// a row every token.
+static void *copy_table(const llama_model *m, void *dst) {
     const gguf_tensor *t = m->tok_embd;
-    void *copy = malloc(t->nbytes ? t->nbytes : 1);
+    void *copy = dst ? dst : malloc(t->nbytes ? t->nbytes : 1);
     if (!copy) return NULL;
     memcpy(copy, t->data, t->nbytes);
     gguf_drop_pages(&m->f, t->data, t->nbytes);
@@ -172,20 +174,25 @@ int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *
         w->cache_state = PACKCACHE_MAPPED;
         return 0;
     }
+    packcache_writer pw = {.fd = -1};
+    if (path && packcache_begin(path, pc, m, w, &pw, w->cache_note, sizeof w->cache_note)) path = NULL;
     will_need(m, 0);
     for (int l = 0; l < m->hp.n_layer; l++) {
         will_need(m, l + 1);
         if (pack_layer(&w->layers[l], &m->layers[l], m, pl, s, t) || (stop && *stop)) goto oom;
         if (on_layer) on_layer(arg, l + 1, m->hp.n_layer);
+        if (path && pc->on_write) pc->on_write((size_t)l + 1, (size_t)m->hp.n_layer + 1);
     }
     pack_job j = {.s = s, .t = t, .n = 1, .mat = {SCHED_OUT}, .dst = {&w->classifier}};
     if (pack(m, pl, &j, (const gguf_tensor *[]){m->output})) goto oom;
-    if (!(w->token_embd = copy_table(m))) goto oom;
-    if (path && !packcache_write(path, pc, m, w, stop, &w->cache_bytes, w->cache_note, sizeof w->cache_note))
+    if (!(w->token_embd = copy_table(m, w->token_embd)) || (stop && *stop)) goto oom;
+    if (path && !packcache_finish(&pw, m, w, w->cache_note, sizeof w->cache_note)) {
         w->cache_state = PACKCACHE_WRITTEN;
-    if (stop && *stop) goto oom;
+        w->cache_bytes = w->map_bytes;
+    }
     return 0;
 oom:
+    packcache_abandon(&pw);
     weights_free(w);
     snprintf(err, GGUF_ERR_MAX, "%s: %s", m->f.path ? m->f.path : "model",
              stop && *stop ? "loading interrupted" : "out of memory");

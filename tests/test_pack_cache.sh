@@ -74,7 +74,7 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   rm "$tmp/copy.gguf"; cp "$model" "$tmp/m2.gguf"; mv "$tmp/m2.gguf" "$model"
   run 0 "model renamed over" "$tmp/t.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/t.bin" && has "saved to" "model renamed over"
   [ "$(packs)" = 1 ] || fail "after a rename and a delete: $(packs) cache files, want 1"
-  # Stopped after the first matrix is written, then a signal: exit 128 + N, nothing left behind;
+  # Stopped after the first layer is packed into the file, then a signal: exit 128 + N, nothing left behind;
   # SIGKILL leaves the temporary file, which the next writer removes.
   for sig in INT TERM KILL; do
     rm -f "$dir"/*.pack

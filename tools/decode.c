@@ -417,14 +417,14 @@ static void on_layer(void *arg, int done, int total) {
     p->shown = 1;
 }
 
-// Progress of writing the cache file, like the load's; a test can stop after the first region
+// Progress of packing into the cache file, like the load's; a test can stop after the first layer
 // (phase "pack-cache": the temporary file exists and is being written).
 static load_progress *write_progress;
 static void on_write(size_t done, size_t total) {
     load_progress *p = write_progress;
     if (!p->written++) cli_test_stop("pack-cache");
     if (!p->tty || now_ms() - p->t0 < 1000) return;
-    fprintf(stderr, "\rdecode: saving packed weights %3.0f%%  ", 100.0 * done / total);
+    fprintf(stderr, "\rdecode: packing into the cache file %3.0f%%  ", 100.0 * done / total);
     p->shown = 1;
 }
 
@@ -445,8 +445,8 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
         return 1;
     }
     const model_weights *w = &S->d.w;
+    if (w->cache_state != PACKCACHE_UNUSED) cli_mapped_file(w->cache_file);   // what a SIGBUS would come from
     if (w->cache_state == PACKCACHE_MAPPED) {
-        cli_mapped_file(w->cache_file);            // what a SIGBUS would now come from
         if (o->verbose) fprintf(stderr, "decode: packed weights mapped from %s\n", w->cache_file);
     } else if (w->cache_state == PACKCACHE_WRITTEN)
         fprintf(stderr, "decode: packed weights saved to %s (%.2f GB); later loads map them (--pack-cache off: "
