@@ -20,7 +20,8 @@
 
 #define PACKCACHE_VERSION 2
 #define REGION_ALIGN 4096                 // each matrix starts on a page; the header takes the first
-#define SPARE_BYTES (1ull << 30)          // disk left free after a write
+#define SPARE_BYTES (1ull << 30)          // disk left free after a write: at least this
+#define SPARE_SHARE 0.10                  // and at least this share of the file system
 #define MODEL_PATH_MAX 3968               // the model's real path, NUL-padded, in the header page
 
 typedef struct {
@@ -230,14 +231,18 @@ static int write_all(int fd, const void *p, size_t n, off_t off) {
 }
 
 // Why a file of total bytes should not be written into dir (an old one of old bytes to be
-// replaced): too little disk beyond the spare, or a file-size limit below it. 0: go ahead.
+// replaced): too little disk beyond the spare (1 GiB, or a tenth of the file system when that is
+// more: the cache is on by default and must not fill a disk), or a file-size limit below it.
+// 0: go ahead.
 static int no_room(const char *dir, const char *path, size_t total, size_t old, char *note, size_t n) {
     struct statvfs vfs;
     struct rlimit rl;
-    double avail = statvfs(dir, &vfs) ? -1 : (double)vfs.f_bavail * vfs.f_frsize + (double)old;
-    if (avail >= 0 && avail < (double)total + SPARE_BYTES)
-        return snprintf(note, n, "not writing %s: %.2f GB free, it takes %.2f GB and 1.07 GB is kept spare",
-                        path, avail / 1e9, total / 1e9), -1;
+    int ok = !statvfs(dir, &vfs);
+    double avail = (double)vfs.f_bavail * vfs.f_frsize + (double)old, size = (double)vfs.f_blocks * vfs.f_frsize;
+    double spare = size * SPARE_SHARE > SPARE_BYTES ? size * SPARE_SHARE : SPARE_BYTES;
+    if (ok && avail < (double)total + spare)
+        return snprintf(note, n, "not writing %s: %.2f GB free, it takes %.2f GB and %.2f GB is kept spare",
+                        path, avail / 1e9, total / 1e9, spare / 1e9), -1;
     if (!getrlimit(RLIMIT_FSIZE, &rl) && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < total)
         return snprintf(note, n, "not writing %s: it takes %.2f GB, over the file-size limit (ulimit -f)",
                         path, total / 1e9), -1;

@@ -12,8 +12,8 @@
 // numbers, never a read outside it. A file is named by a hash of the model's real path, so a model
 // replaced at the same path replaces its file; a writer also removes files whose model is gone or
 // changed, and temporary files no writer holds (flock). A load that packs writes the tiles straight
-// into a temporary file, then syncs and renames it, so a reader sees one whole; only with 1 GiB of
-// disk to spare.
+// into a temporary file, then syncs and renames it, so a reader sees one whole; only while 1 GiB and
+// a tenth of the disk stay free.
 #pragma once
 #include <signal.h>
 #include <stddef.h>

@@ -8,7 +8,7 @@ bin=$1; shared=$2; d=$bin/decode
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export XDG_CACHE_HOME=$tmp/cache
 dir=$XDG_CACHE_HOME/decode/packed
-export DECODE_PACK_CACHE=auto         # the cache is opt-in; its default is checked at the end
+export DECODE_PACK_CACHE=auto         # the default too; checked at the end without the variable
 cases=0; fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # run STATUS WHAT DUMP -- command...: the exit status, and the logits dump equal to the reference.
@@ -115,8 +115,9 @@ run 0 "two nodes" "$tmp/t.bin" -- env DECODE_FAKE_NUMA=2 "$d" "${args[@]}" -t 2 
   has "span NUMA nodes" "two nodes"
 [ "$(packs)" = 0 ] || fail "two nodes wrote a cache file"
 rm -rf "$XDG_CACHE_HOME"
-run 0 "off by default" "$tmp/t.bin" -- env -u DECODE_PACK_CACHE "$d" "${args[@]}" --dump-logits "$tmp/t.bin"
-[ "$(packs)" = 0 ] || fail "the default wrote a cache file"
+run 0 "on by default" "$tmp/t.bin" -- env -u DECODE_PACK_CACHE "$d" "${args[@]}" --dump-logits "$tmp/t.bin" &&
+  has "packed weights saved to" "on by default"
+[ "$(packs)" = 1 ] || fail "the default wrote $(packs) cache files, want 1"
 run 2 "bad --pack-cache" - -- "$d" "${args[@]}" --pack-cache maybe && has "bad --pack-cache value 'maybe'" "bad --pack-cache"
 run 2 "bad DECODE_PACK_CACHE" - -- env DECODE_PACK_CACHE=yes "$d" "${args[@]}" && has "DECODE_PACK_CACHE must be" "bad env"
 run 0 "bad DECODE_PACK_CACHE, --help" - -- env DECODE_PACK_CACHE=yes "$d" --help

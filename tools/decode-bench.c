@@ -77,7 +77,7 @@ static void usage(FILE *f) {
         "                       (both shape one-token steps; a batched prompt uses neither)\n"
         "      --pack-cache MODE\n"
         "                       auto, off, rebuild: the packed-weight cache file, as in decode\n"
-        "                       (default: DECODE_PACK_CACHE, else off)\n"
+        "                       (default: DECODE_PACK_CACHE, else auto)\n"
         "      --plot FILE.svg  tg tok/s against threads with the roofline limit\n"
         "      --roofline-mib N read roofline buffer in MiB; 0 = none (default 1024)\n"
         "stdout: the table only; stderr: progress\n", PREFILL_DEFAULT_BATCH);
@@ -153,7 +153,7 @@ static int parse_args(int argc, char **argv, options *o) {
         fprintf(stderr, "decode-bench: DECODE_PACK_CACHE must be auto, off or rebuild, got '%s'\n", pc);
         return 2;
     }
-    if (o->pack_cache < 0) o->pack_cache = PACKCACHE_OFF;   // opt-in: see docs/performance.md, "Load"
+    if (o->pack_cache < 0) o->pack_cache = PACKCACHE_AUTO;
     if (!o->n_models) { fprintf(stderr, "decode-bench: missing -m MODEL (see --help)\n"); return 2; }
     if (!o->n_threads) {
         topo t; char err[256];

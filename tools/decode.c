@@ -81,13 +81,13 @@ static void usage(FILE *f) {
         "                            stream (same bits in every mode; default: auto)\n"
         "      --l4-stats            print the L4 counters and the mode used as one JSON line on stderr\n"
         "      --print-schedule      print which thread computes what, and its waits, on stderr\n"
-        "      --pack-cache MODE     auto: map the packed weights from a cache file, writing it on the\n"
-        "                            first load (about the model's size, in $XDG_CACHE_HOME/decode/\n"
-        "                            packed or ~/.cache/decode/packed; threads on one NUMA node only):\n"
-        "                            later loads take ~0.2 s instead of seconds, but tg was up to 15%%\n"
-        "                            slower at -t 2 on one VM (docs/performance.md, Load);\n"
+        "      --pack-cache MODE     auto: map the packed weights from a cache file, packing into it\n"
+        "                            on the first load (about the model's size, in $XDG_CACHE_HOME/\n"
+        "                            decode/packed or ~/.cache/decode/packed; threads on one NUMA node;\n"
+        "                            only while 1 GiB and 10%% of the disk stay free): later loads map\n"
+        "                            it in a fraction of a second instead of packing for seconds;\n"
         "                            rebuild: write it anew; off: pack in memory every time\n"
-        "                            (default: DECODE_PACK_CACHE, else off)\n"
+        "                            (default: DECODE_PACK_CACHE, else auto)\n"
         "  -c, --ctx-size N          context size (default: min(model context_length, 4096))\n"
         "  -b, --batch-size N        prompt tokens evaluated together; 1 = one at a time (default: %d)\n"
         "      --temp T              temperature; 0 = greedy argmax (default: %.2f)\n"
@@ -214,7 +214,7 @@ static int parse_args(int argc, char **argv, options *o) {
     const char *pc = getenv("DECODE_PACK_CACHE");
     if (o->pack_cache < 0 && pc && *pc && (o->pack_cache = packcache_parse_mode(pc)) < 0)
         return usage_error("DECODE_PACK_CACHE must be auto, off or rebuild, got '%s'", pc);
-    if (o->pack_cache < 0) o->pack_cache = PACKCACHE_OFF;   // opt-in: see docs/performance.md, "Load"
+    if (o->pack_cache < 0) o->pack_cache = PACKCACHE_AUTO;
     if (!o->model) return usage_error("%s", "missing -m MODEL");
     if (o->prompt && o->prompt_file) return usage_error("%s", "give -p or -f, not both");
     const char *isa = getenv("DECODE_ISA");
