@@ -147,6 +147,21 @@ static int expected(const llama_model *m, size_t n_regions, size_t total, header
     return 0;
 }
 
+// Faults in [p, p + n) with advice MADV_POPULATE_READ or _WRITE (Linux 5.14); -1 with errno where
+// it failed or the kernel lacks it (EINVAL).
+static int populate(void *p, size_t n, int advice) {
+#ifndef MADV_POPULATE_READ
+    (void)p, (void)n, (void)advice;
+    return errno = EINVAL, -1;
+#else
+    return madvise(p, n, advice);
+#endif
+}
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#define MADV_POPULATE_WRITE 23
+#endif
+
 int packcache_map(const char *path, const llama_model *m, model_weights *w, char *note, size_t n) {
     region *r = malloc(((size_t)m->hp.n_layer * 7 + 2) * sizeof *r);
     if (!r) return snprintf(note, n, "out of memory"), -1;
@@ -166,7 +181,10 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
         // too; then every page mapped in one pass instead of a fault per page (MAP_POPULATE's
         // job, which would run before the madvise).
         void *map = mmap(NULL, total, PROT_READ, MAP_SHARED, fd, 0);
-        if (map != MAP_FAILED) madvise(map, total, MADV_HUGEPAGE), madvise(map, total, MADV_POPULATE_READ);
+        if (map != MAP_FAILED && (madvise(map, total, MADV_HUGEPAGE), populate(map, total, MADV_POPULATE_READ))) {
+            munmap(map, total);           // a kernel before 5.14: MAP_POPULATE, in 4 KiB folios
+            map = mmap(NULL, total, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+        }
         if (map == MAP_FAILED) snprintf(note, n, "%s: cannot map: %s", path, strerror(errno));
         else {
             for (size_t i = 0; i < nr; i++) *r[i].ptr = (char *)map + r[i].off;
@@ -230,17 +248,16 @@ static int write_all(int fd, const void *p, size_t n, off_t off) {
     return 0;
 }
 
-// Why a file of total bytes should not be written into dir (an old one of old bytes to be
-// replaced): too little disk beyond the spare (1 GiB, or a tenth of the file system when that is
-// more: the cache is on by default and must not fill a disk), or a file-size limit below it.
-// 0: go ahead.
-static int no_room(const char *dir, const char *path, size_t total, size_t old, char *note, size_t n) {
+// Why a file of total bytes should not be written into dir: free space unknown, too little of it
+// beyond the spare (1 GiB, or a tenth of the file system when that is more: the cache is on by
+// default and must not fill a disk), or a file-size limit below it. 0: go ahead.
+static int no_room(const char *dir, const char *path, size_t total, char *note, size_t n) {
     struct statvfs vfs;
     struct rlimit rl;
-    int ok = !statvfs(dir, &vfs);
-    double avail = (double)vfs.f_bavail * vfs.f_frsize + (double)old, size = (double)vfs.f_blocks * vfs.f_frsize;
+    if (statvfs(dir, &vfs)) return snprintf(note, n, "not writing %s: free space unknown: %s", path, strerror(errno)), -1;
+    double avail = (double)vfs.f_bavail * vfs.f_frsize, size = (double)vfs.f_blocks * vfs.f_frsize;
     double spare = size * SPARE_SHARE > SPARE_BYTES ? size * SPARE_SHARE : SPARE_BYTES;
-    if (ok && avail < (double)total + spare)
+    if (avail < (double)total + spare)
         return snprintf(note, n, "not writing %s: %.2f GB free, it takes %.2f GB and %.2f GB is kept spare",
                         path, avail / 1e9, total / 1e9, spare / 1e9), -1;
     if (!getrlimit(RLIMIT_FSIZE, &rl) && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < total)
@@ -254,7 +271,7 @@ int packcache_begin(const char *path, const packcache_opts *o, const llama_model
     region *r = malloc(((size_t)m->hp.n_layer * 7 + 2) * sizeof *r);
     header h;
     char dir[4200];
-    struct stat old;
+    struct stat a, b;
     int rc = -1;
     *pw = (packcache_writer){.fd = -1, .o = o};
     if (!r) { snprintf(note, n, "out of memory"); goto out; }
@@ -267,7 +284,10 @@ int packcache_begin(const char *path, const packcache_opts *o, const llama_model
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0;
     tidy(slash ? dir : ".", path);
-    if (no_room(slash ? dir : ".", path, total, lstat(path, &old) ? 0 : (size_t)old.st_size, note, n)) goto out;
+    // An existing file is unusable or to be rebuilt: gone now, so the free space counted is real
+    // (a process mapping it keeps its copy).
+    unlink(path);
+    if (no_room(slash ? dir : ".", path, total, note, n)) goto out;
     if (o->temp_hook) o->temp_hook(pw->tmp);
     if ((pw->fd = open(pw->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {
         snprintf(note, n, "cannot create %s: %s", pw->tmp, strerror(errno));
@@ -275,17 +295,33 @@ int packcache_begin(const char *path, const packcache_opts *o, const llama_model
         goto out;
     }
     flock(pw->fd, LOCK_EX);               // held until close: the file is not an orphan
-    // Blocks reserved up front: a full disk is this error, not a SIGBUS in a packing thread.
-    int e = fallocate(pw->fd, 0, 0, (off_t)total);
-    void *map = e ? MAP_FAILED : mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, pw->fd, 0);
+    // Another writer's tidy() may have taken it for an orphan between the open and the lock.
+    if (fstat(pw->fd, &a) || stat(pw->tmp, &b) || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+        snprintf(note, n, "%s was removed while being created; not writing the cache this time", pw->tmp);
+        close(pw->fd), pw->fd = -1;
+        if (o->temp_hook) o->temp_hook(NULL);
+        goto out;
+    }
+    // Blocks reserved, then every page faulted in writable, up front: a full disk (also on a
+    // copy-on-write file system, where fallocate reserves less) is an error here, not a SIGBUS in
+    // a packing thread. Faults on a VM_HUGEPAGE mapping fill the page cache with 2 MiB folios,
+    // which this and later loads map as huge pages; without it most of the file was 4 KiB pages.
+    const char *what = "reserve";
+    void *map = MAP_FAILED;
+    if (!fallocate(pw->fd, 0, 0, (off_t)total)) {
+        what = "map";
+        map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, pw->fd, 0);
+    }
+    if (map != MAP_FAILED) {
+        madvise(map, total, MADV_HUGEPAGE);
+        if (populate(map, total, MADV_POPULATE_WRITE) && errno != EINVAL)   // EINVAL: before 5.14
+            what = "fault in", munmap(map, total), map = MAP_FAILED;
+    }
     if (map == MAP_FAILED) {
-        snprintf(note, n, "cannot %s %.2f GB for %s: %s", e ? "reserve" : "map", total / 1e9, pw->tmp, strerror(errno));
+        snprintf(note, n, "cannot %s %.2f GB for %s: %s", what, total / 1e9, pw->tmp, strerror(errno));
         packcache_abandon(pw);
         goto out;
     }
-    // Faults on a VM_HUGEPAGE mapping fill the page cache with 2 MiB folios, which this and later
-    // loads map as huge pages; without it most of the file was 4 KiB pages.
-    madvise(map, total, MADV_HUGEPAGE);
     for (size_t i = 0; i < nr; i++) *r[i].ptr = (char *)map + r[i].off;
     w->map = map, w->map_bytes = pw->total = total, rc = 0;
 out:
@@ -307,6 +343,7 @@ int packcache_finish(packcache_writer *pw, const llama_model *m, const model_wei
         failed = expected(m, nr, total, &h) || total != pw->total;
     }
     if (!failed && (write_all(pw->fd, &h, sizeof h, 0) || fdatasync(pw->fd))) failed = 1, e = errno;
+    if (!failed && mprotect(w->map, w->map_bytes, PROT_READ)) failed = 1, e = errno;   // no stray write persists
     if (close(pw->fd) && !failed) failed = 1, e = errno;
     pw->fd = -1;
     if (!failed && rename(pw->tmp, pw->path)) failed = 1, e = errno;

@@ -12,8 +12,8 @@
 // numbers, never a read outside it. A file is named by a hash of the model's real path, so a model
 // replaced at the same path replaces its file; a writer also removes files whose model is gone or
 // changed, and temporary files no writer holds (flock). A load that packs writes the tiles straight
-// into a temporary file, then syncs and renames it, so a reader sees one whole; only while 1 GiB and
-// a tenth of the disk stay free.
+// into a temporary file, then syncs and renames it, so a reader sees one whole; only while the
+// larger of 1 GiB and a tenth of the disk stays free.
 #pragma once
 #include <signal.h>
 #include <stddef.h>
@@ -42,12 +42,14 @@ typedef struct model_weights model_weights;
 // it (w->layers allocated, 1-D tensors not touched). 0 ok; -1 with why not in note.
 int packcache_map(const char *path, const llama_model *m, model_weights *w, char *note, size_t n);
 // Writing a cache file: the load packs straight into it. packcache_begin creates the temporary
-// file (after removing stale files and orphaned temporary files from its directory), reserves its
-// blocks, maps it shared and points w's packed matrices and embedding table into it (w->map), so
-// each tile is written once, into the page cache a later load maps (not into fresh memory that
-// is then copied out). 0 ok; -1 with why not in note, nothing left behind (pack in memory then).
-// packcache_finish writes the header, syncs and renames: 0 ok; -1 with why not in note, the
-// temporary file removed and w still good to run from. packcache_abandon removes the temporary
+// file (after removing the old file at path, stale files and orphaned temporary files from its
+// directory), reserves its blocks, maps it shared, faults it in writable and points w's packed
+// matrices and embedding table into it (w->map), so each tile is written once, into the page
+// cache a later load maps (not into fresh memory that is then copied out). 0 ok; -1 with why not
+// in note, nothing left behind (pack in memory then). packcache_finish writes the header, syncs,
+// makes the mapping read-only and renames: 0 ok; -1 with why not in note and the temporary file
+// removed; w's pages may then be dropped unsynced (zeros), so the caller packs again in memory.
+// packcache_abandon removes the temporary
 // file of a load that gave up (w->map is then weights_free's to unmap).
 typedef struct {
     int fd;                               // the temporary file, flock held while writing; -1 none

@@ -154,9 +154,38 @@ static const char *cache_path(const packcache_opts *pc, const llama_model *m, co
     return packcache_path(pc, &m->f, buf, n, w->cache_note, sizeof w->cache_note) ? NULL : buf;
 }
 
+// Packs every layer, the classifier and the embedding table into w (into the cache file's
+// mapping where w->map is set, else into fresh memory); progress to on_layer and on_write.
+static int pack_all(model_weights *w, const llama_model *m, pool *pl, const sched *s, const topo *t,
+                    void (*on_layer)(void *arg, int done, int total), void *arg,
+                    void (*on_write)(size_t done, size_t total), const volatile sig_atomic_t *stop) {
+    will_need(m, 0);
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        will_need(m, l + 1);
+        if (pack_layer(&w->layers[l], &m->layers[l], m, pl, s, t) || (stop && *stop)) return -1;
+        if (on_layer) on_layer(arg, l + 1, m->hp.n_layer);
+        if (on_write) on_write((size_t)l + 1, (size_t)m->hp.n_layer + 1);
+    }
+    pack_job j = {.s = s, .t = t, .n = 1, .mat = {SCHED_OUT}, .dst = {&w->classifier}};
+    if (pack(m, pl, &j, (const gguf_tensor *[]){m->output})) return -1;
+    return !(w->token_embd = copy_table(m, w->token_embd)) || (stop && *stop) ? -1 : 0;
+}
+
+// Drops the cache file's mapping and every pointer into it, so the weights can be packed again.
+static void unmap_packed(model_weights *w) {
+    munmap(w->map, w->map_bytes);
+    for (int l = 0; l < w->n_layer; l++) {
+        layer_weights *L = &w->layers[l];
+        packed_matrix *p[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+        for (int i = 0; i < 7; i++) p[i]->tiles = NULL;
+    }
+    w->classifier.tiles = NULL, w->token_embd = NULL, w->map = NULL, w->map_bytes = 0;
+}
+
 int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *s, const topo *t,
                  const packcache_opts *pc, void (*on_layer)(void *arg, int done, int total), void *arg,
                  const volatile sig_atomic_t *stop, char err[GGUF_ERR_MAX]) {
+    packcache_writer pw = {.fd = -1};
     memset(w, 0, sizeof *w);
     if (check_padding(m, err)) return -1;
     if (m->hp.n_layer < 1) goto oom;             // the binding guarantees >= 1
@@ -174,21 +203,15 @@ int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *
         w->cache_state = PACKCACHE_MAPPED;
         return 0;
     }
-    packcache_writer pw = {.fd = -1};
     if (path && packcache_begin(path, pc, m, w, &pw, w->cache_note, sizeof w->cache_note)) path = NULL;
-    will_need(m, 0);
-    for (int l = 0; l < m->hp.n_layer; l++) {
-        will_need(m, l + 1);
-        if (pack_layer(&w->layers[l], &m->layers[l], m, pl, s, t) || (stop && *stop)) goto oom;
-        if (on_layer) on_layer(arg, l + 1, m->hp.n_layer);
-        if (path && pc->on_write) pc->on_write((size_t)l + 1, (size_t)m->hp.n_layer + 1);
-    }
-    pack_job j = {.s = s, .t = t, .n = 1, .mat = {SCHED_OUT}, .dst = {&w->classifier}};
-    if (pack(m, pl, &j, (const gguf_tensor *[]){m->output})) goto oom;
-    if (!(w->token_embd = copy_table(m, w->token_embd)) || (stop && *stop)) goto oom;
+    if (pack_all(w, m, pl, s, t, on_layer, arg, path ? pc->on_write : NULL, stop)) goto oom;
     if (path && !packcache_finish(&pw, m, w, w->cache_note, sizeof w->cache_note)) {
         w->cache_state = PACKCACHE_WRITTEN;
         w->cache_bytes = w->map_bytes;
+    } else if (path) {
+        // Not synced: the kernel may drop the file's pages and read back zeros. Pack in memory.
+        unmap_packed(w);
+        if (pack_all(w, m, pl, s, t, NULL, NULL, NULL, stop)) goto oom;
     }
     return 0;
 oom:

@@ -45,8 +45,8 @@ typedef struct model_weights {
     float *out_norm;              // (n_embd)
     float *rope_freqs;            // (n_rot / 2) RoPE frequency divisors (Llama 3), or NULL
     packed_matrix classifier;     // (n_embd -> n_vocab)
-    void *map;                    // the packed-weight cache file mapped (runtime/packcache.h): the
-    size_t map_bytes;             // tiles and token_embd point into it; NULL when packed here
+    void *map;                    // the packed-weight cache file mapped (runtime/packcache.h), read
+    size_t map_bytes;             // or packed into: tiles and token_embd point into it; else NULL
     int cache_state;              // PACKCACHE_UNUSED / MAPPED / WRITTEN
     char cache_file[4200];        // the cache file mapped or written ("" when none was looked for)
     size_t cache_bytes;           // its size when written

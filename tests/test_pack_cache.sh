@@ -108,6 +108,8 @@ model=$tmp/f16.gguf; args=(-m "$model" -p "Once upon a time" -n 12 --temp 0); re
 : >"$tmp/afile"
 run 0 "cache directory under a file" "$tmp/t.bin" -- env XDG_CACHE_HOME="$tmp/afile" "$d" "${args[@]}" --dump-logits "$tmp/t.bin" &&
   has "packed-weight cache: cannot create the directory" "cache directory under a file"
+run 0 "cache directory under a file, by default" "$tmp/t.bin" -- env -u DECODE_PACK_CACHE XDG_CACHE_HOME="$tmp/afile" "$d" "${args[@]}" --dump-logits "$tmp/t.bin" &&
+  { grep -q "packed-weight cache" "$tmp/err" && fail "a cache the user did not ask for left a note: $(grep packed-weight "$tmp/err")"; }
 run 0 "no HOME" "$tmp/t.bin" -- env -u HOME -u XDG_CACHE_HOME "$d" "${args[@]}" -v --dump-logits "$tmp/t.bin" &&
   has "no cache directory" "no HOME"
 rm -rf "$XDG_CACHE_HOME"
@@ -128,5 +130,5 @@ run 0 "decode-bench maps it" - -- "$bin/decode-bench" -m "$model" -p 0 -n 4 -r 1
   has "packed weights mapped from" "decode-bench second run"
 
 echo "pack cache cases: $cases"
-[ "$cases" = 54 ] || fail "$cases cases ran, want 54"
+[ "$cases" = 55 ] || fail "$cases cases ran, want 55"
 [ $fails = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }

@@ -417,7 +417,7 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
         if (decoder_init_opts(&d[s], m, max_len, &dopt, err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; }
         else if (d[s].w.cache_state != PACKCACHE_UNUSED)
             fprintf(stderr, "decode-bench: packed weights %s %s\n", d[s].w.cache_state == PACKCACHE_MAPPED ? "mapped from"
-                    : "packed in memory, saved to", d[s].w.cache_file);
+                    : "packed into a new cache file,", d[s].w.cache_file);
         else fprintf(stderr, "decode-bench: packed weights in memory%s%s\n", d[s].w.cache_note[0] ? "; cache " : "",
                      d[s].w.cache_note);
     }

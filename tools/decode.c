@@ -41,6 +41,7 @@ typedef struct {
     int split_k;                  // 0 off, N >= 2, -1 auto
     int l4;                       // l4run_mode
     int pack_cache;               // PACKCACHE_OFF / AUTO / REBUILD
+    int pack_cache_asked;         // given by --pack-cache or DECODE_PACK_CACHE, not the default
     sampler_params sp;
 } options;
 
@@ -84,7 +85,7 @@ static void usage(FILE *f) {
         "      --pack-cache MODE     auto: map the packed weights from a cache file, packing into it\n"
         "                            on the first load (about the model's size, in $XDG_CACHE_HOME/\n"
         "                            decode/packed or ~/.cache/decode/packed; threads on one NUMA node;\n"
-        "                            only while 1 GiB and 10%% of the disk stay free): later loads map\n"
+        "                            only while max(1 GiB, 10%% of the disk) stays free): later loads map\n"
         "                            it in a fraction of a second instead of packing for seconds;\n"
         "                            rebuild: write it anew; off: pack in memory every time\n"
         "                            (default: DECODE_PACK_CACHE, else auto)\n"
@@ -214,6 +215,7 @@ static int parse_args(int argc, char **argv, options *o) {
     const char *pc = getenv("DECODE_PACK_CACHE");
     if (o->pack_cache < 0 && pc && *pc && (o->pack_cache = packcache_parse_mode(pc)) < 0)
         return usage_error("DECODE_PACK_CACHE must be auto, off or rebuild, got '%s'", pc);
+    o->pack_cache_asked = o->pack_cache >= 0;
     if (o->pack_cache < 0) o->pack_cache = PACKCACHE_AUTO;
     if (!o->model) return usage_error("%s", "missing -m MODEL");
     if (o->prompt && o->prompt_file) return usage_error("%s", "give -p or -f, not both");
@@ -449,9 +451,10 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     if (w->cache_state == PACKCACHE_MAPPED) {
         if (o->verbose) fprintf(stderr, "decode: packed weights mapped from %s\n", w->cache_file);
     } else if (w->cache_state == PACKCACHE_WRITTEN)
-        fprintf(stderr, "decode: packed weights saved to %s (%.2f GB); later loads map them (--pack-cache off: "
-                "never)\n", w->cache_file, w->cache_bytes / 1e9);
-    else if (w->cache_note[0] && (o->verbose || strncmp(w->cache_note, "not used", 8)))
+        fprintf(stderr, "decode: packed weights saved to %s (%.1f MB); later loads map them (--pack-cache off: "
+                "never)\n", w->cache_file, w->cache_bytes / 1e6);
+    // Why the cache was not used: told when asked for, not on every run of a default (a full disk).
+    else if (w->cache_note[0] && (o->verbose || (o->pack_cache_asked && strncmp(w->cache_note, "not used", 8))))
         fprintf(stderr, "decode: packed-weight cache: %s\n", w->cache_note);
     if (o->print_schedule) sched_print(&S->d.sched, stderr);
     if (o->verbose)
