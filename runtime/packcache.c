@@ -147,16 +147,8 @@ static int expected(const llama_model *m, size_t n_regions, size_t total, header
     return 0;
 }
 
-// Faults in [p, p + n) with advice MADV_POPULATE_READ or _WRITE (Linux 5.14); -1 with errno where
-// it failed or the kernel lacks it (EINVAL).
-static int populate(void *p, size_t n, int advice) {
-#ifndef MADV_POPULATE_READ
-    (void)p, (void)n, (void)advice;
-    return errno = EINVAL, -1;
-#else
-    return madvise(p, n, advice);
-#endif
-}
+// Faulting in a range with madvise (Linux 5.14; an older kernel answers EINVAL), whatever the
+// headers this was built with know.
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
 #define MADV_POPULATE_WRITE 23
@@ -181,9 +173,13 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
         // too; then every page mapped in one pass instead of a fault per page (MAP_POPULATE's
         // job, which would run before the madvise).
         void *map = mmap(NULL, total, PROT_READ, MAP_SHARED, fd, 0);
-        if (map != MAP_FAILED && (madvise(map, total, MADV_HUGEPAGE), populate(map, total, MADV_POPULATE_READ))) {
-            munmap(map, total);           // a kernel before 5.14: MAP_POPULATE, in 4 KiB folios
-            map = mmap(NULL, total, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+        if (map != MAP_FAILED && (madvise(map, total, MADV_HUGEPAGE), madvise(map, total, MADV_POPULATE_READ))) {
+            int e = errno;
+            munmap(map, total);
+            // A kernel before 5.14: MAP_POPULATE, in 4 KiB folios. Any other error (an unreadable
+            // page) would be a SIGBUS later: pack in memory instead.
+            map = e == EINVAL ? mmap(NULL, total, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0) : MAP_FAILED;
+            errno = e;
         }
         if (map == MAP_FAILED) snprintf(note, n, "%s: cannot map: %s", path, strerror(errno));
         else {
@@ -212,14 +208,15 @@ static int stale(const char *file) {
            (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec != h.ctime_ns;
 }
 
-// A temporary file no writer holds: its writer died (SIGKILL, a crash). Writers hold an flock
-// on theirs, which works across PID namespaces and hosts sharing the directory.
-static int orphan(const char *file) {
+// Removes a temporary file no writer holds: its writer died (SIGKILL, a crash). Writers hold an
+// flock on theirs, which works across PID namespaces and hosts sharing the directory. The lock is
+// held across the unlink, so a writer that opened the file just now and waits for its lock sees
+// the name gone (packcache_begin checks) instead of packing into an unlinked file.
+static void remove_orphan(const char *file) {
     int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) return 0;
-    int free_ = !flock(fd, LOCK_EX | LOCK_NB);
+    if (fd < 0) return;
+    if (!flock(fd, LOCK_EX | LOCK_NB)) unlink(file);
     close(fd);
-    return free_;
 }
 
 // Clears dir of what earlier writers left: stale cache files (not path: the rename replaces it)
@@ -232,7 +229,8 @@ static void tidy(const char *dir, const char *path) {
         int is_pack = len > 5 && !strcmp(e->d_name + len - 5, ".pack"), is_tmp = strstr(e->d_name, ".pack.tmp") != NULL;
         if (!is_pack && !is_tmp) continue;
         snprintf(f, sizeof f, "%s/%s", dir, e->d_name);
-        if (is_pack ? strcmp(f, path) && stale(f) : orphan(f)) unlink(f);
+        if (is_tmp) remove_orphan(f);
+        else if (strcmp(f, path) && stale(f)) unlink(f);
     }
     if (dp) closedir(dp);
 }
@@ -314,8 +312,8 @@ int packcache_begin(const char *path, const packcache_opts *o, const llama_model
     }
     if (map != MAP_FAILED) {
         madvise(map, total, MADV_HUGEPAGE);
-        if (populate(map, total, MADV_POPULATE_WRITE) && errno != EINVAL)   // EINVAL: before 5.14
-            what = "fault in", munmap(map, total), map = MAP_FAILED;
+        if (madvise(map, total, MADV_POPULATE_WRITE) && errno != EINVAL)   // EINVAL: before 5.14
+            what = "fault in (no space or an I/O error)", munmap(map, total), map = MAP_FAILED;
     }
     if (map == MAP_FAILED) {
         snprintf(note, n, "cannot %s %.2f GB for %s: %s", what, total / 1e9, pw->tmp, strerror(errno));
