@@ -235,17 +235,6 @@ static void tidy(const char *dir, const char *path) {
     if (dp) closedir(dp);
 }
 
-static int write_all(int fd, const void *p, size_t n, off_t off) {
-    for (size_t done = 0; done < n;) {
-        size_t chunk = n - done < (64u << 20) ? n - done : (64u << 20);
-        ssize_t k = pwrite(fd, (const char *)p + done, chunk, off + (off_t)done);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) return errno = k ? errno : EIO, -1;
-        done += (size_t)k;
-    }
-    return 0;
-}
-
 // Why a file of total bytes should not be written into dir: free space unknown, too little of it
 // beyond the spare (1 GiB, or a tenth of the file system when that is more: the cache is on by
 // default and must not fill a disk), or a file-size limit below it. 0: go ahead.
@@ -320,27 +309,19 @@ int packcache_begin(const char *path, const packcache_opts *o, const llama_model
         packcache_abandon(pw);
         goto out;
     }
+    // The header now: no reader opens the temporary name, and the rename comes after the sync.
+    memcpy(map, &h, sizeof h);
     for (size_t i = 0; i < nr; i++) *r[i].ptr = (char *)map + r[i].off;
-    w->map = map, w->map_bytes = pw->total = total, rc = 0;
+    w->map = map, w->map_bytes = total, rc = 0;
 out:
     free(r);
     return rc;
 }
 
-// The header last, synced, then renamed: a reader never sees a file with regions unwritten.
-int packcache_finish(packcache_writer *pw, const llama_model *m, const model_weights *w, char *note, size_t n) {
-    model_weights shape = *w;             // layout() rewrites the matrices' fields: give it a copy
-    shape.layers = malloc((size_t)m->hp.n_layer * sizeof *shape.layers);
-    region *r = malloc(((size_t)m->hp.n_layer * 7 + 2) * sizeof *r);
-    header h;
-    size_t total = 0;
-    int failed = !shape.layers || !r, e = ENOMEM;
-    if (!failed) {
-        memcpy(shape.layers, w->layers, (size_t)m->hp.n_layer * sizeof *shape.layers);
-        size_t nr = layout(m, &shape, r, &total);
-        failed = expected(m, nr, total, &h) || total != pw->total;
-    }
-    if (!failed && (write_all(pw->fd, &h, sizeof h, 0) || fdatasync(pw->fd))) failed = 1, e = errno;
+// Synced, then renamed: a reader never sees a file with regions unwritten.
+int packcache_finish(packcache_writer *pw, const model_weights *w, char *note, size_t n) {
+    int failed = 0, e = 0;
+    if (fdatasync(pw->fd)) failed = 1, e = errno;
     if (!failed && mprotect(w->map, w->map_bytes, PROT_READ)) failed = 1, e = errno;   // no stray write persists
     if (close(pw->fd) && !failed) failed = 1, e = errno;
     pw->fd = -1;
@@ -350,8 +331,6 @@ int packcache_finish(packcache_writer *pw, const llama_model *m, const model_wei
         unlink(pw->tmp);
     }
     if (pw->o->temp_hook) pw->o->temp_hook(NULL);
-    free(shape.layers);
-    free(r);
     return failed ? -1 : 0;
 }
 

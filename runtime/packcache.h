@@ -46,18 +46,18 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
 // directory), reserves its blocks, maps it shared, faults it in writable and points w's packed
 // matrices and embedding table into it (w->map), so each tile is written once, into the page
 // cache a later load maps (not into fresh memory that is then copied out). 0 ok; -1 with why not
-// in note, nothing left behind (pack in memory then). packcache_finish writes the header, syncs,
-// makes the mapping read-only and renames: 0 ok; -1 with why not in note and the temporary file
+// in note, nothing left behind (pack in memory then); the header is in place already, the
+// temporary name being one no reader opens. packcache_finish syncs, makes the mapping read-only
+// and renames: 0 ok; -1 with why not in note and the temporary file
 // removed; w's pages may then be dropped unsynced (zeros), so the caller packs again in memory.
 // packcache_abandon removes the temporary
 // file of a load that gave up (w->map is then weights_free's to unmap).
 typedef struct {
     int fd;                               // the temporary file, flock held while writing; -1 none
-    size_t total;                         // its length
     const packcache_opts *o;
     char path[4200], tmp[4300];           // the cache file and its temporary name
 } packcache_writer;
 int packcache_begin(const char *path, const packcache_opts *o, const llama_model *m, model_weights *w,
                     packcache_writer *pw, char *note, size_t n);
-int packcache_finish(packcache_writer *pw, const llama_model *m, const model_weights *w, char *note, size_t n);
+int packcache_finish(packcache_writer *pw, const model_weights *w, char *note, size_t n);
 void packcache_abandon(packcache_writer *pw);

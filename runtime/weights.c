@@ -205,9 +205,8 @@ int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *
     }
     if (path && packcache_begin(path, pc, m, w, &pw, w->cache_note, sizeof w->cache_note)) path = NULL;
     if (pack_all(w, m, pl, s, t, on_layer, arg, path ? pc->on_write : NULL, stop)) goto oom;
-    if (path && !packcache_finish(&pw, m, w, w->cache_note, sizeof w->cache_note)) {
+    if (path && !packcache_finish(&pw, w, w->cache_note, sizeof w->cache_note)) {
         w->cache_state = PACKCACHE_WRITTEN;
-        w->cache_bytes = w->map_bytes;
     } else if (path) {
         // Not synced: the kernel may drop the file's pages and read back zeros. Pack in memory.
         unmap_packed(w);

@@ -49,7 +49,6 @@ typedef struct model_weights {
     size_t map_bytes;             // or packed into: tiles and token_embd point into it; else NULL
     int cache_state;              // PACKCACHE_UNUSED / MAPPED / WRITTEN
     char cache_file[4200];        // the cache file mapped or written ("" when none was looked for)
-    size_t cache_bytes;           // its size when written
     char cache_note[4400];        // why it was not used or written; "" otherwise
 } model_weights;
 

@@ -452,7 +452,7 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
         if (o->verbose) fprintf(stderr, "decode: packed weights mapped from %s\n", w->cache_file);
     } else if (w->cache_state == PACKCACHE_WRITTEN)
         fprintf(stderr, "decode: packed weights saved to %s (%.1f MB); later loads map them (--pack-cache off: "
-                "never)\n", w->cache_file, w->cache_bytes / 1e6);
+                "never)\n", w->cache_file, w->map_bytes / 1e6);
     // Why the cache was not used: told when asked for, not on every run of a default (a full disk).
     else if (w->cache_note[0] && (o->verbose || (o->pack_cache_asked && strncmp(w->cache_note, "not used", 8))))
         fprintf(stderr, "decode: packed-weight cache: %s\n", w->cache_note);
