@@ -382,8 +382,13 @@ static AVX2 void attention_avx2(float *out, const float *q, const float *k, cons
 // the same index argmax_ref picks, since it too keeps the first of equal values. No NaN or all NaN:
 // no index compares equal to -inf unless -inf is there.
 static AVX2 int argmax_avx2(const float *x, int n) {
-    __m256 m = _mm256_set1_ps(-INFINITY);
+    __m256 m = _mm256_set1_ps(-INFINITY), m1 = m, m2 = m, m3 = m;   // four chains: max's latency
     int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        m = _mm256_max_ps(_mm256_loadu_ps(x + i), m), m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+        m2 = _mm256_max_ps(_mm256_loadu_ps(x + i + 16), m2), m3 = _mm256_max_ps(_mm256_loadu_ps(x + i + 24), m3);
+    }
+    m = _mm256_max_ps(_mm256_max_ps(m, m1), _mm256_max_ps(m2, m3));
     for (; i + 8 <= n; i += 8) m = _mm256_max_ps(_mm256_loadu_ps(x + i), m);
     float l[8], mx = -INFINITY;
     _mm256_storeu_ps(l, m);

@@ -12,6 +12,7 @@
 // for each model and thread count the configurations they span run interleaved, repetition by
 // repetition, on one set of packed weights per split-K value (the L4 is swapped between runs), so
 // drift hits them alike; repeat a value for a null control (--l4 off,off,...).
+#include "kernels/ops.h"
 #include "runtime/membw.h"
 #include "model/llama.h"
 #include "platform/numa.h"
@@ -198,11 +199,7 @@ static double run_test(decoder *d, int pos0, int n, int tg, int batch) {
     double t0 = util_now();
     for (int i = 0; i < n; i++) {
         float *logits = decoder_forward(d, tok, pos0 + i);
-        if (tg) {
-            int best = 0;
-            for (int j = 1; j < vocab; j++) best = logits[j] > logits[best] ? j : best;
-            tok = best;
-        } else tok = prompt_token(i + 1, vocab);
+        tok = tg ? argmax_f32(logits, vocab) : prompt_token(i + 1, vocab);
     }
     return util_now() - t0;
 }
