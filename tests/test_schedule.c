@@ -135,6 +135,19 @@ int main(void) {
         free(text);
         sched_free(&s);
     }
+    // stories15M's 48-dim heads: the cut between 3 + 3 groups (row 144) is inside a tile, so the
+    // Q/K/V tiles are byte-balanced (7 and 8 of 15) rather than following the groups (9 and 6).
+    {
+        sched_shape sh = make(&shapes[2]);
+        sched s;
+        CHECK(sched_build(&s, &sh, &(sched_opts){2, NULL, 0, 0}) == 0);
+        uint32_t n[2] = {0, 0};
+        for (int t = 0; t < 2; t++)
+            for (int m = SCHED_WQ; m <= SCHED_WV; m++) n[t] += s.share[t].r[m].t1 - s.share[t].r[m].t0;
+        CHECKF(n[0] + n[1] == 15 && (n[0] > n[1] ? n[0] - n[1] : n[1] - n[0]) == 1, "%u + %u tiles", n[0], n[1]);
+        CHECK(s.share[0].g1 == 3 && s.share[1].g0 == 3);
+        sched_free(&s);
+    }
     // A threshold that leaves a small model on one thread: nothing waits at all.
     {
         sched_shape sh = make(&shapes[1]);
