@@ -232,8 +232,8 @@ void decoder_norm_rope(const decoder *d, float *v, int n_heads, const float *nor
 
 const packed_matrix *decoder_matrix(const decoder *d, int layer, int m) {
     if (m == SCHED_OUT) return &d->w.classifier;
-    const layer_weights *w = &d->w.layers[layer];
-    const packed_matrix *all[SCHED_OUT] = {&w->wq, &w->wk, &w->wv, &w->wo, &w->w_gate, &w->w_up, &w->w_down};
+    packed_matrix *all[SCHED_OUT];
+    layer_packed(&d->w.layers[layer], all);
     return all[m];
 }
 

@@ -113,14 +113,10 @@ static size_t layout(const llama_model *m, model_weights *w, region *r, size_t *
     for (int l = 0; l <= m->hp.n_layer; l++) {
         const llama_layer *s = l < m->hp.n_layer ? &m->layers[l] : NULL;
         layer_weights *L = s ? &w->layers[l] : NULL;
-        const gguf_tensor *t[7] = {m->output};
-        packed_matrix *p[7] = {&w->classifier};
+        const gguf_tensor *t[SCHED_OUT] = {m->output};
+        packed_matrix *p[SCHED_OUT] = {&w->classifier};
         int k = 1;
-        if (s) {
-            const gguf_tensor *tl[7] = {s->wq, s->wk, s->wv, s->wo, s->ffn_gate, s->ffn_up, s->ffn_down};
-            packed_matrix *pl[7] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-            memcpy(t, tl, sizeof t), memcpy(p, pl, sizeof p), k = 7;
-        }
+        if (s) layer_tensors(s, t), layer_packed(L, p), k = SCHED_OUT;
         for (int i = 0; i < k; i++) {
             *p[i] = (packed_matrix){.type = t[i]->type, .n_in = t[i]->ne[0], .n_out = t[i]->ne[1], .tiles = p[i]->tiles};
             r[n++] = (region){.ptr = &p[i]->tiles, .off = off,
@@ -155,7 +151,7 @@ static int expected(const llama_model *m, size_t n_regions, size_t total, header
 #endif
 
 int packcache_map(const char *path, const llama_model *m, model_weights *w, char *note, size_t n) {
-    region *r = malloc(((size_t)m->hp.n_layer * 7 + 2) * sizeof *r);
+    region *r = malloc(((size_t)m->hp.n_layer * SCHED_OUT + 2) * sizeof *r);
     if (!r) return snprintf(note, n, "out of memory"), -1;
     size_t total, nr = layout(m, w, r, &total);
     header want, got;
@@ -255,7 +251,7 @@ static int no_room(const char *dir, const char *path, size_t total, char *note, 
 
 int packcache_begin(const char *path, const packcache_opts *o, const llama_model *m, model_weights *w,
                    packcache_writer *pw, char *note, size_t n) {
-    region *r = malloc(((size_t)m->hp.n_layer * 7 + 2) * sizeof *r);
+    region *r = malloc(((size_t)m->hp.n_layer * SCHED_OUT + 2) * sizeof *r);
     header h;
     char dir[4200];
     struct stat a, b;

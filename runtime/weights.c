@@ -66,13 +66,11 @@ static float *widen_1d(const gguf_tensor *t, int *failed) {   // norms, biases; 
 // crafted shape (n_embd 2, n_ff 2^20) would blow a small file up 32x: refuse that up front.
 static int check_padding(const llama_model *m, char *err) {
     double raw = 0, packed = 0;
-    const gguf_tensor *all[8];
+    const gguf_tensor *all[SCHED_OUT];
     for (int l = -1; l < m->hp.n_layer; l++) {
-        const llama_layer *s = l >= 0 ? &m->layers[l] : NULL;
-        int n = 0;
-        if (s) { all[n++] = s->wq; all[n++] = s->wk; all[n++] = s->wv; all[n++] = s->wo;
-                 all[n++] = s->ffn_gate; all[n++] = s->ffn_up; all[n++] = s->ffn_down; }
-        else all[n++] = m->output;
+        int n = l >= 0 ? SCHED_OUT : 1;
+        if (l >= 0) layer_tensors(&m->layers[l], all);
+        else all[0] = m->output;
         for (int i = 0; i < n; i++) {
             raw += (double)all[i]->nbytes;
             packed += (double)gemv_packed_bytes(all[i]->type, all[i]->ne[0], all[i]->ne[1]);
@@ -91,10 +89,10 @@ static int check_padding(const llama_model *m, char *err) {
 // packed (a cold page cache then overlaps disk reads with packing; a warm one makes it a no-op).
 static void will_need(const llama_model *m, int l) {
     if (l >= m->hp.n_layer || !m->f.mapped) return;
-    const llama_layer *s = &m->layers[l];
-    const gguf_tensor *t[] = {s->wq, s->wk, s->wv, s->wo, s->ffn_gate, s->ffn_up, s->ffn_down};
+    const gguf_tensor *t[SCHED_OUT];
+    layer_tensors(&m->layers[l], t);
     uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < SCHED_OUT; i++) {
         uintptr_t a = (uintptr_t)t[i]->data & ~(pg - 1);
         madvise((void *)a, (uintptr_t)t[i]->data + t[i]->nbytes - a, MADV_WILLNEED);
     }
@@ -114,18 +112,19 @@ static int widen_layer(layer_weights *L, const llama_layer *s) {
 
 static int pack_layer(layer_weights *L, const llama_layer *s, const llama_model *m, pool *pl,
                       const sched *sc, const topo *t) {
-    pack_job j = {.s = sc, .t = t, .n = 7,
-                  .mat = {SCHED_WQ, SCHED_WK, SCHED_WV, SCHED_WO, SCHED_GATE, SCHED_UP, SCHED_DOWN},
-                  .dst = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down}};
-    return pack(m, pl, &j, (const gguf_tensor *[]){s->wq, s->wk, s->wv, s->wo, s->ffn_gate,
-                                                   s->ffn_up, s->ffn_down});
+    pack_job j = {.s = sc, .t = t, .n = SCHED_OUT};
+    const gguf_tensor *src[SCHED_OUT];
+    for (int i = 0; i < SCHED_OUT; i++) j.mat[i] = SCHED_WQ + i;
+    layer_packed(L, j.dst);
+    layer_tensors(s, src);
+    return pack(m, pl, &j, src);
 }
 
 void weights_shape(const llama_model *m, sched_shape *sh) {
     const llama_hparams *h = &m->hp;
-    const llama_layer *l0 = &m->layers[0];
-    const gguf_tensor *t[SCHED_N_MAT] = {l0->wq, l0->wk, l0->wv, l0->wo, l0->ffn_gate, l0->ffn_up,
-                                         l0->ffn_down, m->output};
+    const gguf_tensor *t[SCHED_N_MAT];
+    layer_tensors(&m->layers[0], t);
+    t[SCHED_OUT] = m->output;
     *sh = (sched_shape){.n_layer = h->n_layer, .n_head = h->n_head, .n_head_kv = h->n_head_kv,
                         .head_dim = h->head_dim};
     for (int i = 0; i < SCHED_N_MAT; i++)
@@ -175,9 +174,9 @@ static int pack_all(model_weights *w, const llama_model *m, pool *pl, const sche
 static void unmap_packed(model_weights *w) {
     munmap(w->map, w->map_bytes);
     for (int l = 0; l < w->n_layer; l++) {
-        layer_weights *L = &w->layers[l];
-        packed_matrix *p[] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-        for (int i = 0; i < 7; i++) p[i]->tiles = NULL;
+        packed_matrix *p[SCHED_OUT];
+        layer_packed(&w->layers[l], p);
+        for (int i = 0; i < SCHED_OUT; i++) p[i]->tiles = NULL;
     }
     w->classifier.tiles = NULL, w->token_embd = NULL, w->map = NULL, w->map_bytes = 0;
 }
@@ -226,9 +225,9 @@ void weights_free(model_weights *w) {
         layer_weights *L = &w->layers[l];
         free(L->attn_norm); free(L->ffn_norm); free(L->bq); free(L->bk); free(L->bv);
         free(L->q_norm); free(L->k_norm);
-        if (w->map) continue;
-        free(L->wq.tiles); free(L->wk.tiles); free(L->wv.tiles); free(L->wo.tiles);
-        free(L->w_gate.tiles); free(L->w_up.tiles); free(L->w_down.tiles);
+        packed_matrix *p[SCHED_OUT];
+        layer_packed(L, p);
+        for (int i = 0; i < SCHED_OUT && !w->map; i++) free(p[i]->tiles);
     }
     free(w->layers);
     free(w->out_norm);

@@ -52,6 +52,17 @@ typedef struct model_weights {
     char cache_note[4400];        // why it was not used or written; "" otherwise
 } model_weights;
 
+// A layer's seven matrices in schedule order (SCHED_WQ .. SCHED_DOWN): the GGUF tensors and
+// where their packed copies live. The one list every load, map and free walks.
+static inline void layer_tensors(const llama_layer *s, const gguf_tensor *t[SCHED_OUT]) {
+    const gguf_tensor *all[SCHED_OUT] = {s->wq, s->wk, s->wv, s->wo, s->ffn_gate, s->ffn_up, s->ffn_down};
+    for (int i = 0; i < SCHED_OUT; i++) t[i] = all[i];
+}
+static inline void layer_packed(layer_weights *L, packed_matrix *p[SCHED_OUT]) {
+    packed_matrix *all[SCHED_OUT] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+    for (int i = 0; i < SCHED_OUT; i++) p[i] = all[i];
+}
+
 // The shapes the schedule cuts (runtime/schedule.h): every matrix's inputs, outputs, weight size.
 void weights_shape(const llama_model *m, sched_shape *sh);
 // Packs every matrix of m over the pool and widens its 1-D tensors; 0 ok, -1 with err. Thread t
