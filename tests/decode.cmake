@@ -7,9 +7,12 @@ add_test(NAME test_hostile COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_hostile
          ${CMAKE_RUNTIME_OUTPUT_DIRECTORY} ${DECODE_SHARED_DIR} "${SANITIZE}")
 set_tests_properties(test_hostile PROPERTIES LABELS decode TIMEOUT 1200
                      ENVIRONMENT "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/test-cache")
-# The packed-weight cache file (tests/test_pack_cache.sh keeps its own cache directory).
+# The packed-weight cache file (tests/test_pack_cache.sh keeps its own cache directory), with
+# faults injected under LD_PRELOAD (tests/fault_inject.c).
+add_library(fault_inject SHARED fault_inject.c)
+target_link_libraries(fault_inject PRIVATE ${CMAKE_DL_LIBS})
 add_test(NAME test_pack_cache COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_pack_cache.sh
-         ${CMAKE_RUNTIME_OUTPUT_DIRECTORY} ${DECODE_SHARED_DIR})
+         ${CMAKE_RUNTIME_OUTPUT_DIRECTORY} ${DECODE_SHARED_DIR} $<TARGET_FILE:fault_inject>)
 set_tests_properties(test_pack_cache PROPERTIES LABELS "decode;runtime")
 decode_test(test_decode_batch decode test_decode_batch.c tool_util.c)
 # decode against llama.cpp (the peer scripts) on synth models of each architecture; exit 77 (skip)

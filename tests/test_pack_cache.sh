@@ -2,9 +2,11 @@
 # The packed-weight cache file (runtime/packcache.h): written on the first load, mapped on the next
 # with the same logits, rebuilt when the model or the file changed, never a failed run when it
 # cannot be used, no temporary file left behind, and really the data decode computes from.
-# usage: test_pack_cache.sh BIN_DIR SHARED_DIR
+# usage: test_pack_cache.sh BIN_DIR SHARED_DIR FAULT_LIB
 set -u
-bin=$1; shared=$2; d=$bin/decode
+bin=$1; shared=$2; fault=$3; d=$bin/decode
+# A sanitizer's runtime wants to come first; the fault library only wraps two libc calls.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export XDG_CACHE_HOME=$tmp/cache
 dir=$XDG_CACHE_HOME/decode/packed
@@ -112,6 +114,16 @@ run 0 "cache directory under a file, by default" "$tmp/t.bin" -- env -u DECODE_P
   { grep -q "packed-weight cache" "$tmp/err" && fail "a cache the user did not ask for left a note: $(grep packed-weight "$tmp/err")"; }
 run 0 "no HOME" "$tmp/t.bin" -- env -u HOME -u XDG_CACHE_HOME "$d" "${args[@]}" -v --dump-logits "$tmp/t.bin" &&
   has "no cache directory" "no HOME"
+# Injected faults (tests/fault_inject.c): the file cannot be synced, or another writer's clean-up
+# removes the temporary file between its creation and its lock. The run goes on in memory with
+# the same logits, and nothing is left behind.
+rm -rf "$XDG_CACHE_HOME"
+run 0 "fdatasync fails" "$tmp/t.bin" -- env LD_PRELOAD="$fault" DECODE_TEST_FAULT=fdatasync "$d" "${args[@]}" \
+  --dump-logits "$tmp/t.bin" && has "cannot write .*Input/output error" "fdatasync fails"
+[ "$(packs)" = 0 ] && [ "$(temps)" = 0 ] || fail "fdatasync fails left: $(ls -A "$dir")"
+run 0 "temporary file removed" "$tmp/t.bin" -- env LD_PRELOAD="$fault" DECODE_TEST_FAULT=tmp-removed "$d" "${args[@]}" \
+  --dump-logits "$tmp/t.bin" && has "was removed while being created" "temporary file removed"
+[ "$(packs)" = 0 ] && [ "$(temps)" = 0 ] || fail "temporary file removed left: $(ls -A "$dir")"
 rm -rf "$XDG_CACHE_HOME"
 run 0 "two nodes" "$tmp/t.bin" -- env DECODE_FAKE_NUMA=2 "$d" "${args[@]}" -t 2 --numa distribute -v --dump-logits "$tmp/t.bin" &&
   has "span NUMA nodes" "two nodes"
@@ -130,5 +142,5 @@ run 0 "decode-bench maps it" - -- "$bin/decode-bench" -m "$model" -p 0 -n 4 -r 1
   has "packed weights mapped from" "decode-bench second run"
 
 echo "pack cache cases: $cases"
-[ "$cases" = 55 ] || fail "$cases cases ran, want 55"
+[ "$cases" = 57 ] || fail "$cases cases ran, want 57"
 [ $fails = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }
