@@ -1,5 +1,7 @@
 // Faults injected under LD_PRELOAD for tests/test_pack_cache.sh, chosen by DECODE_TEST_FAULT:
-//   fdatasync   every fdatasync fails with EIO (the cache file cannot be finished);
+//   fdatasync   every fdatasync fails with EIO, after cutting the file to nothing and back: the
+//               page cache then holds zeros, as when the kernel drops pages it failed to write
+//               back, so a load that went on using the mapping would compute from zeros;
 //   tmp-removed the first blocking flock on a "*.pack.tmp*" file unlinks it first, as another
 //               writer's clean-up could between the open and the lock.
 #ifndef _GNU_SOURCE
@@ -11,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int fault(const char *name) {
@@ -19,7 +22,11 @@ static int fault(const char *name) {
 }
 
 int fdatasync(int fd) {
-    if (fault("fdatasync")) return errno = EIO, -1;
+    struct stat st;
+    if (fault("fdatasync")) {
+        if (!fstat(fd, &st) && !ftruncate(fd, 0) && ftruncate(fd, st.st_size)) {}
+        return errno = EIO, -1;
+    }
     int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
     return real(fd);
 }
