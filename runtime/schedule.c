@@ -1,8 +1,8 @@
 // Builds the per-thread decode schedule (runtime/schedule.h). A stage's tiles are laid end to
 // end and cut into contiguous byte-balanced shares, one per participating thread; attention
 // groups follow the Q/K/V rows where the groups divide evenly on tile boundaries, so a thread
-// computes the Q, K and V tiles of its own groups and runs their attention without waiting. Waits are derived from
-// who owns the rows a step reads.
+// computes the Q, K and V tiles of its own groups and runs their attention without waiting.
+// Waits are derived from who owns the rows a step reads.
 #include "runtime/schedule.h"
 #include <stdlib.h>
 #include <string.h>
@@ -118,16 +118,14 @@ static void assign_stage(sched *s, const sched_opts *o, const int *mats, int nm,
     assign_split(s, mats, nm, paired, P);
 }
 
-// 1 when every cut between the Pa threads' groups falls on a tile boundary of Q and of K/V. If
-// one does not, the tile across it goes whole to one side and the other side waits for all of that
-// thread's Q/K/V anyway, now a tile per matrix behind (stories15M's 48-dim heads at -t 2: 9 tiles
-// against 6, and thread 1 waiting for thread 0 before attention in every layer).
+// 1 when every cut between the Pa threads' groups falls on a tile boundary of K/V (g * head_dim
+// rows; Q's g * grp * head_dim then does too). If one does not, the tile across it goes whole to
+// one side and the other side waits for all of that thread's Q/K/V anyway, now a tile per matrix
+// behind (stories15M's 48-dim heads at -t 2: 9 tiles against 6, and thread 1 waiting for thread
+// 0 before attention in every layer). Cut by bytes instead, both wait, with even shares.
 static int groups_on_tiles(const sched_shape *h, int G, int Pa) {
-    size_t grp = (size_t)(h->n_head / h->n_head_kv), hd = (size_t)h->head_dim;
-    for (int i = 1; i < Pa; i++) {
-        size_t g = (size_t)G * (size_t)i / (size_t)Pa;
-        if (g * grp * hd % 64 || g * hd % 64) return 0;
-    }
+    for (int i = 1; i < Pa; i++)
+        if ((size_t)G * (size_t)i / (size_t)Pa * (size_t)h->head_dim % 64) return 0;
     return 1;
 }
 
