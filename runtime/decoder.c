@@ -232,7 +232,7 @@ void decoder_norm_rope(const decoder *d, float *v, int n_heads, const float *nor
 
 const packed_matrix *decoder_matrix(const decoder *d, int layer, int m) {
     if (m == SCHED_OUT) return &d->w.classifier;
-    packed_matrix *all[SCHED_OUT];
+    packed_matrix *all[LAYER_N_MAT];
     layer_packed(&d->w.layers[layer], all);
     return all[m];
 }

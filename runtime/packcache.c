@@ -113,10 +113,10 @@ static size_t layout(const llama_model *m, model_weights *w, region *r, size_t *
     for (int l = 0; l <= m->hp.n_layer; l++) {
         const llama_layer *s = l < m->hp.n_layer ? &m->layers[l] : NULL;
         layer_weights *L = s ? &w->layers[l] : NULL;
-        const gguf_tensor *t[SCHED_OUT] = {m->output};
-        packed_matrix *p[SCHED_OUT] = {&w->classifier};
+        const gguf_tensor *t[LAYER_N_MAT] = {m->output};
+        packed_matrix *p[LAYER_N_MAT] = {&w->classifier};
         int k = 1;
-        if (s) layer_tensors(s, t), layer_packed(L, p), k = SCHED_OUT;
+        if (s) layer_tensors(s, t), layer_packed(L, p), k = LAYER_N_MAT;
         for (int i = 0; i < k; i++) {
             *p[i] = (packed_matrix){.type = t[i]->type, .n_in = t[i]->ne[0], .n_out = t[i]->ne[1], .tiles = p[i]->tiles};
             r[n++] = (region){.ptr = &p[i]->tiles, .off = off,
@@ -151,7 +151,7 @@ static int expected(const llama_model *m, size_t n_regions, size_t total, header
 #endif
 
 int packcache_map(const char *path, const llama_model *m, model_weights *w, char *note, size_t n) {
-    region *r = malloc(((size_t)m->hp.n_layer * SCHED_OUT + 2) * sizeof *r);
+    region *r = malloc(((size_t)m->hp.n_layer * LAYER_N_MAT + 2) * sizeof *r);
     if (!r) return snprintf(note, n, "out of memory"), -1;
     size_t total, nr = layout(m, w, r, &total);
     header want, got;
@@ -251,7 +251,7 @@ static int no_room(const char *dir, const char *path, size_t total, char *note, 
 
 int packcache_begin(const char *path, const packcache_opts *o, const llama_model *m, model_weights *w,
                    packcache_writer *pw, char *note, size_t n) {
-    region *r = malloc(((size_t)m->hp.n_layer * SCHED_OUT + 2) * sizeof *r);
+    region *r = malloc(((size_t)m->hp.n_layer * LAYER_N_MAT + 2) * sizeof *r);
     header h;
     char dir[4200];
     struct stat a, b;

@@ -14,9 +14,9 @@ typedef struct {
     const sched *s;
     const topo *t;
     int n;                                      // matrices in the job
-    int mat[SCHED_OUT + 1];                     // their schedule index (SCHED_WQ ..)
-    packed_matrix *dst[SCHED_OUT + 1];
-    const void *src[SCHED_OUT + 1];             // the GGUF rows of each matrix
+    int mat[SCHED_N_MAT];                       // their schedule index (SCHED_WQ ..)
+    packed_matrix *dst[SCHED_N_MAT];
+    const void *src[SCHED_N_MAT];               // the GGUF rows of each matrix
 } pack_job;
 
 static void pack_job_run(void *ctx, int tid, int n_threads) {
@@ -66,9 +66,9 @@ static float *widen_1d(const gguf_tensor *t, int *failed) {   // norms, biases; 
 // crafted shape (n_embd 2, n_ff 2^20) would blow a small file up 32x: refuse that up front.
 static int check_padding(const llama_model *m, char *err) {
     double raw = 0, packed = 0;
-    const gguf_tensor *all[SCHED_OUT];
+    const gguf_tensor *all[LAYER_N_MAT];
     for (int l = -1; l < m->hp.n_layer; l++) {
-        int n = l >= 0 ? SCHED_OUT : 1;
+        int n = l >= 0 ? LAYER_N_MAT : 1;
         if (l >= 0) layer_tensors(&m->layers[l], all);
         else all[0] = m->output;
         for (int i = 0; i < n; i++) {
@@ -89,10 +89,10 @@ static int check_padding(const llama_model *m, char *err) {
 // packed (a cold page cache then overlaps disk reads with packing; a warm one makes it a no-op).
 static void will_need(const llama_model *m, int l) {
     if (l >= m->hp.n_layer || !m->f.mapped) return;
-    const gguf_tensor *t[SCHED_OUT];
+    const gguf_tensor *t[LAYER_N_MAT];
     layer_tensors(&m->layers[l], t);
     uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-    for (int i = 0; i < SCHED_OUT; i++) {
+    for (int i = 0; i < LAYER_N_MAT; i++) {
         uintptr_t a = (uintptr_t)t[i]->data & ~(pg - 1);
         madvise((void *)a, (uintptr_t)t[i]->data + t[i]->nbytes - a, MADV_WILLNEED);
     }
@@ -112,9 +112,9 @@ static int widen_layer(layer_weights *L, const llama_layer *s) {
 
 static int pack_layer(layer_weights *L, const llama_layer *s, const llama_model *m, pool *pl,
                       const sched *sc, const topo *t) {
-    pack_job j = {.s = sc, .t = t, .n = SCHED_OUT};
-    const gguf_tensor *src[SCHED_OUT];
-    for (int i = 0; i < SCHED_OUT; i++) j.mat[i] = SCHED_WQ + i;
+    pack_job j = {.s = sc, .t = t, .n = LAYER_N_MAT};
+    const gguf_tensor *src[LAYER_N_MAT];
+    for (int i = 0; i < LAYER_N_MAT; i++) j.mat[i] = SCHED_WQ + i;
     layer_packed(L, j.dst);
     layer_tensors(s, src);
     return pack(m, pl, &j, src);
@@ -174,9 +174,9 @@ static int pack_all(model_weights *w, const llama_model *m, pool *pl, const sche
 static void unmap_packed(model_weights *w) {
     munmap(w->map, w->map_bytes);
     for (int l = 0; l < w->n_layer; l++) {
-        packed_matrix *p[SCHED_OUT];
+        packed_matrix *p[LAYER_N_MAT];
         layer_packed(&w->layers[l], p);
-        for (int i = 0; i < SCHED_OUT; i++) p[i]->tiles = NULL;
+        for (int i = 0; i < LAYER_N_MAT; i++) p[i]->tiles = NULL;
     }
     w->classifier.tiles = NULL, w->token_embd = NULL, w->map = NULL, w->map_bytes = 0;
 }
@@ -225,9 +225,9 @@ void weights_free(model_weights *w) {
         layer_weights *L = &w->layers[l];
         free(L->attn_norm); free(L->ffn_norm); free(L->bq); free(L->bk); free(L->bv);
         free(L->q_norm); free(L->k_norm);
-        packed_matrix *p[SCHED_OUT];
+        packed_matrix *p[LAYER_N_MAT];
         layer_packed(L, p);
-        for (int i = 0; i < SCHED_OUT && !w->map; i++) free(p[i]->tiles);
+        for (int i = 0; i < LAYER_N_MAT && !w->map; i++) free(p[i]->tiles);
     }
     free(w->layers);
     free(w->out_norm);

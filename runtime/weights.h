@@ -54,13 +54,14 @@ typedef struct model_weights {
 
 // A layer's seven matrices in schedule order (SCHED_WQ .. SCHED_DOWN): the GGUF tensors and
 // where their packed copies live. The one list every load, map and free walks.
-static inline void layer_tensors(const llama_layer *s, const gguf_tensor *t[SCHED_OUT]) {
-    const gguf_tensor *all[SCHED_OUT] = {s->wq, s->wk, s->wv, s->wo, s->ffn_gate, s->ffn_up, s->ffn_down};
-    for (int i = 0; i < SCHED_OUT; i++) t[i] = all[i];
+enum { LAYER_N_MAT = SCHED_DOWN + 1 };
+static inline void layer_tensors(const llama_layer *s, const gguf_tensor *t[LAYER_N_MAT]) {
+    const gguf_tensor *all[LAYER_N_MAT] = {s->wq, s->wk, s->wv, s->wo, s->ffn_gate, s->ffn_up, s->ffn_down};
+    for (int i = 0; i < LAYER_N_MAT; i++) t[i] = all[i];
 }
-static inline void layer_packed(layer_weights *L, packed_matrix *p[SCHED_OUT]) {
-    packed_matrix *all[SCHED_OUT] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
-    for (int i = 0; i < SCHED_OUT; i++) p[i] = all[i];
+static inline void layer_packed(layer_weights *L, packed_matrix *p[LAYER_N_MAT]) {
+    packed_matrix *all[LAYER_N_MAT] = {&L->wq, &L->wk, &L->wv, &L->wo, &L->w_gate, &L->w_up, &L->w_down};
+    for (int i = 0; i < LAYER_N_MAT; i++) p[i] = all[i];
 }
 
 // The shapes the schedule cuts (runtime/schedule.h): every matrix's inputs, outputs, weight size.
