@@ -225,9 +225,10 @@ void weights_free(model_weights *w) {
         layer_weights *L = &w->layers[l];
         free(L->attn_norm); free(L->ffn_norm); free(L->bq); free(L->bk); free(L->bv);
         free(L->q_norm); free(L->k_norm);
+        if (w->map) continue;                   // the tiles live in the mapping
         packed_matrix *p[LAYER_N_MAT];
         layer_packed(L, p);
-        for (int i = 0; i < LAYER_N_MAT && !w->map; i++) free(p[i]->tiles);
+        for (int i = 0; i < LAYER_N_MAT; i++) free(p[i]->tiles);
     }
     free(w->layers);
     free(w->out_norm);
