@@ -102,6 +102,16 @@ pb=$("$bin/tokenize" -m "$bpe" -p "$bprompt" | wc -w)
 expect 0 "bpe empty text" -- "$bin/tokenize" -m "$bpe" -p ""
 [ "$(od -An -c "$tmp/out" | tr -d ' ')" = '\n' ] || fail "bpe: empty text gives ids (no BOS for qwen2)"
 
-[ "$cases" = 32 ] || fail "ran $cases cases, expected 32"
+# gemv-bench -s: a model's shapes as cells (K x N, N not a multiple of the tile), checked against
+# the reference inside; malformed lists are refused.
+g=$bin/gemv-bench
+expect 0 "gemv-bench shapes" -- "$g" -t 1 -d f16,bf16 -r 7 -s 72x100,16x64
+[ "$(grep -c '^72x100,' "$tmp/out")" = 2 ] && [ "$(grep -c '^16x64/null,' "$tmp/out")" = 2 ] || fail "gemv-bench -s rows: $(cat "$tmp/out")"
+grep -q '^l2_512' "$tmp/out" && fail "gemv-bench -s without -c ran the default cells"
+for bad in 3x x4 4x4, 4x4,,2x2 100000x3 0x5 4x4x4 40000x40000; do
+  expect 2 "gemv-bench -s $bad" -- "$g" -t 1 -s "$bad"
+done
+
+[ "$cases" = 41 ] || fail "ran $cases cases, expected 41"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

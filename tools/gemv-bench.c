@@ -1,6 +1,7 @@
 // gemv-bench: the packed-tile GEMV (decode's kernel) on square cells k = n whose weights sit in
-// L2, L3 or DRAM, against the read roofline of the same bytes on the same threads measured in the
-// same run. Threads split the GEMV by tile ranges (each thread one contiguous stream); the
+// L2, L3 or DRAM, and on a model's own shapes (-s KxN), against the read roofline of the same
+// bytes on the same threads measured in the same run (a shape whose N is not a multiple of the
+// tile reads its padding in both; GB/s count the K N weights). Threads split the GEMV by tile ranges (each thread one contiguous stream); the
 // roofline pass reads the packed buffer itself with the same split. Each trial times enough
 // back-to-back calls to last ~20 ms; the cell, its null control (the identical measurement
 // repeated, interleaved: its distance from the cell row is this run's noise) and the roofline
@@ -30,11 +31,17 @@ static const struct { const char *name; size_t k; } CELLS[] = {
     {"l2_512", 512}, {"l2_1024", 1024}, {"l3_2048", 2048}, {"l3_3584", 3584}, {"dram_8192", 8192},
     {"dram_32768", 32768}};
 #define NCELL 6
+#define MAXSHAPE 16
 #define MAXT 64
 #define MAXTRIAL 101
 
+typedef struct {                                       // a cell: K x N (n rows of k in GGUF)
+    char name[32];
+    size_t k, n;
+} shape;
+
 typedef struct {
-    char cell[32];
+    char cell[40];                                     // a name of 31 at most + "/null"
     const char *dtype;
     size_t k, n;
     int threads;
@@ -59,14 +66,37 @@ static void pack_fn(void *c, int tid, int nth) {       // the thread that reads 
     gemv_pack(j->dt, j->W, j->k, j->n, j->P, j->nt * tid / nth, j->nt * (tid + 1) / nth);
 }
 
+// "KxN,KxN,..." into out (at most MAXSHAPE, each side 1..65536, K*N at most 2^30 elements);
+// the count, or 0 when the list is malformed.
+static int parse_shapes(const char *s, shape *out) {
+    int n = 0;
+    while (*s) {
+        char *e;
+        unsigned long k = strtoul(s, &e, 10), c;
+        if (e == s || *e != 'x' || !(e[1] >= '0' && e[1] <= '9')) return 0;
+        s = e + 1;
+        c = strtoul(s, &e, 10);
+        if (k < 1 || k > 65536 || c < 1 || c > 65536 || (unsigned long long)k * c > 1ull << 30 || n == MAXSHAPE)
+            return 0;
+        if (*e && *e != ',') return 0;
+        snprintf(out[n].name, sizeof out[n].name, "%lux%lu", k, c);
+        out[n].k = k, out[n].n = c, n++;
+        s = *e ? e + 1 : e;
+        if (*e && !*s) return 0;
+    }
+    return n;
+}
+
 static void usage(FILE *f) {
-    fprintf(f, "usage: gemv-bench [-t THREADS] [-o csv|json|md] [-c CELLS] [-d TYPES] [-r TRIALS]\n"
+    fprintf(f, "usage: gemv-bench [-t THREADS] [-o csv|json|md] [-c CELLS] [-s SHAPES] [-d TYPES] [-r TRIALS]\n"
                "  -t LIST   thread counts, e.g. 1,2 (default 1,2)\n"
                "  -o FMT    csv (default): cell,dtype,k,n,threads,median_ms,gbps,roofline_gbps,pct_roofline,gflops\n"
                "  -c LIST   cells among l2_512,l2_1024,l3_2048,l3_3584,dram_8192 (default: these five),\n"
                "            dram_32768 (2 GiB f16 matrix; needs 8 GiB of memory)\n"
                "  -d LIST   weight types among f16,bf16,f32 (default f16,bf16)\n"
                "  -r N      trials, median reported (default 9, at least 7)\n"
+               "  -s LIST   extra cells of a model's shapes, KxN (in_features x out_features), e.g.\n"
+               "            288x32000,2048x5632; named KxN; with -s, only the cells -c names also run\n"
                "  --pf N          prefetch distance in bytes, 0 = none (default: tuned; the resident\n"
                "                  tuning for cells whose bytes per thread fit in L2, else the stream one)\n"
                "  --interleave N  tiles in flight, 1..4, AVX-512 only (default: tuned, as --pf)\n"
@@ -88,8 +118,8 @@ static double time_calls(pool *pl, job *j, int reps) {
 
 // One cell, one type, one thread count: two rows (the cell and CELL/null). 0 ok, 1 failure.
 static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *dname, const void *W,
-                 const float *x, size_t k, int trials, const int *over, row *out) {
-    size_t n = k, es = wtype_get(dt)->size, bytes = gemv_packed_bytes(dt, k, n);
+                 const float *x, size_t k, size_t n, int trials, const int *over, row *out) {
+    size_t es = wtype_get(dt)->size, bytes = gemv_packed_bytes(dt, k, n);
     gemv_tuning tu = tune_pick(bytes, nth), stream = tune_pick((size_t)-1, 1);
     const char *which = tu.pf == stream.pf && tu.interleave == stream.interleave ? "stream" : "resident";
     if (over[0] >= 0) tu.pf = over[0], which = "overridden";
@@ -129,7 +159,7 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     double med[2] = {util_median(tc, trials), util_median(tn, trials)};
     for (int i = 0; i < 2; i++) {
         row *o = out + i;
-        snprintf(o->cell, sizeof o->cell, "%s%s", cell, i ? "/null" : "");
+        snprintf(o->cell, sizeof o->cell, "%.31s%s", cell, i ? "/null" : "");
         o->dtype = dname, o->k = k, o->n = n, o->threads = nth;
         o->ms = med[i] * 1e3;
         o->gbps = k * n * es / med[i] / 1e9;
@@ -175,6 +205,8 @@ int main(int argc, char **argv) {
     const uint32_t dts[3] = {WTYPE_F16, WTYPE_BF16, WTYPE_F32};
     int th[MAXT] = {1, 2}, nth = 2, trials = 9;
     unsigned cells = 0x1f, types = 0x3;
+    int cells_named = 0, nshape = 0;
+    shape cl[NCELL + MAXSHAPE];
     const char *fmt = "csv";
     int pf = -1, inter = -1;
     for (int i = 1; i < argc; i++) {
@@ -183,7 +215,8 @@ int main(int argc, char **argv) {
         int ok = v != NULL;
         if (ok && !strcmp(a, "-t")) ok = (nth = util_parse_ints(v, th, MAXT, 1, 1024)) > 0;
         else if (ok && !strcmp(a, "-r")) ok = util_parse_ints(v, &trials, 1, 7, MAXTRIAL) == 1;
-        else if (ok && !strcmp(a, "-c")) ok = (cells = util_parse_names(v, cell_names, NCELL)) != 0;
+        else if (ok && !strcmp(a, "-c")) ok = (cells = util_parse_names(v, cell_names, NCELL)) != 0, cells_named = 1;
+        else if (ok && !strcmp(a, "-s")) ok = (nshape = parse_shapes(v, cl + NCELL)) > 0;
         else if (ok && !strcmp(a, "-d")) ok = (types = util_parse_names(v, dt_names, 3)) != 0;
         else if (ok && !strcmp(a, "--pf")) ok = util_parse_ints(v, &pf, 1, 0, 1 << 20) == 1;
         else if (ok && !strcmp(a, "--interleave")) ok = util_parse_ints(v, &inter, 1, 1, GEMV_MAX_INTERLEAVE) == 1;
@@ -210,11 +243,14 @@ int main(int argc, char **argv) {
     if (pf >= 0 || inter > 0)
         fprintf(stderr, "gemv-bench: overridden in every cell: prefetch %d B, interleave %d (-1: tuned)\n", pf, inter);
     long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    row rows[NCELL * 3 * MAXT * 2];
+    if (nshape && !cells_named) cells = 0;
+    for (int c = 0; c < NCELL; c++)
+        snprintf(cl[c].name, sizeof cl[c].name, "%s", CELLS[c].name), cl[c].k = cl[c].n = CELLS[c].k;
+    static row rows[(NCELL + MAXSHAPE) * 3 * MAXT * 2];
     int nrow = 0, fail = 0;
-    for (int c = 0; c < NCELL; c++) {
-        if (!(cells >> c & 1)) continue;
-        size_t k = CELLS[c].k, n = k;
+    for (int c = 0; c < NCELL + nshape; c++) {
+        if (c < NCELL && !(cells >> c & 1)) continue;
+        size_t k = cl[c].k, n = cl[c].n;
         float *x = malloc(k * sizeof(float)), *wf = malloc(k * n * sizeof(float));
         if (!x || !wf) { fprintf(stderr, "gemv-bench: out of memory\n"); return 1; }
         for (size_t i = 0; i < k; i++) x[i] = rnd();
@@ -228,14 +264,14 @@ int main(int argc, char **argv) {
                 wt->from_f32(wf, W, k * n);
             }
             size_t bytes = gemv_packed_bytes(dts[d], k, n);
-            if (!strncmp(CELLS[c].name, "dram", 4) && l3 > 0 && bytes <= (size_t)l3)
+            if (!strncmp(cl[c].name, "dram", 4) && l3 > 0 && bytes <= (size_t)l3)
                 fprintf(stderr, "gemv-bench: warning: %s %s is %zu MiB, within this CPU's reported %ld MiB L3: it "
-                        "reads L3, not DRAM, here (-c dram_32768 is larger)\n", CELLS[c].name, dt_names[d],
+                        "reads L3, not DRAM, here (-c dram_32768 is larger)\n", cl[c].name, dt_names[d],
                         bytes >> 20, l3 >> 20);
             for (int t = 0; t < nth; t++) {
                 pool *pl = pool_create(th[t]);
                 if (!pl) { fprintf(stderr, "gemv-bench: cannot start %d threads\n", th[t]); return 1; }
-                fail |= bench(pl, th[t], CELLS[c].name, dts[d], dt_names[d], W, x, k, trials, over, rows + nrow);
+                fail |= bench(pl, th[t], cl[c].name, dts[d], dt_names[d], W, x, k, n, trials, over, rows + nrow);
                 nrow += 2;
                 pool_destroy(pl);
             }
