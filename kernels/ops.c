@@ -6,6 +6,7 @@
 #include "kernels/ops.h"
 #include "platform/fp.h"
 #include "platform/cpu.h"
+#include "platform/wtype.h"
 #include <math.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -124,42 +125,53 @@ int argmax_ref(const float *x, int n) {
 
 #define VCHUNK 64                 // positions per V chunk: VCHUNK rows of V stay in L1 for the group
 
+// Element i of a cache of type t (WTYPE_F32 or WTYPE_F16), widened exactly; the address of element i.
+static inline float kv_get(const void *c, uint32_t t, size_t i) {
+    return t == WTYPE_F16 ? f16_to_f32(((const uint16_t *)c)[i]) : ((const float *)c)[i];
+}
+static inline const void *kv_at(const void *c, uint32_t t, size_t i) {
+    return (const char *)c + i * (t == WTYPE_F16 ? 2 : 4);
+}
+
 // Dot product in the SIMD order: eight lanes (lane l takes i = l mod 8 over whole blocks of 8),
 // reduced ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), then the tail with fmaf in order.
-static float dot_ref(const float *a, const float *b, int n) {
+static float dot_ref(const float *a, const void *b, uint32_t bt, int n) {
     float l[8] = {0};
     int i = 0;
     for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) l[j] = fmaf(a[i + j], b[i + j], l[j]);
+        for (int j = 0; j < 8; j++) l[j] = fmaf(a[i + j], kv_get(b, bt, (size_t)(i + j)), l[j]);
     float s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
-    for (; i < n; i++) s = fmaf(a[i], b[i], s);
+    for (; i < n; i++) s = fmaf(a[i], kv_get(b, bt, (size_t)i), s);
     return s;
 }
 
 // Dims [d0, d1) of o += sum_p a[p] * v[p][d] over positions [p0, p1), fmaf p ascending; p0 == 0
 // starts from 0. Chunks of positions continue each chain exactly where the last one stopped.
-static void vsum_ref(float *o, const float *a, const float *v, int p0, int p1, int d0, int d1, size_t stride) {
+static void vsum_ref(float *o, const float *a, const void *v, uint32_t vt, int p0, int p1, int d0, int d1,
+                     size_t stride) {
     for (int d = d0; d < d1; d++) {
         float s = p0 == 0 ? 0.0f : o[d];
-        for (int p = p0; p < p1; p++) s = fmaf(a[p], v[(size_t)p * stride + d], s);
+        for (int p = p0; p < p1; p++) s = fmaf(a[p], kv_get(v, vt, (size_t)p * stride + (size_t)d), s);
         o[d] = s;
     }
 }
 
-static int attn_ok(int n_pos, int n_head, int n_head_kv, int head_dim) {
-    return n_pos > 0 && n_head > 0 && n_head_kv > 0 && head_dim > 0 && n_head % n_head_kv == 0;
+static int attn_ok(uint32_t kt, uint32_t vt, int n_pos, int n_head, int n_head_kv, int head_dim) {
+    return (kt == WTYPE_F32 || kt == WTYPE_F16) && (vt == WTYPE_F32 || vt == WTYPE_F16) && n_pos > 0 &&
+           n_head > 0 && n_head_kv > 0 && head_dim > 0 && n_head % n_head_kv == 0;
 }
 
-void attention_ref(float *out, const float *q, const float *k, const float *v, int n_pos,
+void attention_ref(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
                    int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
-    if (!attn_ok(n_pos, n_head, n_head_kv, head_dim)) return;
+    if (!attn_ok(kt, vt, n_pos, n_head, n_head_kv, head_dim)) return;
     const float scale = 1.0f / sqrtf((float)head_dim);
     const int grp = n_head / n_head_kv, hd = head_dim;
     for (int h = 0; h < n_head; h++) {
-        const float *kh = k + (size_t)(h / grp) * head_stride, *vh = v + (size_t)(h / grp) * head_stride;
-        for (int p = 0; p < n_pos; p++) scratch[p] = dot_ref(q + (size_t)h * hd, kh + (size_t)p * kv_stride, hd) * scale;
+        const void *kh = kv_at(k, kt, (size_t)(h / grp) * head_stride), *vh = kv_at(v, vt, (size_t)(h / grp) * head_stride);
+        for (int p = 0; p < n_pos; p++)
+            scratch[p] = dot_ref(q + (size_t)h * hd, kv_at(kh, kt, (size_t)p * kv_stride), kt, hd) * scale;
         softmax_ref(scratch, n_pos);
-        vsum_ref(out + (size_t)h * hd, scratch, vh, 0, n_pos, 0, hd, kv_stride);
+        vsum_ref(out + (size_t)h * hd, scratch, vh, vt, 0, n_pos, 0, hd, kv_stride);
     }
 }
 
@@ -211,26 +223,32 @@ static AVX2 void softmax_avx2(float *x, int n) {
 
 // dot_ref's order: the lanes of acc reduced ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), then the
 // tail a[i..n) * b[i..n) with fmaf in order.
-static inline AVX2 float dot_finish(__m256 acc, const float *a, const float *b, int i, int n) {
+static inline AVX2 float dot_finish(__m256 acc, const float *a, const void *b, uint32_t bt, int i, int n) {
     __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
     __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
     float s = _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
-    for (; i < n; i++) s = fmaf(a[i], b[i], s);
+    for (; i < n; i++) s = fmaf(a[i], kv_get(b, bt, (size_t)i), s);
     return s;
+}
+
+// Eight cache elements from element i, widened exactly (an f16 cache through F16C).
+static inline __attribute__((always_inline)) AVX2 __m256 kv_load8(const void *c, uint32_t t, size_t i) {
+    if (t == WTYPE_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)c + i)));
+    return _mm256_loadu_ps((const float *)c + i);
 }
 
 // Scores of np (1..4) positions from p for one query head: np independent FMA chains.
 static inline __attribute__((always_inline)) AVX2 void scores_block(float *s, const float *q,
-        const float *k, size_t stride, int p, int np, int hd, float scale) {
+        const void *k, uint32_t kt, size_t stride, int p, int np, int hd, float scale) {
     const int nb = hd / 8 * 8;
     __m256 acc[4];
     for (int j = 0; j < np; j++) acc[j] = _mm256_setzero_ps();
     for (int i = 0; i < nb; i += 8) {
         __m256 qv = _mm256_loadu_ps(q + i);
 #pragma GCC unroll 4
-        for (int j = 0; j < np; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + (size_t)(p + j) * stride + i), acc[j]);
+        for (int j = 0; j < np; j++) acc[j] = _mm256_fmadd_ps(qv, kv_load8(k, kt, (size_t)(p + j) * stride + (size_t)i), acc[j]);
     }
-    for (int j = 0; j < np; j++) s[p + j] = dot_finish(acc[j], q, k + (size_t)(p + j) * stride, nb, hd) * scale;
+    for (int j = 0; j < np; j++) s[p + j] = dot_finish(acc[j], q, kv_at(k, kt, (size_t)(p + j) * stride), kt, nb, hd) * scale;
 }
 
 // Per 128-bit half of a and b: (x0+x4, x1+x5, x2+x6, x3+x7) of a in the low half and of b in the
@@ -243,14 +261,14 @@ static inline __attribute__((always_inline)) AVX2 __m256 fold_pair(__m256 a, __m
 // Eight positions from p when hd is whole 8-blocks: eight chains, and their eight lane
 // reductions done together, each in dot_ref's order ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
 static inline __attribute__((always_inline)) AVX2 void scores_block8(float *s, const float *q,
-        const float *k, size_t stride, int p, int hd, float scale) {
+        const void *k, uint32_t kt, size_t stride, int p, int hd, float scale) {
     __m256 acc[8];
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
     for (int i = 0; i < hd; i += 8) {
         __m256 qv = _mm256_loadu_ps(q + i);
 #pragma GCC unroll 8
-        for (int j = 0; j < 8; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + (size_t)(p + j) * stride + i), acc[j]);
+        for (int j = 0; j < 8; j++) acc[j] = _mm256_fmadd_ps(qv, kv_load8(k, kt, (size_t)(p + j) * stride + (size_t)i), acc[j]);
     }
     __m256 f01 = fold_pair(acc[0], acc[1]), f23 = fold_pair(acc[2], acc[3]);
     __m256 f45 = fold_pair(acc[4], acc[5]), f67 = fold_pair(acc[6], acc[7]);
@@ -262,23 +280,23 @@ static inline __attribute__((always_inline)) AVX2 void scores_block8(float *s, c
 
 // One query head's scores over [0, n_pos).
 static inline __attribute__((always_inline)) AVX2 void scores_head(float *s, const float *q,
-        const float *k, size_t stride, int p, int np, int hd, float scale) {
-    if (np == 8 && hd % 8 == 0) scores_block8(s, q, k, stride, p, hd, scale);
+        const void *k, uint32_t kt, size_t stride, int p, int np, int hd, float scale) {
+    if (np == 8 && hd % 8 == 0) scores_block8(s, q, k, kt, stride, p, hd, scale);
     else
-        for (int j = 0; j < np; j += 4) scores_block(s, q, k, stride, p + j, np - j < 4 ? np - j : 4, hd, scale);
+        for (int j = 0; j < np; j += 4) scores_block(s, q, k, kt, stride, p + j, np - j < 4 ? np - j : 4, hd, scale);
 }
 
 // nv * 8 dims of one head over positions [p0, p1), accumulators in registers across the chunk.
 static inline __attribute__((always_inline)) AVX2 void vsum_block(float *o, const float *a,
-        const float *v, int p0, int p1, size_t stride, int nv) {
+        const void *v, uint32_t vt, int p0, int p1, size_t stride, int nv) {
     __m256 acc[8];
 #pragma GCC unroll 8
     for (int j = 0; j < nv; j++) acc[j] = p0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(o + 8 * j);
     for (int p = p0; p < p1; p++) {
         __m256 ap = _mm256_broadcast_ss(a + p);
-        const float *vp = v + (size_t)p * stride;
+        size_t vp = (size_t)p * stride;
 #pragma GCC unroll 8
-        for (int j = 0; j < nv; j++) acc[j] = _mm256_fmadd_ps(ap, _mm256_loadu_ps(vp + 8 * j), acc[j]);
+        for (int j = 0; j < nv; j++) acc[j] = _mm256_fmadd_ps(ap, kv_load8(v, vt, vp + 8 * (size_t)j), acc[j]);
     }
 #pragma GCC unroll 8
     for (int j = 0; j < nv; j++) _mm256_storeu_ps(o + 8 * j, acc[j]);
@@ -286,21 +304,23 @@ static inline __attribute__((always_inline)) AVX2 void vsum_block(float *o, cons
 
 // Dims [0, hd) of one head over [p0, p1): blocks of up to 64 dims (as many chains as 8-blocks),
 // the last d % 8 scalar.
-static AVX2 void vsum_head(float *o, const float *a, const float *v, int p0, int p1, int hd, size_t stride) {
+static inline __attribute__((always_inline)) AVX2 void vsum_head(float *o, const float *a, const void *v,
+        uint32_t vt, int p0, int p1, int hd, size_t stride) {
     int d = 0;
-    for (; d + 64 <= hd; d += 64) vsum_block(o + d, a, v + d, p0, p1, stride, 8);
+    for (; d + 64 <= hd; d += 64) vsum_block(o + d, a, kv_at(v, vt, (size_t)d), vt, p0, p1, stride, 8);
+    const void *vd = kv_at(v, vt, (size_t)d);
     switch ((hd - d) / 8) {
-    case 7: vsum_block(o + d, a, v + d, p0, p1, stride, 7); break;
-    case 6: vsum_block(o + d, a, v + d, p0, p1, stride, 6); break;
-    case 5: vsum_block(o + d, a, v + d, p0, p1, stride, 5); break;
-    case 4: vsum_block(o + d, a, v + d, p0, p1, stride, 4); break;
-    case 3: vsum_block(o + d, a, v + d, p0, p1, stride, 3); break;
-    case 2: vsum_block(o + d, a, v + d, p0, p1, stride, 2); break;
-    case 1: vsum_block(o + d, a, v + d, p0, p1, stride, 1); break;
+    case 7: vsum_block(o + d, a, vd, vt, p0, p1, stride, 7); break;
+    case 6: vsum_block(o + d, a, vd, vt, p0, p1, stride, 6); break;
+    case 5: vsum_block(o + d, a, vd, vt, p0, p1, stride, 5); break;
+    case 4: vsum_block(o + d, a, vd, vt, p0, p1, stride, 4); break;
+    case 3: vsum_block(o + d, a, vd, vt, p0, p1, stride, 3); break;
+    case 2: vsum_block(o + d, a, vd, vt, p0, p1, stride, 2); break;
+    case 1: vsum_block(o + d, a, vd, vt, p0, p1, stride, 1); break;
     default: break;
     }
     d += (hd - d) / 8 * 8;
-    vsum_ref(o, a, v, p0, p1, d, hd, stride);
+    vsum_ref(o, a, v, vt, p0, p1, d, hd, stride);
 }
 
 // nh query heads of one group (scores a + i * a_stride, outputs o + i * hd) over [p0, p1), nv
@@ -308,7 +328,7 @@ static AVX2 void vsum_head(float *o, const float *a, const float *v, int p0, int
 // chains run side by side (one head of a small head_dim is one or two chains, latency-bound).
 // Each output's chain is vsum_block's: fma over p ascending.
 static inline __attribute__((always_inline)) AVX2 void vsum_heads(float *o, const float *a, int a_stride,
-        const float *v, int p0, int p1, size_t stride, int hd, int nh, int nv) {
+        const void *v, uint32_t vt, int p0, int p1, size_t stride, int hd, int nh, int nv) {
     __m256 acc[8];
 #pragma GCC unroll 8
     for (int i = 0; i < nh; i++)
@@ -316,10 +336,10 @@ static inline __attribute__((always_inline)) AVX2 void vsum_heads(float *o, cons
         for (int j = 0; j < nv; j++)
             acc[i * nv + j] = p0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(o + (size_t)i * hd + 8 * j);
     for (int p = p0; p < p1; p++) {
-        const float *vp = v + (size_t)p * stride;
+        size_t vp = (size_t)p * stride;
         __m256 vb[4];
 #pragma GCC unroll 4
-        for (int j = 0; j < nv; j++) vb[j] = _mm256_loadu_ps(vp + 8 * j);
+        for (int j = 0; j < nv; j++) vb[j] = kv_load8(v, vt, vp + 8 * (size_t)j);
 #pragma GCC unroll 8
         for (int i = 0; i < nh; i++) {
             __m256 ap = _mm256_broadcast_ss(a + (size_t)i * a_stride + p);
@@ -335,8 +355,8 @@ static inline __attribute__((always_inline)) AVX2 void vsum_heads(float *o, cons
 
 // The V sums of a group's grp heads over [p0, p1): head_dim 8, 16 or 32 in batches of 2-8
 // heads (vsum_heads, the batch a power of two), the rest a head at a time (vsum_head).
-static AVX2 void vsum_group(float *o, const float *a, int n_pos, const float *v, int p0, int p1, int hd,
-                            size_t stride, int grp) {
+static inline __attribute__((always_inline)) AVX2 void vsum_group(float *o, const float *a, int n_pos,
+        const void *v, uint32_t vt, int p0, int p1, int hd, size_t stride, int grp) {
     int h = 0, nv = hd / 8;
     if (hd % 8 == 0 && (nv == 1 || nv == 2 || nv == 4))
         for (int nh = 8 / nv; nh >= 2; nh /= 2)
@@ -344,35 +364,47 @@ static AVX2 void vsum_group(float *o, const float *a, int n_pos, const float *v,
                 float *oh = o + (size_t)h * hd;
                 const float *ah = a + (size_t)h * n_pos;
                 switch (nh * 8 + nv) {
-                case 8 * 8 + 1: vsum_heads(oh, ah, n_pos, v, p0, p1, stride, hd, 8, 1); break;
-                case 4 * 8 + 1: vsum_heads(oh, ah, n_pos, v, p0, p1, stride, hd, 4, 1); break;
-                case 2 * 8 + 1: vsum_heads(oh, ah, n_pos, v, p0, p1, stride, hd, 2, 1); break;
-                case 4 * 8 + 2: vsum_heads(oh, ah, n_pos, v, p0, p1, stride, hd, 4, 2); break;
-                case 2 * 8 + 2: vsum_heads(oh, ah, n_pos, v, p0, p1, stride, hd, 2, 2); break;
-                default: vsum_heads(oh, ah, n_pos, v, p0, p1, stride, hd, 2, 4); break;   // 2 * 8 + 4
+                case 8 * 8 + 1: vsum_heads(oh, ah, n_pos, v, vt, p0, p1, stride, hd, 8, 1); break;
+                case 4 * 8 + 1: vsum_heads(oh, ah, n_pos, v, vt, p0, p1, stride, hd, 4, 1); break;
+                case 2 * 8 + 1: vsum_heads(oh, ah, n_pos, v, vt, p0, p1, stride, hd, 2, 1); break;
+                case 4 * 8 + 2: vsum_heads(oh, ah, n_pos, v, vt, p0, p1, stride, hd, 4, 2); break;
+                case 2 * 8 + 2: vsum_heads(oh, ah, n_pos, v, vt, p0, p1, stride, hd, 2, 2); break;
+                default: vsum_heads(oh, ah, n_pos, v, vt, p0, p1, stride, hd, 2, 4); break;   // 2 * 8 + 4
                 }
             }
-    for (; h < grp; h++) vsum_head(o + (size_t)h * hd, a + (size_t)h * n_pos, v, p0, p1, hd, stride);
+    for (; h < grp; h++) vsum_head(o + (size_t)h * hd, a + (size_t)h * n_pos, v, vt, p0, p1, hd, stride);
 }
 
-static AVX2 void attention_avx2(float *out, const float *q, const float *k, const float *v,
-        int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
+static inline __attribute__((always_inline)) AVX2 void attention_body(float *out, const float *q,
+        const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos, int n_head, int n_head_kv,
+        int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
     const float scale = 1.0f / sqrtf((float)head_dim);
     const int grp = n_head / n_head_kv, hd = head_dim;
     for (int g = 0; g < n_head_kv; g++) {
-        const float *kg = k + (size_t)g * head_stride, *vg = v + (size_t)g * head_stride;
+        const void *kg = kv_at(k, kt, (size_t)g * head_stride), *vg = kv_at(v, vt, (size_t)g * head_stride);
         const float *qg = q + (size_t)g * grp * hd;
         float *og = out + (size_t)g * grp * hd;
         for (int p = 0; p < n_pos; p += 8)
             for (int h = 0; h < grp; h++)
-                scores_head(scratch + (size_t)h * n_pos, qg + (size_t)h * hd, kg, kv_stride, p,
+                scores_head(scratch + (size_t)h * n_pos, qg + (size_t)h * hd, kg, kt, kv_stride, p,
                             n_pos - p < 8 ? n_pos - p : 8, hd, scale);
         for (int h = 0; h < grp; h++) softmax_avx2(scratch + (size_t)h * n_pos, n_pos);
         for (int p0 = 0; p0 < n_pos; p0 += VCHUNK) {
             int p1 = n_pos - p0 < VCHUNK ? n_pos : p0 + VCHUNK;
-            vsum_group(og, scratch, n_pos, vg, p0, p1, hd, kv_stride, grp);
+            vsum_group(og, scratch, n_pos, vg, vt, p0, p1, hd, kv_stride, grp);
         }
     }
+}
+
+// attention_body with the cache types as constants (the loads fold to one kind per loop).
+static AVX2 void attention_avx2(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt,
+        int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
+#define BODY(KT, VT) attention_body(out, q, k, KT, v, VT, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, scratch)
+    if (kt == WTYPE_F32 && vt == WTYPE_F32) BODY(WTYPE_F32, WTYPE_F32);
+    else if (kt == WTYPE_F16 && vt == WTYPE_F16) BODY(WTYPE_F16, WTYPE_F16);
+    else if (kt == WTYPE_F16) BODY(WTYPE_F16, WTYPE_F32);
+    else BODY(WTYPE_F32, WTYPE_F16);
+#undef BODY
 }
 #endif
 
@@ -424,16 +456,16 @@ void softmax(float *x, int n) {
     softmax_ref(x, n);
 }
 
-void attention(float *out, const float *q, const float *k, const float *v, int n_pos,
+void attention(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
                int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
-    if (!attn_ok(n_pos, n_head, n_head_kv, head_dim)) return;
+    if (!attn_ok(kt, vt, n_pos, n_head, n_head_kv, head_dim)) return;
 #if defined(__x86_64__)
     if (cpu_simd_enabled()) {
-        attention_avx2(out, q, k, v, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, scratch);
+        attention_avx2(out, q, k, kt, v, vt, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, scratch);
         return;
     }
 #endif
-    attention_ref(out, q, k, v, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, scratch);
+    attention_ref(out, q, k, kt, v, vt, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, scratch);
 }
 
 // ---- row conversions: F16C / AVX2 over blocks of 8, fp.h for the tail and the scalar path ----

@@ -3,6 +3,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
+#include "platform/wtype.h"
 
 // o[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]; o may alias x.
 void rmsnorm(float *o, const float *x, const float *w, int n, float eps);
@@ -19,11 +20,13 @@ void rope_scaled(float *v, int n_heads, int head_dim, int n_rot, int pos, float 
 void softmax(float *x, int n);
 void softmax_ref(float *x, int n);
 // Causal GQA attention for one query at position n_pos - 1 over positions [0, n_pos).
-// q: (n_head, head_dim). k, v: position p of kv head h at k[h*head_stride + p*kv_stride]
-// (position-major: head_stride = head_dim; head-major, each head one stream: kv_stride = head_dim).
+// q: (n_head, head_dim). k, v: caches of type kt, vt (WTYPE_F32, or WTYPE_F16: each element
+// widened exactly to f32 where it is read, the arithmetic then that of an f32 cache holding the
+// widened values); position p of kv head h at element h*head_stride + p*kv_stride (position-major:
+// head_stride = head_dim; head-major, each head one stream: kv_stride = head_dim).
 // out: (n_head, head_dim). scratch: n_pos * (n_head / n_head_kv) floats (the scores of one KV
 // head's group of query heads). Query head i reads kv head i / (n_head/n_head_kv).
-void attention(float *out, const float *q, const float *k, const float *v, int n_pos,
+void attention(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
                int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch);
 // o[i] = silu(gate[i]) * up[i]; o may alias gate.
 void swiglu(float *o, const float *gate, const float *up, int n);
@@ -38,8 +41,8 @@ void f32_to_bf16_row(const float *src, uint16_t *dst, size_t n);
 // Scalar reference of attention's SIMD path (same bits): dot products over head_dim in eight
 // lanes reduced ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) then the tail; softmax_ref; V summed with
 // fmaf, p ascending. Both return without writing when n_pos, n_head, n_head_kv or head_dim is not
-// positive or n_head % n_head_kv != 0.
-void attention_ref(float *out, const float *q, const float *k, const float *v, int n_pos,
+// positive, n_head % n_head_kv != 0, or a cache type is neither WTYPE_F32 nor WTYPE_F16.
+void attention_ref(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
                    int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch);
 // Scalar reference of argmax_f32 (same index).
 int argmax_ref(const float *x, int n);

@@ -14,12 +14,15 @@
 #include <string.h>
 #include <unistd.h>
 
-int decoder_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX]) {
+int decoder_check_ctx(const llama_model *m, int64_t n_ctx, uint32_t kt, uint32_t vt, char err[GGUF_ERR_MAX]) {
     const llama_hparams *h = &m->hp;
     if (n_ctx < 1) return gguf_fail(err, m->f.path, NULL, "context size %lld must be at least 1", (long long)n_ctx);
     if (n_ctx > INT32_MAX) return gguf_fail(err, m->f.path, NULL, "context size %lld is too large", (long long)n_ctx);
-    // K and V, f32: n_layer * n_ctx * n_head_kv * head_dim * 2 * 4 bytes (each factor < 2^31).
-    double bytes = 8.0 * h->n_layer * (double)n_ctx * h->n_head_kv * h->head_dim;
+    if ((kt != WTYPE_F32 && kt != WTYPE_F16) || (vt != WTYPE_F32 && vt != WTYPE_F16))
+        return gguf_fail(err, m->f.path, NULL, "KV cache types must be f32 or f16");
+    // K and V: n_layer * n_ctx * n_head_kv * head_dim elements each (each factor < 2^31).
+    double elem = (double)wtype_get(kt)->size + (double)wtype_get(vt)->size;
+    double bytes = elem * h->n_layer * (double)n_ctx * h->n_head_kv * h->head_dim;
     double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (mem > 0 && bytes > mem * 0.9)
         return gguf_fail(err, m->f.path, NULL, "context size %lld needs a %.1f GiB KV cache; this machine has %.1f GiB",
@@ -50,7 +53,7 @@ static void *zalloc_lines(size_t bytes) {
 decoder_opts decoder_default_opts(int n_threads) {
     return (decoder_opts){.n_threads = n_threads, .numa = -1, .split_k = 0, .l4 = L4RUN_AUTO,
                           .min_stage_bytes = -1, .min_step_bytes = -1, .min_claim_bytes = -1,
-                          .steal = 1};
+                          .steal = 1, .cache_type_k = WTYPE_F32, .cache_type_v = WTYPE_F32};
 }
 
 int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, const volatile sig_atomic_t *stop,
@@ -154,7 +157,9 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
         decoder_free(d);
         return -1;
     }
-    if (!ALLOC(d->key_cache, cache) || !ALLOC(d->value_cache, cache) || !ALLOC(d->k_new, kv_dim) ||
+    d->cache_type_k = o->cache_type_k, d->cache_type_v = o->cache_type_v;
+    if (!(d->key_cache = calloc(cache, wtype_get(d->cache_type_k)->size)) ||
+        !(d->value_cache = calloc(cache, wtype_get(d->cache_type_v)->size)) || !ALLOC(d->k_new, kv_dim) ||
         !ALLOC(d->v_new, kv_dim) || !ALLOC_LINES(d->x, h->n_embd) ||
         !ALLOC_LINES(d->xb2, h->n_embd) || !ALLOC(d->q, q_dim) ||
         !ALLOC(d->att_out, q_dim) || !ALLOC_LINES(d->hb, h->n_ff) || !ALLOC_LINES(d->hb2, h->n_ff) ||
@@ -406,15 +411,23 @@ static void stage_share(decoder *d, thread_ctx *c, int layer, int st, const floa
     }
 }
 
-float *decoder_kv_head(const decoder *d, float *cache, int layer, int g) {
-    return cache + ((size_t)layer * d->hp.n_head_kv + (size_t)g) * d->n_ctx * d->hp.head_dim;
+void *decoder_kv_head(const decoder *d, int v, int layer, int g) {
+    size_t es = wtype_get(v ? d->cache_type_v : d->cache_type_k)->size;
+    size_t i = ((size_t)layer * d->hp.n_head_kv + (size_t)g) * d->n_ctx * d->hp.head_dim;
+    return (char *)(v ? d->value_cache : d->key_cache) + i * es;
+}
+
+// One row of hd values into a cache of type t at element offset i.
+static void store_row(void *cache, uint32_t t, size_t i, const float *src, size_t hd) {
+    if (t == WTYPE_F16) f32_to_f16_row(src, (uint16_t *)cache + i, hd);
+    else memcpy((float *)cache + i, src, hd * sizeof(float));
 }
 
 void decoder_store_kv(decoder *d, int layer, int g0, int g1, int pos, const float *k, const float *v) {
-    size_t hd = (size_t)d->hp.head_dim, row = hd * sizeof(float);
+    size_t hd = (size_t)d->hp.head_dim;
     for (int g = g0; g < g1; g++) {
-        memcpy(decoder_kv_head(d, d->key_cache, layer, g) + (size_t)pos * hd, k + (size_t)(g - g0) * hd, row);
-        memcpy(decoder_kv_head(d, d->value_cache, layer, g) + (size_t)pos * hd, v + (size_t)(g - g0) * hd, row);
+        store_row(decoder_kv_head(d, 0, layer, g), d->cache_type_k, (size_t)pos * hd, k + (size_t)(g - g0) * hd, hd);
+        store_row(decoder_kv_head(d, 1, layer, g), d->cache_type_v, (size_t)pos * hd, v + (size_t)(g - g0) * hd, hd);
     }
 }
 
@@ -433,8 +446,8 @@ static void attention_share(decoder *d, thread_ctx *c, int layer, int pos) {
     decoder_norm_rope(d, q, (kv1 - kv0) * q_per_kv, w->q_norm, pos);
     decoder_norm_rope(d, new_key, kv1 - kv0, w->k_norm, pos);
     decoder_store_kv(d, layer, kv0, kv1, pos, new_key, new_value);
-    attention(d->att_out + (size_t)kv0 * q_per_kv * head_dim, q, decoder_kv_head(d, d->key_cache, layer, kv0),
-              decoder_kv_head(d, d->value_cache, layer, kv0), pos + 1, (kv1 - kv0) * q_per_kv, kv1 - kv0,
+    attention(d->att_out + (size_t)kv0 * q_per_kv * head_dim, q, decoder_kv_head(d, 0, layer, kv0), d->cache_type_k,
+              decoder_kv_head(d, 1, layer, kv0), d->cache_type_v, pos + 1, (kv1 - kv0) * q_per_kv, kv1 - kv0,
               head_dim, (size_t)head_dim, (size_t)d->n_ctx * head_dim, c->att_scores);
 }
 
@@ -573,7 +586,8 @@ double decoder_weight_bytes(const decoder *d) { return step_bytes(&d->sched.shap
 
 double decoder_bytes_per_token(const decoder *d, int pos) {
     const llama_hparams *h = &d->hp;
-    double kv = 2.0 * (pos + 1) * h->n_head_kv * h->head_dim * sizeof(float) * h->n_layer;
+    double elem = (double)wtype_get(d->cache_type_k)->size + (double)wtype_get(d->cache_type_v)->size;
+    double kv = elem * (pos + 1) * h->n_head_kv * h->head_dim * h->n_layer;
     return step_bytes(&d->sched.shape) + kv;
 }
 

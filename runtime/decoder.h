@@ -36,6 +36,8 @@ typedef struct {
     void *on_layer_arg;
     const volatile sig_atomic_t *stop;  // NULL, or: the load gives up between matrices once non-zero
     packcache_opts pack_cache;    // the packed-weight cache file (runtime/packcache.h); default off
+    uint32_t cache_type_k;        // the KV cache's element types: WTYPE_F32 (default) or WTYPE_F16
+    uint32_t cache_type_v;        // (rows rounded to nearest even as they are stored; see ops.h)
 } decoder_opts;
 
 // Each thread's own state, allocated (and so placed) by that thread.
@@ -77,9 +79,10 @@ typedef struct decoder_s {
     decoder_trace_fn trace;       // NULL, or a test's recorder
     void *trace_arg;
     model_weights w;
-    // KV cache, f32, head-major: each KV head's positions are one stream for attention to read
-    float *key_cache;             // (n_layer, n_head_kv, n_ctx, head_dim)
-    float *value_cache;           // (n_layer, n_head_kv, n_ctx, head_dim)
+    // KV cache, head-major: each KV head's positions are one stream for attention to read
+    void *key_cache;              // (n_layer, n_head_kv, n_ctx, head_dim) of cache_type_k
+    void *value_cache;            // (n_layer, n_head_kv, n_ctx, head_dim) of cache_type_v
+    uint32_t cache_type_k, cache_type_v;   // WTYPE_F32 or WTYPE_F16
     float *k_new, *v_new;         // (n_head_kv * head_dim) this step's K and V rows, before the cache
     // activations of the current token (llama2.c's RunState)
     float *x;                     // (n_embd) the residual stream
@@ -91,8 +94,9 @@ typedef struct decoder_s {
     float *logits;                // (n_vocab)
 } decoder;
 
-// Checks a context length: 1 <= n_ctx, and the f32 KV cache it needs fits in memory.
-int decoder_check_ctx(const llama_model *m, int64_t n_ctx, char err[GGUF_ERR_MAX]);
+// Checks a context length: 1 <= n_ctx, and the KV cache it needs (K and V elements of the types
+// kt and vt, WTYPE_F32 or WTYPE_F16) fits in memory.
+int decoder_check_ctx(const llama_model *m, int64_t n_ctx, uint32_t kt, uint32_t vt, char err[GGUF_ERR_MAX]);
 // Options with every default: n_threads threads, NUMA mode from the topology, no split.
 decoder_opts decoder_default_opts(int n_threads);
 // 0 ok, -1 with err; n_ctx already checked with decoder_check_ctx. After it, decoder_forward never
@@ -130,11 +134,11 @@ const packed_matrix *decoder_matrix(const decoder *d, int layer, int m);
 double decoder_bytes_per_token(const decoder *d, int pos);
 // The packed matrices alone (padding included): what one step, or one batch, streams of weights.
 double decoder_weight_bytes(const decoder *d);
-// Position 0 of KV head g of layer l in a cache (key_cache or value_cache); positions follow
-// head_dim floats apart.
-float *decoder_kv_head(const decoder *d, float *cache, int layer, int g);
-// Copies the K and V rows of heads [g0, g1) at position pos into the cache; k and v hold those
-// heads' rows one after another (the layout a projection writes).
+// Position 0 of KV head g of layer l in the value cache (v = 1) or the key cache (v = 0);
+// positions follow head_dim elements (of cache_type_v or cache_type_k) apart.
+void *decoder_kv_head(const decoder *d, int v, int layer, int g);
+// Copies the K and V rows of heads [g0, g1) at position pos into the cache (rounded to f16 for an
+// f16 cache); k and v hold those heads' rows one after another (the layout a projection writes).
 void decoder_store_kv(decoder *d, int layer, int g0, int g1, int pos, const float *k, const float *v);
 // Weights in the packed matrices and the embedding table.
 size_t decoder_n_params(const decoder *d);

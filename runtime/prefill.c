@@ -100,8 +100,8 @@ static void attn_batch_job(void *ctx, int tid, int nth) {
             decoder_norm_rope(d, k, 1, w->k_norm, pos);
             decoder_store_kv(d, j->l, g, g + 1, pos, k, v);
         } else {
-            attention(j->b->att + i * Q + (size_t)g * grp * hd, q, decoder_kv_head(d, d->key_cache, j->l, g),
-                      decoder_kv_head(d, d->value_cache, j->l, g), pos + 1, grp, 1, hd, (size_t)hd,
+            attention(j->b->att + i * Q + (size_t)g * grp * hd, q, decoder_kv_head(d, 0, j->l, g), d->cache_type_k,
+                      decoder_kv_head(d, 1, j->l, g), d->cache_type_v, pos + 1, grp, 1, hd, (size_t)hd,
                       (size_t)d->n_ctx * hd, d->threads[tid].att_scores);
         }
     }

@@ -56,6 +56,17 @@ for t in 2 3; do
   expect 0 "greedy -t $t" -- "$d" -m "$model" -p "$prompt" -n 16 --temp 0 -t $t --dump-logits "$tmp/l$t"
   cmp -s "$tmp/l1" "$tmp/l$t" || fail "logits at -t $t differ from -t 1"
 done
+# An f16 KV cache: the same bits at any thread count, on the scalar path and one token at a time
+# (-b 1), and not those of the f32 cache (the rows are rounded).
+for t in 1 2 3; do
+  expect 0 "f16 cache -t $t" -- "$d" -m "$model" -p "$prompt" -n 16 --temp 0 -t $t -ctk f16 --cache-type-v f16 --dump-logits "$tmp/h$t"
+done
+cmp -s "$tmp/h1" "$tmp/h2" && cmp -s "$tmp/h1" "$tmp/h3" || fail "f16 cache: logits differ across thread counts"
+expect 0 "f16 cache scalar -b 1" -- env DECODE_ISA=scalar "$d" -m "$model" -p "$prompt" -n 16 --temp 0 -t 2 -b 1 -ctk f16 -ctv f16 --dump-logits "$tmp/hs"
+cmp -s "$tmp/h1" "$tmp/hs" || fail "f16 cache: scalar -b 1 logits differ"
+cmp -s "$tmp/h1" "$tmp/l1" && fail "f16 cache: logits equal to the f32 cache's"
+expect 2 "bad -ctk" -- "$d" -m "$model" -p hi -ctk q8_0
+grep -q "bad -ctk value 'q8_0'" "$tmp/err" || fail "bad -ctk not named: $(cat "$tmp/err")"
 # -p "": BOS only. -n N always dumps P + N - 1 rows: -n 1 one row, -n 0 none.
 expect 0 "empty prompt" -- "$d" -m "$model" -p "" -n 1 --dump-logits "$tmp/l0"
 [ "$(stat -c %s "$tmp/l0")" = 2048 ] || fail "-p '' -n 1 should dump exactly one row"
@@ -112,6 +123,6 @@ for bad in 3x x4 4x4, 4x4,,2x2 100000x3 0x5 4x4x4 40000x40000; do
   expect 2 "gemv-bench -s $bad" -- "$g" -t 1 -s "$bad"
 done
 
-[ "$cases" = 41 ] || fail "ran $cases cases, expected 41"
+[ "$cases" = 46 ] || fail "ran $cases cases, expected 46"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -85,11 +85,11 @@ int main(void) {
     CHECKF(r.status == 0, "%s", r.err);
     const char *head = "model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,numa,split_k,l4,"
                        "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct,batch_size,n_depth,"
-                       "kv_bytes_per_token,kv_gbps\n";
+                       "kv_bytes_per_token,kv_gbps,type_k,type_v\n";
     CHECKF(!strncmp(r.out, head, strlen(head)), "%s", r.out);
     int commas = 0;                   // the row has as many fields, the unmeasured sync wait empty
     for (const char *p = r.out + strlen(head); *p && *p != '\n'; p++) commas += *p == ',';
-    CHECK(commas == 18 && strstr(r.out + strlen(head), ",,256,0,"));
+    CHECK(commas == 20 && strstr(r.out + strlen(head), ",,256,0,") && strstr(r.out + strlen(head), ",f32,f32\n"));
     CHECK(strchr(r.out, '\n') && strchr(strchr(r.out, '\n') + 1, '\n') && !strchr(strchr(strchr(r.out, '\n') + 1, '\n') + 1, '\n'));
     tool_run_free(&r);
     r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "8", NULL});   // md by default
@@ -125,14 +125,28 @@ int main(void) {
     }
     // stories260K: 5 layers, 4 KV heads of 8 floats: 2 x 5 x 32 x 4 B = 1280 B a position
     CHECKF(kv[1] - kv[0] == 40 * 1280.0, "kv bytes a token %g at depth 0, %g at 40", kv[0], kv[1]);
+    CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "type_k")->valuestring, "f32"));
     // the context was really filled (with -p 0, the first test of the list is skipped)
     CHECKF(strstr(r.err, "context filled to depth 40") && !strstr(r.err, "depth 0\n"), "%s", r.err);
     cJSON_Delete(arr);
     tool_run_free(&r);
     cases++;
 
-    const char *const bad[][4] = {{"-o", "xml", NULL}, {"-t", "0", NULL}, {"-t", "1,x", NULL}, {"--frobnicate", "1", NULL}, {"-n", NULL}, {"-b", "0", NULL}, {"-d", "-1", NULL}};
-    for (int i = 0; i < 7; i++) {
+    // an f16 cache: half the KV bytes a position, named in the output
+    r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "4", "-d", "0,40", "-ctk", "f16", "--cache-type-v", "f16", "-o", "json", NULL});
+    CHECKF(r.status == 0, "%s", r.err);
+    arr = cJSON_Parse(r.out);
+    CHECK(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 2);
+    for (int i = 0; i < 2; i++) kv[i] = cJSON_GetObjectItem(cJSON_GetArrayItem(arr, i), "kv_bytes_per_token")->valuedouble;
+    CHECKF(kv[1] - kv[0] == 40 * 640.0, "f16 kv bytes a token %g at depth 0, %g at 40", kv[0], kv[1]);
+    CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 1), "type_k")->valuestring, "f16") &&
+          !strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 1), "type_v")->valuestring, "f16"));
+    cJSON_Delete(arr);
+    tool_run_free(&r);
+    cases++;
+
+    const char *const bad[][4] = {{"-o", "xml", NULL}, {"-t", "0", NULL}, {"-t", "1,x", NULL}, {"--frobnicate", "1", NULL}, {"-n", NULL}, {"-b", "0", NULL}, {"-d", "-1", NULL}, {"-ctk", "q8_0", NULL}, {"-ctv", "bf16", NULL}};
+    for (int i = 0; i < 9; i++) {
         r = bench(bad[i]);
         CHECKF(r.status == 2 && r.out_len == 0 && one_line_error(r.err, r.err_len, "decode-bench: ", NULL), "bad args %d: %s", i, r.err);
         tool_run_free(&r);
@@ -144,7 +158,7 @@ int main(void) {
     CHECK(strstr(r.err, "decode-bench: ") && strstr(r.err, "nonexistent"));
     tool_run_free(&r);
     cases++;
-    CHECK(cases == 17);
+    CHECK(cases == 20);
     printf("decode-bench: %d interface cases\n", cases);
     free(model);
     CHECK(scratch_remove(dir) == 0);

@@ -201,7 +201,8 @@ static size_t test_argmax(void) {
 // Attention: AVX2 vs attention_ref bit for bit, then float64. Scores carry (hd + 4) u scale
 // sum|q k| (E); softmax weights move by 2E + (6 + 2 spread) u relative; the V sum adds n_pos u.
 // Both cache layouts: position-major (rows of every head, padded or not) and head-major (each
-// head's positions one stream, heads padded apart).
+// head's positions one stream, heads padded apart); K and V each f32 or f16, where the reference
+// must also equal the f32 reference on the widened values (the f16 contract in ops.h).
 static size_t test_attention(void) {
     // head_dim: every count of 8-dim blocks past a 64-block (1..8), 32, and tails; positions: part and
     // whole 8-blocks, and chunks of V beyond the first
@@ -211,21 +212,35 @@ static size_t test_attention(void) {
     size_t cases = 0;
     for (int a = 0; a < 13; a++)
         for (int b = 0; b < 4; b++)
-            for (int c = 0; c < 24; c++, cases++) {   // 6 head shapes x 4 layouts
-                int hd = hds[a], np = nps[b], nh = heads[c / 4][0], nkv = heads[c / 4][1];
+            for (int c = 0; c < 96; c++, cases++) {   // 6 head shapes x 4 layouts x 4 cache types
+                int hd = hds[a], np = nps[b], nh = heads[c / 16][0], nkv = heads[c / 16][1];
                 int head_major = c >> 1 & 1, pad = c & 1;
+                uint32_t kt = c >> 2 & 1 ? WTYPE_F16 : WTYPE_F32, vt = c >> 3 & 1 ? WTYPE_F16 : WTYPE_F32;
                 size_t stride = head_major ? (size_t)hd : (size_t)nkv * hd + pad * 3;
                 size_t hstride = head_major ? (size_t)np * hd + pad * 5 : (size_t)hd;
                 size_t len = head_major ? nkv * hstride : np * stride;
                 float *q = malloc(nh * hd * 4), *k = malloc(len * 4), *v = malloc(len * 4);
-                float *o = malloc(nh * hd * 4), *or = malloc(nh * hd * 4), *sc = malloc(np * (nh / nkv) * 4);
-                CHECK(q && k && v && o && or && sc);
+                float *o = malloc(nh * hd * 4), *or = malloc(nh * hd * 4), *o32 = malloc(nh * hd * 4);
+                float *sc = malloc(np * (nh / nkv) * 4);
+                uint16_t *k16 = malloc(len * 2), *v16 = malloc(len * 2);
+                CHECK(q && k && v && o && or && o32 && sc && k16 && v16);
                 for (int i = 0; i < nh * hd; i++) q[i] = rng_sym(1.0f);
-                for (size_t i = 0; i < len; i++) k[i] = rng_sym(1.0f), v[i] = rng_sym(1.0f);
-                attention(o, q, k, v, np, nh, nkv, hd, stride, hstride, sc);
-                attention_ref(or, q, k, v, np, nh, nkv, hd, stride, hstride, sc);
-                for (int i = 0; i < nh * hd; i++)
-                    CHECKF(same_f32(o[i], or[i]), "hd=%d np=%d nh=%d i=%d: %.9g vs ref %.9g", hd, np, nh, i, o[i], or[i]);
+                for (size_t i = 0; i < len; i++) {    // an f16 cache holds k16; k then its widened values
+                    k[i] = rng_sym(1.0f), v[i] = rng_sym(1.0f);
+                    k16[i] = f32_to_f16(k[i]), v16[i] = f32_to_f16(v[i]);
+                    if (kt == WTYPE_F16) k[i] = f16_to_f32(k16[i]);
+                    if (vt == WTYPE_F16) v[i] = f16_to_f32(v16[i]);
+                }
+                const void *kc = kt == WTYPE_F16 ? (const void *)k16 : k, *vc = vt == WTYPE_F16 ? (const void *)v16 : v;
+                attention(o, q, kc, kt, vc, vt, np, nh, nkv, hd, stride, hstride, sc);
+                attention_ref(or, q, kc, kt, vc, vt, np, nh, nkv, hd, stride, hstride, sc);
+                attention_ref(o32, q, k, WTYPE_F32, v, WTYPE_F32, np, nh, nkv, hd, stride, hstride, sc);
+                for (int i = 0; i < nh * hd; i++) {
+                    CHECKF(same_f32(o[i], or[i]), "hd=%d np=%d nh=%d kt=%u vt=%u i=%d: %.9g vs ref %.9g", hd, np, nh,
+                           kt, vt, i, o[i], or[i]);
+                    CHECKF(same_f32(or[i], o32[i]), "hd=%d np=%d nh=%d kt=%u vt=%u i=%d: ref %.9g vs f32 ref %.9g",
+                           hd, np, nh, kt, vt, i, or[i], o32[i]);
+                }
                 double *s = malloc(np * sizeof(double));
                 for (int h = 0; h < nh; h++) {
                     size_t kv = (size_t)(h / (nh / nkv)) * hstride;
@@ -253,18 +268,20 @@ static size_t test_attention(void) {
                                np, h, i, o[h * hd + i], o64, tol);
                     }
                 }
-                free(s), free(q), free(k), free(v), free(o), free(or), free(sc);
+                free(s), free(q), free(k), free(v), free(o), free(or), free(o32), free(sc), free(k16), free(v16);
             }
     float sentinel[8] = {7, 7, 7, 7, 7, 7, 7, 7}, z[8] = {0}, scr[8];
-    attention(sentinel, z, z, z, 1, 3, 2, 1, 2, 1, scr);       // 3 % 2 != 0: untouched
-    attention(sentinel, z, z, z, 0, 1, 1, 8, 8, 8, scr);       // no positions: untouched
+    attention(sentinel, z, z, WTYPE_F32, z, WTYPE_F32, 1, 3, 2, 1, 2, 1, scr);   // 3 % 2 != 0: untouched
+    attention(sentinel, z, z, WTYPE_F32, z, WTYPE_F32, 0, 1, 1, 8, 8, 8, scr);   // no positions: untouched
+    attention(sentinel, z, z, WTYPE_BF16, z, WTYPE_F32, 1, 1, 1, 8, 8, 8, scr);  // a bf16 cache: untouched
+    attention_ref(sentinel, z, z, WTYPE_F32, z, WTYPE_BF16, 1, 1, 1, 8, 8, 8, scr);
     for (int i = 0; i < 8; i++) CHECK(sentinel[i] == 7);
     return cases + 1;
 }
 
 int main(void) {
     size_t n[6] = {test_rmsnorm(), test_rope(), test_softmax(), test_swiglu(), test_argmax(), test_attention()};
-    const size_t want[6] = {18, 481, 15 + 71 * 4, 14, 8 + 71 * 4 * 6, 13 * 4 * 24 + 1};
+    const size_t want[6] = {18, 481, 15 + 71 * 4, 14, 8 + 71 * 4 * 6, 13 * 4 * 96 + 1};
     const char *names[6] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention"};
     for (int i = 0; i < 6; i++) {
         CHECKF(n[i] == want[i], "%s ran %zu cases, expected %zu", names[i], n[i], want[i]);

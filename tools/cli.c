@@ -1,6 +1,7 @@
 // The handlers only do async-signal-safe things: write a line prepared beforehand, unlink a
 // path copied beforehand, _exit. No unwinding: a fault or a second signal ends the process.
 #include "tools/cli.h"
+#include "platform/wtype.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -139,4 +140,9 @@ char *cli_read_file(const char *path, size_t max, size_t *len, struct stat *st_o
     buf[n] = 0;
     *len = n;
     return buf;
+}
+
+int cli_parse_cache_type(const char *s) {
+    int t = wtype_by_name(s);
+    return t == WTYPE_F32 || t == WTYPE_F16 ? t : -1;
 }

@@ -31,3 +31,7 @@ void cli_test_stop(const char *phase);
 // stops the read: NULL with errno EFBIG. NULL with errno on failure (EINTR when cli_stop was
 // set meanwhile). st (may be NULL) receives what fstat says of the opened file.
 char *cli_read_file(const char *path, size_t max, size_t *len, struct stat *st);
+
+// A KV cache type by name, as llama.cpp's -ctk/-ctv take it: "f32" or "f16" -> WTYPE_F32 or
+// WTYPE_F16; -1 for anything else.
+int cli_parse_cache_type(const char *s);

@@ -43,6 +43,7 @@ typedef struct {
     int batches[MAXV], n_batch;   // prompt tokens per batch (pp tests only)
     int depths[MAXV], n_depth;    // tokens already in the context when a test starts
     int pack_cache;               // PACKCACHE_OFF / AUTO / REBUILD
+    int cache_type_k, cache_type_v;   // the KV cache's types, WTYPE_F32 or WTYPE_F16
     const char *fmt, *plot;
 } options;
 
@@ -76,6 +77,8 @@ static void usage(FILE *f) {
         "      --split-k LIST   auto, off or N >= 2 segment ranges per split matrix (default auto)\n"
         "      --l4 LIST        off, stream, buffer, auto (default auto); configurations interleave\n"
         "                       (both shape one-token steps; a batched prompt uses neither)\n"
+        "  -ctk, --cache-type-k T, -ctv, --cache-type-v T\n"
+        "                       KV cache types, f32 or f16 (default f32), as in decode\n"
         "      --pack-cache MODE\n"
         "                       auto, off, rebuild: the packed-weight cache file, as in decode\n"
         "                       (default: DECODE_PACK_CACHE, else auto)\n"
@@ -118,6 +121,7 @@ static int parse_args(int argc, char **argv, options *o) {
     o->batches[0] = PREFILL_DEFAULT_BATCH, o->n_batch = 1;
     o->depths[0] = 0, o->n_depth = 1;
     o->pack_cache = -1;               // not given: DECODE_PACK_CACHE, else auto
+    o->cache_type_k = o->cache_type_v = WTYPE_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
@@ -144,6 +148,8 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "--split-k")) bad = (o->n_split = parse_words(v, o->split_ks, split_word)) < 0;
         else if (!strcmp(a, "--l4")) bad = (o->n_l4 = parse_words(v, o->l4s, l4run_parse_mode)) < 0;
         else if (!strcmp(a, "--pack-cache")) bad = (o->pack_cache = packcache_parse_mode(v)) < 0;
+        else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) bad = (o->cache_type_k = cli_parse_cache_type(v)) < 0;
+        else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) bad = (o->cache_type_v = cli_parse_cache_type(v)) < 0;
         else if (!strcmp(a, "--plot")) o->plot = v;
         else if (!strcmp(a, "--roofline-mib")) { int r[1]; bad = parse_list(v, r, 0, 1 << 20) != 1; o->roofline_mib = r[0]; }
         else { fprintf(stderr, "decode-bench: unknown option '%s' (see --help)\n", a); return 2; }
@@ -282,6 +288,8 @@ static cJSON *to_json(const result *r, const options *o) {
     cJSON_AddNumberToObject(j, "pct_roofline", r->pct_roofline);
     if (r->sync_wait_pct < 0) cJSON_AddNullToObject(j, "sync_wait_pct");
     else cJSON_AddNumberToObject(j, "sync_wait_pct", r->sync_wait_pct);
+    cJSON_AddStringToObject(j, "type_k", wtype_get((uint32_t)o->cache_type_k)->name);
+    cJSON_AddStringToObject(j, "type_v", wtype_get((uint32_t)o->cache_type_v)->name);
     return j;
 }
 
@@ -313,14 +321,16 @@ static void print_results(const result *rs, int n, const options *o) {
     }
     if (!strcmp(o->fmt, "csv")) {
         printf("model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,numa,split_k,l4,"
-               "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct,batch_size,n_depth,kv_bytes_per_token,kv_gbps\n");
+               "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct,batch_size,n_depth,kv_bytes_per_token,kv_gbps,"
+               "type_k,type_v\n");
         for (int i = 0; i < n; i++) {
             const result *r = &rs[i];
-            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%.3f,%.2f,%s,%d,%d,%.0f,%.3f\n", r->model, r->model_size,
+            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%.3f,%.2f,%s,%d,%d,%.0f,%.3f,%s,%s\n", r->model, r->model_size,
                    r->n_threads, r->n_prompt, r->n_gen, r->avg_ts, r->stddev_ts,
                    o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa), r->split_k, r->l4_used,
                    r->bytes_per_token, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r, ""), r->batch_size,
-                   r->n_depth, r->kv_bytes_per_token, r->kv_gbps);
+                   r->n_depth, r->kv_bytes_per_token, r->kv_gbps, wtype_get((uint32_t)o->cache_type_k)->name,
+                   wtype_get((uint32_t)o->cache_type_v)->name);
         }
         return;
     }
@@ -409,6 +419,7 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
     for (int s = 0; s < o->n_split && !status; s++, made++) {
         decoder_opts dopt = decoder_default_opts(T);
         dopt.numa = o->numa, dopt.split_k = o->split_ks[s];
+        dopt.cache_type_k = (uint32_t)o->cache_type_k, dopt.cache_type_v = (uint32_t)o->cache_type_v;
         dopt.pack_cache = (packcache_opts){.mode = o->pack_cache, .temp_hook = cli_temp_file};
         fprintf(stderr, "decode-bench: %s: loading for %d thread(s), split-k %d\n", path, T, o->split_ks[s]);
         if (decoder_init_opts(&d[s], m, max_len, &dopt, err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; }
@@ -482,7 +493,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < o.n_gens; i++) max_len = o.gens[i] > max_len ? o.gens[i] : max_len;
         for (int i = 0; i < o.n_depth; i++) max_depth = o.depths[i] > max_depth ? o.depths[i] : max_depth;
         max_len += max_depth;
-        if (decoder_check_ctx(&m, max_len, err)) { fprintf(stderr, "decode-bench: %s\n", err); llama_model_free(&m); status = 1; break; }
+        if (decoder_check_ctx(&m, max_len, (uint32_t)o.cache_type_k, (uint32_t)o.cache_type_v, err)) { fprintf(stderr, "decode-bench: %s\n", err); llama_model_free(&m); status = 1; break; }
         for (int ti = 0; ti < o.n_threads && !status; ti++)
             status = bench_threads(&o, &m, o.models[mi], o.threads[ti], max_len, roof[ti], rs, &n);
         llama_model_free(&m);

@@ -42,6 +42,7 @@ typedef struct {
     int l4;                       // l4run_mode
     int pack_cache;               // PACKCACHE_OFF / AUTO / REBUILD
     int pack_cache_asked;         // given by --pack-cache or DECODE_PACK_CACHE, not the default
+    int cache_type_k, cache_type_v;   // WTYPE_F32 or WTYPE_F16
     sampler_params sp;
 } options;
 
@@ -90,6 +91,9 @@ static void usage(FILE *f) {
         "                            rebuild: write it anew; off: pack in memory every time\n"
         "                            (default: DECODE_PACK_CACHE, else auto)\n"
         "  -c, --ctx-size N          context size (default: min(model context_length, 4096))\n"
+        "  -ctk, --cache-type-k T    KV cache type for K: f32 or f16 (half the memory and the bytes\n"
+        "                            attention reads; rows rounded to f16 as stored; default: f32)\n"
+        "  -ctv, --cache-type-v T    the same for V (default: f32)\n"
         "  -b, --batch-size N        prompt tokens evaluated together; 1 = one at a time (default: %d)\n"
         "      --temp T              temperature; 0 = greedy argmax (default: %.2f)\n"
         "      --top-k N             top-k, <= 0 = off (default: %d)\n"
@@ -140,6 +144,7 @@ static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->n_predict = -1; o->n_threads = default_threads(); o->n_batch = PREFILL_DEFAULT_BATCH; o->sp = sampler_defaults();
     o->numa = -1; o->split_k = -1; o->l4 = L4RUN_AUTO;
+    o->cache_type_k = o->cache_type_v = WTYPE_F32;
     o->pack_cache = -1;                // not given: DECODE_PACK_CACHE, else auto
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -152,7 +157,8 @@ static int parse_args(int argc, char **argv, options *o) {
         static const char *valued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file",
             "--dump-logits", "-n", "--n-predict", "-t", "--threads", "-c", "--ctx-size", "-b", "--batch-size", "-s",
             "--seed", "--top-k", "--repeat-last-n", "--temp", "--top-p", "--min-p",
-            "--repeat-penalty", "--numa", "--split-k", "--l4", "--pack-cache"};
+            "--repeat-penalty", "--numa", "--split-k", "--l4", "--pack-cache", "-ctk", "--cache-type-k", "-ctv",
+            "--cache-type-v"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
         if (!known) return usage_error("unknown option '%s'", a);
@@ -173,6 +179,10 @@ static int parse_args(int argc, char **argv, options *o) {
         }
         else if (!strcmp(a, "--pack-cache")) {
             if ((o->pack_cache = packcache_parse_mode(v)) < 0) return usage_error("bad --pack-cache value '%s' (auto, off, rebuild)", v);
+        } else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) {
+            if ((o->cache_type_k = cli_parse_cache_type(v)) < 0) return usage_error("bad -ctk value '%s' (f32, f16)", v);
+        } else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) {
+            if ((o->cache_type_v = cli_parse_cache_type(v)) < 0) return usage_error("bad -ctv value '%s' (f32, f16)", v);
         } else if (!strcmp(a, "--l4")) {
             if ((o->l4 = l4run_parse_mode(v)) < 0) return usage_error("bad --l4 value '%s' (off, stream, buffer, auto)", v);
         } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
@@ -387,7 +397,10 @@ static int load(session *S, const options *o, const char **prompt, size_t *plen,
         return 1;
     }
     *n_ctx = o->n_ctx ? o->n_ctx : (h->n_ctx_train < 4096 ? h->n_ctx_train : 4096);
-    if (decoder_check_ctx(&S->m, *n_ctx, err)) { fprintf(stderr, "decode: %s\n", err); return 1; }
+    if (decoder_check_ctx(&S->m, *n_ctx, (uint32_t)o->cache_type_k, (uint32_t)o->cache_type_v, err)) {
+        fprintf(stderr, "decode: %s\n", err);
+        return 1;
+    }
     int add_bos = !o->no_bos && tokenizer_add_bos(S->tok) && tokenizer_bos(S->tok) >= 0;
     cli_test_stop("prompt");
     if (cli_stop) return 1;
@@ -437,6 +450,7 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     decoder_opts dopt = decoder_default_opts(o->n_threads);
     load_progress lp = {.t0 = now_ms(), .tty = isatty(2)};
     dopt.numa = o->numa, dopt.split_k = o->split_k, dopt.l4 = o->l4, dopt.stop = &cli_stop;
+    dopt.cache_type_k = (uint32_t)o->cache_type_k, dopt.cache_type_v = (uint32_t)o->cache_type_v;
     dopt.on_layer = on_layer, dopt.on_layer_arg = &lp;
     dopt.pack_cache = (packcache_opts){.mode = o->pack_cache, .temp_hook = cli_temp_file, .on_write = on_write};
     write_progress = &lp;
