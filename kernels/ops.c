@@ -125,10 +125,7 @@ int argmax_ref(const float *x, int n) {
 
 #define VCHUNK 64                 // positions per V chunk: VCHUNK rows of V stay in L1 for the group
 
-// Element i of a cache of type t (WTYPE_F32 or WTYPE_F16), widened exactly; the address of element i.
-static inline float kv_get(const void *c, uint32_t t, size_t i) {
-    return t == WTYPE_F16 ? f16_to_f32(((const uint16_t *)c)[i]) : ((const float *)c)[i];
-}
+// The address of element i of a cache of type t (WTYPE_F32 or WTYPE_F16); wtype_load reads it.
 static inline const void *kv_at(const void *c, uint32_t t, size_t i) {
     return (const char *)c + i * (t == WTYPE_F16 ? 2 : 4);
 }
@@ -139,9 +136,9 @@ static float dot_ref(const float *a, const void *b, uint32_t bt, int n) {
     float l[8] = {0};
     int i = 0;
     for (; i + 8 <= n; i += 8)
-        for (int j = 0; j < 8; j++) l[j] = fmaf(a[i + j], kv_get(b, bt, (size_t)(i + j)), l[j]);
+        for (int j = 0; j < 8; j++) l[j] = fmaf(a[i + j], wtype_load(bt, b, (size_t)(i + j)), l[j]);
     float s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
-    for (; i < n; i++) s = fmaf(a[i], kv_get(b, bt, (size_t)i), s);
+    for (; i < n; i++) s = fmaf(a[i], wtype_load(bt, b, (size_t)i), s);
     return s;
 }
 
@@ -151,7 +148,7 @@ static void vsum_ref(float *o, const float *a, const void *v, uint32_t vt, int p
                      size_t stride) {
     for (int d = d0; d < d1; d++) {
         float s = p0 == 0 ? 0.0f : o[d];
-        for (int p = p0; p < p1; p++) s = fmaf(a[p], kv_get(v, vt, (size_t)p * stride + (size_t)d), s);
+        for (int p = p0; p < p1; p++) s = fmaf(a[p], wtype_load(vt, v, (size_t)p * stride + (size_t)d), s);
         o[d] = s;
     }
 }
@@ -227,7 +224,7 @@ static inline AVX2 float dot_finish(__m256 acc, const float *a, const void *b, u
     __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
     __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
     float s = _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
-    for (; i < n; i++) s = fmaf(a[i], kv_get(b, bt, (size_t)i), s);
+    for (; i < n; i++) s = fmaf(a[i], wtype_load(bt, b, (size_t)i), s);
     return s;
 }
 

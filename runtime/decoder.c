@@ -14,14 +14,19 @@
 #include <string.h>
 #include <unistd.h>
 
+// Bytes of one K element and one V element; 0 unless both types are f32 or f16.
+static double kv_pair_bytes(uint32_t kt, uint32_t vt) {
+    if ((kt != WTYPE_F32 && kt != WTYPE_F16) || (vt != WTYPE_F32 && vt != WTYPE_F16)) return 0;
+    return (double)wtype_get(kt)->size + (double)wtype_get(vt)->size;
+}
+
 int decoder_check_ctx(const llama_model *m, int64_t n_ctx, uint32_t kt, uint32_t vt, char err[GGUF_ERR_MAX]) {
     const llama_hparams *h = &m->hp;
     if (n_ctx < 1) return gguf_fail(err, m->f.path, NULL, "context size %lld must be at least 1", (long long)n_ctx);
     if (n_ctx > INT32_MAX) return gguf_fail(err, m->f.path, NULL, "context size %lld is too large", (long long)n_ctx);
-    if ((kt != WTYPE_F32 && kt != WTYPE_F16) || (vt != WTYPE_F32 && vt != WTYPE_F16))
-        return gguf_fail(err, m->f.path, NULL, "KV cache types must be f32 or f16");
+    double elem = kv_pair_bytes(kt, vt);
+    if (elem == 0) return gguf_fail(err, m->f.path, NULL, "KV cache types must be f32 or f16");
     // K and V: n_layer * n_ctx * n_head_kv * head_dim elements each (each factor < 2^31).
-    double elem = (double)wtype_get(kt)->size + (double)wtype_get(vt)->size;
     double bytes = elem * h->n_layer * (double)n_ctx * h->n_head_kv * h->head_dim;
     double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (mem > 0 && bytes > mem * 0.9)
@@ -128,6 +133,11 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
     const llama_hparams *h = &d->hp;
     size_t q_dim = (size_t)h->n_head * h->head_dim, kv_dim = (size_t)h->n_head_kv * h->head_dim;
     size_t cache = (size_t)h->n_layer * (size_t)n_ctx * kv_dim;
+    if (kv_pair_bytes(o->cache_type_k, o->cache_type_v) == 0) {
+        snprintf(err, GGUF_ERR_MAX, "KV cache types must be f32 or f16");
+        decoder_free(d);
+        return -1;
+    }
     int *cpu = calloc((size_t)o->n_threads, sizeof *cpu);
     if (!cpu) goto oom;
     err[0] = 0;
@@ -586,8 +596,7 @@ double decoder_weight_bytes(const decoder *d) { return step_bytes(&d->sched.shap
 
 double decoder_bytes_per_token(const decoder *d, int pos) {
     const llama_hparams *h = &d->hp;
-    double elem = (double)wtype_get(d->cache_type_k)->size + (double)wtype_get(d->cache_type_v)->size;
-    double kv = elem * (pos + 1) * h->n_head_kv * h->head_dim * h->n_layer;
+    double kv = kv_pair_bytes(d->cache_type_k, d->cache_type_v) * (pos + 1) * h->n_head_kv * h->head_dim * h->n_layer;
     return step_bytes(&d->sched.shape) + kv;
 }
 

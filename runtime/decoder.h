@@ -1,6 +1,6 @@
 // The llama-family (llama, qwen2, qwen3) decode loop's state and forward pass: the weights
-// packed once at load (runtime/weights.h), an f32 KV cache, f32 activations. decoder_forward
-// evaluates one token at one position and returns the logits. The step is one pool job: every
+// packed once at load (runtime/weights.h), an f32 KV cache (f16 by option), f32 activations.
+// decoder_forward evaluates one token at one position and returns the logits. The step is one pool job: every
 // thread runs the forward pass over its own share of the static schedule (runtime/schedule.h),
 // waiting only for the threads that produce what it reads. The result is bit-identical for any
 // thread count, split and topology (every output in the canonical order of docs/design.md).
@@ -99,8 +99,9 @@ typedef struct decoder_s {
 int decoder_check_ctx(const llama_model *m, int64_t n_ctx, uint32_t kt, uint32_t vt, char err[GGUF_ERR_MAX]);
 // Options with every default: n_threads threads, NUMA mode from the topology, no split.
 decoder_opts decoder_default_opts(int n_threads);
-// 0 ok, -1 with err; n_ctx already checked with decoder_check_ctx. After it, decoder_forward never
-// reads m's file mapping: the file may change or shrink.
+// 0 ok, -1 with err (also for cache types other than f32 and f16); n_ctx already checked with
+// decoder_check_ctx. After it, decoder_forward never reads m's file mapping: the file may change
+// or shrink.
 int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder_opts *o, char err[GGUF_ERR_MAX]);
 // decoder_init_opts with decoder_default_opts(n_threads) and that stop.
 int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, const volatile sig_atomic_t *stop,

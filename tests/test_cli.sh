@@ -65,6 +65,12 @@ cmp -s "$tmp/h1" "$tmp/h2" && cmp -s "$tmp/h1" "$tmp/h3" || fail "f16 cache: log
 expect 0 "f16 cache scalar -b 1" -- env DECODE_ISA=scalar "$d" -m "$model" -p "$prompt" -n 16 --temp 0 -t 2 -b 1 -ctk f16 -ctv f16 --dump-logits "$tmp/hs"
 cmp -s "$tmp/h1" "$tmp/hs" || fail "f16 cache: scalar -b 1 logits differ"
 cmp -s "$tmp/h1" "$tmp/l1" && fail "f16 cache: logits equal to the f32 cache's"
+# head_dim 12 (a partial 8-block: the row tails of the f16 stores and loads), 2 KV heads
+hd12=$tmp/hd12.gguf
+"$bin/gguf-synth" "$hd12" --n-embd 48 --n-layer 2 --n-head 4 --n-kv-head 2 --head-dim 12 --n-ff 96 --n-vocab 300 --ctx 64 --dtype f16 --seed 3 >/dev/null || fail "gguf-synth --head-dim 12"
+expect 0 "f16 cache hd12 -t 1" -- "$d" -m "$hd12" -p "$prompt" -n 24 --temp 0 -t 1 -ctk f16 -ctv f16 --dump-logits "$tmp/g1"
+expect 0 "f16 cache hd12 -t 3 scalar" -- env DECODE_ISA=scalar "$d" -m "$hd12" -p "$prompt" -n 24 --temp 0 -t 3 -ctk f16 -ctv f16 --dump-logits "$tmp/g3"
+cmp -s "$tmp/g1" "$tmp/g3" || fail "f16 cache, head_dim 12: logits differ at -t 3 on the scalar path"
 expect 2 "bad -ctk" -- "$d" -m "$model" -p hi -ctk q8_0
 grep -q "bad -ctk value 'q8_0'" "$tmp/err" || fail "bad -ctk not named: $(cat "$tmp/err")"
 # -p "": BOS only. -n N always dumps P + N - 1 rows: -n 1 one row, -n 0 none.
@@ -119,10 +125,10 @@ g=$bin/gemv-bench
 expect 0 "gemv-bench shapes" -- "$g" -t 1 -d f16,bf16 -r 7 -s 72x100,16x64
 [ "$(grep -c '^72x100,' "$tmp/out")" = 2 ] && [ "$(grep -c '^16x64/null,' "$tmp/out")" = 2 ] || fail "gemv-bench -s rows: $(cat "$tmp/out")"
 grep -q '^l2_512' "$tmp/out" && fail "gemv-bench -s without -c ran the default cells"
-for bad in 3x x4 4x4, 4x4,,2x2 100000x3 0x5 4x4x4 40000x40000; do
+for bad in 3x x4 4x4, 4x4,,2x2 100000x3 0x5 4x4x4 40000x40000 " 4x4" +4x4; do
   expect 2 "gemv-bench -s $bad" -- "$g" -t 1 -s "$bad"
 done
 
-[ "$cases" = 46 ] || fail "ran $cases cases, expected 46"
+[ "$cases" = 50 ] || fail "ran $cases cases, expected 50"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

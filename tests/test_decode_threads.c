@@ -8,7 +8,9 @@
 // thread of the node it is meant for. Outside the traced token, threads that run out of tiles
 // take them from slower shares (runtime/decoder.h, steal): the runs must have stolen some tiles
 // (more threads than this machine's CPUs make some thread late often) with the same logits; CLI
-// dumps at -t 3 under DECODE_ISA=avx2|scalar check those paths too.
+// dumps at -t 3 under DECODE_ISA=avx2|scalar check those paths too. An f16 KV cache gets its own
+// reference and must match it at 2 and 4 threads, split and on two pretend nodes; a cache type
+// the kernels do not read is refused at init.
 #include "model/llama.h"
 #include "runtime/decoder.h"
 #include "tests/check.h"
@@ -117,13 +119,16 @@ static void check_stream(const decoder *d, int tid) {
     v->n = 0;
 }
 
-static float *run_tokens(const llama_model *m, int T, int split, const char *fake, int thresholds, int check_keys) {
+// kv: the KV cache's type (K and V).
+static float *run_tokens(const llama_model *m, int T, int split, const char *fake, int thresholds, int check_keys,
+                         uint32_t kv) {
     if (fake) setenv("DECODE_FAKE_NUMA", fake, 1);
     else unsetenv("DECODE_FAKE_NUMA");
     decoder d;
     char err[GGUF_ERR_MAX];
     decoder_opts o = decoder_default_opts(T);
     o.split_k = split;
+    o.cache_type_k = o.cache_type_v = kv;
     o.l4 = L4RUN_OFF;   // the trace follows the plain path; the L4 path is test_decode_l4's
     if (!thresholds) o.min_stage_bytes = o.min_step_bytes = o.min_claim_bytes = 0;
     CHECKF(decoder_init_opts(&d, m, 64, &o, err) == 0, "%s", err);
@@ -166,18 +171,28 @@ static int api_cases(const char *path) {
     char err[GGUF_ERR_MAX];
     CHECKF(llama_model_load(&m, path, err) == 0, "%s", err);
     size_t bytes = sizeof(float) * m.hp.n_vocab * N_TOK;
-    float *ref = run_tokens(&m, 1, 0, NULL, 1, 1);
+    float *ref = run_tokens(&m, 1, 0, NULL, 1, 1, WTYPE_F32);
     int cases = 0;
     for (int T = 1; T <= 4; T++)
         for (int split = 0; split <= 4; split += 4)
             for (int f = 0; f < 2; f++)
                 for (int th = 0; th < 2; th++) {
-                    float *got = run_tokens(&m, T, split, f ? "2" : NULL, th, 1);
+                    float *got = run_tokens(&m, T, split, f ? "2" : NULL, th, 1, WTYPE_F32);
                     CHECKF(!memcmp(got, ref, bytes), "%s: T=%d split=%d fake=%d thresholds=%d: logits differ", path, T, split, f, th);
                     free(got);
                     cases++;
                 }
-    free(ref);
+    // An f16 KV cache: again one set of logits for every thread count, split and topology, not the
+    // f32 cache's.
+    float *ref16 = run_tokens(&m, 1, 0, NULL, 1, 0, WTYPE_F16);
+    CHECKF(memcmp(ref16, ref, bytes), "%s: the f16 cache gives the f32 cache's logits", path);
+    for (int T = 2; T <= 4; T += 2)
+        for (int f = 0; f < 2; f++, cases++) {
+            float *got = run_tokens(&m, T, 4 * f, f ? "2" : NULL, 0, 0, WTYPE_F16);
+            CHECKF(!memcmp(got, ref16, bytes), "%s: f16 cache T=%d fake=%d: logits differ", path, T, f);
+            free(got);
+        }
+    free(ref), free(ref16);
     llama_model_free(&m);
     return cases;
 }
@@ -207,7 +222,15 @@ int main(void) {
     if (SLOW == 1.0) cli += cli_cases(a) + cli_cases(b), cli_models = 3;
     CHECK(cli == cli_models * 18);
     int api = api_cases(stories) + api_cases(a) + api_cases(b) + api_cases(c);
-    CHECK(api == 4 * 32);
+    CHECK(api == 4 * 36);
+    llama_model m;                    // a cache type the kernels do not read: refused at init
+    decoder d;
+    char err[GGUF_ERR_MAX];
+    CHECKF(llama_model_load(&m, stories, err) == 0, "%s", err);
+    decoder_opts o = decoder_default_opts(1);
+    o.cache_type_v = WTYPE_BF16;
+    CHECK(decoder_init_opts(&d, &m, 64, &o, err) != 0 && strstr(err, "f32 or f16"));
+    llama_model_free(&m);
     CHECKF(split_runs >= 4, "split-K ran in %d runs only", split_runs);
     CHECKF(stolen > 0, "no tile was ever stolen in %d runs", api);
     CHECK(node_checks >= 2 * 8);   // model a: every matrix, 2 split settings

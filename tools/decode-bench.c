@@ -334,14 +334,17 @@ static void print_results(const result *rs, int n, const options *o) {
         }
         return;
     }
-    printf("| model | size | threads | l4 | split-k | batch | test | t/s | MB/token | GB/s | roofline GB/s | %% roofline | sync wait %% |\n");
-    printf("| --- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    const char *tk = wtype_get((uint32_t)o->cache_type_k)->name, *tv = wtype_get((uint32_t)o->cache_type_v)->name;
+    char kv[16];                      // the KV cache's types: "f32", or "K/V" when they differ
+    snprintf(kv, sizeof kv, "%s%s%s", tk, strcmp(tk, tv) ? "/" : "", strcmp(tk, tv) ? tv : "");
+    printf("| model | size | threads | l4 | split-k | kv | batch | test | t/s | MB/token | GB/s | roofline GB/s | %% roofline | sync wait %% |\n");
+    printf("| --- | ---: | ---: | --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int i = 0; i < n; i++) {
         const result *r = &rs[i];
         char depth[32] = "";
         if (r->n_depth) snprintf(depth, sizeof depth, " @ d%d", r->n_depth);
-        printf("| %s | %.2f MiB | %d | %s | %d | %d | %s%d%s | %.2f ± %.2f | %.2f | %.2f | %.2f | %.1f | %s |\n",
-               base(r->model), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k, r->batch_size,
+        printf("| %s | %.2f MiB | %d | %s | %d | %s | %d | %s%d%s | %.2f ± %.2f | %.2f | %.2f | %.2f | %.1f | %s |\n",
+               base(r->model), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k, kv, r->batch_size,
                r->n_gen ? "tg" : "pp", r->n_gen ? r->n_gen : r->n_prompt, depth, r->avg_ts, r->stddev_ts,
                r->bytes_per_token / 1e6, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r, "-"));
     }

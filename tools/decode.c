@@ -105,7 +105,7 @@ static void usage(FILE *f) {
         "      --no-bos              do not prepend BOS (default: prepend when the model asks or says nothing)\n"
         "      --ignore-eos          keep generating past EOS\n"
         "      --dump-logits PATH    write each evaluated position's logits (f32 LE, n_vocab per row)\n"
-        "  -v, --verbose             print the kernel path and GEMV tuning on stderr\n"
+        "  -v, --verbose             print the kernel path, the GEMV tuning and the KV cache on stderr\n"
         "  -h, --help                this text\n"
         "environment: DECODE_ISA=avx512|avx2|scalar caps the SIMD path (same logits on every one);\n"
         "  DECODE_TUNE=off|force: per-CPU-family defaults without measuring, or measure again even\n"
@@ -471,9 +471,15 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     else if (w->cache_note[0] && (o->verbose || (o->pack_cache_asked && strncmp(w->cache_note, "not used", 8))))
         fprintf(stderr, "decode: packed-weight cache: %s\n", w->cache_note);
     if (o->print_schedule) sched_print(&S->d.sched, stderr);
-    if (o->verbose)
+    if (o->verbose) {
         fprintf(stderr, "decode: gemv tuning for this model's step: prefetch %d B, interleave %d\n",
                 S->d.tuning.pf, S->d.tuning.interleave);
+        const llama_hparams *h = &S->m.hp;
+        double rows = (double)h->n_layer * h->n_head_kv * h->head_dim * (double)n_ctx;
+        const wtype_traits *k = wtype_get(S->d.cache_type_k), *v = wtype_get(S->d.cache_type_v);
+        fprintf(stderr, "decode: KV cache: K %s, V %s, %.1f MiB for %ld positions\n", k->name, v->name,
+                rows * (double)(k->size + v->size) / 1048576.0, n_ctx);
+    }
     if (sampler_init(&S->s, &o->sp, S->m.hp.n_vocab)) { fprintf(stderr, "decode: out of memory\n"); return 1; }
     return 0;
 }

@@ -1,7 +1,8 @@
 // gemv-bench: the packed-tile GEMV (decode's kernel) on square cells k = n whose weights sit in
 // L2, L3 or DRAM, and on a model's own shapes (-s KxN), against the read roofline of the same
 // bytes on the same threads measured in the same run (a shape whose N is not a multiple of the
-// tile reads its padding in both; GB/s count the K N weights). Threads split the GEMV by tile ranges (each thread one contiguous stream); the
+// tile reads its padding in both: the roofline's GB/s count it, the GEMV's only the K N weights,
+// so the padding costs pct_roofline). Threads split the GEMV by tile ranges (each thread one contiguous stream); the
 // roofline pass reads the packed buffer itself with the same split. Each trial times enough
 // back-to-back calls to last ~20 ms; the cell, its null control (the identical measurement
 // repeated, interleaved: its distance from the cell row is this run's noise) and the roofline
@@ -72,8 +73,9 @@ static int parse_shapes(const char *s, shape *out) {
     int n = 0;
     while (*s) {
         char *e;
+        if (!(*s >= '0' && *s <= '9')) return 0;     // strtoul would skip a space or take a sign
         unsigned long k = strtoul(s, &e, 10), c;
-        if (e == s || *e != 'x' || !(e[1] >= '0' && e[1] <= '9')) return 0;
+        if (*e != 'x' || !(e[1] >= '0' && e[1] <= '9')) return 0;
         s = e + 1;
         c = strtoul(s, &e, 10);
         if (k < 1 || k > 65536 || c < 1 || c > 65536 || (unsigned long long)k * c > 1ull << 30 || n == MAXSHAPE)
@@ -95,8 +97,9 @@ static void usage(FILE *f) {
                "            dram_32768 (2 GiB f16 matrix; needs 8 GiB of memory)\n"
                "  -d LIST   weight types among f16,bf16,f32 (default f16,bf16)\n"
                "  -r N      trials, median reported (default 9, at least 7)\n"
-               "  -s LIST   extra cells of a model's shapes, KxN (in_features x out_features), e.g.\n"
+               "  -s LIST   cells of a model's shapes, KxN (in_features x out_features), e.g.\n"
                "            288x32000,2048x5632; named KxN; with -s, only the cells -c names also run\n"
+               "            (at most 16; sides 1..65536, K*N <= 2^30)\n"
                "  --pf N          prefetch distance in bytes, 0 = none (default: tuned; the resident\n"
                "                  tuning for cells whose bytes per thread fit in L2, else the stream one)\n"
                "  --interleave N  tiles in flight, 1..4, AVX-512 only (default: tuned, as --pf)\n"
@@ -155,7 +158,7 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     gemv_packed_ref(dt, x, j.P, k, n, 0, j.nt, yr);
     int bad = memcmp(j.y, yr, n * sizeof(float)) != 0;
     if (bad) fprintf(stderr, "gemv-bench: %s %s t=%d: result differs from gemv_packed_ref\n", cell, dname, nth);
-    double roof = k * n * es / util_median(tr, trials) / 1e9;
+    double roof = bytes / util_median(tr, trials) / 1e9;   // what it read: padding too
     double med[2] = {util_median(tc, trials), util_median(tn, trials)};
     for (int i = 0; i < 2; i++) {
         row *o = out + i;
