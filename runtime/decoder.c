@@ -20,14 +20,17 @@ static double kv_pair_bytes(uint32_t kt, uint32_t vt) {
     return (double)wtype_get(kt)->size + (double)wtype_get(vt)->size;
 }
 
+double decoder_kv_cache_bytes(const llama_hparams *h, int64_t n_ctx, uint32_t kt, uint32_t vt) {
+    // n_layer * n_ctx * n_head_kv * head_dim elements each of K and V (each factor < 2^31)
+    return kv_pair_bytes(kt, vt) * h->n_layer * (double)n_ctx * h->n_head_kv * h->head_dim;
+}
+
 int decoder_check_ctx(const llama_model *m, int64_t n_ctx, uint32_t kt, uint32_t vt, char err[GGUF_ERR_MAX]) {
     const llama_hparams *h = &m->hp;
     if (n_ctx < 1) return gguf_fail(err, m->f.path, NULL, "context size %lld must be at least 1", (long long)n_ctx);
     if (n_ctx > INT32_MAX) return gguf_fail(err, m->f.path, NULL, "context size %lld is too large", (long long)n_ctx);
-    double elem = kv_pair_bytes(kt, vt);
-    if (elem == 0) return gguf_fail(err, m->f.path, NULL, "KV cache types must be f32 or f16");
-    // K and V: n_layer * n_ctx * n_head_kv * head_dim elements each (each factor < 2^31).
-    double bytes = elem * h->n_layer * (double)n_ctx * h->n_head_kv * h->head_dim;
+    if (kv_pair_bytes(kt, vt) == 0) return gguf_fail(err, m->f.path, NULL, "KV cache types must be f32 or f16");
+    double bytes = decoder_kv_cache_bytes(h, n_ctx, kt, vt);
     double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     if (mem > 0 && bytes > mem * 0.9)
         return gguf_fail(err, m->f.path, NULL, "context size %lld needs a %.1f GiB KV cache; this machine has %.1f GiB",

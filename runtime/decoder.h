@@ -97,6 +97,8 @@ typedef struct decoder_s {
 // Checks a context length: 1 <= n_ctx, and the KV cache it needs (K and V elements of the types
 // kt and vt, WTYPE_F32 or WTYPE_F16) fits in memory.
 int decoder_check_ctx(const llama_model *m, int64_t n_ctx, uint32_t kt, uint32_t vt, char err[GGUF_ERR_MAX]);
+// Bytes of a KV cache of n_ctx positions, K and V of types kt and vt; 0 unless both are f32 or f16.
+double decoder_kv_cache_bytes(const llama_hparams *h, int64_t n_ctx, uint32_t kt, uint32_t vt);
 // Options with every default: n_threads threads, NUMA mode from the topology, no split.
 decoder_opts decoder_default_opts(int n_threads);
 // 0 ok, -1 with err (also for cache types other than f32 and f16); n_ctx already checked with

@@ -474,11 +474,9 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     if (o->verbose) {
         fprintf(stderr, "decode: gemv tuning for this model's step: prefetch %d B, interleave %d\n",
                 S->d.tuning.pf, S->d.tuning.interleave);
-        const llama_hparams *h = &S->m.hp;
-        double elems = (double)h->n_layer * h->n_head_kv * h->head_dim * (double)n_ctx;   // of K, and of V
-        const wtype_traits *k = wtype_get(S->d.cache_type_k), *v = wtype_get(S->d.cache_type_v);
-        fprintf(stderr, "decode: KV cache: K %s, V %s, %.1f MiB for %ld positions\n", k->name, v->name,
-                elems * (double)(k->size + v->size) / 1048576.0, n_ctx);
+        uint32_t kt = S->d.cache_type_k, vt = S->d.cache_type_v;
+        fprintf(stderr, "decode: KV cache: K %s, V %s, %.1f MiB for %ld positions\n", wtype_get(kt)->name,
+                wtype_get(vt)->name, decoder_kv_cache_bytes(&S->m.hp, n_ctx, kt, vt) / 1048576.0, n_ctx);
     }
     if (sampler_init(&S->s, &o->sp, S->m.hp.n_vocab)) { fprintf(stderr, "decode: out of memory\n"); return 1; }
     return 0;

@@ -2,7 +2,8 @@
 // L2, L3 or DRAM, and on a model's own shapes (-s KxN), against the read roofline of the same
 // bytes on the same threads measured in the same run (a shape whose N is not a multiple of the
 // tile reads its padding in both: the roofline's GB/s count it, the GEMV's only the K N weights,
-// so the padding costs pct_roofline). Threads split the GEMV by tile ranges (each thread one contiguous stream); the
+// so the padding costs pct_roofline). Threads split the GEMV by tile ranges (each thread one
+// contiguous stream); the
 // roofline pass reads the packed buffer itself with the same split. Each trial times enough
 // back-to-back calls to last ~20 ms; the cell, its null control (the identical measurement
 // repeated, interleaved: its distance from the cell row is this run's noise) and the roofline
@@ -26,20 +27,20 @@
 #include <string.h>
 #include <unistd.h>
 
-// The first five run by default; dram_32768 (2 GiB of f16, a 1B-parameter model's stream, 8 GiB
-// of memory to build) only when -c names it.
-static const struct { const char *name; size_t k; } CELLS[] = {
-    {"l2_512", 512}, {"l2_1024", 1024}, {"l3_2048", 2048}, {"l3_3584", 3584}, {"dram_8192", 8192},
-    {"dram_32768", 32768}};
-#define NCELL 6
-#define MAXSHAPE 16
-#define MAXT 64
-#define MAXTRIAL 101
-
 typedef struct {                                       // a cell: K x N (n rows of k in GGUF)
     char name[32];
     size_t k, n;
 } shape;
+
+// The first five run by default; dram_32768 (2 GiB of f16, a 1B-parameter model's stream, 8 GiB
+// of memory to build) only when -c names it. -s shapes follow them.
+static const shape CELLS[] = {
+    {"l2_512", 512, 512}, {"l2_1024", 1024, 1024}, {"l3_2048", 2048, 2048}, {"l3_3584", 3584, 3584},
+    {"dram_8192", 8192, 8192}, {"dram_32768", 32768, 32768}};
+#define NCELL 6
+#define MAXSHAPE 16
+#define MAXT 64
+#define MAXTRIAL 101
 
 typedef struct {
     char cell[40];                                     // a name of 31 at most + "/null"
@@ -247,8 +248,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gemv-bench: overridden in every cell: prefetch %d B, interleave %d (-1: tuned)\n", pf, inter);
     long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
     if (nshape && !cells_named) cells = 0;
-    for (int c = 0; c < NCELL; c++)
-        snprintf(cl[c].name, sizeof cl[c].name, "%s", CELLS[c].name), cl[c].k = cl[c].n = CELLS[c].k;
+    memcpy(cl, CELLS, sizeof CELLS);
     static row rows[(NCELL + MAXSHAPE) * 3 * MAXT * 2];
     int nrow = 0, fail = 0;
     for (int c = 0; c < NCELL + nshape; c++) {
