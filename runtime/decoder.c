@@ -567,6 +567,7 @@ static void embed(float *x, const void *table, uint32_t type, int32_t token, siz
 
 float *decoder_forward(decoder *d, int32_t token, int pos) {
     assert(pos >= 0 && pos < d->n_ctx);   // the callers check; past the end a head-major row lands in the next head
+    weights_move(&d->w, d->pool, &d->sched, &d->topo);   // mapped weights: the next group into memory
     // the token's embedding starts the residual stream
     embed(d->x, d->w.token_embd, d->w.embd_type, token, d->hp.n_embd);
     // every thread runs the layers and the classifier over its share

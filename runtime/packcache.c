@@ -73,14 +73,14 @@ static uint64_t code_hash(void) {
 }
 
 int packcache_parse_mode(const char *s) {
-    static const char *names[] = {"off", "auto", "rebuild"};
-    for (int i = 0; i < 3; i++)
+    static const char *names[] = {"off", "auto", "rebuild", "move"};
+    for (int i = 0; i < 4; i++)
         if (s && !strcmp(s, names[i])) return i;
     return -1;
 }
 
 const char *packcache_mode_name(int mode) {
-    return mode == PACKCACHE_OFF ? "off" : mode == PACKCACHE_REBUILD ? "rebuild" : "auto";
+    return mode == PACKCACHE_OFF ? "off" : mode == PACKCACHE_REBUILD ? "rebuild" : mode == PACKCACHE_MOVE ? "move" : "auto";
 }
 
 static int model_realpath(const gguf_file *f, char out[PATH_MAX]) {

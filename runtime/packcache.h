@@ -19,18 +19,19 @@
 #include <stddef.h>
 #include "model/llama.h"
 
-enum { PACKCACHE_OFF, PACKCACHE_AUTO, PACKCACHE_REBUILD };
+enum { PACKCACHE_OFF, PACKCACHE_AUTO, PACKCACHE_REBUILD, PACKCACHE_MOVE };
 // What a load did with the cache.
 enum { PACKCACHE_UNUSED, PACKCACHE_MAPPED, PACKCACHE_WRITTEN };
 
 typedef struct {
-    int mode;                             // PACKCACHE_OFF / AUTO (map, else pack and write) / REBUILD
+    int mode;                             // PACKCACHE_OFF / AUTO (map, else pack and write) / REBUILD /
+                                          // MOVE (auto, then into memory a layer a step: weights_move)
     const char *dir;                      // NULL: $XDG_CACHE_HOME/decode/packed or ~/.cache/decode/packed
     void (*temp_hook)(const char *path);  // told the temporary file's path while it exists, then NULL
     void (*on_write)(size_t done, size_t total);   // progress of packing into the file, or NULL
 } packcache_opts;
 
-// "off", "auto", "rebuild" -> the mode; -1 for anything else.
+// "off", "auto", "rebuild", "move" -> the mode; -1 for anything else.
 int packcache_parse_mode(const char *s);
 const char *packcache_mode_name(int mode);
 // The cache file for the model in f: DIR/<hash of its real path>.pack. 0 ok; -1 with why not in

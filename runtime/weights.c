@@ -16,7 +16,8 @@ typedef struct {
     int n;                                      // matrices in the job
     int mat[SCHED_N_MAT];                       // their schedule index (SCHED_WQ ..)
     packed_matrix *dst[SCHED_N_MAT];
-    const void *src[SCHED_N_MAT];               // the GGUF rows of each matrix
+    const void *src[SCHED_N_MAT];               // the GGUF rows of each matrix, or its packed tiles
+    int copy;                                   // src is packed already (runtime/packcache.h's mapping)
 } pack_job;
 
 static void pack_job_run(void *ctx, int tid, int n_threads) {
@@ -28,7 +29,8 @@ static void pack_job_run(void *ctx, int tid, int n_threads) {
         if (r->t0 == r->t1 || r->s0 != 0) continue;            // not a tile it owns
         size_t tile = sched_tile_bytes(j->s, j->mat[i]);
         topo_bind(j->t, (char *)w->tiles + r->t0 * tile, (r->t1 - r->t0) * tile, j->s->node[tid]);
-        gemv_pack(w->type, j->src[i], w->n_in, w->n_out, w->tiles, r->t0, r->t1);
+        if (j->copy) memcpy((char *)w->tiles + r->t0 * tile, (const char *)j->src[i] + r->t0 * tile, (r->t1 - r->t0) * tile);
+        else gemv_pack(w->type, j->src[i], w->n_in, w->n_out, w->tiles, r->t0, r->t1);
     }
 }
 
@@ -181,31 +183,107 @@ static void unmap_packed(model_weights *w) {
     w->classifier.tiles = NULL, w->token_embd = NULL, w->map = NULL, w->map_bytes = 0;
 }
 
+// ---- moving mapped weights into memory ----
+// On some machines a file's pages stream slower than memory of the process's own (20% on a KVM
+// Xeon, docs/performance.md): with --pack-cache move a load that maps the cache file starts
+// decoding from the mapping and then, one group per step (a layer's matrices, the classifier, the embedding table), copies
+// the weights into fresh memory: each tile by its owner as packing would place it, between steps,
+// so no kernel sees a pointer change under it and the bytes read are the same bytes.
+
+// The embedding table split between the threads: each copies a page-rounded stretch.
+typedef struct { char *dst; const char *src; size_t bytes; } copy_job;
+
+static void copy_job_run(void *ctx, int tid, int n_threads) {
+    const copy_job *j = ctx;
+    size_t n = (size_t)n_threads, per = ((j->bytes + n - 1) / n + 4095) / 4096 * 4096, a = per * (size_t)tid;
+    if (a < j->bytes) memcpy(j->dst + a, j->src + a, j->bytes - a < per ? j->bytes - a : per);
+}
+
+// Drops the mapped pages of a region moved out: whole pages only (the last may hold the next's head).
+static void drop_mapped(const void *p, size_t len) {
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + pg - 1) & ~(pg - 1), b = ((uintptr_t)p + len) & ~(pg - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+// Moves group g: layer g, the classifier (g == n_layer) or the table (g == n_layer + 1). -1: out of memory.
+static int move_group(model_weights *w, int g, pool *pl, const sched *s, const topo *t) {
+    if (g == w->n_layer + 1) {
+        copy_job j = {.dst = hugepage_alloc(w->embd_bytes), .src = w->token_embd, .bytes = w->embd_bytes};
+        if (!j.dst) return -1;
+        topo_bind(t, j.dst, j.bytes, s->node[0]);   // read by the thread that runs the steps
+        pool_run(pl, copy_job_run, &j);
+        drop_mapped(j.src, j.bytes);
+        w->token_embd = j.dst;
+        return 0;
+    }
+    pack_job j = {.s = s, .t = t, .n = 1, .mat = {SCHED_OUT}, .dst = {&w->classifier}, .copy = 1};
+    if (g < w->n_layer) {
+        j.n = LAYER_N_MAT;
+        for (int i = 0; i < LAYER_N_MAT; i++) j.mat[i] = SCHED_WQ + i;
+        layer_packed(&w->layers[g], j.dst);
+    }
+    int failed = 0;
+    for (int i = 0; i < j.n; i++) {
+        packed_matrix *p = j.dst[i];
+        j.src[i] = p->tiles;
+        failed |= !(p->tiles = hugepage_alloc(gemv_packed_bytes(p->type, p->n_in, p->n_out)));
+    }
+    if (!failed) pool_run(pl, pack_job_run, &j);
+    for (int i = 0; i < j.n; i++) {
+        packed_matrix *p = j.dst[i];
+        if (failed) free(p->tiles), p->tiles = (void *)j.src[i];
+        else drop_mapped(j.src[i], gemv_packed_bytes(p->type, p->n_in, p->n_out));
+    }
+    return failed ? -1 : 0;
+}
+
+void weights_move(model_weights *w, pool *pl, const sched *s, const topo *t) {
+    if (w->move_next < 0) return;
+    if (move_group(w, w->move_next, pl, s, t)) {
+        w->move_next = -1;                // out of memory: the rest stays mapped
+        snprintf(w->cache_note, sizeof w->cache_note, "out of memory moving the weights into memory; the rest stay mapped");
+        return;
+    }
+    if (++w->move_next < w->n_layer + 2) return;
+    munmap(w->map, w->map_bytes);         // nothing points into it any more
+    w->map = NULL, w->map_bytes = 0, w->move_next = -1;
+}
+
+void weights_settle(model_weights *w, pool *pl, const sched *s, const topo *t) {
+    while (w->move_next >= 0) weights_move(w, pl, s, t);
+}
+
 int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *s, const topo *t,
                  const packcache_opts *pc, void (*on_layer)(void *arg, int done, int total), void *arg,
                  const volatile sig_atomic_t *stop, char err[GGUF_ERR_MAX]) {
     packcache_writer pw = {.fd = -1};
     memset(w, 0, sizeof *w);
+    w->move_next = -1;
     if (check_padding(m, err)) return -1;
     if (m->hp.n_layer < 1) goto oom;             // the binding guarantees >= 1
     w->layers = calloc((size_t)m->hp.n_layer, sizeof *w->layers);
     if (!w->layers) goto oom;
     w->n_layer = m->hp.n_layer;
     w->embd_type = m->tok_embd->type;
+    w->embd_bytes = m->tok_embd->nbytes;
     int failed = 0;
     for (int l = 0; l < m->hp.n_layer; l++) failed |= widen_layer(&w->layers[l], &m->layers[l]);
     w->out_norm = widen_1d(m->output_norm, &failed);
     w->rope_freqs = widen_1d(m->rope_freqs, &failed);
     if (failed) goto oom;
     const char *path = cache_path(pc, m, s, w, w->cache_file, sizeof w->cache_file);
-    if (path && pc->mode == PACKCACHE_AUTO && !packcache_map(path, m, w, w->cache_note, sizeof w->cache_note)) {
+    int map = pc && (pc->mode == PACKCACHE_AUTO || pc->mode == PACKCACHE_MOVE);
+    if (path && map && !packcache_map(path, m, w, w->cache_note, sizeof w->cache_note)) {
         w->cache_state = PACKCACHE_MAPPED;
+        w->move_next = pc->mode == PACKCACHE_MOVE ? 0 : -1;
         return 0;
     }
     if (path && packcache_begin(path, pc, m, w, &pw, w->cache_note, sizeof w->cache_note)) path = NULL;
     if (pack_all(w, m, pl, s, t, on_layer, arg, path ? pc->on_write : NULL, stop)) goto oom;
     if (path && !packcache_finish(&pw, w, w->cache_note, sizeof w->cache_note)) {
         w->cache_state = PACKCACHE_WRITTEN;
+        w->move_next = pc->mode == PACKCACHE_MOVE ? 0 : -1;
     } else if (path) {
         // Not synced: the kernel may drop the file's pages and read back zeros. Pack in memory.
         unmap_packed(w);
@@ -220,20 +298,27 @@ oom:
     return -1;
 }
 
+// Memory of its own: packed in memory, or moved there from the mapping.
+static int owned(const model_weights *w, const void *p) {
+    return !w->map || (const char *)p < (const char *)w->map || (const char *)p >= (const char *)w->map + w->map_bytes;
+}
+
 void weights_free(model_weights *w) {
     for (int l = 0; l < w->n_layer; l++) {
         layer_weights *L = &w->layers[l];
         free(L->attn_norm); free(L->ffn_norm); free(L->bq); free(L->bk); free(L->bv);
         free(L->q_norm); free(L->k_norm);
-        if (w->map) continue;                   // the tiles live in the mapping
         packed_matrix *p[LAYER_N_MAT];
         layer_packed(L, p);
-        for (int i = 0; i < LAYER_N_MAT; i++) free(p[i]->tiles);
+        for (int i = 0; i < LAYER_N_MAT; i++)
+            if (owned(w, p[i]->tiles)) free(p[i]->tiles);
     }
     free(w->layers);
     free(w->out_norm);
     free(w->rope_freqs);
+    if (owned(w, w->classifier.tiles)) free(w->classifier.tiles);
+    if (owned(w, w->token_embd)) free(w->token_embd);
     if (w->map) munmap(w->map, w->map_bytes);
-    else free(w->classifier.tiles), free(w->token_embd);
     memset(w, 0, sizeof *w);
+    w->move_next = -1;
 }

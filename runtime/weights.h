@@ -41,6 +41,7 @@ typedef struct model_weights {
     uint32_t embd_type;           // weight type of token_embd
     void *token_embd;             // (n_vocab, n_embd) the embedding table as stored, copied:
                                   // after the load nothing reads the file, which may then change
+    size_t embd_bytes;            // its size
     layer_weights *layers;        // (n_layer)
     float *out_norm;              // (n_embd)
     float *rope_freqs;            // (n_rot / 2) RoPE frequency divisors (Llama 3), or NULL
@@ -48,6 +49,8 @@ typedef struct model_weights {
     void *map;                    // the packed-weight cache file mapped (runtime/packcache.h), read
     size_t map_bytes;             // or packed into: tiles and token_embd point into it; else NULL
     int cache_state;              // PACKCACHE_UNUSED / MAPPED / WRITTEN
+    int move_next;                // the next group weights_move copies out of the mapping (layer
+                                  // 0.., n_layer: the classifier, n_layer + 1: the table); -1: none
     char cache_file[4200];        // the cache file mapped or written ("" when none was looked for)
     char cache_note[4400];        // why it was not used or written; "" otherwise
 } model_weights;
@@ -82,5 +85,14 @@ void weights_shape(const llama_model *m, sched_shape *sh);
 int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *s, const topo *t,
                  const packcache_opts *pc, void (*on_layer)(void *arg, int done, int total), void *arg,
                  const volatile sig_atomic_t *stop, char err[GGUF_ERR_MAX]);
+// Weights mapped from the cache file in PACKCACHE_MOVE mode move into memory of their own, a
+// group per call of weights_move from the thread that runs the steps, between steps (decoder_forward
+// and prefill_forward call it first): a layer's matrices, the classifier, then the embedding table,
+// each tile copied by its owner in schedule s (as packing places it), the mapped pages dropped
+// behind it, the file unmapped after the last. n_layer + 2 steps move everything; weights_settle
+// moves whatever is left at once. Out of memory, the rest stays mapped (a note in cache_note).
+// Only one-node schedules map the file (weights_load), so no L4 key names a tile's address.
+void weights_move(model_weights *w, pool *pl, const sched *s, const topo *t);
+void weights_settle(model_weights *w, pool *pl, const sched *s, const topo *t);
 // Frees what weights_load allocated; safe on a zeroed model_weights.
 void weights_free(model_weights *w);

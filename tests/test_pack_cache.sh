@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The packed-weight cache file (runtime/packcache.h): written on the first load, mapped on the next
-# with the same logits, rebuilt when the model or the file changed, never a failed run when it
-# cannot be used, no temporary file left behind, and really the data decode computes from.
+# with the same logits (and moved into memory by --pack-cache move, the same again), rebuilt when
+# the model or the file changed, never a failed run when it cannot be used, no temporary file
+# left behind, and really the data decode computes from.
 # usage: test_pack_cache.sh BIN_DIR SHARED_DIR FAULT_LIB
 set -u
 bin=$1; shared=$2; fault=$3; d=$bin/decode
@@ -44,6 +45,20 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   [ "$(stat -c %a "$pack")" = 600 ] || fail "cache file mode $(stat -c %a "$pack"), want 600"
   for t in 1 2 3; do run 0 "mapped, -t $t" "$tmp/t.bin" -- "$d" "${args[@]}" -t $t -v --dump-logits "$tmp/t.bin" && has "mapped from" "-t $t"; done
   run 0 "mapped, -b 1" "$tmp/t.bin" -- "$d" "${args[@]}" -b 1 -v --dump-logits "$tmp/t.bin" && has "mapped from" "-b 1"
+  # Moved into memory a layer a step (--pack-cache move): the same logits at any thread count and
+  # batch, and once moved the file can go (nothing reads it); mapped, the same cut is a clean
+  # error (below).
+  for t in 1 2 3; do
+    run 0 "move, -t $t" "$tmp/t.bin" -- "$d" "${args[@]}" -t $t --pack-cache move -v --dump-logits "$tmp/t.bin" && has "moving them into memory" "move"
+  done
+  run 0 "move, -b 1" "$tmp/t.bin" -- "$d" "${args[@]}" -b 1 --pack-cache move --dump-logits "$tmp/t.bin"
+  cases=$((cases + 1)); cp "$pack" "$tmp/pack.keep"
+  DECODE_TEST_STOP=moved "$d" "${args[@]}" --pack-cache move -v --dump-logits "$tmp/mv.bin" >"$tmp/out" 2>"$tmp/err" & pid=$!
+  for ((i = 0; i < 2400; i++)); do [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ] && break; sleep 0.05; done
+  : >"$pack"; kill -CONT $pid; wait $pid; st=$?
+  [ "$st" = 0 ] && cmp -s "$tmp/mv.bin" "$ref" && grep -q "stopped at moved" "$tmp/err" && has "moving them into memory" "moved" ||
+    fail "cache file emptied after the weights moved: exit $st: $(tail -c 300 "$tmp/err")"
+  cp "$tmp/pack.keep" "$pack"
   run 0 "DECODE_PACK_CACHE=off" "$tmp/t.bin" -- env DECODE_PACK_CACHE=off "$d" "${args[@]}" -v --dump-logits "$tmp/t.bin" &&
     grep -q "mapped from" "$tmp/err" && fail "DECODE_PACK_CACHE=off still mapped"
   # Wrong numbers from a damaged body, not a crash: and proof the mapped bytes are what runs.
@@ -93,10 +108,13 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   run 0 "after SIGKILL" "$tmp/t.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/t.bin" && has "saved to" "after SIGKILL"
   [ "$(packs)" = 1 ] && [ "$(temps)" = 0 ] || fail "after SIGKILL: $(ls -A "$dir")"
   # The mapped file cut short while decode runs: one line naming it, exit 1.
-  phase_pid() { DECODE_TEST_STOP=generate "$d" "${args[@]}" -n 64 >"$tmp/out" 2>"$tmp/err" & pid=$!
+  phase_pid() { DECODE_TEST_STOP=generate "$d" "${args[@]}" -n 64 "$@" >"$tmp/out" 2>"$tmp/err" & pid=$!
     for ((i = 0; i < 2400; i++)); do [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ] && return; sleep 0.05; done; }
-  cases=$((cases + 1)); phase_pid; : >"$pack"; kill -CONT $pid; wait $pid; st=$?
-  [ "$st" = 1 ] && grep -q "$pack: the file shrank" "$tmp/err" || fail "cache truncated while mapped: exit $st: $(tail -c 300 "$tmp/err")"
+  for mode in auto move; do     # move: cut before the first step, which moves the first layer
+    cases=$((cases + 1)); cp "$pack" "$tmp/pack.keep"; phase_pid --pack-cache $mode; : >"$pack"; kill -CONT $pid; wait $pid; st=$?
+    [ "$st" = 1 ] && grep -q "$pack: the file shrank" "$tmp/err" || fail "cache truncated while mapped ($mode): exit $st: $(tail -c 300 "$tmp/err")"
+    cp "$tmp/pack.keep" "$pack"
+  done
   rm -f "$pack"
   # A file-size limit below the file: a note, the run goes on, nothing left behind.
   run 0 "ulimit -f" "$tmp/t.bin" -- bash -c 'ulimit -f 1000; exec "$@"' _ "$d" "${args[@]}" --dump-logits "$tmp/t.bin" &&
@@ -132,15 +150,18 @@ rm -rf "$XDG_CACHE_HOME"
 run 0 "on by default" "$tmp/t.bin" -- env -u DECODE_PACK_CACHE "$d" "${args[@]}" --dump-logits "$tmp/t.bin" &&
   has "packed weights saved to" "on by default"
 [ "$(packs)" = 1 ] || fail "the default wrote $(packs) cache files, want 1"
-run 2 "bad --pack-cache" - -- "$d" "${args[@]}" --pack-cache maybe && has "bad --pack-cache value 'maybe'" "bad --pack-cache"
+run 2 "bad --pack-cache" - -- "$d" "${args[@]}" --pack-cache maybe && has "bad --pack-cache value 'maybe' (auto, move, off, rebuild)" "bad --pack-cache"
 run 2 "bad DECODE_PACK_CACHE" - -- env DECODE_PACK_CACHE=yes "$d" "${args[@]}" && has "DECODE_PACK_CACHE must be" "bad env"
 run 0 "bad DECODE_PACK_CACHE, --help" - -- env DECODE_PACK_CACHE=yes "$d" --help
 run 0 "bad DECODE_PACK_CACHE, --pack-cache given" "$tmp/t.bin" -- env DECODE_PACK_CACHE=yes "$d" "${args[@]}" --pack-cache off --dump-logits "$tmp/t.bin"
 run 2 "bad decode-bench --pack-cache" - -- "$bin/decode-bench" -m "$model" --pack-cache maybe
 run 0 "decode-bench maps it" - -- "$bin/decode-bench" -m "$model" -p 0 -n 4 -r 1 --roofline-mib 0 &&
   "$bin/decode-bench" -m "$model" -p 0 -n 4 -r 1 --roofline-mib 0 -o jsonl >/dev/null 2>"$tmp/err" &&
-  has "packed weights mapped from" "decode-bench second run"
+  has "packed weights mapped from" "decode-bench second run" &&
+  { grep -q "moved into memory" "$tmp/err" && fail "decode-bench moved the weights by default"; }
+run 0 "decode-bench, move" - -- "$bin/decode-bench" -m "$model" -p 0 -n 4 -r 1 --roofline-mib 0 --pack-cache move &&
+  has "packed weights moved into memory in" "decode-bench, move"
 
 echo "pack cache cases: $cases"
-[ "$cases" = 57 ] || fail "$cases cases ran, want 57"
+[ "$cases" = 70 ] || fail "$cases cases ran, want 70"
 [ $fails = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }

@@ -15,6 +15,7 @@
 #include "kernels/ops.h"
 #include "runtime/membw.h"
 #include "model/llama.h"
+#include "platform/clock.h"
 #include "platform/numa.h"
 #include "runtime/decoder.h"
 #include "runtime/prefill.h"
@@ -80,7 +81,8 @@ static void usage(FILE *f) {
         "  -ctk, --cache-type-k T, -ctv, --cache-type-v T\n"
         "                       KV cache types, f32 or f16 (default f32), as in decode\n"
         "      --pack-cache MODE\n"
-        "                       auto, off, rebuild: the packed-weight cache file, as in decode\n"
+        "                       auto, move, off, rebuild: the packed-weight cache file, as in decode\n"
+        "                       (move: moved into memory before the tests, timed on stderr)\n"
         "                       (default: DECODE_PACK_CACHE, else auto)\n"
         "      --plot FILE.svg  tg tok/s against threads with the roofline limit\n"
         "      --roofline-mib N read roofline buffer in MiB; 0 = none (default 1024)\n"
@@ -157,7 +159,7 @@ static int parse_args(int argc, char **argv, options *o) {
     }
     const char *pc = getenv("DECODE_PACK_CACHE");
     if (o->pack_cache < 0 && pc && *pc && (o->pack_cache = packcache_parse_mode(pc)) < 0) {
-        fprintf(stderr, "decode-bench: DECODE_PACK_CACHE must be auto, off or rebuild, got '%s'\n", pc);
+        fprintf(stderr, "decode-bench: DECODE_PACK_CACHE must be auto, move, off or rebuild, got '%s'\n", pc);
         return 2;
     }
     if (o->pack_cache < 0) o->pack_cache = PACKCACHE_AUTO;
@@ -412,6 +414,16 @@ static int write_plot(const char *path, const result *rs, int n) {
     return fclose(f) ? -1 : 0;
 }
 
+// Moves mapped weights into memory at once (runtime/weights.h), so every repetition measures the
+// weights a run computes from after its first steps.
+static void settle(decoder *d) {
+    if (d->w.move_next < 0) return;
+    double t0 = monotonic_seconds();
+    weights_settle(&d->w, d->pool, &d->sched, &d->topo);
+    fprintf(stderr, "decode-bench: packed weights moved into memory in %.2f s%s\n", monotonic_seconds() - t0,
+            d->w.map ? " (not all: out of memory)" : "");
+}
+
 // All tests of one model at one thread count: a decoder per split-K value, every (split-K, L4)
 // configuration warmed up, then repetition by repetition each configuration in turn.
 static int bench_threads(const options *o, const llama_model *m, const char *path, int T, int max_len, double roof,
@@ -426,9 +438,11 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
         dopt.pack_cache = (packcache_opts){.mode = o->pack_cache, .temp_hook = cli_temp_file};
         fprintf(stderr, "decode-bench: %s: loading for %d thread(s), split-k %d\n", path, T, o->split_ks[s]);
         if (decoder_init_opts(&d[s], m, max_len, &dopt, err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; }
-        else if (d[s].w.cache_state != PACKCACHE_UNUSED)
+        else if (d[s].w.cache_state != PACKCACHE_UNUSED) {
             fprintf(stderr, "decode-bench: packed weights %s %s\n", d[s].w.cache_state == PACKCACHE_MAPPED ? "mapped from"
                     : "packed into a new cache file,", d[s].w.cache_file);
+            settle(&d[s]);
+        }
         else fprintf(stderr, "decode-bench: packed weights in memory%s%s\n", d[s].w.cache_note[0] ? "; cache " : "",
                      d[s].w.cache_note);
     }

@@ -88,7 +88,9 @@ static void usage(FILE *f) {
         "                            decode/packed or ~/.cache/decode/packed; threads on one NUMA node;\n"
         "                            only while max(1 GiB, 10%% of the disk) stays free): later loads map\n"
         "                            it in a fraction of a second instead of packing for seconds;\n"
-        "                            rebuild: write it anew; off: pack in memory every time\n"
+        "                            move: the same, then the weights move into memory of their own,\n"
+        "                            a layer a step (for long runs where a file's pages stream slower\n"
+        "                            than memory); rebuild: write it anew; off: pack in memory every time\n"
         "                            (default: DECODE_PACK_CACHE, else auto)\n"
         "  -c, --ctx-size N          context size (default: min(model context_length, 4096))\n"
         "  -ctk, --cache-type-k T    KV cache type for K: f32 or f16 (half the memory and the bytes\n"
@@ -178,7 +180,7 @@ static int parse_args(int argc, char **argv, options *o) {
             else o->split_k = (int)n;
         }
         else if (!strcmp(a, "--pack-cache")) {
-            if ((o->pack_cache = packcache_parse_mode(v)) < 0) return usage_error("bad --pack-cache value '%s' (auto, off, rebuild)", v);
+            if ((o->pack_cache = packcache_parse_mode(v)) < 0) return usage_error("bad --pack-cache value '%s' (auto, move, off, rebuild)", v);
         } else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) {
             if ((o->cache_type_k = cli_parse_cache_type(v)) < 0) return usage_error("bad -ctk value '%s' (f32, f16)", v);
         } else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) {
@@ -224,7 +226,7 @@ static int parse_args(int argc, char **argv, options *o) {
     }
     const char *pc = getenv("DECODE_PACK_CACHE");
     if (o->pack_cache < 0 && pc && *pc && (o->pack_cache = packcache_parse_mode(pc)) < 0)
-        return usage_error("DECODE_PACK_CACHE must be auto, off or rebuild, got '%s'", pc);
+        return usage_error("DECODE_PACK_CACHE must be auto, move, off or rebuild, got '%s'", pc);
     o->pack_cache_asked = o->pack_cache >= 0;
     if (o->pack_cache < 0) o->pack_cache = PACKCACHE_AUTO;
     if (!o->model) return usage_error("%s", "missing -m MODEL");
@@ -463,7 +465,8 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     const model_weights *w = &S->d.w;
     if (w->cache_state != PACKCACHE_UNUSED) cli_mapped_file(w->cache_file);   // what a SIGBUS would come from
     if (w->cache_state == PACKCACHE_MAPPED) {
-        if (o->verbose) fprintf(stderr, "decode: packed weights mapped from %s\n", w->cache_file);
+        if (o->verbose) fprintf(stderr, "decode: packed weights mapped from %s%s\n", w->cache_file, w->move_next < 0 ? ""
+                                : "; moving them into memory over the first steps");
     } else if (w->cache_state == PACKCACHE_WRITTEN)
         fprintf(stderr, "decode: packed weights saved to %s (%.1f MB); later loads map them (--pack-cache off: "
                 "never)\n", w->cache_file, w->map_bytes / 1e6);
@@ -488,6 +491,12 @@ static int stopped(void) {
     return 128 + cli_stop;
 }
 
+// A test can stop once the weights have moved out of the cache file's mapping (phase "moved"):
+// nothing reads the file from then on.
+static void moved(const session *S, int *mapped) {
+    if (*mapped && !S->d.w.map) *mapped = 0, cli_test_stop("moved");
+}
+
 static int generate(session *S, const options *o, const char *prompt, size_t plen, const int32_t *ids, size_t n_ids, long n_ctx) {
     if (fwrite(prompt, 1, plen, stdout) != plen || fflush(stdout) != 0) goto stdout_failed;
     // The last prompt position's logits only pick the first new token: -n 0 skips it, so the
@@ -495,7 +504,9 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
     size_t n_eval = o->n_predict == 0 ? n_ids - 1 : n_ids;
     double t0 = now_ms();
     char err[GGUF_ERR_MAX];
+    int mapped = S->d.w.map != NULL;
     int e = eval_prompt(S, o, ids, n_eval, err);
+    moved(S, &mapped);
     if (e == -2) { fprintf(stderr, "decode: %s\n", err); return 1; }
     if (e) goto dump_failed;
     S->t_prompt = now_ms() - t0;
@@ -509,6 +520,7 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
         if (emit_piece(S, tok, plen == 0 && i == 0)) goto stdout_failed;
         int last = (o->n_predict >= 0 && i + 1 == o->n_predict) || pos >= n_ctx;   // no forward needed
         if (!last && forward(S, tok, pos++)) goto dump_failed;
+        moved(S, &mapped);
         S->t_eval += now_ms() - t0;
         if (last) {
             if (pos >= n_ctx && i + 1 != o->n_predict) fprintf(stderr, "\ndecode: context full (%ld tokens); stopping\n", n_ctx);
