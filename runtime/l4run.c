@@ -72,25 +72,32 @@ static uint64_t partial_key(int layer, int m, size_t tile, uint32_t line, uint32
     return PARTIAL_KEY | sched_key_u64(k);
 }
 
-// Byte range [lo, hi) of segment g's rows in tile `tile` of a packed matrix.
-static void seg_rows(const sched *s, int m, size_t tile, uint32_t g, size_t *lo, size_t *hi) {
-    size_t tb = sched_tile_bytes(s, m), sb = sched_seg_bytes(s, m);
+// Byte range [lo, hi) of segment g's rows in tile `tile` of a packed matrix whose tiles take tb
+// bytes and segments sb.
+static void seg_range(size_t tb, size_t sb, size_t tile, uint32_t g, size_t *lo, size_t *hi) {
     *lo = tile * tb + g * sb;
     *hi = tile * tb + ((g + 1) * sb < tb ? (g + 1) * sb : tb);
 }
 
-// 8 KiB lines [*l0, *l1) of the packed matrix that hold segment g's rows and lie wholly inside
-// the allocation (bytes); the rows outside them are read where they lie.
-static void seg_lines(const sched *s, int m, size_t tile, uint32_t g, size_t bytes, size_t *l0, size_t *l1) {
-    size_t lo, hi;
-    seg_rows(s, m, tile, g, &lo, &hi);
+// The same in packed matrix w, at its own weight type (a layer's may differ from the schedule's,
+// which is layer 0's).
+static void seg_rows(const packed_matrix *w, size_t tile, uint32_t g, size_t *lo, size_t *hi) {
+    size_t es = wtype_get(w->type)->size;
+    seg_range(w->n_in * GEMV_TILE * es, (size_t)GEMV_KSEG * GEMV_TILE * es, tile, g, lo, hi);
+}
+
+static size_t packed_bytes(const packed_matrix *w) { return gemv_packed_bytes(w->type, w->n_in, w->n_out); }
+
+// 8 KiB lines [*l0, *l1) of packed matrix w that hold segment g's rows and lie wholly inside its
+// allocation; the rows outside them are read where they lie.
+static void seg_lines(const packed_matrix *w, size_t tile, uint32_t g, size_t *l0, size_t *l1) {
+    size_t lo, hi, bytes = packed_bytes(w);
+    seg_rows(w, tile, g, &lo, &hi);
     *l0 = lo / SCHED_LINE;
     *l1 = (hi + SCHED_LINE - 1) / SCHED_LINE;
     if (*l1 > bytes / SCHED_LINE) *l1 = bytes / SCHED_LINE;
     if (*l1 < *l0) *l1 = *l0;
 }
-
-static size_t packed_bytes(const packed_matrix *w) { return gemv_packed_bytes(w->type, w->n_in, w->n_out); }
 
 // ---- key streams: the same walk the buffer-mode matmul makes ----
 
@@ -116,8 +123,8 @@ static int share_keys(const decoder *d, int tid, int layer, int m, key_list *k) 
     const sched *s = &d->sched;
     const sched_range *r = &s->share[tid].r[m];
     uint32_t lpt = lines_per_tile(s, m);
-    size_t bytes = packed_bytes(decoder_matrix(d, layer, m));
-    const char *base = decoder_matrix(d, layer, m)->tiles;
+    const packed_matrix *w = decoder_matrix(d, layer, m);
+    const char *base = w->tiles;
     for (size_t t = r->t0; t < r->t1; t++) {
         if (!tile_is_remote(d, tid, m, t)) {   // a remote tile's partial line is in its owner's cache
             for (uint32_t l = r->s0 / SLOTS_PER_LINE; l <= (r->s1 - 1) / SLOTS_PER_LINE; l++)
@@ -126,7 +133,7 @@ static int share_keys(const decoder *d, int tid, int layer, int m, key_list *k) 
         }
         for (uint32_t g = r->s0; g < r->s1; g++) {
             size_t l0, l1;
-            seg_lines(s, m, t, g, bytes, &l0, &l1);
+            seg_lines(w, t, g, &l0, &l1);
             for (size_t l = l0; l < l1; l++)
                 if (push(k, (uint64_t)(uintptr_t)(base + l * SCHED_LINE), 1)) return -1;
         }
@@ -177,12 +184,10 @@ static int alloc_split_state(l4run *r, const sched *s) {
 
 static int create_caches(l4run *r, const decoder *d, char err[256]) {
     const sched *s = &d->sched;
-    size_t seg_max = 0;
-    for (int m = 0; m < SCHED_N_MAT; m++)
-        if (sched_seg_bytes(s, m) > seg_max) seg_max = sched_seg_bytes(s, m);
+    size_t seg_max = (size_t)GEMV_KSEG * GEMV_TILE * sizeof(float);   // a segment of the widest type
     for (int t = 0; t < s->n_threads; t++) {
         if (r->mode == L4RUN_BUFFER && build_keys(d, t, &r->th[t])) return -1;
-        if (!(r->th[t].rows = aligned_alloc(64, (seg_max + 63) / 64 * 64))) return -1;
+        if (!(r->th[t].rows = aligned_alloc(64, seg_max))) return -1;
     }
     // Every cache takes calls from any thread (a co-producer writes its partials into the line in
     // the tile owner's cache), so each is sized for all threads and indexed by thread id.
@@ -292,8 +297,8 @@ static const char *remote_rows(l4run *r, const decoder *d, int tid, int layer, i
     const packed_matrix *w = decoder_matrix(d, layer, m);
     l4 *cache = r->cache[r->cache_of[tid]];
     size_t lo, hi, l0, l1;
-    seg_rows(&d->sched, m, tile, g, &lo, &hi);
-    seg_lines(&d->sched, m, tile, g, packed_bytes(w), &l0, &l1);
+    seg_rows(w, tile, g, &lo, &hi);
+    seg_lines(w, tile, g, &l0, &l1);
     char *buf = r->th[tid].rows;
     const char *base = w->tiles;
     size_t covered = l1 * SCHED_LINE > lo ? l1 * SCHED_LINE : lo;
@@ -446,7 +451,7 @@ l4run_cross l4run_cross_bytes(const sched *s) {
             for (size_t tile = r->t0; tile < r->t1; tile++)
                 for (uint32_t g = r->s0; g < r->s1 && remote_tile(s, t, m, tile); g++) {
                     size_t lo, hi;
-                    seg_rows(s, m, tile, g, &lo, &hi);
+                    seg_range(sched_tile_bytes(s, m), sched_seg_bytes(s, m), tile, g, &lo, &hi);
                     c.weights += (double)(hi - lo) * (m == SCHED_OUT ? 1 : s->shape.n_layer);
                 }
         }

@@ -47,6 +47,7 @@ void l4run_key_check(const l4run *r, uint64_t *checked, uint64_t *mismatched);
 // Bytes per token read across nodes under the schedule's intended placement (any mode): packed
 // weight rows a thread reads from tiles owned on another node, and activation rows (the norm
 // inputs, attention output, SwiGLU output, logits) a node reads from rows written on another.
+// Weights are counted at the schedule's types (layer 0's), as if every layer had them.
 typedef struct {
     double weights;
     double activations;

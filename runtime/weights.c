@@ -27,7 +27,7 @@ static void pack_job_run(void *ctx, int tid, int n_threads) {
         const sched_range *r = &j->s->share[tid].r[j->mat[i]];
         const packed_matrix *w = j->dst[i];
         if (r->t0 == r->t1 || r->s0 != 0) continue;            // not a tile it owns
-        size_t tile = sched_tile_bytes(j->s, j->mat[i]);
+        size_t tile = gemv_packed_bytes(w->type, w->n_in, GEMV_TILE);   // its own type: layers may differ
         topo_bind(j->t, (char *)w->tiles + r->t0 * tile, (r->t1 - r->t0) * tile, j->s->node[tid]);
         if (j->copy) memcpy((char *)w->tiles + r->t0 * tile, (const char *)j->src[i] + r->t0 * tile, (r->t1 - r->t0) * tile);
         else gemv_pack(w->type, j->src[i], w->n_in, w->n_out, w->tiles, r->t0, r->t1);
@@ -199,7 +199,8 @@ static void copy_job_run(void *ctx, int tid, int n_threads) {
     if (a < j->bytes) memcpy(j->dst + a, j->src + a, j->bytes - a < per ? j->bytes - a : per);
 }
 
-// Drops the mapped pages of a region moved out: whole pages only (the last may hold the next's head).
+// Drops the mapped pages of a region moved out (whole pages: a region starts on a page, and its
+// partial last page holds only padding). The page cache keeps them until the kernel needs room.
 static void drop_mapped(const void *p, size_t len) {
     uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t a = ((uintptr_t)p + pg - 1) & ~(pg - 1), b = ((uintptr_t)p + len) & ~(pg - 1);

@@ -96,6 +96,29 @@ static int cli_cases(const char *model) {
     return cases;
 }
 
+// Model c with one layer's weights in f32 and the rest f16 (blk.0. or blk.1.): a split tile read
+// across pretend nodes is cut at its own layer's element size, not the schedule's (layer 0's).
+static int mixed_cases(const char *c) {
+    int cases = 0;
+    for (int k = 0; k < 2; k++) {
+        char *mixed = path_join(dir, "mixed.gguf"), *out = path_join(dir, "convert.txt");
+        const char *argv[] = {bin_path("gguf-convert", 0), c, mixed, "--type", "f32", "--only", k ? "blk.1." : "blk.0.", NULL};
+        CHECKF(run_capture(argv, out, out) == 0, "%s", argv_text(argv));
+        size_t ref_len, len;
+        char *ref = dump(mixed, "off", 1, "off", NULL, &ref_len);
+        for (int T = 2; T <= 4; T++, cases++) {
+            int before = prefetch_runs;
+            char *d = dump(mixed, "buffer", T, "4", "2", &len);
+            CHECKF(len == ref_len && !memcmp(d, ref, len), "%s (%s f32): --l4 buffer -t %d --split-k 4 on two pretend nodes differs",
+                   c, argv[6], T);
+            CHECKF(prefetch_runs == before + 1, "-t %d: no rows read across the pretend nodes", T);
+            free(d);
+        }
+        free(ref); free(mixed); free(out);
+    }
+    return cases;
+}
+
 // In-process, buffer mode, thresholds off: the executed keys equal the predictor's stream.
 static int key_cases(const char *path) {
     llama_model m;
@@ -139,8 +162,10 @@ int main(void) {
     CHECKF(prefetch_runs >= 2 * 3, "prefetches proven in %d runs only", prefetch_runs);   // -t 2..4, buffer and auto
     int keys = key_cases(stories) + key_cases(c);
     CHECK(keys == 2 * 6);
+    int mixed = mixed_cases(c);
+    CHECK(mixed == 2 * 3);
     printf("decode l4: %d CLI dumps byte-identical (%d buffer-mode runs wrote back, %d prefetched across pretend nodes), "
-           "%d in-process key-stream checks\n", cli, writeback_runs, prefetch_runs, keys);
+           "%d in-process key-stream checks, %d mixed-type dumps\n", cli, writeback_runs, prefetch_runs, keys, mixed);
     free(stories); free(c); free(out);
     CHECK(scratch_remove(dir) == 0);
     return 0;

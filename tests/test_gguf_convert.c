@@ -185,8 +185,9 @@ int main(void) {
         {CONVERT(NULL), "needs IN and OUT"}, {CONVERT("a", "b", "c", "--type", "f16", NULL), "too many arguments"},
         {CONVERT("a", "b", "--type", NULL), "--type needs a value"},
         {CONVERT("--bogus", "a", "b", "--type", "f16", NULL), "unknown option --bogus"},
+        {CONVERT("a", "b", "--type", "f16", "--only", NULL), "--only needs a value"},
     };
-    for (int i = 0; i < 7; i++, cases++) {
+    for (int i = 0; i < 8; i++, cases++) {
         CHECKF(run_read(usage_bad[i].argv, dir, &r) == 2, "%s", argv_text(usage_bad[i].argv));
         check_one_line(usage_bad[i].problem);
     }
@@ -212,7 +213,30 @@ int main(void) {
     }
     gguf_close(&g); gguf_close(&o);
     cases++;
-    CHECK(cases == 26);
+
+    // --only blk.1.: layer 1's weights become F32, the other layers' keep F16, norms F32; a
+    // prefix no tensor has changes no weight's type.
+    for (int k = 0; k < 2; k++, cases++) {
+        const char *only = k ? "nothing." : "blk.1.";
+        CHECKF(convert(f16, back, "--type", "f32", "--only", only, NULL) == 0, "%s", r.err);
+        CHECKF(gguf_open(&g, back, err) == 0, "%s", err);
+        CHECKF(gguf_open(&o, f16, err) == 0, "%s", err);
+        int converted = 0;
+        for (uint64_t i = 0; i < g.n_tensors; i++) {
+            const gguf_tensor *t = &g.tensors[i], *u = &o.tensors[i];
+            int pick = !strncmp(t->name, only, strlen(only)) && u->n_dims >= 2;
+            CHECKF(t->type == (pick ? GGML_TYPE_F32 : u->type), "--only %s: %s is %s", only, t->name, ggml_type_name(t->type));
+            for (uint64_t e = 0; pick && e < u->ne[0] * u->ne[1]; e++) {
+                uint16_t h;
+                memcpy(&h, (const uint8_t *)u->data + 2 * e, 2);
+                CHECK(same_float(((const float *)t->data)[e], f16_to_f32(h)));
+            }
+            converted += pick;
+        }
+        CHECK(converted == (k ? 0 : 7));
+        gguf_close(&g); gguf_close(&o);
+    }
+    CHECK(cases == 29);
     tool_run_free(&r);
     CHECK(scratch_remove(dir) == 0);
     printf("test_gguf_convert: %d cases ok\n", cases);

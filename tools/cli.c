@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,10 +34,18 @@ static void on_stop(int sig) {
 }
 
 // A read past the end of a file mapping is BUS_ADRERR; anything else is left to the default
-// action (SA_RESETHAND: returning re-runs the access, which then kills as before).
+// action (returning re-runs the access, which then kills as before). Several threads reading the
+// mapping fault together: the first reports and exits, the others wait for that exit (with
+// SA_RESETHAND the second fault took the default action before the first could exit).
 static void on_bus(int sig, siginfo_t *si, void *uc) {
-    (void)sig; (void)uc;
-    if (si->si_code != BUS_ADRERR || !bus_len) return;
+    (void)uc;
+    static atomic_flag reporting = ATOMIC_FLAG_INIT;
+    if (si->si_code != BUS_ADRERR || !bus_len) {
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        sigaction(sig, &dfl, NULL);
+        return;
+    }
+    if (atomic_flag_test_and_set(&reporting)) for (;;) pause();
     ssize_t r = write(2, bus_line, (size_t)bus_len);
     (void)r;
     remove_temp();
@@ -69,7 +78,7 @@ void cli_init(const char *tool, int graceful) {
         if (stops[i] == SIGHUP && sigaction(SIGHUP, NULL, &old) == 0 && old.sa_handler == SIG_IGN) continue;
         sigaction(stops[i], &sa, NULL);
     }
-    struct sigaction bus = {.sa_sigaction = on_bus, .sa_flags = SA_SIGINFO | SA_RESETHAND};
+    struct sigaction bus = {.sa_sigaction = on_bus, .sa_flags = SA_SIGINFO};
     sigemptyset(&bus.sa_mask);
     sigaction(SIGBUS, &bus, NULL);
 }

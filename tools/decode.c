@@ -529,6 +529,7 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
         S->n_eval++;
     }
     if (o->l4_stats && print_l4_stats(&S->d)) fprintf(stderr, "decode: out of memory\n");
+    if (S->d.w.map && S->d.w.cache_note[0]) fprintf(stderr, "decode: packed-weight cache: %s\n", S->d.w.cache_note);   // a move cut short
     int status = cli_stop ? stopped() : 0;
     print_timings(S);
     return status;

@@ -1,5 +1,6 @@
-// gguf-convert IN OUT --type f32|f16|bf16: rewrites the weights (tensors of 2+ dims) of an
-// F32/F16/BF16 model in one float type; 1-D tensors (norms, biases) become f32. Rounding is to
+// gguf-convert IN OUT --type f32|f16|bf16 [--only PREFIX]: rewrites the weights (tensors of 2+
+// dims) of an F32/F16/BF16 model in one float type (with --only, those whose names start with
+// PREFIX: a model whose layers differ in type); 1-D tensors (norms, biases) become f32. Rounding is to
 // nearest even and NaN stays NaN (platform/fp.h). Metadata is copied, general.file_type set.
 // OUT is written to a temporary file renamed over it: an existing OUT must be a regular file or
 // a symbolic link to one (the link is kept, its target replaced); anything else is refused.
@@ -18,9 +19,11 @@
 #define FTYPE_MOSTLY_BF16 32
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: gguf-convert IN OUT --type f32|f16|bf16\n"
+    fprintf(f, "usage: gguf-convert IN OUT --type f32|f16|bf16 [--only PREFIX]\n"
                "Converts the 2-D (and higher) F32/F16/BF16 weights of IN to the given type;\n"
                "1-D tensors are stored as f32. Metadata is copied and general.file_type set.\n"
+               "--only PREFIX converts only the weights whose names start with PREFIX (blk.1.: one\n"
+               "layer), the others keep their type.\n"
                "An existing OUT must be a regular file or a symbolic link to one (written through).\n");
 }
 
@@ -49,7 +52,7 @@ static int fill(void *ctx, uint64_t index, void *dst, size_t nbytes) {
     return 0;
 }
 
-static int convert(const char *in_path, const char *out_path, uint32_t type, uint32_t ftype, char *err) {
+static int convert(const char *in_path, const char *out_path, uint32_t type, uint32_t ftype, const char *only, char *err) {
     gguf_file g;
     cli_mapped_file(in_path);
     if (gguf_open(&g, in_path, err)) return -1;
@@ -71,7 +74,8 @@ static int convert(const char *in_path, const char *out_path, uint32_t type, uin
                      in_path, t->name, ggml_type_name(t->type));
             goto out;
         }
-        to[i] = t->n_dims >= 2 ? type : GGML_TYPE_F32;
+        int pick = !only || !strncmp(t->name, only, strlen(only));
+        to[i] = t->n_dims < 2 ? GGML_TYPE_F32 : pick ? type : t->type;
         gguf_w_tensor(w, t->name, to[i], t->n_dims, t->ne, NULL);
     }
     job j = {&g, to};
@@ -86,7 +90,7 @@ out:
 }
 
 int main(int argc, char **argv) {
-    const char *paths[2] = {0}, *type_s = NULL;
+    const char *paths[2] = {0}, *type_s = NULL, *only = NULL;
     int n_paths = 0;
     cli_init("gguf-convert", 0);
     for (int i = 1; i < argc; i++) {
@@ -94,6 +98,9 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--type")) {
             if (++i == argc) return usage_error("--type needs a value", NULL);
             type_s = argv[i];
+        } else if (!strcmp(argv[i], "--only")) {
+            if (++i == argc) return usage_error("--only needs a value", NULL);
+            only = argv[i];
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return usage_error("unknown option", argv[i]);
         } else if (n_paths < 2) {
@@ -108,6 +115,6 @@ int main(int argc, char **argv) {
     if (type < 0) { fprintf(stderr, "gguf-convert: --type must be f32, f16 or bf16, not '%s'\n", type_s); return 2; }
     uint32_t ftype = type == WTYPE_F32 ? FTYPE_ALL_F32 : type == WTYPE_F16 ? FTYPE_MOSTLY_F16 : FTYPE_MOSTLY_BF16;
     char err[GGUF_ERR_MAX];
-    if (convert(paths[0], paths[1], (uint32_t)type, ftype, err)) { fprintf(stderr, "gguf-convert: %s\n", err); return 1; }
+    if (convert(paths[0], paths[1], (uint32_t)type, ftype, only, err)) { fprintf(stderr, "gguf-convert: %s\n", err); return 1; }
     return 0;
 }
