@@ -241,6 +241,7 @@ static int move_group(model_weights *w, int g, pool *pl, const sched *s, const t
 
 void weights_move(model_weights *w, pool *pl, const sched *s, const topo *t) {
     if (w->move_next < 0) return;
+    if (w->move_wait > 0) { w->move_wait--; return; }
     if (move_group(w, w->move_next, pl, s, t)) {
         w->move_next = -1;                // out of memory: the rest stays mapped
         snprintf(w->cache_note, sizeof w->cache_note, "out of memory moving the weights into memory; the rest stay mapped");
@@ -277,14 +278,14 @@ int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *
     int map = pc && (pc->mode == PACKCACHE_AUTO || pc->mode == PACKCACHE_MOVE);
     if (path && map && !packcache_map(path, m, w, w->cache_note, sizeof w->cache_note)) {
         w->cache_state = PACKCACHE_MAPPED;
-        w->move_next = pc->mode == PACKCACHE_MOVE ? 0 : -1;
+        w->move_next = pc->mode == PACKCACHE_MOVE ? 0 : -1, w->move_wait = 1;
         return 0;
     }
     if (path && packcache_begin(path, pc, m, w, &pw, w->cache_note, sizeof w->cache_note)) path = NULL;
     if (pack_all(w, m, pl, s, t, on_layer, arg, path ? pc->on_write : NULL, stop)) goto oom;
     if (path && !packcache_finish(&pw, w, w->cache_note, sizeof w->cache_note)) {
         w->cache_state = PACKCACHE_WRITTEN;
-        w->move_next = pc->mode == PACKCACHE_MOVE ? 0 : -1;
+        w->move_next = pc->mode == PACKCACHE_MOVE ? 0 : -1, w->move_wait = 1;
     } else if (path) {
         // Not synced: the kernel may drop the file's pages and read back zeros. Pack in memory.
         unmap_packed(w);

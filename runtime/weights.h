@@ -51,6 +51,8 @@ typedef struct model_weights {
     int cache_state;              // PACKCACHE_UNUSED / MAPPED / WRITTEN
     int move_next;                // the next group weights_move copies out of the mapping (layer
                                   // 0.., n_layer: the classifier, n_layer + 1: the table); -1: none
+    int move_wait;                // calls of weights_move to let pass first (1: the first step
+                                  // runs from the mapping, so the first token comes as soon as auto's)
     char cache_file[4200];        // the cache file mapped or written ("" when none was looked for)
     char cache_note[4400];        // why it was not used or written; "" otherwise
 } model_weights;
@@ -89,8 +91,8 @@ int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *
 // group per call of weights_move from the thread that runs the steps, between steps (decoder_forward
 // and prefill_forward call it first): a layer's matrices, the classifier, then the embedding table,
 // each tile copied by its owner in schedule s (as packing places it), the mapped pages dropped
-// behind it, the file unmapped after the last. n_layer + 2 steps move everything; weights_settle
-// moves whatever is left at once. Out of memory, the rest stays mapped (a note in cache_note).
+// behind it, the file unmapped after the last. The first call moves nothing (the first token is
+// not delayed); the next n_layer + 2 move everything; weights_settle moves whatever is left at once. Out of memory, the rest stays mapped (a note in cache_note).
 // Only one-node schedules map the file (weights_load), so no L4 key names a tile's address.
 void weights_move(model_weights *w, pool *pl, const sched *s, const topo *t);
 void weights_settle(model_weights *w, pool *pl, const sched *s, const topo *t);
