@@ -285,6 +285,7 @@ int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *
     if (pack_all(w, m, pl, s, t, on_layer, arg, path ? pc->on_write : NULL, stop)) goto oom;
     if (path && !packcache_finish(&pw, w, w->cache_note, sizeof w->cache_note)) {
         w->cache_state = PACKCACHE_WRITTEN;
+        w->cache_note[0] = 0;             // why the map before it failed (no file yet): moot now
         w->move_next = pc->mode == PACKCACHE_MOVE ? 0 : -1, w->move_wait = 1;
     } else if (path) {
         // Not synced: the kernel may drop the file's pages and read back zeros. Pack in memory.

@@ -185,9 +185,10 @@ int main(void) {
         {CONVERT(NULL), "needs IN and OUT"}, {CONVERT("a", "b", "c", "--type", "f16", NULL), "too many arguments"},
         {CONVERT("a", "b", "--type", NULL), "--type needs a value"},
         {CONVERT("--bogus", "a", "b", "--type", "f16", NULL), "unknown option --bogus"},
-        {CONVERT("a", "b", "--type", "f16", "--only", NULL), "--only needs a value"},
+        {CONVERT("a", "b", "--type", "f16", "--only", NULL), "--only needs a prefix"},
+        {CONVERT("a", "b", "--type", "f16", "--only", "", NULL), "--only needs a prefix"},
     };
-    for (int i = 0; i < 8; i++, cases++) {
+    for (int i = 0; i < 9; i++, cases++) {
         CHECKF(run_read(usage_bad[i].argv, dir, &r) == 2, "%s", argv_text(usage_bad[i].argv));
         check_one_line(usage_bad[i].problem);
     }
@@ -214,8 +215,8 @@ int main(void) {
     gguf_close(&g); gguf_close(&o);
     cases++;
 
-    // --only blk.1.: layer 1's weights become F32, the other layers' keep F16, norms F32; a
-    // prefix no tensor has changes no weight's type.
+    // --only blk.1.: layer 1's weights become F32, the other layers' keep F16, norms F32, and
+    // general.file_type stays (mostly F16); a prefix no tensor has changes no weight's type.
     for (int k = 0; k < 2; k++, cases++) {
         const char *only = k ? "nothing." : "blk.1.";
         CHECKF(convert(f16, back, "--type", "f32", "--only", only, NULL) == 0, "%s", r.err);
@@ -234,9 +235,11 @@ int main(void) {
             converted += pick;
         }
         CHECK(converted == (k ? 0 : 7));
+        int64_t ft;
+        CHECK(gguf_get_int(&g, "general.file_type", 0, 1000, &ft, err) == 0 && ft == 1);   // llama.cpp's MOSTLY_F16, as the f16 conversion above set it
         gguf_close(&g); gguf_close(&o);
     }
-    CHECK(cases == 29);
+    CHECK(cases == 30);
     tool_run_free(&r);
     CHECK(scratch_remove(dir) == 0);
     printf("test_gguf_convert: %d cases ok\n", cases);

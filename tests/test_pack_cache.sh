@@ -25,6 +25,13 @@ run() {
 }
 has() { grep -q -- "$1" "$tmp/err" || fail "$2: stderr lacks '$1': $(head -c 400 "$tmp/err")"; }
 packs() { ls "$dir" 2>/dev/null | grep -c '\.pack$'; }
+# stop_at PHASE command...: starts it in the background (pid) and returns once it has stopped at
+# PHASE (DECODE_TEST_STOP); the caller then continues it with kill -CONT.
+stop_at() {
+  local phase=$1; shift
+  DECODE_TEST_STOP=$phase "$@" >"$tmp/out" 2>"$tmp/err" & pid=$!
+  for ((i = 0; i < 2400; i++)); do [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ] && return; sleep 0.05; done
+}
 temps() { ls -A "$dir" 2>/dev/null | grep -c tmp; }
 
 # Big enough (6 MB a step) that -t 2 gives both threads work.
@@ -37,7 +44,8 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   ref=$tmp/ref.bin
   run 0 "off" - -- "$d" "${args[@]}" --pack-cache off --dump-logits "$ref" || continue
   [ "$(packs)" = 0 ] || fail "off wrote a cache file"
-  run 0 "first load" "$tmp/a.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/a.bin" && has "packed weights saved to" "first load"
+  run 0 "first load" "$tmp/a.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/a.bin" && has "packed weights saved to" "first load" &&
+    { grep -q "packed-weight cache:" "$tmp/err" && fail "first load left a note: $(grep packed-weight "$tmp/err")"; }
   [ "$(packs)" = 1 ] || fail "first load: $(packs) cache files"
   pack=$(ls "$dir"/*.pack)
   run 0 "second load" "$tmp/b.bin" -- "$d" "${args[@]}" -v --dump-logits "$tmp/b.bin" && has "mapped from $pack" "second load"
@@ -53,8 +61,7 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   done
   run 0 "move, -b 1" "$tmp/t.bin" -- "$d" "${args[@]}" -b 1 --pack-cache move --dump-logits "$tmp/t.bin"
   cases=$((cases + 1)); cp "$pack" "$tmp/pack.keep"
-  DECODE_TEST_STOP=moved "$d" "${args[@]}" --pack-cache move -v --dump-logits "$tmp/mv.bin" >"$tmp/out" 2>"$tmp/err" & pid=$!
-  for ((i = 0; i < 2400; i++)); do [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ] && break; sleep 0.05; done
+  stop_at moved "$d" "${args[@]}" --pack-cache move -v --dump-logits "$tmp/mv.bin"
   : >"$pack"; kill -CONT $pid; wait $pid; st=$?
   [ "$st" = 0 ] && cmp -s "$tmp/mv.bin" "$ref" && grep -q "stopped at moved" "$tmp/err" && has "moving them into memory" "moved" ||
     fail "cache file emptied after the weights moved: exit $st: $(tail -c 300 "$tmp/err")"
@@ -108,10 +115,11 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   run 0 "after SIGKILL" "$tmp/t.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/t.bin" && has "saved to" "after SIGKILL"
   [ "$(packs)" = 1 ] && [ "$(temps)" = 0 ] || fail "after SIGKILL: $(ls -A "$dir")"
   # The mapped file cut short while decode runs: one line naming it, exit 1.
-  phase_pid() { DECODE_TEST_STOP=generate "$d" "${args[@]}" -n 64 "$@" >"$tmp/out" 2>"$tmp/err" & pid=$!
-    for ((i = 0; i < 2400; i++)); do [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ] && return; sleep 0.05; done; }
-  for mode in auto move; do     # move: cut before the first step, which moves the first layer
-    cases=$((cases + 1)); cp "$pack" "$tmp/pack.keep"; phase_pid --pack-cache $mode; : >"$pack"; kill -CONT $pid; wait $pid; st=$?
+  # move: cut after the prompt's step, so every thread's copy of the first layer faults at once.
+  for mode in auto move; do
+    phase=$([ $mode = auto ] && echo generate || echo evaluated)
+    cases=$((cases + 1)); cp "$pack" "$tmp/pack.keep"; stop_at $phase "$d" "${args[@]}" -n 64 --pack-cache $mode
+    : >"$pack"; kill -CONT $pid; wait $pid; st=$?
     # One line however many threads fault at once (move: every thread copies from the file).
     [ "$st" = 1 ] && [ "$(grep -c "$pack: the file shrank" "$tmp/err")" = 1 ] ||
       fail "cache truncated while mapped ($mode): exit $st: $(tail -c 300 "$tmp/err")"
@@ -133,9 +141,11 @@ for only in blk.0. blk.1.; do
   run 0 "$only f32, off" - -- "$d" "${args[@]}" --pack-cache off --dump-logits "$ref"
   run 0 "$only f32, written and moved" "$tmp/t.bin" -- "$d" "${args[@]}" --pack-cache move --dump-logits "$tmp/t.bin" &&
     has "saved to" "$only f32, written and moved"
-  for t in 1 2; do
-    run 0 "$only f32, mapped and moved, -t $t" "$tmp/t.bin" -- "$d" "${args[@]}" -t $t --pack-cache move -v --dump-logits "$tmp/t.bin" &&
-      has "moving them into memory" "$only f32, -t $t"
+  for t in 1 2; do           # to the end of the move (stopped there), and the same logits
+    cases=$((cases + 1)); stop_at moved "$d" "${args[@]}" -t $t --pack-cache move --dump-logits "$tmp/t.bin"
+    kill -CONT $pid; wait $pid; st=$?
+    [ "$st" = 0 ] && grep -q "stopped at moved" "$tmp/err" && cmp -s "$tmp/t.bin" "$ref" ||
+      fail "$only f32, mapped and moved, -t $t: exit $st: $(tail -c 300 "$tmp/err")"
   done
 done
 

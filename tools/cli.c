@@ -33,8 +33,8 @@ static void on_stop(int sig) {
     _exit(128 + sig);
 }
 
-// A read past the end of a file mapping is BUS_ADRERR; anything else is left to the default
-// action (returning re-runs the access, which then kills as before). Several threads reading the
+// A read past the end of a file mapping is BUS_ADRERR; anything else gets the default action
+// (raised again: a sent SIGBUS would not recur on its own, a fault does). Several threads reading the
 // mapping fault together: the first reports and exits, the others wait for that exit (with
 // SA_RESETHAND the second fault took the default action before the first could exit).
 static void on_bus(int sig, siginfo_t *si, void *uc) {
@@ -43,6 +43,7 @@ static void on_bus(int sig, siginfo_t *si, void *uc) {
     if (si->si_code != BUS_ADRERR || !bus_len) {
         struct sigaction dfl = {.sa_handler = SIG_DFL};
         sigaction(sig, &dfl, NULL);
+        raise(sig);                             // blocked in here: delivered, and fatal, on return
         return;
     }
     if (atomic_flag_test_and_set(&reporting)) for (;;) pause();

@@ -506,6 +506,7 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
     char err[GGUF_ERR_MAX];
     int mapped = S->d.w.map != NULL;
     int e = eval_prompt(S, o, ids, n_eval, err);
+    cli_test_stop("evaluated");           // the prompt's step done: with --pack-cache move, the next moves
     moved(S, &mapped);
     if (e == -2) { fprintf(stderr, "decode: %s\n", err); return 1; }
     if (e) goto dump_failed;

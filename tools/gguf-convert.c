@@ -23,7 +23,7 @@ static void usage(FILE *f) {
                "Converts the 2-D (and higher) F32/F16/BF16 weights of IN to the given type;\n"
                "1-D tensors are stored as f32. Metadata is copied and general.file_type set.\n"
                "--only PREFIX converts only the weights whose names start with PREFIX (blk.1.: one\n"
-               "layer), the others keep their type.\n"
+               "layer; blk.1 would take blk.10 too), the others and general.file_type stay as they are.\n"
                "An existing OUT must be a regular file or a symbolic link to one (written through).\n");
 }
 
@@ -62,11 +62,12 @@ static int convert(const char *in_path, const char *out_path, uint32_t type, uin
     if (!to || !w) { snprintf(err, GGUF_ERR_MAX, "%s: out of memory", in_path); goto out; }
     int have_ftype = 0;
     for (uint64_t i = 0; i < g.n_kv; i++) {
-        if (strcmp(g.kv[i].key, "general.file_type")) { gguf_w_kv_copy(w, &g.kv[i]); continue; }
+        // --only: most weights keep their type, and so does the file's
+        if (only || strcmp(g.kv[i].key, "general.file_type")) { gguf_w_kv_copy(w, &g.kv[i]); continue; }
         gguf_w_u32(w, "general.file_type", ftype);   // in place, keeping the key order
         have_ftype = 1;
     }
-    if (!have_ftype) gguf_w_u32(w, "general.file_type", ftype);
+    if (!have_ftype && !only) gguf_w_u32(w, "general.file_type", ftype);
     for (uint64_t i = 0; i < g.n_tensors; i++) {
         const gguf_tensor *t = &g.tensors[i];
         if (!wtype_get(t->type)) {
@@ -99,7 +100,7 @@ int main(int argc, char **argv) {
             if (++i == argc) return usage_error("--type needs a value", NULL);
             type_s = argv[i];
         } else if (!strcmp(argv[i], "--only")) {
-            if (++i == argc) return usage_error("--only needs a value", NULL);
+            if (++i == argc || !argv[i][0]) return usage_error("--only needs a prefix", NULL);
             only = argv[i];
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return usage_error("unknown option", argv[i]);
