@@ -184,11 +184,12 @@ static void unmap_packed(model_weights *w) {
 }
 
 // ---- moving mapped weights into memory ----
-// On some machines a file's pages stream slower than memory of the process's own (20% on a KVM
-// Xeon, docs/performance.md): with --pack-cache move a load that maps the cache file starts
-// decoding from the mapping and then, one group per step (a layer's matrices, the classifier, the embedding table), copies
-// the weights into fresh memory: each tile by its owner as packing would place it, between steps,
-// so no kernel sees a pointer change under it and the bytes read are the same bytes.
+// On some machines a file's pages stream slower than memory of the process's own (tg 2-38% lower
+// on a KVM Xeon, docs/performance.md): with --pack-cache move a load that maps the cache file
+// starts decoding from the mapping and then, one group per step (a layer's matrices, the
+// classifier, the embedding table), copies the weights into fresh memory: each tile by its owner
+// as packing would place it, between steps, so no kernel sees a pointer change under it and the
+// bytes read are the same bytes.
 
 // The embedding table split between the threads: each copies a page-rounded stretch.
 typedef struct { char *dst; const char *src; size_t bytes; } copy_job;
