@@ -1,6 +1,7 @@
 // GGUF reader. One forward pass over the mapped header checks every length against the bytes
 // left before reading or allocating anything sized by it; the tensor data is never copied.
 #include "model/gguf.h"
+#include "platform/hugepage.h"
 
 #include <fcntl.h>
 #include <stdarg.h>
@@ -547,9 +548,5 @@ void gguf_arr_str(const gguf_kv *kv, uint64_t i, const char **s, uint64_t *len) 
 }
 
 void gguf_drop_pages(const gguf_file *g, const void *p, size_t n) {
-    if (!g->mapped || !g->map) return;
-    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    uintptr_t a = ((uintptr_t)p + pg - 1) & ~(uintptr_t)(pg - 1);
-    uintptr_t b = ((uintptr_t)p + n) & ~(uintptr_t)(pg - 1);
-    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+    if (g->mapped && g->map) pages_drop(p, n);
 }

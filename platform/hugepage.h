@@ -8,3 +8,7 @@
 // are 2 MiB aligned and advised onto transparent huge pages (a weight stream then walks one TLB
 // entry per 2 MiB, not 512). Pages are placed by the first thread that writes them. free() it.
 void *hugepage_alloc(size_t bytes);
+// Drops the pages wholly inside [p, p + n) of a file mapping (MADV_DONTNEED): they leave the
+// process's resident memory and come back from the page cache if read again. Partial pages at
+// the ends stay (a neighbour may use them).
+void pages_drop(const void *p, size_t n);

@@ -599,9 +599,8 @@ void decoder_stats_get(const decoder *d, decoder_stats *s) {
 double decoder_weight_bytes(const decoder *d) { return step_bytes(&d->sched.shape); }
 
 double decoder_bytes_per_token(const decoder *d, int pos) {
-    const llama_hparams *h = &d->hp;
-    double kv = kv_pair_bytes(d->cache_type_k, d->cache_type_v) * (pos + 1) * h->n_head_kv * h->head_dim * h->n_layer;
-    return step_bytes(&d->sched.shape) + kv;
+    // the KV cache up to and including pos
+    return step_bytes(&d->sched.shape) + decoder_kv_cache_bytes(&d->hp, (int64_t)pos + 1, d->cache_type_k, d->cache_type_v);
 }
 
 size_t decoder_n_params(const decoder *d) {

@@ -200,14 +200,6 @@ static void copy_job_run(void *ctx, int tid, int n_threads) {
     if (a < j->bytes) memcpy(j->dst + a, j->src + a, j->bytes - a < per ? j->bytes - a : per);
 }
 
-// Drops the mapped pages of a region moved out (whole pages: a region starts on a page, and its
-// partial last page holds only padding). The page cache keeps them until the kernel needs room.
-static void drop_mapped(const void *p, size_t len) {
-    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t a = ((uintptr_t)p + pg - 1) & ~(pg - 1), b = ((uintptr_t)p + len) & ~(pg - 1);
-    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
-}
-
 // Moves group g: layer g, the classifier (g == n_layer) or the table (g == n_layer + 1). -1: out of memory.
 static int move_group(model_weights *w, int g, pool *pl, const sched *s, const topo *t) {
     if (g == w->n_layer + 1) {
@@ -215,7 +207,7 @@ static int move_group(model_weights *w, int g, pool *pl, const sched *s, const t
         if (!j.dst) return -1;
         topo_bind(t, j.dst, j.bytes, s->node[0]);   // read by the thread that runs the steps
         pool_run(pl, copy_job_run, &j);
-        drop_mapped(j.src, j.bytes);
+        pages_drop(j.src, j.bytes);   // a region starts on a page; a partial last page is padding
         w->token_embd = j.dst;
         return 0;
     }
@@ -235,7 +227,7 @@ static int move_group(model_weights *w, int g, pool *pl, const sched *s, const t
     for (int i = 0; i < j.n; i++) {
         packed_matrix *p = j.dst[i];
         if (failed) free(p->tiles), p->tiles = (void *)j.src[i];
-        else drop_mapped(j.src[i], gemv_packed_bytes(p->type, p->n_in, p->n_out));
+        else pages_drop(j.src[i], gemv_packed_bytes(p->type, p->n_in, p->n_out));
     }
     return failed ? -1 : 0;
 }

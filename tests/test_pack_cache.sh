@@ -103,9 +103,7 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   for sig in INT TERM KILL; do
     rm -f "$dir"/*.pack
     cases=$((cases + 1))
-    DECODE_TEST_STOP=pack-cache "$d" "${args[@]}" >"$tmp/out" 2>"$tmp/err" &
-    pid=$!
-    for ((i = 0; i < 2400; i++)); do [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ] && break; sleep 0.05; done
+    stop_at pack-cache "$d" "${args[@]}"
     [ "$(temps)" = 1 ] || fail "SIG$sig: no temporary file while writing: $(ls -A "$dir")"
     kill -$sig $pid; kill -CONT $pid; wait $pid 2>/dev/null; st=$?
     want=$([ $sig = INT ] && echo 130 || { [ $sig = TERM ] && echo 143 || echo 137; })

@@ -3,9 +3,8 @@
 // bytes on the same threads measured in the same run (a shape whose N is not a multiple of the
 // tile reads its padding in both: the roofline's GB/s count it, the GEMV's only the K N weights,
 // so the padding costs pct_roofline). Threads split the GEMV by tile ranges (each thread one
-// contiguous stream); the
-// roofline pass reads the packed buffer itself with the same split. Each trial times enough
-// back-to-back calls to last ~20 ms; the cell, its null control (the identical measurement
+// contiguous stream); the roofline pass reads the packed buffer itself with the same split.
+// Each trial times enough back-to-back calls to last ~20 ms; the cell, its null control (the identical measurement
 // repeated, interleaved: its distance from the cell row is this run's noise) and the roofline
 // rotate within a trial. Rows report medians. Every result is checked against gemv_packed_ref.
 // stdout holds only the table (-o csv|json|md); packing speed and progress go to stderr. GFLOP/s
