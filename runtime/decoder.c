@@ -120,6 +120,19 @@ static void ctx_job_run(void *arg, int tid, int n_threads) {
     if (!ALLOC(c->xb, j->d->hp.n_embd) || !ALLOC(c->att_scores, (size_t)j->d->n_ctx * (j->d->hp.n_head / j->d->hp.n_head_kv))) j->failed = 1;
 }
 
+// Which shares of the stolen stages have a tail tile, and its slots (runtime.md, stealing).
+static uint32_t tail_units_of(const decoder *d, int st, int v);
+static int alloc_tails(decoder *d) {
+    int T = pool_size(d->pool);
+    if (!(d->tail_units = calloc((size_t)DECODER_N_STAGE * T, sizeof *d->tail_units))) return -1;
+    for (int st = 0; st < DECODER_N_STAGE; st++)
+        for (int v = 0; v < T; v++) d->tail_units[st * T + v] = tail_units_of(d, st, v);
+    for (int m = 0; m < SCHED_N_MAT; m++)
+        if (sched_n_seg(&d->sched, m) > d->tail_seg_max) d->tail_seg_max = sched_n_seg(&d->sched, m);
+    size_t bytes = (size_t)DECODER_N_STAGE * T * 2 * d->tail_seg_max * GEMV_TILE * sizeof(float);
+    return !(d->tail_slots = aligned_alloc(64, bytes ? bytes : 64));
+}
+
 static int alloc_partials(decoder *d) {
     for (int m = 0; m < SCHED_N_MAT; m++)
         if (d->sched.split[m] &&
@@ -162,6 +175,7 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
     size_t words = (size_t)(h->n_layer + 1) * DECODER_N_STAGE * (size_t)n * 8;
     if (cj.failed || alloc_partials(d) || (d->steal && !(d->claims = aligned_alloc(64, words * sizeof *d->claims))))
         goto oom;
+    if (d->steal && alloc_tails(d)) goto oom;
     if (weights_load(&d->w, m, d->pool, &d->sched, &d->topo, &o->pack_cache, o->on_layer, o->on_layer_arg, o->stop, err)) { free(cpu); decoder_free(d); return -1; }
     char l4err[256];
     if (l4run_create(d, (l4run_mode)o->l4, l4err)) {
@@ -203,7 +217,7 @@ void decoder_free(decoder *d) {
         free(d->threads[t].att_scores);
     }
     free(d->threads);
-    free(d->claims);
+    free(d->claims); free(d->tail_units); free(d->tail_slots);
     for (int m = 0; m < SCHED_N_MAT; m++) free(d->partials[m]);
     if (d->pool) pool_destroy(d->pool);
     progress_destroy(d->progress);
@@ -274,6 +288,24 @@ static void trace(decoder *d, const thread_ctx *c, int layer, int m, int write, 
     }
 }
 
+// Segment g (rows g * KSEG ..) of tile `tile` of w into slot (64 floats), summed from 0.
+static void segment_gemv(const packed_matrix *w, const float *x, size_t tile, uint32_t g, float *slot) {
+    size_t es = wtype_get(w->type)->size, p0 = (size_t)g * GEMV_KSEG;
+    size_t len = w->n_in - p0 < GEMV_KSEG ? w->n_in - p0 : GEMV_KSEG;
+    const char *rows = (const char *)w->tiles + (tile * w->n_in + p0) * GEMV_TILE * es;
+    gemv_packed(w->type, x + p0, rows, len, GEMV_TILE, 0, 1, slot);
+}
+
+// out[j] for n rows from the n_seg segment partials of one tile, slot g at slot0 + 64 g: left to
+// right, ((s0 + s1) + s2) + ..., the canonical order.
+static void fold_slots(float *out, const float *slot0, uint32_t n_seg, size_t n) {
+    for (size_t j = 0; j < n; j++) {
+        float y = slot0[j];
+        for (uint32_t g = 1; g < n_seg; g++) y = y + slot0[(size_t)g * GEMV_TILE + j];
+        out[j] = y;
+    }
+}
+
 // This thread's share of out = W x: whole tiles straight into out; a split tile's segments each
 // into its own partial slot, every one summed from 0 (the fold comes later, by the tile's owner).
 static void matmul_share(decoder *d, thread_ctx *c, int layer, int m, const float *x, float *out) {
@@ -293,11 +325,10 @@ static void matmul_share(decoder *d, thread_ctx *c, int layer, int m, const floa
     }
     for (uint32_t g = r->s0; g < r->s1; g++) {
         size_t p0 = (size_t)g * GEMV_KSEG, len = w->n_in - p0 < GEMV_KSEG ? w->n_in - p0 : GEMV_KSEG;
-        const char *rows = tiles + r->t0 * tile + p0 * GEMV_TILE * es;   // rows p0.. of the tile
         float *slot = partial_slot(d, m, r->t0, g);
-        trace(d, c, layer, m, 0, tiles, rows, len * GEMV_TILE * es);
+        trace(d, c, layer, m, 0, tiles, tiles + r->t0 * tile + p0 * GEMV_TILE * es, len * GEMV_TILE * es);
         trace(d, c, layer, m, 1, d->partials[m], slot, SCHED_SLOT_BYTES);
-        gemv_packed(w->type, x + p0, rows, len, GEMV_TILE, 0, 1, slot);
+        segment_gemv(w, x, r->t0, g, slot);
     }
 }
 
@@ -309,11 +340,7 @@ static void finish_share(decoder *d, thread_ctx *c, int layer, int m, float *out
     sched_rows(&d->sched, c->tid, m, &lo, &hi);
     if (l4run_mode_of(d->l4) == L4RUN_BUFFER) l4run_fold(d, c, layer, m, out);
     else if (d->sched.split[m] && lo < hi)
-        for (size_t j = lo; j < hi; j++) {
-            float y = partial_slot(d, m, r->t0, 0)[j - lo];
-            for (uint32_t g = 1; g < sched_n_seg(&d->sched, m); g++) y = y + partial_slot(d, m, r->t0, g)[j - lo];
-            out[j] = y;
-        }
+        fold_slots(out + lo, partial_slot(d, m, r->t0, 0), sched_n_seg(&d->sched, m), hi - lo);
     if (bias)
         for (size_t j = lo; j < hi; j++) out[j] += bias[j];
 }
@@ -336,12 +363,22 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
 // from the share (guided self-scheduling), at most `interleave` tiles, at least one tile and
 // min_claim_bytes: a large share starts `interleave` tiles at a time and both sides end in
 // single tiles, so a sync point waits for about half a tile instead of the owner's last fixed
-// group (4 tiles of 704 KiB of down at -t 2, ~100 us). Every tile is computed whole by whoever
-// claims it, and what follows it on its rows (the residual add, SwiGLU) right after, so the bits
+// group (4 tiles of 704 KiB of down at -t 2, ~100 us). Every tile but a share's tail tile (below)
+// is computed whole by whoever claims it, and what follows it on its rows (the residual add, SwiGLU) right after, so the bits
 // never depend on who ran it. Only threads with a share in the stage steal: the waits that
 // follow the stage are for those threads (runtime/schedule.h), and each publishes only after
 // its last claim. Off for split matrices, in L4 buffer mode and under a trace (the executed
 // stream is then exactly the plan).
+//
+// Even so, the early thread waits for about half of the late one's last tile: 35-85 us for
+// TinyLlama's 256-704 KiB tiles at -t 2, at the sync points after wo, gate/up and down
+// (docs/runtime.md).
+// So where a share has several takers and its tiles stream at least two claims, its last tile is
+// kept out of the claim word and cut into its KSEG segments (every matrix of the stage), which the
+// takers claim a few at a time once no whole tile is left on the node: the stage then ends within
+// one small claim on every thread. Each segment is summed from 0 into its own slot and whoever
+// completes the tile folds the slots left to right (the canonical order, as split-K does) and
+// runs the rows' epilogue, so the bits stay those of the whole tile.
 
 static const int stage_mats[DECODER_N_STAGE][2] = {
     [DECODER_ST_WO] = {SCHED_WO, -1}, [DECODER_ST_FFN] = {SCHED_GATE, SCHED_UP},
@@ -354,17 +391,28 @@ static int stealing(const decoder *d, int st) {
     return 1;
 }
 
+static int stage_n_mats(int st) { return stage_mats[st][1] < 0 ? 1 : 2; }
+
+// A share's line: [0] its claim word, [1] the next unit of its tail tile, [2] tail units done,
+// [3] the threads that ran tail units (a bit each, tid mod 64).
 static _Atomic uint64_t *claim_word(decoder *d, int layer, int st, int t) {
     return d->claims + (((size_t)layer * DECODER_N_STAGE + st) * (size_t)pool_size(d->pool) + (size_t)t) * 8;
 }
 
-// Sets every share's unclaimed tiles to its planned range; run before each step's pool job.
+// Sets every share's unclaimed tiles to its planned range, less a tail tile, and its tail to not
+// started; run before each step's pool job.
 static void claims_reset(decoder *d) {
+    int T = pool_size(d->pool);
     for (int l = 0; l <= d->hp.n_layer; l++)
         for (int st = 0; st < DECODER_N_STAGE; st++)
-            for (int t = 0; t < pool_size(d->pool); t++) {
+            for (int t = 0; t < T; t++) {
                 const sched_range *r = &d->sched.share[t].r[stage_mats[st][0]];
-                atomic_store_explicit(claim_word(d, l, st, t), (uint64_t)r->t0 << 32 | r->t1, memory_order_relaxed);
+                _Atomic uint64_t *q = claim_word(d, l, st, t);
+                uint32_t end = r->t1 - (d->tail_units[st * T + t] ? 1 : 0);
+                atomic_store_explicit(&q[0], (uint64_t)r->t0 << 32 | end, memory_order_relaxed);
+                atomic_store_explicit(&q[1], 0, memory_order_relaxed);
+                atomic_store_explicit(&q[2], 0, memory_order_relaxed);
+                atomic_store_explicit(&q[3], 0, memory_order_relaxed);
             }
 }
 
@@ -385,25 +433,93 @@ static int claim(_Atomic uint64_t *q, int back, uint32_t cap, uint32_t div, uint
     return 1;
 }
 
-// Tiles [a, b) of stage st into out[0] (and out[1] for up), then what follows on their rows.
-static void stage_tiles(decoder *d, int layer, int st, const float *x, float *const *out, uint32_t a, uint32_t b) {
-    for (int i = 0; i < 2 && stage_mats[st][i] >= 0; i++) {
-        const packed_matrix *w = decoder_matrix(d, layer, stage_mats[st][i]);
-        gemv_packed(w->type, x, w->tiles, w->n_in, w->n_out, a, b, out[i]);
-    }
+// What follows stage st on the rows of tiles [a, b): the residual add or SwiGLU.
+static void stage_epilogue(decoder *d, int st, uint32_t a, uint32_t b) {
     size_t n = d->sched.shape.mat[stage_mats[st][0]].n, lo = (size_t)a * 64, hi = (size_t)b * 64 < n ? (size_t)b * 64 : n;
     if (st == DECODER_ST_WO || st == DECODER_ST_DOWN) residual_rows(d, lo, hi);
     else if (st == DECODER_ST_FFN) swiglu(d->hb + lo, d->hb + lo, d->hb2 + lo, (int)(hi - lo));
+}
+
+// Tiles [a, b) of stage st into out[0] (and out[1] for up), then what follows on their rows.
+static void stage_tiles(decoder *d, int layer, int st, const float *x, float *const *out, uint32_t a, uint32_t b) {
+    for (int i = 0; i < stage_n_mats(st); i++) {
+        const packed_matrix *w = decoder_matrix(d, layer, stage_mats[st][i]);
+        gemv_packed(w->type, x, w->tiles, w->n_in, w->n_out, a, b, out[i]);
+    }
+    stage_epilogue(d, st, a, b);
+}
+
+// Bytes of one tile of every matrix of stage st (at the schedule's types).
+static size_t stage_tile_bytes(const decoder *d, int st) {
+    size_t tile = 0;
+    for (int i = 0; i < stage_n_mats(st); i++) tile += sched_tile_bytes(&d->sched, stage_mats[st][i]);
+    return tile;
 }
 
 // The fewest tiles of stage st a claim takes: enough to stream min_claim_bytes (MIN_CLAIM_BYTES
 // by default). Claims of stories15M's 18 KiB half tiles cost it a quarter of its -t 2 rate in claim
 // traffic and lost interleave (docs/performance.md); the floor keeps its 36 KiB tiles in pairs.
 static uint32_t min_claim(const decoder *d, int st) {
-    size_t tile = 0;
-    for (int i = 0; i < 2 && stage_mats[st][i] >= 0; i++) tile += sched_tile_bytes(&d->sched, stage_mats[st][i]);
+    size_t tile = stage_tile_bytes(d, st);
     size_t n = tile ? ((size_t)d->min_claim_bytes + tile - 1) / tile : 1;
     return n < 1 ? 1 : n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+// Threads that can take from share v of stage st: those on v's node with a share in the stage.
+static int takers(const decoder *d, int st, int v) {
+    int m = stage_mats[st][0], n = 0;
+    for (int u = 0; u < pool_size(d->pool); u++) n += d->sched.node[u] == d->sched.node[v] && thread_has_share(d, u, m);
+    return n;
+}
+
+// Units (segments of each matrix of the stage) of share v's tail tile; 0 when its last tile runs
+// whole: one taker, one segment, or tiles under two claims (min_claim_bytes).
+static uint32_t tail_units_of(const decoder *d, int st, int v) {
+    int m = stage_mats[st][0];
+    uint32_t n_seg = sched_n_seg(&d->sched, m);
+    if (!thread_has_share(d, v, m) || takers(d, st, v) < 2 || n_seg < 2 ||
+        stage_tile_bytes(d, st) < 2 * (size_t)d->min_claim_bytes)
+        return 0;
+    return (uint32_t)stage_n_mats(st) * n_seg;
+}
+
+// Tail slots of share v of stage st: (n_mats, n_seg) slots of 64 floats, reused by every layer.
+// Safe because every stolen stage's readers wait for all its owners (schedule.c, deps_of): a thread
+// reaches stage st of layer l + 1 only after every owner of every stage of layer l published,
+// each after its last tail unit and fold. Narrowing those waits to row owners would make it a race.
+static float *tail_slot(decoder *d, int st, int v, int i, uint32_t g) {
+    size_t per_share = 2 * (size_t)d->tail_seg_max * GEMV_TILE;
+    return d->tail_slots + ((size_t)st * pool_size(d->pool) + (size_t)v) * per_share +
+           ((size_t)i * sched_n_seg(&d->sched, stage_mats[st][0]) + g) * GEMV_TILE;
+}
+
+// Share v's tail tile: its units claimed a few at a time (min_claim_bytes of segments); whoever
+// completes the last unit folds each matrix's slots into its output and runs the epilogue. Word
+// [3] collects the bits of the threads that ran units (the stats count tails run by several).
+static void tail_share(decoder *d, thread_ctx *c, int layer, int st, int v, const float *x, float *const *out) {
+    uint32_t units = d->tail_units[st * pool_size(d->pool) + v];
+    if (!units) return;
+    int m = stage_mats[st][0];
+    uint32_t n_seg = sched_n_seg(&d->sched, m), tile = d->sched.share[v].r[m].t1 - 1;
+    size_t seg_bytes = sched_tile_bytes(&d->sched, m) / n_seg, per = ((size_t)d->min_claim_bytes + seg_bytes - 1) / seg_bytes;
+    if (per < 1) per = 1;
+    _Atomic uint64_t *q = claim_word(d, layer, st, v);
+    for (;;) {
+        uint64_t u0 = atomic_fetch_add_explicit(&q[1], per, memory_order_relaxed), u1 = u0 + per < units ? u0 + per : units;
+        if (u0 >= units) return;
+        for (uint64_t u = u0; u < u1; u++)
+            segment_gemv(decoder_matrix(d, layer, stage_mats[st][u / n_seg]), x, tile, (uint32_t)(u % n_seg),
+                         tail_slot(d, st, v, (int)(u / n_seg), (uint32_t)(u % n_seg)));
+        c->tail_segs += u1 - u0;
+        atomic_fetch_or_explicit(&q[3], 1ull << (c->tid & 63), memory_order_relaxed);
+        // acq_rel: the finisher sees every slot the others wrote (and their bits) before their own add
+        if (atomic_fetch_add_explicit(&q[2], u1 - u0, memory_order_acq_rel) + (u1 - u0) != units) continue;
+        c->tail_shared += __builtin_popcountll(atomic_load_explicit(&q[3], memory_order_relaxed)) > 1;
+        size_t n = d->sched.shape.mat[m].n, lo = (size_t)tile * GEMV_TILE, rows = n - lo < GEMV_TILE ? n - lo : GEMV_TILE;
+        for (int i = 0; i < stage_n_mats(st); i++) fold_slots(out[i] + lo, tail_slot(d, st, v, i, 0), n_seg, rows);
+        stage_epilogue(d, st, tile, tile + 1);
+        return;
+    }
 }
 
 // This thread's tiles of stage st, then the tails of slower shares on its node. Claims are cut
@@ -411,16 +527,18 @@ static uint32_t min_claim(const decoder *d, int st) {
 static void stage_share(decoder *d, thread_ctx *c, int layer, int st, const float *x, float *const *out) {
     int m = stage_mats[st][0], T = pool_size(d->pool);
     if (!has_share(d, c, m)) return;
-    uint32_t a, b, takers = 0, min = min_claim(d, st), cap = (uint32_t)gemv_get_tuning().interleave;
-    for (int v = 0; v < T; v++)
-        takers += d->sched.node[v] == c->node && thread_has_share(d, v, m);
-    uint32_t div = takers > 1 ? 2 * takers : 1;   // alone on its node: `interleave` tiles to the end
+    uint32_t a, b, n = (uint32_t)takers(d, st, c->tid), min = min_claim(d, st), cap = (uint32_t)gemv_get_tuning().interleave;
+    uint32_t div = n > 1 ? 2 * n : 1;   // alone on its node: `interleave` tiles to the end
     while (claim(claim_word(d, layer, st, c->tid), 0, cap, div, min, &a, &b)) stage_tiles(d, layer, st, x, out, a, b);
     for (int k = 1; k < T; k++) {
         int v = (c->tid + k) % T;
         if (d->sched.node[v] != c->node || !thread_has_share(d, v, m)) continue;
         while (claim(claim_word(d, layer, st, v), 1, cap, div, min, &a, &b))
             stage_tiles(d, layer, st, x, out, a, b), c->stolen += b - a;
+    }
+    for (int k = 0; k < T; k++) {         // no whole tile left on the node: the tails, its own first
+        int v = (c->tid + k) % T;
+        if (d->sched.node[v] == c->node) tail_share(d, c, layer, st, v, x, out);
     }
 }
 
@@ -587,13 +705,17 @@ void decoder_embed(const decoder *d, int32_t token, float *x) {
 
 void decoder_stats_reset(decoder *d) {
     d->busy_s = 0;
-    for (int t = 0; t < pool_size(d->pool); t++) d->threads[t].wait_s = 0, d->threads[t].stolen = 0;
+    for (int t = 0; t < pool_size(d->pool); t++) d->threads[t].wait_s = 0, d->threads[t].stolen = 0, d->threads[t].tail_segs = 0,
+                                                  d->threads[t].tail_shared = 0;
 }
 
 void decoder_stats_get(const decoder *d, decoder_stats *s) {
     s->busy_s = d->busy_s;
-    s->wait_s = 0, s->stolen = 0;
-    for (int t = 0; t < pool_size(d->pool); t++) s->wait_s += d->threads[t].wait_s, s->stolen += d->threads[t].stolen;
+    s->wait_s = 0, s->stolen = 0, s->tail_segs = 0, s->tail_shared = 0;
+    for (int t = 0; t < pool_size(d->pool); t++) {
+        const thread_ctx *c = &d->threads[t];
+        s->wait_s += c->wait_s, s->stolen += c->stolen, s->tail_segs += c->tail_segs, s->tail_shared += c->tail_shared;
+    }
 }
 
 double decoder_weight_bytes(const decoder *d) { return step_bytes(&d->sched.shape); }

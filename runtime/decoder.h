@@ -49,6 +49,8 @@ typedef struct thread_ctx_s {
     float *att_scores;            // (n_head / n_head_kv, n_ctx) its attention scores, one row per query head of a group
     double wait_s;                // seconds waited at sync points since decoder_stats_reset
     size_t stolen;                // tiles it took from other threads' shares since then
+    size_t tail_segs;             // segments of tail tiles it ran since then
+    size_t tail_shared;           // tail tiles it folded whose segments several threads ran
 } thread_ctx;
 
 // Called from each thread for every range a kernel reads (write 0: packed tiles, byte offsets in
@@ -73,7 +75,12 @@ typedef struct decoder_s {
     long min_claim_bytes;         // decoder_opts.min_claim_bytes, resolved
     gemv_tuning tuning;           // the GEMV tuning for this model's step size (tune_pick), set per step
     _Atomic uint64_t *claims;     // (n_layer + 1, DECODER_N_STAGE, n_threads) per share: first << 32 |
-                                  // end of its tiles not yet claimed, 8 words apart (a cache line each)
+                                  // end of its tiles not yet claimed, 8 words apart (a cache line each);
+                                  // then its tail tile's next unit and units done
+    uint32_t *tail_units;         // (DECODER_N_STAGE, n_threads) units of each share's tail tile, 0: none
+    uint32_t tail_seg_max;        // the most segments of any matrix
+    float *tail_slots;            // (DECODER_N_STAGE, n_threads) blocks of 2 * tail_seg_max * 64 floats,
+                                  // each (n_mats, n_seg of the stage) slots of tail segment partials
     l4run *l4;                    // the per-node L4 caches; NULL when --l4 off
     double busy_s;                // thread-seconds of decode steps since decoder_stats_reset
     decoder_trace_fn trace;       // NULL, or a test's recorder
@@ -127,6 +134,8 @@ typedef struct {
     double wait_s;
     double busy_s;
     size_t stolen;                // tiles run by a thread other than their planned one
+    size_t tail_segs;             // segments of tail tiles run (each tile's are cut among threads)
+    size_t tail_shared;           // tail tiles whose segments two or more threads ran
 } decoder_stats;
 void decoder_stats_reset(decoder *d);
 void decoder_stats_get(const decoder *d, decoder_stats *s);

@@ -7,7 +7,8 @@
 // kernels then read and write (the trace hook), and on two pretend nodes every tile belongs to a
 // thread of the node it is meant for. Outside the traced token, threads that run out of tiles
 // take them from slower shares (runtime/decoder.h, steal): the runs must have stolen some tiles
-// (more threads than this machine's CPUs make some thread late often) with the same logits; CLI
+// (more threads than this machine's CPUs make some thread late often) and cut some shares' last
+// tiles into segments among the threads, with the same logits; CLI
 // dumps at -t 3 under DECODE_ISA=avx2|scalar check those paths too. An f16 KV cache gets its own
 // reference and must match it at 2 and 4 threads, split and on two pretend nodes; a cache type
 // the kernels do not read is refused at init.
@@ -26,6 +27,8 @@ static char *dir;
 static int node_checks;       // matrices whose tile placement was checked on two pretend nodes
 static int split_runs;        // in-process runs in which some matrix was cut into segments
 static size_t stolen;         // tiles run by a thread other than their planned one, all runs
+static size_t tail_segs;      // segments of tail tiles (a share's last tile cut among threads), all runs
+static size_t tail_shared;    // tail tiles whose segments two or more threads ran, all runs
 
 // Runs decode with --dump-logits; returns the dump (malloc'ed) and its length.
 static char *dump(const char *model, const char *threads, const char *split, const char *fake, const char *isa, size_t *len) {
@@ -161,7 +164,7 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
     }
     decoder_stats st;
     decoder_stats_get(&d, &st);
-    stolen += st.stolen;
+    stolen += st.stolen, tail_segs += st.tail_segs, tail_shared += st.tail_shared;
     decoder_free(&d);
     return out;
 }
@@ -233,9 +236,10 @@ int main(void) {
     llama_model_free(&m);
     CHECKF(split_runs >= 4, "split-K ran in %d runs only", split_runs);
     CHECKF(stolen > 0, "no tile was ever stolen in %d runs", api);
+    CHECKF(tail_shared > 0, "no tail tile was ever shared by threads in %d runs (%zu segments)", api, tail_segs);
     CHECK(node_checks >= 2 * 8);   // model a: every matrix, 2 split settings
-    printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %zu tiles stolen) byte-identical, key streams checked\n",
-           cli, api, split_runs, stolen);
+    printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %zu tiles stolen, %zu tail segments,"
+           " %zu tails shared) byte-identical, key streams checked\n", cli, api, split_runs, stolen, tail_segs, tail_shared);
     free(stories); free(a); free(b); free(c);
     CHECK(scratch_remove(dir) == 0);
     return 0;
