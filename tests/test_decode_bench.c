@@ -4,6 +4,7 @@
 // -o json one array, csv and md a header and a row per test, --plot writes an SVG; -b sweeps the
 // prompt batch (batch_size; tg tests report 1; sync_wait_pct is null where a batched prompt has no
 // per-thread waits to count); -d fills the context first (n_depth, more KV bytes a token); bad usage exits 2 and a missing model 1, each with one line on stderr.
+#include "runtime/packcache.h"
 #include "tests/check.h"
 #include "tests/tool_util.h"
 #include <cjson/cJSON.h>
@@ -30,6 +31,8 @@ static void check_object(const cJSON *o, int threads, int n_prompt, int n_gen, i
     for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++)
         CHECKF(cJSON_IsNumber(cJSON_GetObjectItem(o, numbers[i])), "field %s", numbers[i]);
     CHECK(cJSON_GetObjectItem(o, "batch_size")->valueint == batch);
+    const cJSON *pc = cJSON_GetObjectItem(o, "pack_cache");   // the mode the weights were loaded with
+    CHECK(cJSON_IsString(pc) && packcache_parse_mode(pc->valuestring) >= 0);
     const cJSON *wait = cJSON_GetObjectItem(o, "sync_wait_pct");
     CHECKF(batch > 1 ? cJSON_IsNull(wait) : cJSON_IsNumber(wait), "sync_wait_pct at batch %d", batch);
     CHECK(cJSON_GetObjectItem(o, "n_threads")->valueint == threads);
@@ -85,11 +88,11 @@ int main(void) {
     CHECKF(r.status == 0, "%s", r.err);
     const char *head = "model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,numa,split_k,l4,"
                        "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct,batch_size,n_depth,"
-                       "kv_bytes_per_token,kv_gbps,type_k,type_v\n";
+                       "kv_bytes_per_token,kv_gbps,type_k,type_v,pack_cache\n";
     CHECKF(!strncmp(r.out, head, strlen(head)), "%s", r.out);
     int commas = 0;                   // the row has as many fields, the unmeasured sync wait empty
     for (const char *p = r.out + strlen(head); *p && *p != '\n'; p++) commas += *p == ',';
-    CHECK(commas == 20 && strstr(r.out + strlen(head), ",,256,0,") && strstr(r.out + strlen(head), ",f32,f32\n"));
+    CHECK(commas == 21 && strstr(r.out + strlen(head), ",,256,0,") && strstr(r.out + strlen(head), ",f32,f32,"));
     CHECK(strchr(r.out, '\n') && strchr(strchr(r.out, '\n') + 1, '\n') && !strchr(strchr(strchr(r.out, '\n') + 1, '\n') + 1, '\n'));
     tool_run_free(&r);
     r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "8", NULL});   // md by default
@@ -133,7 +136,8 @@ int main(void) {
     cases++;
 
     // an f16 cache: half the KV bytes a position, named in the output
-    r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "4", "-d", "0,40", "-ctk", "f16", "--cache-type-v", "f16", "-o", "json", NULL});
+    r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "4", "-d", "0,40", "-ctk", "f16", "--cache-type-v", "f16", "-o", "json",
+                               "--pack-cache", "off", NULL});
     CHECKF(r.status == 0, "%s", r.err);
     arr = cJSON_Parse(r.out);
     CHECK(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 2);
@@ -141,6 +145,7 @@ int main(void) {
     CHECKF(kv[1] - kv[0] == 40 * 640.0, "f16 kv bytes a token %g at depth 0, %g at 40", kv[0], kv[1]);
     CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 1), "type_k")->valuestring, "f16") &&
           !strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 1), "type_v")->valuestring, "f16"));
+    CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 1), "pack_cache")->valuestring, "off"));
     cJSON_Delete(arr);
     tool_run_free(&r);
     cases++;

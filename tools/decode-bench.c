@@ -292,6 +292,7 @@ static cJSON *to_json(const result *r, const options *o) {
     else cJSON_AddNumberToObject(j, "sync_wait_pct", r->sync_wait_pct);
     cJSON_AddStringToObject(j, "type_k", wtype_get((uint32_t)o->cache_type_k)->name);
     cJSON_AddStringToObject(j, "type_v", wtype_get((uint32_t)o->cache_type_v)->name);
+    cJSON_AddStringToObject(j, "pack_cache", packcache_mode_name(o->pack_cache));
     return j;
 }
 
@@ -324,15 +325,15 @@ static void print_results(const result *rs, int n, const options *o) {
     if (!strcmp(o->fmt, "csv")) {
         printf("model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,numa,split_k,l4,"
                "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct,batch_size,n_depth,kv_bytes_per_token,kv_gbps,"
-               "type_k,type_v\n");
+               "type_k,type_v,pack_cache\n");
         for (int i = 0; i < n; i++) {
             const result *r = &rs[i];
-            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%.3f,%.2f,%s,%d,%d,%.0f,%.3f,%s,%s\n", r->model, r->model_size,
+            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%.3f,%.2f,%s,%d,%d,%.0f,%.3f,%s,%s,%s\n", r->model, r->model_size,
                    r->n_threads, r->n_prompt, r->n_gen, r->avg_ts, r->stddev_ts,
                    o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa), r->split_k, r->l4_used,
                    r->bytes_per_token, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r, ""), r->batch_size,
                    r->n_depth, r->kv_bytes_per_token, r->kv_gbps, wtype_get((uint32_t)o->cache_type_k)->name,
-                   wtype_get((uint32_t)o->cache_type_v)->name);
+                   wtype_get((uint32_t)o->cache_type_v)->name, packcache_mode_name(o->pack_cache));
         }
         return;
     }
