@@ -1,9 +1,11 @@
 // decode-bench's interface (docs: DESIGN's decode-bench paragraph, kept in docs/runtime.md):
 // -o jsonl prints one compact object per test and nothing else on stdout, llama-bench's field
 // names, n_prompt 0 for generation tests and n_gen 0 for prompt tests, -p 0 / -n 0 drop a test,
-// -o json one array, csv and md a header and a row per test, --plot writes an SVG; -b sweeps the
-// prompt batch (batch_size; tg tests report 1; sync_wait_pct is null where a batched prompt has no
-// per-thread waits to count); -d fills the context first (n_depth, more KV bytes a token); bad usage exits 2 and a missing model 1, each with one line on stderr.
+// pack_cache names the weights' load mode, -o json one array, csv and md a header and a row per
+// test, --plot writes an SVG; -b sweeps the prompt batch (batch_size; tg tests report 1;
+// sync_wait_pct is null where a batched prompt has no per-thread waits to count); -d fills the
+// context first (n_depth, more KV bytes a token); bad usage exits 2 and a missing model 1, each
+// with one line on stderr.
 #include "runtime/packcache.h"
 #include "tests/check.h"
 #include "tests/tool_util.h"
