@@ -542,6 +542,21 @@ static void stage_share(decoder *d, thread_ctx *c, int layer, int st, const floa
     }
 }
 
+void decoder_print_stealing(const decoder *d, FILE *f) {
+    static const char *names[DECODER_N_STAGE] = {"wo", "gate/up", "down", "out"};
+    if (!d->steal) { fprintf(f, "stealing: off (one thread)\n"); return; }
+    fprintf(f, "stealing: a share's tiles go from its front to its owner, from its back to its node's other threads\n");
+    for (int st = 0; st < DECODER_N_STAGE; st++) {
+        uint32_t tails = 0;
+        for (int v = 0; v < pool_size(d->pool); v++) tails += d->tail_units[st * pool_size(d->pool) + v] > 0;
+        fprintf(f, "  %-8s", names[st]);
+        if (!stealing(d, st)) fprintf(f, "off (split-K or L4 buffer mode: the plan as printed)\n");
+        else if (!tails) fprintf(f, "whole tiles\n");
+        else fprintf(f, "whole tiles, then the last tile of %u shares in %u segments each\n", tails,
+                     sched_n_seg(&d->sched, stage_mats[st][0]));
+    }
+}
+
 void *decoder_kv_head(const decoder *d, int v, int layer, int g) {
     size_t es = wtype_get(v ? d->cache_type_v : d->cache_type_k)->size;
     size_t i = ((size_t)layer * d->hp.n_head_kv + (size_t)g) * d->n_ctx * d->hp.head_dim;

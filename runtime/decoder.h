@@ -9,6 +9,7 @@
 // tools/ include runtime/.
 #pragma once
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "kernels/gemv.h"
@@ -139,6 +140,9 @@ typedef struct {
 } decoder_stats;
 void decoder_stats_reset(decoder *d);
 void decoder_stats_get(const decoder *d, decoder_stats *s);
+// How the stolen stages' tiles are handed out at run time (decode --print-schedule): per stage
+// off, whole tiles, or whole tiles then each share's tail tile in segments.
+void decoder_print_stealing(const decoder *d, FILE *f);
 // The packed matrix m (SCHED_WQ ..) of a layer; layer n_layer with SCHED_OUT: the classifier.
 const packed_matrix *decoder_matrix(const decoder *d, int layer, int m);
 // Bytes a step at position pos streams: every packed matrix (padding included) and the KV cache
