@@ -125,8 +125,7 @@ static uint32_t tail_units_of(const decoder *d, int st, int v);
 static int alloc_tails(decoder *d) {
     int T = pool_size(d->pool);
     if (!(d->tail_units = calloc((size_t)DECODER_N_STAGE * T, sizeof *d->tail_units))) return -1;
-    for (int st = 0; st < DECODER_N_STAGE; st++)
-        for (int v = 0; v < T; v++) d->tail_units[st * T + v] = tail_units_of(d, st, v);
+    decoder_set_tail_split(d, 1);
     for (int m = 0; m < SCHED_N_MAT; m++)
         if (sched_n_seg(&d->sched, m) > d->tail_seg_max) d->tail_seg_max = sched_n_seg(&d->sched, m);
     size_t bytes = (size_t)DECODER_N_STAGE * T * 2 * d->tail_seg_max * GEMV_TILE * sizeof(float);
@@ -540,6 +539,13 @@ static void stage_share(decoder *d, thread_ctx *c, int layer, int st, const floa
         int v = (c->tid + k) % T;
         if (d->sched.node[v] == c->node) tail_share(d, c, layer, st, v, x, out);
     }
+}
+
+void decoder_set_tail_split(decoder *d, int on) {
+    int T = pool_size(d->pool);
+    if (!d->tail_units) return;          // one thread: nothing is stolen
+    for (int st = 0; st < DECODER_N_STAGE; st++)
+        for (int v = 0; v < T; v++) d->tail_units[st * T + v] = on ? tail_units_of(d, st, v) : 0;
 }
 
 void decoder_print_stealing(const decoder *d, FILE *f) {

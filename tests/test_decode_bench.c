@@ -1,11 +1,11 @@
 // decode-bench's interface (docs: DESIGN's decode-bench paragraph, kept in docs/runtime.md):
 // -o jsonl prints one compact object per test and nothing else on stdout, llama-bench's field
 // names, n_prompt 0 for generation tests and n_gen 0 for prompt tests, -p 0 / -n 0 drop a test,
-// pack_cache names the weights' load mode, -o json one array, csv and md a header and a row per
-// test, --plot writes an SVG; -b sweeps the prompt batch (batch_size; tg tests report 1;
-// sync_wait_pct is null where a batched prompt has no per-thread waits to count); -d fills the
-// context first (n_depth, more KV bytes a token); bad usage exits 2 and a missing model 1, each
-// with one line on stderr.
+// pack_cache names the weights' load mode, --tail-split gives a row per value, -o json one array,
+// csv and md a header and a row per test, --plot writes an SVG; -b sweeps the prompt batch
+// (batch_size; tg tests report 1; sync_wait_pct is null where a batched prompt has no per-thread
+// waits to count); -d fills the context first (n_depth, more KV bytes a token); bad usage exits 2
+// and a missing model 1, each with one line on stderr.
 #include "runtime/packcache.h"
 #include "tests/check.h"
 #include "tests/tool_util.h"
@@ -90,11 +90,11 @@ int main(void) {
     CHECKF(r.status == 0, "%s", r.err);
     const char *head = "model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,numa,split_k,l4,"
                        "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct,batch_size,n_depth,"
-                       "kv_bytes_per_token,kv_gbps,type_k,type_v,pack_cache\n";
+                       "kv_bytes_per_token,kv_gbps,type_k,type_v,pack_cache,tail_split\n";
     CHECKF(!strncmp(r.out, head, strlen(head)), "%s", r.out);
     int commas = 0;                   // the row has as many fields, the unmeasured sync wait empty
     for (const char *p = r.out + strlen(head); *p && *p != '\n'; p++) commas += *p == ',';
-    CHECK(commas == 21 && strstr(r.out + strlen(head), ",,256,0,") && strstr(r.out + strlen(head), ",f32,f32,"));
+    CHECK(commas == 22 && strstr(r.out + strlen(head), ",,256,0,") && strstr(r.out + strlen(head), ",f32,f32,"));
     CHECK(strchr(r.out, '\n') && strchr(strchr(r.out, '\n') + 1, '\n') && !strchr(strchr(strchr(r.out, '\n') + 1, '\n') + 1, '\n'));
     tool_run_free(&r);
     r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "8", NULL});   // md by default
@@ -152,8 +152,22 @@ int main(void) {
     tool_run_free(&r);
     cases++;
 
-    const char *const bad[][4] = {{"-o", "xml", NULL}, {"-t", "0", NULL}, {"-t", "1,x", NULL}, {"--frobnicate", "1", NULL}, {"-n", NULL}, {"-b", "0", NULL}, {"-d", "-1", NULL}, {"-ctk", "q8_0", NULL}, {"-ctv", "bf16", NULL}};
-    for (int i = 0; i < 9; i++) {
+    // --tail-split sweeps like --l4: a row per value, each named
+    r = bench((const char *[]){"-t", "2", "-p", "0", "-n", "4", "--tail-split", "on,off", "-o", "json", NULL});
+    CHECKF(r.status == 0, "%s", r.err);
+    arr = cJSON_Parse(r.out);
+    CHECK(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 2);
+    for (int i = 0; i < 2; i++) check_object(cJSON_GetArrayItem(arr, i), 2, 0, 4, 1);
+    CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "tail_split")->valuestring, "on") &&
+          !strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 1), "tail_split")->valuestring, "off"));
+    CHECK(strstr(r.err, "tails=on") && strstr(r.err, "tails=off"));
+    cJSON_Delete(arr);
+    tool_run_free(&r);
+    cases++;
+
+    const char *const bad[][4] = {{"-o", "xml", NULL}, {"-t", "0", NULL}, {"-t", "1,x", NULL}, {"--frobnicate", "1", NULL}, {"-n", NULL}, {"-b", "0", NULL}, {"-d", "-1", NULL}, {"-ctk", "q8_0", NULL}, {"-ctv", "bf16", NULL},
+                                  {"--tail-split", "maybe", NULL}};
+    for (int i = 0; i < 10; i++) {
         r = bench(bad[i]);
         CHECKF(r.status == 2 && r.out_len == 0 && one_line_error(r.err, r.err_len, "decode-bench: ", NULL), "bad args %d: %s", i, r.err);
         tool_run_free(&r);
@@ -165,7 +179,7 @@ int main(void) {
     CHECK(strstr(r.err, "decode-bench: ") && strstr(r.err, "nonexistent"));
     tool_run_free(&r);
     cases++;
-    CHECK(cases == 20);
+    CHECK(cases == 22);
     printf("decode-bench: %d interface cases\n", cases);
     free(model);
     CHECK(scratch_remove(dir) == 0);

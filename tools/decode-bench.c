@@ -8,7 +8,7 @@
 // measured in the same run on the same threads (1 GiB, runtime/membw), and the share of the
 // threads' step time spent waiting at sync points. stdout holds only the table (-o md|csv|json|
 // jsonl); progress goes to stderr. --plot FILE.svg draws tg tok/s against threads, with the
-// roofline limit (roofline / bytes per token) as a dashed line. --l4, --split-k and -b take lists too:
+// roofline limit (roofline / bytes per token) as a dashed line. --l4, --split-k, --tail-split and -b take lists too:
 // for each model and thread count the configurations they span run interleaved, repetition by
 // repetition, on one set of packed weights per split-K value (the L4 is swapped between runs), so
 // drift hits them alike; repeat a value for a null control (--l4 off,off,...).
@@ -41,6 +41,7 @@ typedef struct {
     int roofline_mib;             // bytes the roofline pass reads, MiB; 0: no roofline
     int split_ks[MAXV], n_split;  // -1 auto, 0 off, N
     int l4s[MAXV], n_l4;          // l4run_mode values
+    int tails[MAXV], n_tails;     // tail split on (1) or off (0)
     int batches[MAXV], n_batch;   // prompt tokens per batch (pp tests only)
     int depths[MAXV], n_depth;    // tokens already in the context when a test starts
     int pack_cache;               // PACKCACHE_OFF / AUTO / REBUILD
@@ -52,7 +53,7 @@ typedef struct {                  // one test's result
     const char *model;
     size_t model_size;            // bytes of the file
     size_t n_params;
-    int n_threads, n_prompt, n_gen, split_k, l4;
+    int n_threads, n_prompt, n_gen, split_k, l4, tail_split;
     int batch_size;               // pp: tokens per batch; tg: 1 (one token per step)
     int n_depth;                  // tokens in the context before the test's first one
     const char *l4_used;          // the mode l4 resolved to
@@ -78,6 +79,9 @@ static void usage(FILE *f) {
         "      --split-k LIST   auto, off or N >= 2 segment ranges per split matrix (default auto)\n"
         "      --l4 LIST        off, stream, buffer, auto (default auto); configurations interleave\n"
         "                       (both shape one-token steps; a batched prompt uses neither)\n"
+        "      --tail-split LIST on, off (default on): a share's last tile of a stolen stage cut into\n"
+        "                       segments among its node's threads, or whole tiles only; a one-token\n"
+        "                       step setting too; configurations interleave (docs/runtime.md)\n"
         "  -ctk, --cache-type-k T, -ctv, --cache-type-v T\n"
         "                       KV cache types, f32 or f16 (default f32), as in decode\n"
         "      --pack-cache MODE\n"
@@ -107,6 +111,9 @@ static int parse_words(const char *s, int *out, int (*word)(const char *)) {
     return n ? n : -1;
 }
 
+// "on" 1, "off" 0; -2 for anything else.
+static int tail_word(const char *s) { return !strcmp(s, "on") ? 1 : !strcmp(s, "off") ? 0 : -2; }
+
 // "auto" -1, "off" 0, N >= 2; -2 for anything else.
 static int split_word(const char *s) {
     if (!strcmp(s, "auto")) return -1;
@@ -118,7 +125,7 @@ static int split_word(const char *s) {
 static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->reps = 5, o->fmt = "md", o->numa = -1, o->roofline_mib = 1024;
-    o->split_ks[0] = -1, o->n_split = 1, o->l4s[0] = L4RUN_AUTO, o->n_l4 = 1;
+    o->split_ks[0] = -1, o->n_split = 1, o->l4s[0] = L4RUN_AUTO, o->n_l4 = 1, o->tails[0] = 1, o->n_tails = 1;
     o->prompts[0] = 512, o->n_prompts = 1, o->gens[0] = 128, o->n_gens = 1;
     o->batches[0] = PREFILL_DEFAULT_BATCH, o->n_batch = 1;
     o->depths[0] = 0, o->n_depth = 1;
@@ -149,6 +156,7 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "--numa")) bad = (o->numa = topo_parse_mode(v)) < 0;
         else if (!strcmp(a, "--split-k")) bad = (o->n_split = parse_words(v, o->split_ks, split_word)) < 0;
         else if (!strcmp(a, "--l4")) bad = (o->n_l4 = parse_words(v, o->l4s, l4run_parse_mode)) < 0;
+        else if (!strcmp(a, "--tail-split")) bad = (o->n_tails = parse_words(v, o->tails, tail_word)) < 0;
         else if (!strcmp(a, "--pack-cache")) bad = (o->pack_cache = packcache_parse_mode(v)) < 0;
         else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) bad = (o->cache_type_k = cli_parse_cache_type(v)) < 0;
         else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) bad = (o->cache_type_v = cli_parse_cache_type(v)) < 0;
@@ -244,9 +252,9 @@ static int bench_rep(decoder *d, const options *o, int n, int tg, int rep, resul
     decoder_stats_get(d, &st);
     r->wait_s += st.wait_s, r->busy_s += st.busy_s;
     r->samples[r->n_samples++] = n / s;
-    fprintf(stderr, "decode-bench: %s t=%d l4=%s split-k=%d b=%d %s%d @ d%d rep %d/%d: %.2f tok/s\n", r->model,
-            r->n_threads, r->l4_used, r->split_k, r->batch_size, tg ? "tg" : "pp", n, r->n_depth, rep + 1, o->reps,
-            n / s);
+    fprintf(stderr, "decode-bench: %s t=%d l4=%s split-k=%d tails=%s b=%d %s%d @ d%d rep %d/%d: %.2f tok/s\n",
+            r->model, r->n_threads, r->l4_used, r->split_k, r->tail_split ? "on" : "off", r->batch_size, tg ? "tg" : "pp",
+            n, r->n_depth, rep + 1, o->reps, n / s);
     return 0;
 }
 
@@ -280,6 +288,7 @@ static cJSON *to_json(const result *r, const options *o) {
     cJSON_AddStringToObject(j, "numa", o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa));
     cJSON_AddNumberToObject(j, "split_k", r->split_k);
     cJSON_AddStringToObject(j, "l4", r->l4_used);
+    cJSON_AddStringToObject(j, "tail_split", r->tail_split ? "on" : "off");
     cJSON_AddNumberToObject(j, "batch_size", r->batch_size);
     cJSON_AddNumberToObject(j, "n_depth", r->n_depth);
     cJSON_AddNumberToObject(j, "bytes_per_token", r->bytes_per_token);
@@ -325,29 +334,31 @@ static void print_results(const result *rs, int n, const options *o) {
     if (!strcmp(o->fmt, "csv")) {
         printf("model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,numa,split_k,l4,"
                "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct,batch_size,n_depth,kv_bytes_per_token,kv_gbps,"
-               "type_k,type_v,pack_cache\n");
+               "type_k,type_v,pack_cache,tail_split\n");
         for (int i = 0; i < n; i++) {
             const result *r = &rs[i];
-            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%.3f,%.2f,%s,%d,%d,%.0f,%.3f,%s,%s,%s\n", r->model, r->model_size,
+            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%.3f,%.2f,%s,%d,%d,%.0f,%.3f,%s,%s,%s,%s\n", r->model, r->model_size,
                    r->n_threads, r->n_prompt, r->n_gen, r->avg_ts, r->stddev_ts,
                    o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa), r->split_k, r->l4_used,
                    r->bytes_per_token, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r, ""), r->batch_size,
                    r->n_depth, r->kv_bytes_per_token, r->kv_gbps, wtype_get((uint32_t)o->cache_type_k)->name,
-                   wtype_get((uint32_t)o->cache_type_v)->name, packcache_mode_name(o->pack_cache));
+                   wtype_get((uint32_t)o->cache_type_v)->name, packcache_mode_name(o->pack_cache),
+                   r->tail_split ? "on" : "off");
         }
         return;
     }
     const char *tk = wtype_get((uint32_t)o->cache_type_k)->name, *tv = wtype_get((uint32_t)o->cache_type_v)->name;
     char kv[16];                      // the KV cache's types: "f32", or "K/V" when they differ
     snprintf(kv, sizeof kv, "%s%s%s", tk, strcmp(tk, tv) ? "/" : "", strcmp(tk, tv) ? tv : "");
-    printf("| model | size | threads | l4 | split-k | kv | batch | test | t/s | MB/token | GB/s | roofline GB/s | %% roofline | sync wait %% |\n");
-    printf("| --- | ---: | ---: | --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    printf("| model | size | threads | l4 | split-k | tails | kv | batch | test | t/s | MB/token | GB/s | roofline GB/s | %% roofline | sync wait %% |\n");
+    printf("| --- | ---: | ---: | --- | ---: | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int i = 0; i < n; i++) {
         const result *r = &rs[i];
         char depth[32] = "";
         if (r->n_depth) snprintf(depth, sizeof depth, " @ d%d", r->n_depth);
-        printf("| %s | %.2f MiB | %d | %s | %d | %s | %d | %s%d%s | %.2f ± %.2f | %.2f | %.2f | %.2f | %.1f | %s |\n",
-               base(r->model), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k, kv, r->batch_size,
+        printf("| %s | %.2f MiB | %d | %s | %d | %s | %s | %d | %s%d%s | %.2f ± %.2f | %.2f | %.2f | %.2f | %.1f | %s |\n",
+               base(r->model), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k,
+               r->tail_split ? "on" : "off", kv, r->batch_size,
                r->n_gen ? "tg" : "pp", r->n_gen ? r->n_gen : r->n_prompt, depth, r->avg_ts, r->stddev_ts,
                r->bytes_per_token / 1e6, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r, "-"));
     }
@@ -356,6 +367,7 @@ static void print_results(const result *rs, int n, const options *o) {
 // One line of the plot: tg results that differ only in their thread count.
 static int same_series(const result *a, const result *b) {
     return a->n_gen == b->n_gen && a->n_depth == b->n_depth && a->l4 == b->l4 && a->split_k == b->split_k &&
+           a->tail_split == b->tail_split &&
            !strcmp(a->model, b->model);
 }
 
@@ -404,9 +416,9 @@ static int write_plot(const char *path, const result *rs, int n) {
                 }
             fprintf(f, "\"/>\n");
         }
-        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s tg%d @ d%d, l4 %s, split-k %d (dashed: roofline / bytes "
-                "per token)</text>\n", L + 10, T + 14 * (series + 1), c, base(rs[i].model), rs[i].n_gen, rs[i].n_depth,
-                rs[i].l4_used, rs[i].split_k);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s tg%d @ d%d, l4 %s, split-k %d, tails %s (dashed: roofline / "
+                "bytes per token)</text>\n", L + 10, T + 14 * (series + 1), c, base(rs[i].model), rs[i].n_gen,
+                rs[i].n_depth, rs[i].l4_used, rs[i].split_k, rs[i].tail_split ? "on" : "off");
         series++;
     }
 #undef X
@@ -459,13 +471,14 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
                 } else fprintf(stderr, "decode-bench: %s t=%d: context filled to depth %d\n", path, T, depth);
             }
         if (len == 0) continue;
-        int c0 = *n, nb = tg ? 1 : o->n_batch, per_split = o->n_l4 * nb;   // configurations per split value
+        int c0 = *n, nb = tg ? 1 : o->n_batch, per_split = o->n_l4 * o->n_tails * nb;   // configurations per split value
         for (int s = 0; s < o->n_split; s++)
-            for (int l = 0; l < o->n_l4; l++)
+            for (int l = 0; l < o->n_l4 * o->n_tails; l++)
                 for (int b = 0; b < nb; b++) {
                     result *r = &rs[(*n)++];
                     *r = (result){.model = path, .model_size = m->f.size, .n_threads = T, .n_prompt = tg ? 0 : len,
-                                  .n_gen = tg ? len : 0, .split_k = o->split_ks[s], .l4 = o->l4s[l],
+                                  .n_gen = tg ? len : 0, .split_k = o->split_ks[s], .l4 = o->l4s[l / o->n_tails],
+                                  .tail_split = o->tails[l % o->n_tails],
                                   .batch_size = tg ? 1 : o->batches[b], .n_depth = depth,
                                   .n_params = decoder_n_params(&d[s])};
                 }
@@ -475,6 +488,7 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
                 char e4[256];
                 if (decoder_set_l4(dc, rs[c].l4, e4)) { fprintf(stderr, "decode-bench: %s\n", e4); status = 1; break; }
                 rs[c].l4_used = l4run_mode_name(l4run_mode_of(dc->l4));
+                decoder_set_tail_split(dc, rs[c].tail_split);
                 int failed = rep < 0 ? run_test(dc, depth, len < 16 ? len : 16, tg, rs[c].batch_size) < 0
                                      : bench_rep(dc, o, len, tg, rep, &rs[c]) < 0;
                 if (failed) { fprintf(stderr, "decode-bench: %s: out of memory\n", path); status = 1; }
@@ -494,7 +508,8 @@ int main(int argc, char **argv) {
     char tline[512];
     tune_describe(&tr, tline, sizeof tline);
     fprintf(stderr, "decode-bench: %s\n", tline);
-    result *rs = calloc((size_t)o.n_models * o.n_threads * (o.n_prompts + o.n_gens) * o.n_split * o.n_l4 * o.n_batch * o.n_depth, sizeof *rs);
+    result *rs = calloc((size_t)o.n_models * o.n_threads * (o.n_prompts + o.n_gens) * o.n_split * o.n_l4 * o.n_tails *
+                        o.n_batch * o.n_depth, sizeof *rs);
     double *roof = calloc((size_t)o.n_threads, sizeof *roof);
     if (!rs || !roof) { fprintf(stderr, "decode-bench: out of memory\n"); free(rs); free(roof); free(o.model_list); return 1; }
     for (int ti = 0; ti < o.n_threads; ti++) {
