@@ -124,8 +124,7 @@ static void ctx_job_run(void *arg, int tid, int n_threads) {
 static uint32_t tail_units_of(const decoder *d, int st, int v);
 static int alloc_tails(decoder *d) {
     int T = pool_size(d->pool);
-    if (!(d->tail_units = calloc((size_t)DECODER_N_STAGE * T, sizeof *d->tail_units))) return -1;
-    decoder_set_tail_split(d, 1);
+    if (!(d->tail_units = calloc((size_t)DECODER_N_STAGE * T, sizeof *d->tail_units))) return -1;   // zero: off
     for (int m = 0; m < SCHED_N_MAT; m++)
         if (sched_n_seg(&d->sched, m) > d->tail_seg_max) d->tail_seg_max = sched_n_seg(&d->sched, m);
     size_t bytes = (size_t)DECODER_N_STAGE * T * 2 * d->tail_seg_max * GEMV_TILE * sizeof(float);
@@ -377,7 +376,9 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
 // takers claim a few at a time once no whole tile is left on the node: the stage then ends within
 // one small claim on every thread. Each segment is summed from 0 into its own slot and whoever
 // completes the tile folds the slots left to right (the canonical order, as split-K does) and
-// runs the rows' epilogue, so the bits stay those of the whole tile.
+// runs the rows' epilogue, so the bits stay those of the whole tile. Off by default: on two
+// threads it cut the wait by 40% and cost 1-3% of tok/s (docs/runtime.md); decode-bench
+// --tail-split on measures it, decoder_set_tail_split turns it on.
 
 static const int stage_mats[DECODER_N_STAGE][2] = {
     [DECODER_ST_WO] = {SCHED_WO, -1}, [DECODER_ST_FFN] = {SCHED_GATE, SCHED_UP},

@@ -140,8 +140,8 @@ typedef struct {
 } decoder_stats;
 void decoder_stats_reset(decoder *d);
 void decoder_stats_get(const decoder *d, decoder_stats *s);
-// Cuts each share's last tile into segments at the end of a stolen stage (on, the default) or
-// steals whole tiles only (off); between steps (decode-bench --tail-split sweeps it).
+// Cuts each share's last tile into segments at the end of a stolen stage (on) or steals whole
+// tiles only (off, the default); between steps (decode-bench --tail-split sweeps it).
 void decoder_set_tail_split(decoder *d, int on);
 // How the stolen stages' tiles are handed out at run time (decode --print-schedule): per stage
 // off, whole tiles, or whole tiles then each share's tail tile in segments.

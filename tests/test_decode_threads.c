@@ -136,6 +136,7 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
     if (!thresholds) o.min_stage_bytes = o.min_step_bytes = o.min_claim_bytes = 0;
     CHECKF(decoder_init_opts(&d, m, 64, &o, err) == 0, "%s", err);
     unsetenv("DECODE_FAKE_NUMA");
+    decoder_set_tail_split(&d, 1);    // off by default (the CLI dumps run that way): on here
     if (!thresholds) CHECK(pool_size(d.pool) == T);
     int any_split = 0;
     for (int mat = 0; mat < SCHED_N_MAT; mat++) any_split |= d.sched.split[mat];

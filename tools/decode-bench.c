@@ -79,7 +79,7 @@ static void usage(FILE *f) {
         "      --split-k LIST   auto, off or N >= 2 segment ranges per split matrix (default auto)\n"
         "      --l4 LIST        off, stream, buffer, auto (default auto); configurations interleave\n"
         "                       (both shape one-token steps; a batched prompt uses neither)\n"
-        "      --tail-split LIST on, off (default on): a share's last tile of a stolen stage cut into\n"
+        "      --tail-split LIST on, off (default off): a share's last tile of a stolen stage cut into\n"
         "                       segments among its node's threads, or whole tiles only; a one-token\n"
         "                       step setting too; configurations interleave (docs/runtime.md)\n"
         "  -ctk, --cache-type-k T, -ctv, --cache-type-v T\n"
@@ -125,7 +125,7 @@ static int split_word(const char *s) {
 static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->reps = 5, o->fmt = "md", o->numa = -1, o->roofline_mib = 1024;
-    o->split_ks[0] = -1, o->n_split = 1, o->l4s[0] = L4RUN_AUTO, o->n_l4 = 1, o->tails[0] = 1, o->n_tails = 1;
+    o->split_ks[0] = -1, o->n_split = 1, o->l4s[0] = L4RUN_AUTO, o->n_l4 = 1, o->tails[0] = 0, o->n_tails = 1;
     o->prompts[0] = 512, o->n_prompts = 1, o->gens[0] = 128, o->n_gens = 1;
     o->batches[0] = PREFILL_DEFAULT_BATCH, o->n_batch = 1;
     o->depths[0] = 0, o->n_depth = 1;
