@@ -503,7 +503,7 @@ int main(int argc, char **argv) {
     cli_init("decode-bench", 0);      // a stop signal removes a half-written cache file, then exits
     options o;
     int rc = parse_args(argc, argv, &o);
-    if (rc) return rc < 0 ? 0 : rc;
+    if (rc) { free(o.model_list); return rc < 0 ? 0 : rc; }   // -m may have come before the bad flag
     tune_result tr = tune_gemv(tune_mode_from_env(), NULL);   // as decode does: the same kernels' tuning
     char tline[512];
     tune_describe(&tr, tline, sizeof tline);
