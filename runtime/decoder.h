@@ -77,7 +77,8 @@ typedef struct decoder_s {
     gemv_tuning tuning;           // the GEMV tuning for this model's step size (tune_pick), set per step
     _Atomic uint64_t *claims;     // (n_layer + 1, DECODER_N_STAGE, n_threads) per share: first << 32 |
                                   // end of its tiles not yet claimed, 8 words apart (a cache line each);
-                                  // then its tail tile's next unit and units done
+                                  // then its tail tile's next unit, units done and the bits of the
+                                  // threads that ran units
     uint32_t *tail_units;         // (DECODER_N_STAGE, n_threads) units of each share's tail tile, 0: none
     uint32_t tail_seg_max;        // the most segments of any matrix
     float *tail_slots;            // (DECODER_N_STAGE, n_threads) blocks of 2 * tail_seg_max * 64 floats,
