@@ -377,7 +377,7 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
 // one small claim on every thread. Each segment is summed from 0 into its own slot and whoever
 // completes the tile folds the slots left to right (the canonical order, as split-K does) and
 // runs the rows' epilogue, so the bits stay those of the whole tile. Off by default: on two
-// threads it cut the wait by 40% and cost 1-3% of tok/s (docs/runtime.md); decode-bench
+// threads it cut the wait by 40% and cost 0.7-3.7% of tok/s (docs/runtime.md); decode-bench
 // --tail-split on measures it, decoder_set_tail_split turns it on.
 
 static const int stage_mats[DECODER_N_STAGE][2] = {
