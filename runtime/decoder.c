@@ -362,8 +362,8 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
 // min_claim_bytes: a large share starts `interleave` tiles at a time and both sides end in
 // single tiles, so a sync point waits for about half a tile instead of the owner's last fixed
 // group (4 tiles of 704 KiB of down at -t 2, ~100 us). Every tile but a share's tail tile (below)
-// is computed whole by whoever claims it, and what follows it on its rows (the residual add, SwiGLU) right after, so the bits
-// never depend on who ran it. Only threads with a share in the stage steal: the waits that
+// is computed whole by whoever claims it, and what follows it on its rows (the residual add,
+// SwiGLU) right after, so the bits never depend on who ran it. Only threads with a share in the stage steal: the waits that
 // follow the stage are for those threads (runtime/schedule.h), and each publishes only after
 // its last claim. Off for split matrices, in L4 buffer mode and under a trace (the executed
 // stream is then exactly the plan).
@@ -399,8 +399,8 @@ static _Atomic uint64_t *claim_word(decoder *d, int layer, int st, int t) {
     return d->claims + (((size_t)layer * DECODER_N_STAGE + st) * (size_t)pool_size(d->pool) + (size_t)t) * 8;
 }
 
-// Sets every share's unclaimed tiles to its planned range, less a tail tile, and its tail to not
-// started; run before each step's pool job.
+// Sets every share's unclaimed tiles to its planned range, less a tail tile, and a tail to not
+// started (words 1-3 are read only where a share has a tail); run before each step's pool job.
 static void claims_reset(decoder *d) {
     int T = pool_size(d->pool);
     for (int l = 0; l <= d->hp.n_layer; l++)
@@ -408,11 +408,9 @@ static void claims_reset(decoder *d) {
             for (int t = 0; t < T; t++) {
                 const sched_range *r = &d->sched.share[t].r[stage_mats[st][0]];
                 _Atomic uint64_t *q = claim_word(d, l, st, t);
-                uint32_t end = r->t1 - (d->tail_units[st * T + t] ? 1 : 0);
-                atomic_store_explicit(&q[0], (uint64_t)r->t0 << 32 | end, memory_order_relaxed);
-                atomic_store_explicit(&q[1], 0, memory_order_relaxed);
-                atomic_store_explicit(&q[2], 0, memory_order_relaxed);
-                atomic_store_explicit(&q[3], 0, memory_order_relaxed);
+                int tail = d->tail_units[st * T + t] != 0;
+                atomic_store_explicit(&q[0], (uint64_t)r->t0 << 32 | (r->t1 - (uint32_t)tail), memory_order_relaxed);
+                for (int i = 1; tail && i < 4; i++) atomic_store_explicit(&q[i], 0, memory_order_relaxed);
             }
 }
 

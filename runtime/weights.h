@@ -92,7 +92,8 @@ int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *
 // and prefill_forward call it first): a layer's matrices, the classifier, then the embedding table,
 // each tile copied by its owner in schedule s (as packing places it), the mapped pages dropped
 // behind it, the file unmapped after the last. The first call moves nothing (the first token is
-// not delayed); the next n_layer + 2 move everything; weights_settle moves whatever is left at once. Out of memory, the rest stays mapped (a note in cache_note).
+// not delayed); the next n_layer + 2 move everything; weights_settle moves whatever is left at
+// once. Out of memory, the rest stays mapped (a note in cache_note).
 // Only one-node schedules map the file (weights_load), so no L4 key names a tile's address.
 void weights_move(model_weights *w, pool *pl, const sched *s, const topo *t);
 void weights_settle(model_weights *w, pool *pl, const sched *s, const topo *t);

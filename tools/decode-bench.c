@@ -113,6 +113,7 @@ static int parse_words(const char *s, int *out, int (*word)(const char *)) {
 
 // "on" 1, "off" 0; -2 for anything else.
 static int tail_word(const char *s) { return !strcmp(s, "on") ? 1 : !strcmp(s, "off") ? 0 : -2; }
+static const char *onoff(int v) { return v ? "on" : "off"; }
 
 // "auto" -1, "off" 0, N >= 2; -2 for anything else.
 static int split_word(const char *s) {
@@ -253,7 +254,7 @@ static int bench_rep(decoder *d, const options *o, int n, int tg, int rep, resul
     r->wait_s += st.wait_s, r->busy_s += st.busy_s;
     r->samples[r->n_samples++] = n / s;
     fprintf(stderr, "decode-bench: %s t=%d l4=%s split-k=%d tails=%s b=%d %s%d @ d%d rep %d/%d: %.2f tok/s\n",
-            r->model, r->n_threads, r->l4_used, r->split_k, r->tail_split ? "on" : "off", r->batch_size, tg ? "tg" : "pp",
+            r->model, r->n_threads, r->l4_used, r->split_k, onoff(r->tail_split), r->batch_size, tg ? "tg" : "pp",
             n, r->n_depth, rep + 1, o->reps, n / s);
     return 0;
 }
@@ -288,7 +289,7 @@ static cJSON *to_json(const result *r, const options *o) {
     cJSON_AddStringToObject(j, "numa", o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa));
     cJSON_AddNumberToObject(j, "split_k", r->split_k);
     cJSON_AddStringToObject(j, "l4", r->l4_used);
-    cJSON_AddStringToObject(j, "tail_split", r->tail_split ? "on" : "off");
+    cJSON_AddStringToObject(j, "tail_split", onoff(r->tail_split));
     cJSON_AddNumberToObject(j, "batch_size", r->batch_size);
     cJSON_AddNumberToObject(j, "n_depth", r->n_depth);
     cJSON_AddNumberToObject(j, "bytes_per_token", r->bytes_per_token);
@@ -343,7 +344,7 @@ static void print_results(const result *rs, int n, const options *o) {
                    r->bytes_per_token, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r, ""), r->batch_size,
                    r->n_depth, r->kv_bytes_per_token, r->kv_gbps, wtype_get((uint32_t)o->cache_type_k)->name,
                    wtype_get((uint32_t)o->cache_type_v)->name, packcache_mode_name(o->pack_cache),
-                   r->tail_split ? "on" : "off");
+                   onoff(r->tail_split));
         }
         return;
     }
@@ -358,7 +359,7 @@ static void print_results(const result *rs, int n, const options *o) {
         if (r->n_depth) snprintf(depth, sizeof depth, " @ d%d", r->n_depth);
         printf("| %s | %.2f MiB | %d | %s | %d | %s | %s | %d | %s%d%s | %.2f ± %.2f | %.2f | %.2f | %.2f | %.1f | %s |\n",
                base(r->model), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k,
-               r->tail_split ? "on" : "off", kv, r->batch_size,
+               onoff(r->tail_split), kv, r->batch_size,
                r->n_gen ? "tg" : "pp", r->n_gen ? r->n_gen : r->n_prompt, depth, r->avg_ts, r->stddev_ts,
                r->bytes_per_token / 1e6, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r, "-"));
     }
@@ -418,7 +419,7 @@ static int write_plot(const char *path, const result *rs, int n) {
         }
         fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s tg%d @ d%d, l4 %s, split-k %d, tails %s (dashed: roofline / "
                 "bytes per token)</text>\n", L + 10, T + 14 * (series + 1), c, base(rs[i].model), rs[i].n_gen,
-                rs[i].n_depth, rs[i].l4_used, rs[i].split_k, rs[i].tail_split ? "on" : "off");
+                rs[i].n_depth, rs[i].l4_used, rs[i].split_k, onoff(rs[i].tail_split));
         series++;
     }
 #undef X
