@@ -1,6 +1,6 @@
-// Small kernels of the llama forward pass. RMSNorm, RoPE and SwiGLU follow ggml's CPU arithmetic
-// (so logits track llama.cpp's) and are scalar: they touch a few KB per token. Softmax, attention
-// and the row conversions have AVX2 paths (also taken under AVX-512: same bits, and attention is
+// Small kernels of the llama forward pass. RMSNorm and RoPE follow ggml's CPU arithmetic (so
+// logits track llama.cpp's) and are scalar: they touch a few KB per token. SwiGLU, softmax,
+// attention and the row conversions have AVX2 paths (also taken under AVX-512: same bits, and attention is
 // bound by the KV cache's bandwidth, not the vector width); their scalar references
 // (softmax_ref, attention_ref, the fp.h loops) reproduce the SIMD order bit for bit.
 #include "kernels/ops.h"
@@ -65,7 +65,8 @@ void rope(float *v, int n_heads, int head_dim, int n_rot, int pos, float base, i
 
 // e^x by Cody-Waite reduction and Cephes' degree-5 polynomial, every step one IEEE operation
 // (fmaf where fused), so eight lanes give the bits of this scalar code. Within 1.01 ulp of exp
-// (every 8th float of [-87.3, 0] checked); 0 below -87.34 (the smallest normal's log); NaN -> 0.
+// (every 8th float of [-87.3, 0] checked); 0 below -87.34 (the smallest normal's log), +inf above
+// 88.38 (near where expf overflows, at 88.72); NaN -> 0.
 static inline float exp_ref(float x) {
     float c = x > EXP_LO ? x : EXP_LO;
     c = c < EXP_HI ? c : EXP_HI;
@@ -80,6 +81,7 @@ static inline float exp_ref(float x) {
     p = fmaf(p, r, EXP_P5);
     float y = fmaf(p, r * r, r) + 1.0f;
     float e = y * fp_from_bits((uint32_t)((int32_t)kf + 127) << 23);
+    e = x > EXP_HI ? INFINITY : e;
     return x > EXP_LO ? e : 0.0f;
 }
 
@@ -101,10 +103,12 @@ void softmax_ref(float *x, int n) {
     for (i = 0; i < n; i++) x[i] *= r;
 }
 
-void swiglu(float *o, const float *gate, const float *up, int n) {
+// silu(g) * up with exp_ref: (g / (1 + exp_ref(-g))) * up, each step one IEEE operation, so the
+// SIMD path (exp8) gives these bits; below g = -88.38, exp_ref(-g) = inf and the result is 0.
+void swiglu_ref(float *o, const float *gate, const float *up, int n) {
     for (int i = 0; i < n; i++) {
         float g = gate[i];
-        o[i] = (g / (1.0f + expf(-g))) * up[i];
+        o[i] = (g / (1.0f + exp_ref(-g))) * up[i];
     }
 }
 
@@ -188,7 +192,21 @@ static inline __attribute__((always_inline)) AVX2 __m256 exp8(__m256 x) {
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P5));
     __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
     __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(kf), _mm256_set1_epi32(127)), 23);
-    return _mm256_and_ps(_mm256_cmp_ps(x, lo, _CMP_GT_OQ), _mm256_mul_ps(y, _mm256_castsi256_ps(e)));
+    __m256 v = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+    v = _mm256_blendv_ps(v, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(x, _mm256_set1_ps(EXP_HI), _CMP_GT_OQ));
+    return _mm256_and_ps(_mm256_cmp_ps(x, lo, _CMP_GT_OQ), v);
+}
+
+// swiglu_ref in eight lanes; -g as a sign flip, as the scalar negation.
+static AVX2 void swiglu_avx2(float *o, const float *gate, const float *up, int n) {
+    const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 g = _mm256_loadu_ps(gate + i);
+        __m256 d = _mm256_add_ps(one, exp8(_mm256_xor_ps(g, sign)));
+        _mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_div_ps(g, d), _mm256_loadu_ps(up + i)));
+    }
+    swiglu_ref(o + i, gate + i, up + i, n - i);
 }
 
 // softmax_ref's order: lanes of the max folded like the scalar loop; the double sum's lanes 0-3
@@ -320,13 +338,15 @@ static inline __attribute__((always_inline)) AVX2 void vsum_head(float *o, const
     vsum_ref(o, a, v, vt, p0, p1, d, hd, stride);
 }
 
-// nh query heads of one group (scores a + i * a_stride, outputs o + i * hd) over [p0, p1), nv
-// 8-blocks each, nh * nv <= 8: each V row is loaded once for the nh heads, and the nh * nv FMA
-// chains run side by side (one head of a small head_dim is one or two chains, latency-bound).
-// Each output's chain is vsum_block's: fma over p ascending.
-static inline __attribute__((always_inline)) AVX2 void vsum_heads(float *o, const float *a, int a_stride,
-        const void *v, uint32_t vt, int p0, int p1, size_t stride, int hd, int nh, int nv) {
+// The V sums of ng groups side by side (heads of small head_dim: one head alone is one to four
+// FMA chains, bound by their latency; each V row is loaded once for its group): ng * grp heads, nv 8-blocks each, ng * grp * nv <= 8
+// chains; group g's V from v + g * head_stride, its heads' scores a + (g * grp + i) * a_stride,
+// outputs o + (g * grp + i) * hd. Each output's chain is vsum_block's: fma over p ascending.
+static inline __attribute__((always_inline)) AVX2 void vsum_groups(float *o, const float *a, int a_stride,
+        const void *v, uint32_t vt, size_t head_stride, int p0, int p1, size_t stride, int hd, int ng, int grp,
+        int nv) {
     __m256 acc[8];
+    const int nh = ng * grp;
 #pragma GCC unroll 8
     for (int i = 0; i < nh; i++)
 #pragma GCC unroll 8
@@ -334,14 +354,18 @@ static inline __attribute__((always_inline)) AVX2 void vsum_heads(float *o, cons
             acc[i * nv + j] = p0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(o + (size_t)i * hd + 8 * j);
     for (int p = p0; p < p1; p++) {
         size_t vp = (size_t)p * stride;
-        __m256 vb[4];
-#pragma GCC unroll 4
-        for (int j = 0; j < nv; j++) vb[j] = kv_load8(v, vt, vp + 8 * (size_t)j);
 #pragma GCC unroll 8
-        for (int i = 0; i < nh; i++) {
-            __m256 ap = _mm256_broadcast_ss(a + (size_t)i * a_stride + p);
+        for (int g = 0; g < ng; g++) {
+            __m256 vb[4];
+            const void *vg = kv_at(v, vt, (size_t)g * head_stride);
 #pragma GCC unroll 4
-            for (int j = 0; j < nv; j++) acc[i * nv + j] = _mm256_fmadd_ps(ap, vb[j], acc[i * nv + j]);
+            for (int j = 0; j < nv; j++) vb[j] = kv_load8(vg, vt, vp + 8 * (size_t)j);
+#pragma GCC unroll 8
+            for (int i = g * grp; i < (g + 1) * grp; i++) {
+                __m256 ap = _mm256_broadcast_ss(a + (size_t)i * a_stride + p);
+#pragma GCC unroll 4
+                for (int j = 0; j < nv; j++) acc[i * nv + j] = _mm256_fmadd_ps(ap, vb[j], acc[i * nv + j]);
+            }
         }
     }
 #pragma GCC unroll 8
@@ -351,7 +375,8 @@ static inline __attribute__((always_inline)) AVX2 void vsum_heads(float *o, cons
 }
 
 // The V sums of a group's grp heads over [p0, p1): head_dim 8, 16 or 32 in batches of 2-8
-// heads (vsum_heads, the batch a power of two), the rest a head at a time (vsum_head).
+// heads (vsum_groups of one group, the batch a power of two), the rest a head at a time
+// (vsum_head).
 static inline __attribute__((always_inline)) AVX2 void vsum_group(float *o, const float *a, int n_pos,
         const void *v, uint32_t vt, int p0, int p1, int hd, size_t stride, int grp) {
     int h = 0, nv = hd / 8;
@@ -361,35 +386,70 @@ static inline __attribute__((always_inline)) AVX2 void vsum_group(float *o, cons
                 float *oh = o + (size_t)h * hd;
                 const float *ah = a + (size_t)h * n_pos;
                 switch (nh * 8 + nv) {
-                case 8 * 8 + 1: vsum_heads(oh, ah, n_pos, v, vt, p0, p1, stride, hd, 8, 1); break;
-                case 4 * 8 + 1: vsum_heads(oh, ah, n_pos, v, vt, p0, p1, stride, hd, 4, 1); break;
-                case 2 * 8 + 1: vsum_heads(oh, ah, n_pos, v, vt, p0, p1, stride, hd, 2, 1); break;
-                case 4 * 8 + 2: vsum_heads(oh, ah, n_pos, v, vt, p0, p1, stride, hd, 4, 2); break;
-                case 2 * 8 + 2: vsum_heads(oh, ah, n_pos, v, vt, p0, p1, stride, hd, 2, 2); break;
-                default: vsum_heads(oh, ah, n_pos, v, vt, p0, p1, stride, hd, 2, 4); break;   // 2 * 8 + 4
+                case 8 * 8 + 1: vsum_groups(oh, ah, n_pos, v, vt, 0, p0, p1, stride, hd, 1, 8, 1); break;
+                case 4 * 8 + 1: vsum_groups(oh, ah, n_pos, v, vt, 0, p0, p1, stride, hd, 1, 4, 1); break;
+                case 2 * 8 + 1: vsum_groups(oh, ah, n_pos, v, vt, 0, p0, p1, stride, hd, 1, 2, 1); break;
+                case 4 * 8 + 2: vsum_groups(oh, ah, n_pos, v, vt, 0, p0, p1, stride, hd, 1, 4, 2); break;
+                case 2 * 8 + 2: vsum_groups(oh, ah, n_pos, v, vt, 0, p0, p1, stride, hd, 1, 2, 2); break;
+                default: vsum_groups(oh, ah, n_pos, v, vt, 0, p0, p1, stride, hd, 1, 2, 4); break;   // 2 * 8 + 4
                 }
             }
     for (; h < grp; h++) vsum_head(o + (size_t)h * hd, a + (size_t)h * n_pos, v, vt, p0, p1, hd, stride);
+}
+
+// Groups per batch: as many as fit eight V chains when a group has 1, 2 or 4 (grp * head_dim/8),
+// else 1; attention's scratch holds the scores of one batch.
+static int attention_batch(int grp, int hd) {
+    int c = grp * (hd / 8);
+    return hd % 8 == 0 && (c == 1 || c == 2 || c == 4) ? 8 / c : 1;
+}
+
+// vsum_groups for ng (2, 4 or 8) groups of grp heads of nv blocks, ng * grp * nv <= 8.
+static inline __attribute__((always_inline)) AVX2 void vsum_batch(float *o, const float *a, int n_pos,
+        const void *v, uint32_t vt, size_t head_stride, int p0, int p1, size_t stride, int hd, int ng, int grp) {
+    const int nv = hd / 8;
+#define VG(NG, GRP, NV) vsum_groups(o, a, n_pos, v, vt, head_stride, p0, p1, stride, hd, NG, GRP, NV)
+    switch (ng * 100 + grp * 10 + nv) {
+    case 811: VG(8, 1, 1); break;
+    case 411: VG(4, 1, 1); break;
+    case 211: VG(2, 1, 1); break;
+    case 421: VG(4, 2, 1); break;
+    case 221: VG(2, 2, 1); break;
+    case 412: VG(4, 1, 2); break;
+    case 212: VG(2, 1, 2); break;
+    case 241: VG(2, 4, 1); break;
+    case 222: VG(2, 2, 2); break;
+    default: VG(2, 1, 4); break;   // 214
+    }
+#undef VG
 }
 
 static inline __attribute__((always_inline)) AVX2 void attention_body(float *out, const float *q,
         const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos, int n_head, int n_head_kv,
         int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
     const float scale = 1.0f / sqrtf((float)head_dim);
-    const int grp = n_head / n_head_kv, hd = head_dim;
-    for (int g = 0; g < n_head_kv; g++) {
-        const void *kg = kv_at(k, kt, (size_t)g * head_stride), *vg = kv_at(v, vt, (size_t)g * head_stride);
-        const float *qg = q + (size_t)g * grp * hd;
-        float *og = out + (size_t)g * grp * hd;
-        for (int p = 0; p < n_pos; p += 8)
-            for (int h = 0; h < grp; h++)
-                scores_head(scratch + (size_t)h * n_pos, qg + (size_t)h * hd, kg, kt, kv_stride, p,
-                            n_pos - p < 8 ? n_pos - p : 8, hd, scale);
-        for (int h = 0; h < grp; h++) softmax_avx2(scratch + (size_t)h * n_pos, n_pos);
+    const int grp = n_head / n_head_kv, hd = head_dim, batch = attention_batch(grp, hd);
+    for (int g0 = 0; g0 < n_head_kv;) {
+        int ng = 1;   // the largest power of two <= batch still left
+        while (ng * 2 <= batch && g0 + ng * 2 <= n_head_kv) ng *= 2;
+        for (int g = g0; g < g0 + ng; g++) {
+            const void *kg = kv_at(k, kt, (size_t)g * head_stride);
+            const float *qg = q + (size_t)g * grp * hd;
+            float *sg = scratch + (size_t)(g - g0) * grp * n_pos;
+            for (int p = 0; p < n_pos; p += 8)
+                for (int h = 0; h < grp; h++)
+                    scores_head(sg + (size_t)h * n_pos, qg + (size_t)h * hd, kg, kt, kv_stride, p,
+                                n_pos - p < 8 ? n_pos - p : 8, hd, scale);
+        }
+        for (int h = 0; h < ng * grp; h++) softmax_avx2(scratch + (size_t)h * n_pos, n_pos);
+        const void *vg = kv_at(v, vt, (size_t)g0 * head_stride);
+        float *og = out + (size_t)g0 * grp * hd;
         for (int p0 = 0; p0 < n_pos; p0 += VCHUNK) {
             int p1 = n_pos - p0 < VCHUNK ? n_pos : p0 + VCHUNK;
-            vsum_group(og, scratch, n_pos, vg, vt, p0, p1, hd, kv_stride, grp);
+            if (ng > 1) vsum_batch(og, scratch, n_pos, vg, vt, head_stride, p0, p1, kv_stride, hd, ng, grp);
+            else vsum_group(og, scratch, n_pos, vg, vt, p0, p1, hd, kv_stride, grp);
         }
+        g0 += ng;
     }
 }
 
@@ -440,6 +500,16 @@ int argmax_f32(const float *x, int n) {
     if (cpu_simd_enabled()) return argmax_avx2(x, n);
 #endif
     return argmax_ref(x, n);
+}
+
+void swiglu(float *o, const float *gate, const float *up, int n) {
+#if defined(__x86_64__)
+    if (cpu_simd_enabled()) {
+        swiglu_avx2(o, gate, up, n);
+        return;
+    }
+#endif
+    swiglu_ref(o, gate, up, n);
 }
 
 void softmax(float *x, int n) {

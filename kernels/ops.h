@@ -24,12 +24,15 @@ void softmax_ref(float *x, int n);
 // widened exactly to f32 where it is read, the arithmetic then that of an f32 cache holding the
 // widened values); position p of kv head h at element h*head_stride + p*kv_stride (position-major:
 // head_stride = head_dim; head-major, each head one stream: kv_stride = head_dim).
-// out: (n_head, head_dim). scratch: n_pos * (n_head / n_head_kv) floats (the scores of one KV
-// head's group of query heads). Query head i reads kv head i / (n_head/n_head_kv).
+// out: (n_head, head_dim). scratch: n_pos * max(n_head / n_head_kv, min(n_head, 8)) floats (the
+// scores of one KV head's group of query heads, or of up to 8 query heads of several groups when
+// heads are small). Query head i reads kv head i / (n_head/n_head_kv).
 void attention(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
                int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch);
-// o[i] = silu(gate[i]) * up[i]; o may alias gate.
+// o[i] = silu(gate[i]) * up[i] = (g / (1 + e^-g)) * up, e^x from softmax's polynomial exp; o may
+// alias gate. swiglu_ref states the order, swiglu is its SIMD path (same bits).
 void swiglu(float *o, const float *gate, const float *up, int n);
+void swiglu_ref(float *o, const float *gate, const float *up, int n);
 // Index of the largest element, ties to the lowest index; NaN never wins unless all are NaN.
 int argmax_f32(const float *x, int n);
 // Array conversions (round to nearest even, NaN stays NaN).
@@ -48,8 +51,9 @@ void attention_ref(float *out, const float *q, const void *k, uint32_t kt, const
 int argmax_ref(const float *x, int n);
 
 // Contract details (kernels/ops.c; tests/test_kernel_ops.c, test_kernel_convert.c):
-// - rmsnorm, swiglu follow ggml's CPU arithmetic (f64 sums where ggml has them); softmax keeps
-//   ggml's f64 sum in eight fixed lanes and a polynomial exp (within 1.01 ulp of exp); rope
+// - rmsnorm follows ggml's CPU arithmetic (its f64 sum); softmax keeps ggml's f64 sum in eight
+//   fixed lanes and a polynomial exp (within 1.01 ulp of exp; swiglu's exp too, not libm's
+//   expf, so that no path depends on which libm variant a machine loads); rope
 //   builds theta_i = pos * s^i with s = powf(base, -2/n_rot) as a running f32 product, as ggml
 //   does; rope leaves v unchanged unless n_rot is even and 0 < n_rot <= head_dim.
 // - argmax_f32 returns -1 when n <= 0.

@@ -117,7 +117,9 @@ static void ctx_job_run(void *arg, int tid, int n_threads) {
     ctx_job *j = arg;
     thread_ctx *c = &j->d->threads[tid];
     c->tid = tid, c->node = j->d->sched.node[tid], c->cpu = j->cpu[tid];
-    if (!ALLOC(c->xb, j->d->hp.n_embd) || !ALLOC(c->att_scores, (size_t)j->d->n_ctx * (j->d->hp.n_head / j->d->hp.n_head_kv))) j->failed = 1;
+    const llama_hparams *h = &j->d->hp;
+    int grp = h->n_head / h->n_head_kv, batch = h->n_head < 8 ? h->n_head : 8;   // ops.h's scratch
+    if (!ALLOC(c->xb, h->n_embd) || !ALLOC(c->att_scores, (size_t)j->d->n_ctx * (grp > batch ? grp : batch))) j->failed = 1;
 }
 
 // Which shares of the stolen stages have a tail tile, and its slots (runtime.md, stealing).

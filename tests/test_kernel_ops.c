@@ -1,6 +1,6 @@
 // Small kernels: each against float64 with a stated tolerance (u = 2^-24), plus the exact facts
-// (aliasing, untouched dims, ties, NaN rules); attention's AVX2 path against attention_ref bit
-// for bit. Every loop counts its cases.
+// (aliasing, untouched dims, ties, NaN rules); the SIMD paths of softmax, swiglu and attention
+// against their references bit for bit. Every loop counts its cases.
 #include "kernels/ops.h"
 #include "test_kernel_util.h"
 #include "tests/check.h"
@@ -151,6 +151,19 @@ static size_t test_swiglu(void) {
         swiglu(o2, o2, u, n);                                    // o may alias gate
         CHECK(memcmp(o, o2, n * 4) == 0);
     }
+    // The SIMD path against swiglu_ref bit for bit: every width across the 8-lane blocks, at four
+    // offsets, with the edges of exp's range (+-88.4 straddles the inf cutoff), NaN and +-inf.
+    const float edge[] = {-200.0f, 200.0f, -88.38f, -88.37f, 87.34f, NAN, INFINITY, -INFINITY, -0.0f};
+    for (int n = 1; n <= 71; n++)
+        for (int off = 0; off < 4; off++, cases++) {
+            float g[80], u[80], o[80], r[80];
+            for (int i = 0; i < n + off; i++) g[i] = rng_sym(i % 4 ? 10.0f : 100.0f), u[i] = rng_sym(2.0f);
+            for (int i = 0; i < 9; i++) g[off + (i * 7 + n) % n] = edge[i];
+            swiglu(o + off, g + off, u + off, n);
+            swiglu_ref(r + off, g + off, u + off, n);
+            for (int i = off; i < off + n; i++)
+                CHECKF(same_f32(o[i], r[i]), "swiglu n=%d off=%d i=%d g=%g: %.9g vs ref %.9g", n, off, i, g[i], o[i], r[i]);
+        }
     return cases;
 }
 
@@ -207,12 +220,13 @@ static size_t test_attention(void) {
     // head_dim: every count of 8-dim blocks past a 64-block (1..8), 32, and tails; positions: part and
     // whole 8-blocks, and chunks of V beyond the first
     const int hds[] = {8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 80, 100, 128}, nps[] = {1, 2, 17, 300};
-    // group sizes 1, 2, 3, 4, 8: the batched V sums of small head_dims (2, 4, 8 heads) and a remainder
-    const int heads[][2] = {{1, 1}, {4, 1}, {6, 2}, {8, 8}, {8, 1}, {8, 4}};
+    // group sizes 1, 2, 3, 4, 8: the batched V sums of small head_dims (2, 4, 8 heads) and a
+    // remainder; several small groups side by side (8, 4 and 2 groups, then what is left of 6)
+    const int heads[][2] = {{1, 1}, {4, 1}, {6, 2}, {8, 8}, {8, 1}, {8, 4}, {6, 6}, {12, 6}, {8, 2}};
     size_t cases = 0;
     for (int a = 0; a < 13; a++)
         for (int b = 0; b < 4; b++)
-            for (int c = 0; c < 96; c++, cases++) {   // 6 head shapes x 4 layouts x 4 cache types
+            for (int c = 0; c < 144; c++, cases++) {   // 9 head shapes x 4 layouts x 4 cache types
                 int hd = hds[a], np = nps[b], nh = heads[c / 16][0], nkv = heads[c / 16][1];
                 int head_major = c >> 1 & 1, pad = c & 1;
                 uint32_t kt = c >> 2 & 1 ? WTYPE_F16 : WTYPE_F32, vt = c >> 3 & 1 ? WTYPE_F16 : WTYPE_F32;
@@ -221,7 +235,7 @@ static size_t test_attention(void) {
                 size_t len = head_major ? nkv * hstride : np * stride;
                 float *q = malloc(nh * hd * 4), *k = malloc(len * 4), *v = malloc(len * 4);
                 float *o = malloc(nh * hd * 4), *or = malloc(nh * hd * 4), *o32 = malloc(nh * hd * 4);
-                float *sc = malloc(np * (nh / nkv) * 4);
+                float *sc = malloc(np * (nh / nkv > (nh < 8 ? nh : 8) ? nh / nkv : nh < 8 ? nh : 8) * 4);   // ops.h's scratch
                 uint16_t *k16 = malloc(len * 2), *v16 = malloc(len * 2);
                 CHECK(q && k && v && o && or && o32 && sc && k16 && v16);
                 for (int i = 0; i < nh * hd; i++) q[i] = rng_sym(1.0f);
@@ -281,7 +295,7 @@ static size_t test_attention(void) {
 
 int main(void) {
     size_t n[6] = {test_rmsnorm(), test_rope(), test_softmax(), test_swiglu(), test_argmax(), test_attention()};
-    const size_t want[6] = {18, 481, 15 + 71 * 4, 14, 8 + 71 * 4 * 6, 13 * 4 * 96 + 1};
+    const size_t want[6] = {18, 481, 15 + 71 * 4, 14 + 71 * 4, 8 + 71 * 4 * 6, 13 * 4 * 144 + 1};
     const char *names[6] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention"};
     for (int i = 0; i < 6; i++) {
         CHECKF(n[i] == want[i], "%s ran %zu cases, expected %zu", names[i], n[i], want[i]);
