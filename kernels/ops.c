@@ -1,8 +1,10 @@
 // Small kernels of the llama forward pass. RMSNorm and RoPE follow ggml's CPU arithmetic (so
 // logits track llama.cpp's) and are scalar: they touch a few KB per token. SwiGLU, softmax,
-// attention and the row conversions have AVX2 paths (also taken under AVX-512: same bits, and attention is
-// bound by the KV cache's bandwidth, not the vector width); their scalar references
-// (softmax_ref, attention_ref, the fp.h loops) reproduce the SIMD order bit for bit.
+// attention and the row conversions have AVX2 paths, also taken under AVX-512 (same bits;
+// attention at real head sizes is bound by the KV cache's bandwidth, not the vector width), and
+// softmax an AVX-512 one too (its exp is compute-bound: the scores of small heads spent a sixth
+// of a stories260K token there). Their scalar references (softmax_ref, swiglu_ref,
+// attention_ref, the fp.h loops) reproduce the SIMD order bit for bit.
 #include "kernels/ops.h"
 #include "platform/fp.h"
 #include "platform/cpu.h"
@@ -11,6 +13,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
+#define A512 __attribute__((target("avx512f,avx2,fma,f16c")))
 #endif
 
 // exp_ref's constants (Cephes expf): clamp, log2(e), ln 2 in two parts, the polynomial.
@@ -236,6 +239,66 @@ static AVX2 void softmax_avx2(float *x, int n) {
     for (; i < n; i++) x[i] *= (float)(1.0 / sum);
 }
 
+// exp8 in sixteen lanes, operation for operation.
+static inline __attribute__((always_inline)) A512 __m512 exp16(__m512 x) {
+    const __m512 lo = _mm512_set1_ps(EXP_LO);
+    __m512 c = _mm512_min_ps(_mm512_max_ps(x, lo), _mm512_set1_ps(EXP_HI));
+    __m512 kf = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fmadd_ps(kf, _mm512_set1_ps(EXP_LN2_HI), c);
+    r = _mm512_fmadd_ps(kf, _mm512_set1_ps(EXP_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(EXP_P0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(EXP_P5));
+    __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(kf), _mm512_set1_epi32(127)), 23);
+    __m512 v = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+    v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP_HI), _CMP_GT_OQ), _mm512_set1_ps(INFINITY));
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_GT_OQ), v);
+}
+
+// The double sum's lane i mod 8 of the eight floats of e selected by half (0: low, 1: high).
+static inline __attribute__((always_inline)) A512 __m512d widen8(__m512 e, int half) {
+    __m256d h = _mm512_extractf64x4_pd(_mm512_castps_pd(e), half);
+    return _mm512_cvtps_pd(_mm256_castpd_ps(h));
+}
+
+// softmax_ref's order in sixteen lanes: the max as softmax_avx2's; the double sum's eight lanes in
+// one zmm, each block of 16 adding its low then its high 8 (lane l still takes every i = l mod 8
+// in order), one masked block of 8 if n % 16 >= 8, then the tail as the scalar loop.
+static A512 void softmax_avx512(float *x, int n) {
+    __m512 mv = _mm512_set1_ps(x[0]);
+    int i = 0;
+    for (; i + 16 <= n; i += 16) mv = _mm512_max_ps(_mm512_loadu_ps(x + i), mv);
+    float lanes[16], m = x[0];
+    _mm512_storeu_ps(lanes, mv);
+    for (int j = 0; j < 16; j++) m = lanes[j] > m ? lanes[j] : m;
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    __m512 mm = _mm512_set1_ps(m);
+    __m512d s = _mm512_setzero_pd();
+    for (i = 0; i + 16 <= n; i += 16) {
+        __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), mm));
+        _mm512_storeu_ps(x + i, e);
+        s = _mm512_add_pd(_mm512_add_pd(s, widen8(e, 0)), widen8(e, 1));
+    }
+    if (i + 8 <= n) {
+        __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(0xff, x + i), mm));
+        _mm512_mask_storeu_ps(x + i, 0xff, e);
+        s = _mm512_add_pd(s, widen8(e, 0));
+        i += 8;
+    }
+    __m256d t4 = _mm256_add_pd(_mm512_extractf64x4_pd(s, 0), _mm512_extractf64x4_pd(s, 1));
+    double t[4];
+    _mm256_storeu_pd(t, t4);
+    double sum = (t[0] + t[2]) + (t[1] + t[3]);
+    for (; i < n; i++) sum += (double)(x[i] = exp_ref(x[i] - m));
+    __m512 r = _mm512_set1_ps((float)(1.0 / sum));
+    for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), r));
+    for (; i < n; i++) x[i] *= (float)(1.0 / sum);
+}
+
 // dot_ref's order: the lanes of acc reduced ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), then the
 // tail a[i..n) * b[i..n) with fmaf in order.
 static inline AVX2 float dot_finish(__m256 acc, const float *a, const void *b, uint32_t bt, int i, int n) {
@@ -426,7 +489,7 @@ static inline __attribute__((always_inline)) AVX2 void vsum_batch(float *o, cons
 
 static inline __attribute__((always_inline)) AVX2 void attention_body(float *out, const float *q,
         const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos, int n_head, int n_head_kv,
-        int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
+        int head_dim, size_t kv_stride, size_t head_stride, float *scratch, void (*softmax_fn)(float *, int)) {
     const float scale = 1.0f / sqrtf((float)head_dim);
     const int grp = n_head / n_head_kv, hd = head_dim, batch = attention_batch(grp, hd);
     for (int g0 = 0; g0 < n_head_kv;) {
@@ -441,7 +504,7 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
                     scores_head(sg + (size_t)h * n_pos, qg + (size_t)h * hd, kg, kt, kv_stride, p,
                                 n_pos - p < 8 ? n_pos - p : 8, hd, scale);
         }
-        for (int h = 0; h < ng * grp; h++) softmax_avx2(scratch + (size_t)h * n_pos, n_pos);
+        for (int h = 0; h < ng * grp; h++) softmax_fn(scratch + (size_t)h * n_pos, n_pos);
         const void *vg = kv_at(v, vt, (size_t)g0 * head_stride);
         float *og = out + (size_t)g0 * grp * hd;
         for (int p0 = 0; p0 < n_pos; p0 += VCHUNK) {
@@ -453,10 +516,12 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
     }
 }
 
-// attention_body with the cache types as constants (the loads fold to one kind per loop).
+// attention_body with the cache types as constants (the loads fold to one kind per loop), and the
+// widest softmax the machine has (the same bits either way).
 static AVX2 void attention_avx2(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt,
         int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
-#define BODY(KT, VT) attention_body(out, q, k, KT, v, VT, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, scratch)
+    void (*sm)(float *, int) = cpu_isa() >= CPU_ISA_AVX512 ? softmax_avx512 : softmax_avx2;
+#define BODY(KT, VT) attention_body(out, q, k, KT, v, VT, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, scratch, sm)
     if (kt == WTYPE_F32 && vt == WTYPE_F32) BODY(WTYPE_F32, WTYPE_F32);
     else if (kt == WTYPE_F16 && vt == WTYPE_F16) BODY(WTYPE_F16, WTYPE_F16);
     else if (kt == WTYPE_F16) BODY(WTYPE_F16, WTYPE_F32);
@@ -515,6 +580,10 @@ void swiglu(float *o, const float *gate, const float *up, int n) {
 void softmax(float *x, int n) {
     if (n <= 0) return;
 #if defined(__x86_64__)
+    if (cpu_isa() >= CPU_ISA_AVX512) {
+        softmax_avx512(x, n);
+        return;
+    }
     if (cpu_simd_enabled()) {
         softmax_avx2(x, n);
         return;

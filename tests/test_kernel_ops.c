@@ -2,6 +2,7 @@
 // (aliasing, untouched dims, ties, NaN rules); the SIMD paths of softmax, swiglu and attention
 // against their references bit for bit. Every loop counts its cases.
 #include "kernels/ops.h"
+#include "platform/cpu.h"
 #include "test_kernel_util.h"
 #include "tests/check.h"
 #include <float.h>
@@ -297,6 +298,9 @@ int main(void) {
     size_t n[6] = {test_rmsnorm(), test_rope(), test_softmax(), test_swiglu(), test_argmax(), test_attention()};
     const size_t want[6] = {18, 481, 15 + 71 * 4, 14 + 71 * 4, 8 + 71 * 4 * 6, 13 * 4 * 144 + 1};
     const char *names[6] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention"};
+    int isa = cpu_isa();   // the SIMD paths compared with the references (ctest runs this under avx2 too)
+    printf("paths: %s\n", isa >= CPU_ISA_AVX512 ? "softmax avx512, the rest avx2"
+                          : isa >= CPU_ISA_AVX2 ? "avx2" : "scalar only (references against themselves; skipped SIMD)");
     for (int i = 0; i < 6; i++) {
         CHECKF(n[i] == want[i], "%s ran %zu cases, expected %zu", names[i], n[i], want[i]);
         printf("%s: %zu cases\n", names[i], n[i]);
