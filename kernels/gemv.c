@@ -253,9 +253,10 @@ INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, s
         size_t j = t * GEMV_TILE;
         if (n - j >= GEMV_TILE) {
             cols(f, 8, pf, x, tile, k, GEMV_TILE, y + j);
-        } else {                                  // the zero-padded last tile
+        } else {                                  // the zero-padded last tile: its padded half is not read
             float tmp[GEMV_TILE];
-            cols(f, 8, pf, x, tile, k, GEMV_TILE, tmp);
+            if (n - j <= GEMV_TILE / 2) cols(f, 4, pf, x, tile, k, GEMV_TILE, tmp);
+            else cols(f, 8, pf, x, tile, k, GEMV_TILE, tmp);
             memcpy(y + j, tmp, (n - j) * sizeof(float));
         }
     }

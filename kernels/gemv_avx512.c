@@ -51,9 +51,10 @@ INL void fold(float *y, __m512 a, size_t s0, __mmask16 m) {
     _mm512_mask_storeu_ps(y, m, s0 == 0 ? a : _mm512_add_ps(_mm512_maskz_loadu_ps(m, y), a));
 }
 
-// nt tiles of 64 columns at once; tile u's row p starts at element u * ts + p * ld. With pf > 0
-// the rows are contiguous (packed) and each tile's stream is prefetched pf bytes ahead.
-INL void tiles(int f, int nt, int pf, const float *x, const void *w, size_t k, size_t ld,
+// nt tiles of 64 columns at once (nh = 2), or one tile's first 32 columns (nt = 1, nh = 1: a last
+// tile whose other half is padding, not read); tile u's row p starts at element u * ts + p * ld.
+// With pf > 0 the rows are contiguous (packed) and each tile's stream is prefetched pf bytes ahead.
+INL void tiles(int f, int nt, int nh, int pf, const float *x, const void *w, size_t k, size_t ld,
                size_t ts, float *y) {
     const size_t es = f == F_F32 ? 4 : 2;
     for (size_t s0 = 0; s0 < k; s0 += GEMV_KSEG) {
@@ -68,26 +69,28 @@ INL void tiles(int f, int nt, int pf, const float *x, const void *w, size_t k, s
             for (int u = 0; u < nt; u++) {
                 const char *row = (const char *)w + (u * ts + p * ld) * es;
                 if (pf)
-                    for (int l = 0; l < (int)(GEMV_TILE * es); l += 64)
+                    for (int l = 0; l < (int)(GEMV_TILE / 2 * nh * es); l += 64)
                         _mm_prefetch(row + pf + l, _MM_HINT_T0);
-                __m512 l0, h0, l1, h1;
-                load32(f, row, 0, &l0, &h0);
-                load32(f, row, 32, &l1, &h1);
-                a[u][0] = _mm512_fmadd_ps(xv, l0, a[u][0]);
-                a[u][1] = _mm512_fmadd_ps(xv, h0, a[u][1]);
-                a[u][2] = _mm512_fmadd_ps(xv, l1, a[u][2]);
-                a[u][3] = _mm512_fmadd_ps(xv, h1, a[u][3]);
+#pragma GCC unroll 2
+                for (int h = 0; h < nh; h++) {
+                    __m512 lo, hi;
+                    load32(f, row, 32 * (size_t)h, &lo, &hi);
+                    a[u][2 * h] = _mm512_fmadd_ps(xv, lo, a[u][2 * h]);
+                    a[u][2 * h + 1] = _mm512_fmadd_ps(xv, hi, a[u][2 * h + 1]);
+                }
             }
         }
 #pragma GCC unroll 4
-        for (int u = 0; u < nt; u++) {
-            if (f == F_BF16) unshuffle(&a[u][0], &a[u][1]), unshuffle(&a[u][2], &a[u][3]);
-#pragma GCC unroll 4
-            for (int v = 0; v < 4; v++) fold(y + GEMV_TILE * u + 16 * v, a[u][v], s0, 0xffff);
-        }
+        for (int u = 0; u < nt; u++)
+#pragma GCC unroll 2
+            for (int h = 0; h < nh; h++) {
+                if (f == F_BF16) unshuffle(&a[u][2 * h], &a[u][2 * h + 1]);
+                fold(y + GEMV_TILE * u + 32 * h, a[u][2 * h], s0, 0xffff);
+                fold(y + GEMV_TILE * u + 32 * h + 16, a[u][2 * h + 1], s0, 0xffff);
+            }
     }
     if (k == 0)
-        for (int i = 0; i < GEMV_TILE * nt; i++) y[i] = 0.0f;
+        for (int i = 0; i < GEMV_TILE / 2 * nh * nt; i++) y[i] = 0.0f;
 }
 
 // Up to 16 columns (lanes m) of a K x ld matrix, one chain per column.
@@ -106,7 +109,7 @@ INL void stripe_body(int f, const float *x, const void *B, size_t k, size_t ldb,
     const size_t es = f == F_F32 ? 4 : 2;
     const char *b = (const char *)B + j0 * es;
     size_t i = 0;
-    for (; i + GEMV_TILE <= w; i += GEMV_TILE) tiles(f, 1, 0, x, b + i * es, k, ldb, 0, y + i);
+    for (; i + GEMV_TILE <= w; i += GEMV_TILE) tiles(f, 1, 2, 0, x, b + i * es, k, ldb, 0, y + i);
     for (; i < w; i += 16) {
         size_t r = w - i < 16 ? w - i : 16;
         cols16(f, x, b + i * es, k, ldb, y + i, (__mmask16)((1u << r) - 1));
@@ -128,22 +131,25 @@ INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, s
         float *yt = y + t * GEMV_TILE;
         // pf == 0 is its own copy of the loops (the literal 0 folds the prefetch and its test away).
         if (pf) {
-            if (g >= 4) tiles(f, 4, pf, x, w, k, GEMV_TILE, ts, yt), g = 4;
-            else if (g == 3) tiles(f, 3, pf, x, w, k, GEMV_TILE, ts, yt);
-            else if (g == 2) tiles(f, 2, pf, x, w, k, GEMV_TILE, ts, yt);
-            else tiles(f, 1, pf, x, w, k, GEMV_TILE, ts, yt);
+            if (g >= 4) tiles(f, 4, 2, pf, x, w, k, GEMV_TILE, ts, yt), g = 4;
+            else if (g == 3) tiles(f, 3, 2, pf, x, w, k, GEMV_TILE, ts, yt);
+            else if (g == 2) tiles(f, 2, 2, pf, x, w, k, GEMV_TILE, ts, yt);
+            else tiles(f, 1, 2, pf, x, w, k, GEMV_TILE, ts, yt);
         } else {
-            if (g >= 4) tiles(f, 4, 0, x, w, k, GEMV_TILE, ts, yt), g = 4;
-            else if (g == 3) tiles(f, 3, 0, x, w, k, GEMV_TILE, ts, yt);
-            else if (g == 2) tiles(f, 2, 0, x, w, k, GEMV_TILE, ts, yt);
-            else tiles(f, 1, 0, x, w, k, GEMV_TILE, ts, yt);
+            if (g >= 4) tiles(f, 4, 2, 0, x, w, k, GEMV_TILE, ts, yt), g = 4;
+            else if (g == 3) tiles(f, 3, 2, 0, x, w, k, GEMV_TILE, ts, yt);
+            else if (g == 2) tiles(f, 2, 2, 0, x, w, k, GEMV_TILE, ts, yt);
+            else tiles(f, 1, 2, 0, x, w, k, GEMV_TILE, ts, yt);
         }
         t += g;
     }
-    if (t < t1) {
+    if (t < t1) {                     // the zero-padded last tile: its padded half is not read
         float tmp[GEMV_TILE];
-        tiles(f, 1, pf, x, base + t * ts * es, k, GEMV_TILE, ts, tmp);
-        memcpy(y + t * GEMV_TILE, tmp, (n - t * GEMV_TILE) * sizeof(float));
+        size_t r = n - t * GEMV_TILE;
+        const char *w = base + t * ts * es;
+        if (r <= GEMV_TILE / 2) tiles(f, 1, 1, pf, x, w, k, GEMV_TILE, ts, tmp);
+        else tiles(f, 1, 2, pf, x, w, k, GEMV_TILE, ts, tmp);
+        memcpy(y + t * GEMV_TILE, tmp, r * sizeof(float));
     }
 }
 

@@ -16,6 +16,17 @@ size_t sched_partial_bytes(const sched *s, int m) {
     return (sched_n_seg(s, m) + per_line - 1) / per_line * SCHED_LINE;
 }
 
+// Bytes a step streams for tile t of matrix m: a last tile of at most 32 outputs is read only in
+// its first half (the GEMV skips the padding), so shares are balanced on what is read.
+static double tile_cost(const sched *s, int m, size_t t) {
+    size_t b = sched_tile_bytes(s, m);
+    return (double)(s->shape.mat[m].n - t * 64 <= 32 ? b / 2 : b);
+}
+static double mat_cost(const sched *s, int m) {
+    size_t nt = sched_n_tiles(s, m);
+    return nt ? (double)(nt - 1) * (double)sched_tile_bytes(s, m) + tile_cost(s, m, nt - 1) : 0;
+}
+
 static int whole(const sched *s, int m, const sched_range *r) {
     return r->s0 == 0 && r->s1 == sched_n_seg(s, m);
 }
@@ -61,14 +72,14 @@ static int stage_threads(const sched_opts *o, double bytes) {
 static void assign_whole(sched *s, const int *mats, int nm, int paired, int P) {
     double total = 0;
     for (int i = 0; i < nm; i++)
-        if (!s->split[mats[i]]) total += (double)sched_n_tiles(s, mats[i]) * sched_tile_bytes(s, mats[i]);
+        if (!s->split[mats[i]]) total += mat_cost(s, mats[i]);
     double at = 0;
     for (int i = 0; i < nm; i++) {
         int m = mats[i];
         if (s->split[m]) continue;
         size_t nt = sched_n_tiles(s, m);
-        double w = (double)sched_tile_bytes(s, m) * (paired ? nm : 1);
-        for (size_t t = 0; t < nt; t++, at += w) {
+        for (size_t t = 0; t < nt; t++) {
+            double w = tile_cost(s, m, t) * (paired ? nm : 1);
             int owner = (int)((at + w / 2) * P / total);
             if (owner >= P) owner = P - 1;
             for (int j = paired ? 0 : i; j < (paired ? nm : i + 1); j++) {
@@ -76,6 +87,7 @@ static void assign_whole(sched *s, const int *mats, int nm, int paired, int P) {
                 if (r->t0 == r->t1) r->t0 = (uint32_t)t;
                 r->t1 = (uint32_t)t + 1, r->s1 = sched_n_seg(s, mats[j]);
             }
+            at += w;
         }
         if (paired) break;
     }
@@ -111,7 +123,7 @@ static void assign_split(sched *s, const int *mats, int nm, int paired, int P) {
 
 static void assign_stage(sched *s, const sched_opts *o, const int *mats, int nm, int paired) {
     double bytes = 0;
-    for (int i = 0; i < nm; i++) bytes += (double)sched_n_tiles(s, mats[i]) * sched_tile_bytes(s, mats[i]);
+    for (int i = 0; i < nm; i++) bytes += mat_cost(s, mats[i]);
     int P = stage_threads(o, bytes);
     for (int i = 0; i < nm; i++) s->split[mats[i]] = split_chunks(s, mats[i], P, o->split_k) >= 2;
     assign_whole(s, mats, nm, paired, P);
@@ -137,7 +149,7 @@ static void assign_qkv(sched *s, const sched_opts *o) {
     const sched_shape *h = &s->shape;
     static const int qkv[3] = {SCHED_WQ, SCHED_WK, SCHED_WV};
     double bytes = 0;
-    for (int i = 0; i < 3; i++) bytes += (double)sched_n_tiles(s, qkv[i]) * sched_tile_bytes(s, qkv[i]);
+    for (int i = 0; i < 3; i++) bytes += mat_cost(s, qkv[i]);
     int P = stage_threads(o, bytes), G = h->n_head_kv, grp = h->n_head / h->n_head_kv;
     int any_split = 0;
     for (int i = 0; i < 3; i++) any_split |= split_chunks(s, qkv[i], P, o->split_k) >= 2;
@@ -313,9 +325,15 @@ static void print_range(const sched *s, FILE *f, int t, int m) {
 static const char *step_names[SCHED_N_STEP + 3] = {"qkv", "qkv-fold", "attn", "wo", "wo-fold",
     "gate/up", "gate/up-fold", "down", "down-fold", "out", "out-fold", "logits"};
 
+// The bytes thread t's share of a layer streams (a half-read last tile counted as half).
 static double layer_mib(const sched *s, int t) {
     double b = 0;
     for (int m = 0; m < SCHED_OUT; m++) {
+        const sched_range *r = &s->share[t].r[m];
+        if (whole(s, m, r)) {
+            for (size_t u = r->t0; u < r->t1; u++) b += tile_cost(s, m, u);
+            continue;
+        }
         size_t lo, hi;
         sched_bytes(s, t, m, 0, &lo, &hi);
         b += (double)(hi - lo);
