@@ -64,7 +64,7 @@ void rope(float *v, int n_heads, int head_dim, int n_rot, int pos, float base, i
     rope_scaled(v, n_heads, head_dim, n_rot, pos, base, neox, 1.0f, NULL);
 }
 
-// ---- softmax: one order on every path (softmax_ref states it; the AVX2 path is its lanes) ----
+// ---- softmax: one order on every path (softmax_ref states it; the SIMD paths are its lanes) ----
 
 // e^x by Cody-Waite reduction and Cephes' degree-5 polynomial, every step one IEEE operation
 // (fmaf where fused), so eight lanes give the bits of this scalar code. Within 1.01 ulp of exp
@@ -127,8 +127,9 @@ int argmax_ref(const float *x, int n) {
 // One KV head at a time with its group of query heads (n_head / n_head_kv of them), so each K and
 // V row comes from memory once per group, not once per query head: the scores run in blocks of
 // positions with the group's heads inside (the block's K rows stay in L1), softmax per head, then
-// the V sum in chunks of positions with the heads inside. The loop order decides which row is in
-// cache, never an output's arithmetic.
+// the V sum in chunks of positions with the heads inside. Small heads take several groups at a
+// time (attention_batch), so their V sums have FMA chains enough. The loop order decides which
+// row is in cache, never an output's arithmetic.
 
 #define VCHUNK 64                 // positions per V chunk: VCHUNK rows of V stay in L1 for the group
 
@@ -402,8 +403,9 @@ static inline __attribute__((always_inline)) AVX2 void vsum_head(float *o, const
 }
 
 // The V sums of ng groups side by side (heads of small head_dim: one head alone is one to four
-// FMA chains, bound by their latency; each V row is loaded once for its group): ng * grp heads, nv 8-blocks each, ng * grp * nv <= 8
-// chains; group g's V from v + g * head_stride, its heads' scores a + (g * grp + i) * a_stride,
+// FMA chains, bound by their latency; each V row is loaded once for its group): ng * grp heads,
+// nv 8-blocks each, ng * grp * nv <= 8 chains; group g's V from v + g * head_stride, its heads'
+// scores a + (g * grp + i) * a_stride,
 // outputs o + (g * grp + i) * hd. Each output's chain is vsum_block's: fma over p ascending.
 static inline __attribute__((always_inline)) AVX2 void vsum_groups(float *o, const float *a, int a_stride,
         const void *v, uint32_t vt, size_t head_stride, int p0, int p1, size_t stride, int hd, int ng, int grp,
@@ -482,7 +484,11 @@ static inline __attribute__((always_inline)) AVX2 void vsum_batch(float *o, cons
     case 212: VG(2, 1, 2); break;
     case 241: VG(2, 4, 1); break;
     case 222: VG(2, 2, 2); break;
-    default: VG(2, 1, 4); break;   // 214
+    case 214: VG(2, 1, 4); break;
+    default:                       // attention_batch makes none other; the groups one at a time
+        for (int g = 0; g < ng; g++)
+            vsum_group(o + (size_t)g * grp * hd, a + (size_t)g * grp * n_pos, n_pos,
+                       kv_at(v, vt, (size_t)g * head_stride), vt, p0, p1, hd, stride, grp);
     }
 #undef VG
 }

@@ -53,7 +53,8 @@ int argmax_ref(const float *x, int n);
 // Contract details (kernels/ops.c; tests/test_kernel_ops.c, test_kernel_convert.c):
 // - rmsnorm follows ggml's CPU arithmetic (its f64 sum); softmax keeps ggml's f64 sum in eight
 //   fixed lanes and a polynomial exp (within 1.01 ulp of exp; swiglu's exp too, not libm's
-//   expf, so that no path depends on which libm variant a machine loads); rope
+//   expf, so that neither depends on which libm variant a machine loads; rope still calls
+//   powf, cosf and sinf); rope
 //   builds theta_i = pos * s^i with s = powf(base, -2/n_rot) as a running f32 product, as ggml
 //   does; rope leaves v unchanged unless n_rot is even and 0 < n_rot <= head_dim.
 // - argmax_f32 returns -1 when n <= 0.

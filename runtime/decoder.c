@@ -80,10 +80,10 @@ static int busy_threads(const sched *s) {
     return n;
 }
 
+// The bytes of weights a one-token step moves (sched_mat_read_bytes).
 static double step_bytes(const sched_shape *sh) {
     double b = 0;
-    for (int m = 0; m < SCHED_N_MAT; m++)
-        b += (double)sh->mat[m].k * ((sh->mat[m].n + 63) / 64 * 64) * sh->mat[m].es * (m < SCHED_OUT ? sh->n_layer : 1);
+    for (int m = 0; m < SCHED_N_MAT; m++) b += sched_mat_read_bytes(&sh->mat[m]) * (m < SCHED_OUT ? sh->n_layer : 1);
     return b;
 }
 
@@ -288,12 +288,14 @@ static void trace(decoder *d, const thread_ctx *c, int layer, int m, int write, 
     }
 }
 
-// Segment g (rows g * KSEG ..) of tile `tile` of w into slot (64 floats), summed from 0.
+// Segment g (rows g * KSEG ..) of tile `tile` of w into slot (64 floats; those past the last
+// output are left as they were), summed from 0.
 static void segment_gemv(const packed_matrix *w, const float *x, size_t tile, uint32_t g, float *slot) {
     size_t es = wtype_get(w->type)->size, p0 = (size_t)g * GEMV_KSEG;
-    size_t len = w->n_in - p0 < GEMV_KSEG ? w->n_in - p0 : GEMV_KSEG;
+    size_t len = w->n_in - p0 < GEMV_KSEG ? w->n_in - p0 : GEMV_KSEG, left = w->n_out - tile * GEMV_TILE;
     const char *rows = (const char *)w->tiles + (tile * w->n_in + p0) * GEMV_TILE * es;
-    gemv_packed(w->type, x + p0, rows, len, GEMV_TILE, 0, 1, slot);
+    // the tile's real outputs only (the slot's others are never read), so a last tile skips what the GEMV can
+    gemv_packed(w->type, x + p0, rows, len, left < GEMV_TILE ? left : GEMV_TILE, 0, 1, slot);
 }
 
 // out[j] for n rows from the n_seg segment partials of one tile, slot g at slot0 + 64 g: left to

@@ -47,7 +47,7 @@ typedef struct thread_ctx_s {
     int node;                     // NUMA node index
     int cpu;                      // CPU it is pinned to
     float *xb;                    // (n_embd) its RMSNorm of the residual stream
-    float *att_scores;            // (n_head / n_head_kv, n_ctx) its attention scores, one row per query head of a group
+    float *att_scores;            // (max(n_head / n_head_kv, min(n_head, 8)), n_ctx) attention scores (ops.h)
     double wait_s;                // seconds waited at sync points since decoder_stats_reset
     size_t stolen;                // tiles it took from other threads' shares since then
     size_t tail_segs;             // segments of tail tiles it ran since then
@@ -149,10 +149,10 @@ void decoder_set_tail_split(decoder *d, int on);
 void decoder_print_stealing(const decoder *d, FILE *f);
 // The packed matrix m (SCHED_WQ ..) of a layer; layer n_layer with SCHED_OUT: the classifier.
 const packed_matrix *decoder_matrix(const decoder *d, int layer, int m);
-// Bytes a step at position pos streams: every packed matrix (padding included) and the KV cache
-// rows attention reads.
+// Bytes a step at position pos streams: every packed matrix (padding included, but the half of
+// an f32 last tile the GEMV skips: sched_tile_read_bytes) and the KV cache rows attention reads.
 double decoder_bytes_per_token(const decoder *d, int pos);
-// The packed matrices alone (padding included): what one step, or one batch, streams of weights.
+// The packed matrices alone, counted the same way: what one step streams of weights.
 double decoder_weight_bytes(const decoder *d);
 // Position 0 of KV head g of layer l in the value cache (v = 1) or the key cache (v = 0);
 // positions follow head_dim elements (of cache_type_v or cache_type_k) apart.

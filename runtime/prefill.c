@@ -13,9 +13,12 @@
 
 #define ALLOC(ptr, count) ((ptr) = calloc((size_t)(count), sizeof *(ptr)))
 
+// The GEMM reads every tile whole, padding too (not decoder_weight_bytes: a GEMV step's bytes).
 double prefill_weight_bytes(const decoder *d, int n, int batch) {
     double classifier = (double)sched_tile_bytes(&d->sched, SCHED_OUT) * sched_n_tiles(&d->sched, SCHED_OUT);
-    double layers = decoder_weight_bytes(d) - classifier, bytes = classifier;
+    double layers = 0, bytes = classifier;
+    for (int m = 0; m < SCHED_OUT; m++)
+        layers += (double)sched_tile_bytes(&d->sched, m) * sched_n_tiles(&d->sched, m) * d->hp.n_layer;
     for (int i = 0; i < n; i += batch) {
         int m = n - i < batch ? n - i : batch;
         bytes += (double)((m + GEMM_MC - 1) / GEMM_MC) * layers;
@@ -107,8 +110,8 @@ static void attn_batch_job(void *ctx, int tid, int nth) {
     }
 }
 
-// SwiGLU row by row over the pool (the one elementwise step large enough to matter: n_ff expf
-// per token).
+// SwiGLU row by row over the pool (the one elementwise step large enough to matter: n_ff
+// exponentials per token).
 typedef struct { prefill *b; int n; } rows_job;
 static void swiglu_job(void *ctx, int tid, int nth) {
     const rows_job *j = ctx;

@@ -16,16 +16,17 @@ size_t sched_partial_bytes(const sched *s, int m) {
     return (sched_n_seg(s, m) + per_line - 1) / per_line * SCHED_LINE;
 }
 
-// Bytes a step streams for tile t of matrix m: a last tile of at most 32 outputs is read only in
-// its first half (the GEMV skips the padding), so shares are balanced on what is read.
-static double tile_cost(const sched *s, int m, size_t t) {
-    size_t b = sched_tile_bytes(s, m);
-    return (double)(s->shape.mat[m].n - t * 64 <= 32 ? b / 2 : b);
+double sched_tile_read_bytes(const sched_mat *m, size_t t) {
+    double b = (double)m->k * 64 * (double)m->es;
+    return m->n - t * 64 <= 32 && m->es == 4 ? b / 2 : b;
 }
-static double mat_cost(const sched *s, int m) {
-    size_t nt = sched_n_tiles(s, m);
-    return nt ? (double)(nt - 1) * (double)sched_tile_bytes(s, m) + tile_cost(s, m, nt - 1) : 0;
+double sched_mat_read_bytes(const sched_mat *m) {
+    size_t nt = (m->n + 63) / 64;
+    return nt ? (double)(nt - 1) * (double)m->k * 64 * (double)m->es + sched_tile_read_bytes(m, nt - 1) : 0;
 }
+// Shares are balanced on the bytes a step moves.
+static double tile_cost(const sched *s, int m, size_t t) { return sched_tile_read_bytes(&s->shape.mat[m], t); }
+static double mat_cost(const sched *s, int m) { return sched_mat_read_bytes(&s->shape.mat[m]); }
 
 static int whole(const sched *s, int m, const sched_range *r) {
     return r->s0 == 0 && r->s1 == sched_n_seg(s, m);
@@ -325,7 +326,7 @@ static void print_range(const sched *s, FILE *f, int t, int m) {
 static const char *step_names[SCHED_N_STEP + 3] = {"qkv", "qkv-fold", "attn", "wo", "wo-fold",
     "gate/up", "gate/up-fold", "down", "down-fold", "out", "out-fold", "logits"};
 
-// The bytes thread t's share of a layer streams (a half-read last tile counted as half).
+// The bytes thread t's share of a layer moves (sched_tile_read_bytes).
 static double layer_mib(const sched *s, int t) {
     double b = 0;
     for (int m = 0; m < SCHED_OUT; m++) {

@@ -94,6 +94,13 @@ static inline uint32_t sched_n_seg(const sched *s, int m) { return (uint32_t)((s
 size_t sched_tile_bytes(const sched *s, int m);
 size_t sched_seg_bytes(const sched *s, int m);
 size_t sched_partial_bytes(const sched *s, int m);
+// Bytes a GEMV step moves for tile t of a matrix of shape m: the whole tile, but half of a last
+// tile of at most 32 outputs in f32, whose first 32 columns are all the kernel reads; in f16/bf16
+// the other half is the other line of an aligned 128-byte pair, which the L2's spatial prefetcher
+// fetches anyway (a 65536x32 f16 tile streams no faster read in half), so it counts whole.
+double sched_tile_read_bytes(const sched_mat *m, size_t t);
+// The sum over matrix m's tiles.
+double sched_mat_read_bytes(const sched_mat *m);
 // Rows [*lo, *hi) of matrix m whose outputs thread t owns once folded (bias, residual, SwiGLU):
 // its whole tiles, or the tile whose segment 0 it holds; empty otherwise.
 void sched_rows(const sched *s, int t, int m, size_t *lo, size_t *hi);
