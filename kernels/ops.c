@@ -260,10 +260,13 @@ static inline __attribute__((always_inline)) A512 __m512 exp16(__m512 x) {
     return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_GT_OQ), v);
 }
 
-// The double sum's lane i mod 8 of the eight floats of e selected by half (0: low, 1: high).
-static inline __attribute__((always_inline)) A512 __m512d widen8(__m512 e, int half) {
-    __m256d h = _mm512_extractf64x4_pd(_mm512_castps_pd(e), half);
-    return _mm512_cvtps_pd(_mm256_castpd_ps(h));
+// The low and the high eight floats of e in double, lane i mod 8 of the double sum (the extract's
+// index a literal: an -O0 build does not fold a parameter into an immediate).
+static inline __attribute__((always_inline)) A512 __m512d widen_lo(__m512 e) {
+    return _mm512_cvtps_pd(_mm512_castps512_ps256(e));
+}
+static inline __attribute__((always_inline)) A512 __m512d widen_hi(__m512 e) {
+    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
 }
 
 // softmax_ref's order in sixteen lanes: the max as softmax_avx2's; the double sum's eight lanes in
@@ -282,12 +285,12 @@ static A512 void softmax_avx512(float *x, int n) {
     for (i = 0; i + 16 <= n; i += 16) {
         __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), mm));
         _mm512_storeu_ps(x + i, e);
-        s = _mm512_add_pd(_mm512_add_pd(s, widen8(e, 0)), widen8(e, 1));
+        s = _mm512_add_pd(_mm512_add_pd(s, widen_lo(e)), widen_hi(e));
     }
     if (i + 8 <= n) {
         __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(0xff, x + i), mm));
         _mm512_mask_storeu_ps(x + i, 0xff, e);
-        s = _mm512_add_pd(s, widen8(e, 0));
+        s = _mm512_add_pd(s, widen_lo(e));
         i += 8;
     }
     __m256d t4 = _mm256_add_pd(_mm512_extractf64x4_pd(s, 0), _mm512_extractf64x4_pd(s, 1));
