@@ -5,7 +5,8 @@
 // Stripe kernel: B is K x N row-major (ldb elements per row); computes columns [j0, j0 + w).
 // Packed-tile kernel: W in GGUF layout (n rows of k, ne0 = k) is packed once into ceil(n/64)
 // tiles, each one contiguous K x GEMV_TILE block (the last zero-padded; when it holds at most 32
-// outputs, only its first 32 columns are read), so a tile is a single sequential stream. dt is a weight type of platform/wtype.h: WTYPE_F32, WTYPE_F16 or WTYPE_BF16.
+// outputs, only its first 32 columns are read), so a tile is a single sequential stream. dt is a
+// weight type of platform/wtype.h: WTYPE_F32, WTYPE_F16 or WTYPE_BF16.
 //
 // kernels/ sits above platform/ (CPU features, weight types) and beside model/ and l4/: it
 // includes only kernels/ and platform/ headers. runtime/ calls it.

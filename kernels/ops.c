@@ -303,6 +303,11 @@ static A512 void softmax_avx512(float *x, int n) {
     for (; i < n; i++) x[i] *= (float)(1.0 / sum);
 }
 
+// The widest softmax path cpu_isa() allows (the same bits on each); AVX2 at least.
+static void (*softmax_simd(void))(float *, int) {
+    return cpu_isa() >= CPU_ISA_AVX512 ? softmax_avx512 : softmax_avx2;
+}
+
 // dot_ref's order: the lanes of acc reduced ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), then the
 // tail a[i..n) * b[i..n) with fmaf in order.
 static inline AVX2 float dot_finish(__m256 acc, const float *a, const void *b, uint32_t bt, int i, int n) {
@@ -442,42 +447,20 @@ static inline __attribute__((always_inline)) AVX2 void vsum_groups(float *o, con
         for (int j = 0; j < nv; j++) _mm256_storeu_ps(o + (size_t)i * hd + 8 * j, acc[i * nv + j]);
 }
 
-// The V sums of a group's grp heads over [p0, p1): head_dim 8, 16 or 32 in batches of 2-8
-// heads (vsum_groups of one group, the batch a power of two), the rest a head at a time
-// (vsum_head).
-static inline __attribute__((always_inline)) AVX2 void vsum_group(float *o, const float *a, int n_pos,
-        const void *v, uint32_t vt, int p0, int p1, int hd, size_t stride, int grp) {
-    int h = 0, nv = hd / 8;
-    if (hd % 8 == 0 && (nv == 1 || nv == 2 || nv == 4))
-        for (int nh = 8 / nv; nh >= 2; nh /= 2)
-            for (; grp - h >= nh; h += nh) {
-                float *oh = o + (size_t)h * hd;
-                const float *ah = a + (size_t)h * n_pos;
-                switch (nh * 8 + nv) {
-                case 8 * 8 + 1: vsum_groups(oh, ah, n_pos, v, vt, 0, p0, p1, stride, hd, 1, 8, 1); break;
-                case 4 * 8 + 1: vsum_groups(oh, ah, n_pos, v, vt, 0, p0, p1, stride, hd, 1, 4, 1); break;
-                case 2 * 8 + 1: vsum_groups(oh, ah, n_pos, v, vt, 0, p0, p1, stride, hd, 1, 2, 1); break;
-                case 4 * 8 + 2: vsum_groups(oh, ah, n_pos, v, vt, 0, p0, p1, stride, hd, 1, 4, 2); break;
-                case 2 * 8 + 2: vsum_groups(oh, ah, n_pos, v, vt, 0, p0, p1, stride, hd, 1, 2, 2); break;
-                default: vsum_groups(oh, ah, n_pos, v, vt, 0, p0, p1, stride, hd, 1, 2, 4); break;   // 2 * 8 + 4
-                }
-            }
-    for (; h < grp; h++) vsum_head(o + (size_t)h * hd, a + (size_t)h * n_pos, v, vt, p0, p1, hd, stride);
-}
-
-// Groups per batch: as many as fit eight V chains when a group has 1, 2 or 4 (grp * head_dim/8),
-// else 1; attention's scratch holds the scores of one batch.
-static int attention_batch(int grp, int hd) {
-    int c = grp * (hd / 8);
-    return hd % 8 == 0 && (c == 1 || c == 2 || c == 4) ? 8 / c : 1;
-}
-
-// vsum_groups for ng (2, 4 or 8) groups of grp heads of nv blocks, ng * grp * nv <= 8.
-static inline __attribute__((always_inline)) AVX2 void vsum_batch(float *o, const float *a, int n_pos,
+// vsum_groups for ng groups of grp heads of nv = hd / 8 blocks, one instance per shape that
+// vsum_group (ng = 1, 2-8 heads) and attention_body (2-8 groups) make, ng * grp * nv <= 8; any
+// other shape runs a head at a time.
+static inline __attribute__((always_inline)) AVX2 void vsum_chains(float *o, const float *a, int n_pos,
         const void *v, uint32_t vt, size_t head_stride, int p0, int p1, size_t stride, int hd, int ng, int grp) {
     const int nv = hd / 8;
 #define VG(NG, GRP, NV) vsum_groups(o, a, n_pos, v, vt, head_stride, p0, p1, stride, hd, NG, GRP, NV)
     switch (ng * 100 + grp * 10 + nv) {
+    case 181: VG(1, 8, 1); break;
+    case 141: VG(1, 4, 1); break;
+    case 121: VG(1, 2, 1); break;
+    case 142: VG(1, 4, 2); break;
+    case 122: VG(1, 2, 2); break;
+    case 124: VG(1, 2, 4); break;
     case 811: VG(8, 1, 1); break;
     case 411: VG(4, 1, 1); break;
     case 211: VG(2, 1, 1); break;
@@ -488,12 +471,32 @@ static inline __attribute__((always_inline)) AVX2 void vsum_batch(float *o, cons
     case 241: VG(2, 4, 1); break;
     case 222: VG(2, 2, 2); break;
     case 214: VG(2, 1, 4); break;
-    default:                       // attention_batch makes none other; the groups one at a time
-        for (int g = 0; g < ng; g++)
-            vsum_group(o + (size_t)g * grp * hd, a + (size_t)g * grp * n_pos, n_pos,
-                       kv_at(v, vt, (size_t)g * head_stride), vt, p0, p1, hd, stride, grp);
+    default:
+        for (int h = 0; h < ng * grp; h++)
+            vsum_head(o + (size_t)h * hd, a + (size_t)h * n_pos, kv_at(v, vt, (size_t)(h / grp) * head_stride), vt, p0,
+                      p1, hd, stride);
     }
 #undef VG
+}
+
+// The V sums of a group's grp heads over [p0, p1): head_dim 8, 16 or 32 in batches of 2-8
+// heads (vsum_chains of one group, the batch a power of two), the rest a head at a time
+// (vsum_head).
+static inline __attribute__((always_inline)) AVX2 void vsum_group(float *o, const float *a, int n_pos,
+        const void *v, uint32_t vt, int p0, int p1, int hd, size_t stride, int grp) {
+    int h = 0, nv = hd / 8;
+    if (hd % 8 == 0 && (nv == 1 || nv == 2 || nv == 4))
+        for (int nh = 8 / nv; nh >= 2; nh /= 2)
+            for (; grp - h >= nh; h += nh)
+                vsum_chains(o + (size_t)h * hd, a + (size_t)h * n_pos, n_pos, v, vt, 0, p0, p1, stride, hd, 1, nh);
+    for (; h < grp; h++) vsum_head(o + (size_t)h * hd, a + (size_t)h * n_pos, v, vt, p0, p1, hd, stride);
+}
+
+// Groups per batch: as many as fit eight V chains when a group has 1, 2 or 4 (grp * head_dim/8),
+// else 1; attention's scratch holds the scores of one batch.
+static int attention_batch(int grp, int hd) {
+    int c = grp * (hd / 8);
+    return hd % 8 == 0 && (c == 1 || c == 2 || c == 4) ? 8 / c : 1;
 }
 
 static inline __attribute__((always_inline)) AVX2 void attention_body(float *out, const float *q,
@@ -518,7 +521,7 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
         float *og = out + (size_t)g0 * grp * hd;
         for (int p0 = 0; p0 < n_pos; p0 += VCHUNK) {
             int p1 = n_pos - p0 < VCHUNK ? n_pos : p0 + VCHUNK;
-            if (ng > 1) vsum_batch(og, scratch, n_pos, vg, vt, head_stride, p0, p1, kv_stride, hd, ng, grp);
+            if (ng > 1) vsum_chains(og, scratch, n_pos, vg, vt, head_stride, p0, p1, kv_stride, hd, ng, grp);
             else vsum_group(og, scratch, n_pos, vg, vt, p0, p1, hd, kv_stride, grp);
         }
         g0 += ng;
@@ -529,8 +532,8 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
 // widest softmax the machine has (the same bits either way).
 static AVX2 void attention_avx2(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt,
         int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
-    void (*sm)(float *, int) = cpu_isa() >= CPU_ISA_AVX512 ? softmax_avx512 : softmax_avx2;
-#define BODY(KT, VT) attention_body(out, q, k, KT, v, VT, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, scratch, sm)
+#define BODY(KT, VT) attention_body(out, q, k, KT, v, VT, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, \
+                                     scratch, softmax_simd())
     if (kt == WTYPE_F32 && vt == WTYPE_F32) BODY(WTYPE_F32, WTYPE_F32);
     else if (kt == WTYPE_F16 && vt == WTYPE_F16) BODY(WTYPE_F16, WTYPE_F16);
     else if (kt == WTYPE_F16) BODY(WTYPE_F16, WTYPE_F32);
@@ -589,12 +592,8 @@ void swiglu(float *o, const float *gate, const float *up, int n) {
 void softmax(float *x, int n) {
     if (n <= 0) return;
 #if defined(__x86_64__)
-    if (cpu_isa() >= CPU_ISA_AVX512) {
-        softmax_avx512(x, n);
-        return;
-    }
     if (cpu_simd_enabled()) {
-        softmax_avx2(x, n);
+        softmax_simd()(x, n);
         return;
     }
 #endif
