@@ -80,13 +80,6 @@ static int busy_threads(const sched *s) {
     return n;
 }
 
-// The bytes of weights a one-token step moves (sched_mat_read_bytes).
-static double step_bytes(const sched_shape *sh) {
-    double b = 0;
-    for (int m = 0; m < SCHED_N_MAT; m++) b += sched_mat_read_bytes(&sh->mat[m]) * (m < SCHED_OUT ? sh->n_layer : 1);
-    return b;
-}
-
 // Topology, thread placement and the schedule.
 static int plan(decoder *d, const decoder_opts *o, int *cpu, char *err) {
     char terr[256];
@@ -100,11 +93,11 @@ static int plan(decoder *d, const decoder_opts *o, int *cpu, char *err) {
     weights_shape(d->model, &sh);
     long step_min = o->min_step_bytes < 0 ? MIN_STEP_BYTES : o->min_step_bytes;
     long stage_min = o->min_stage_bytes < 0 ? MIN_STAGE_BYTES : o->min_stage_bytes;
-    double cap = step_min ? step_bytes(&sh) / (double)step_min : T;
+    double cap = step_min ? weights_step_bytes(d->model) / (double)step_min : T;
     int used = cap < 1 ? 1 : cap < T ? (int)cap : T;
     int split_k = o->split_k >= 0 ? o->split_k : used >= 2 ? used : 0;   // auto: as many chunks as threads
     sched_opts so = {.n_threads = used, .node = node, .split_k = split_k, .min_bytes = (size_t)stage_min};
-    d->tuning = tune_pick((size_t)step_bytes(&sh), used);   // cache-resident steps skip the prefetch
+    d->tuning = tune_pick((size_t)weights_step_bytes(d->model), used);   // cache-resident steps skip the prefetch
     int rc = sched_build(&d->sched, &sh, &so);
     free(node);
     return rc;
@@ -742,11 +735,11 @@ void decoder_stats_get(const decoder *d, decoder_stats *s) {
     }
 }
 
-double decoder_weight_bytes(const decoder *d) { return step_bytes(&d->sched.shape); }
+double decoder_weight_bytes(const decoder *d) { return weights_step_bytes(d->model); }
 
 double decoder_bytes_per_token(const decoder *d, int pos) {
     // the KV cache up to and including pos
-    return step_bytes(&d->sched.shape) + decoder_kv_cache_bytes(&d->hp, (int64_t)pos + 1, d->cache_type_k, d->cache_type_v);
+    return weights_step_bytes(d->model) + decoder_kv_cache_bytes(&d->hp, (int64_t)pos + 1, d->cache_type_k, d->cache_type_v);
 }
 
 size_t decoder_n_params(const decoder *d) {

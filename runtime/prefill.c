@@ -15,10 +15,13 @@
 
 // The GEMM reads every tile whole, padding too (not decoder_weight_bytes: a GEMV step's bytes).
 double prefill_weight_bytes(const decoder *d, int n, int batch) {
-    double classifier = (double)sched_tile_bytes(&d->sched, SCHED_OUT) * sched_n_tiles(&d->sched, SCHED_OUT);
-    double layers = 0, bytes = classifier;
-    for (int m = 0; m < SCHED_OUT; m++)
-        layers += (double)sched_tile_bytes(&d->sched, m) * sched_n_tiles(&d->sched, m) * d->hp.n_layer;
+    const packed_matrix *c = decoder_matrix(d, d->hp.n_layer, SCHED_OUT);
+    double layers = 0, bytes = (double)gemv_packed_bytes(c->type, c->n_in, c->n_out);
+    for (int l = 0; l < d->hp.n_layer; l++)        // each matrix at its own type: layers may differ
+        for (int m = 0; m < SCHED_OUT; m++) {
+            const packed_matrix *w = decoder_matrix(d, l, m);
+            layers += (double)gemv_packed_bytes(w->type, w->n_in, w->n_out);
+        }
     for (int i = 0; i < n; i += batch) {
         int m = n - i < batch ? n - i : batch;
         bytes += (double)((m + GEMM_MC - 1) / GEMM_MC) * layers;

@@ -122,6 +122,10 @@ static int pack_layer(layer_weights *L, const llama_layer *s, const llama_model 
     return pack(m, pl, &j, src);
 }
 
+static sched_mat mat_of(const gguf_tensor *t) {
+    return (sched_mat){.k = t->ne[0], .n = t->ne[1], .es = wtype_get(t->type)->size};
+}
+
 void weights_shape(const llama_model *m, sched_shape *sh) {
     const llama_hparams *h = &m->hp;
     const gguf_tensor *t[SCHED_N_MAT];
@@ -129,8 +133,21 @@ void weights_shape(const llama_model *m, sched_shape *sh) {
     t[SCHED_OUT] = m->output;
     *sh = (sched_shape){.n_layer = h->n_layer, .n_head = h->n_head, .n_head_kv = h->n_head_kv,
                         .head_dim = h->head_dim};
-    for (int i = 0; i < SCHED_N_MAT; i++)
-        sh->mat[i] = (sched_mat){.k = t[i]->ne[0], .n = t[i]->ne[1], .es = wtype_get(t[i]->type)->size};
+    for (int i = 0; i < SCHED_N_MAT; i++) sh->mat[i] = mat_of(t[i]);
+}
+
+double weights_step_bytes(const llama_model *m) {
+    sched_mat out = mat_of(m->output);
+    double b = sched_mat_read_bytes(&out);
+    for (int l = 0; l < m->hp.n_layer; l++) {
+        const gguf_tensor *t[LAYER_N_MAT];
+        layer_tensors(&m->layers[l], t);
+        for (int i = 0; i < LAYER_N_MAT; i++) {
+            sched_mat w = mat_of(t[i]);
+            b += sched_mat_read_bytes(&w);
+        }
+    }
+    return b;
 }
 
 // The embedding table as stored, in memory of its own (dst, or malloc'd when NULL): decode reads

@@ -71,6 +71,10 @@ static inline void layer_packed(layer_weights *L, packed_matrix *p[LAYER_N_MAT])
 
 // The shapes the schedule cuts (runtime/schedule.h): every matrix's inputs, outputs, weight size.
 void weights_shape(const llama_model *m, sched_shape *sh);
+// The bytes of weights a one-token step streams, each matrix at its own layer's type (the shape
+// above is layer 0's; gguf-convert --only makes models whose layers differ), counted as
+// sched_mat_read_bytes counts them.
+double weights_step_bytes(const llama_model *m);
 // Packs every matrix of m over the pool and widens its 1-D tensors; 0 ok, -1 with err. Thread t
 // packs the tiles it owns in schedule s (a split tile: its segment-0 holder), after binding them
 // to its node (topo_bind), so each tile is written first, and placed, by the thread that reads

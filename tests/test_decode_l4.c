@@ -7,6 +7,7 @@
 // thread maps in buffer mode is the key its predictor stream said would come next.
 #include "model/llama.h"
 #include "runtime/decoder.h"
+#include "runtime/prefill.h"
 #include "tests/check.h"
 #include "tests/tool_util.h"
 #include "tools/util.h"
@@ -96,14 +97,42 @@ static int cli_cases(const char *model) {
     return cases;
 }
 
+// The bytes a step (and a one-batch prompt) streams, tensor by tensor at its own type: every
+// matrix here has whole tiles or a last tile of more than 32 outputs, so each tile counts whole.
+static double tensor_bytes(const gguf_tensor *t) {
+    return (double)((t->ne[1] + 63) / 64 * 64) * (double)t->ne[0] * (t->type == GGML_TYPE_F32 ? 4 : 2);
+}
+static void check_weight_bytes(const char *path) {
+    llama_model m;
+    char err[GGUF_ERR_MAX];
+    CHECKF(llama_model_load(&m, path, err) == 0, "%s", err);
+    double want = tensor_bytes(m.output);
+    for (int l = 0; l < m.hp.n_layer; l++) {
+        const llama_layer *L = &m.layers[l];
+        const gguf_tensor *t[] = {L->wq, L->wk, L->wv, L->wo, L->ffn_gate, L->ffn_up, L->ffn_down};
+        for (int i = 0; i < 7; i++) want += tensor_bytes(t[i]);
+    }
+    decoder d;
+    decoder_opts o = decoder_default_opts(1);
+    CHECKF(decoder_init_opts(&d, &m, 32, &o, err) == 0, "%s", err);
+    CHECKF(decoder_weight_bytes(&d) == want, "%s: a step streams %.0f bytes, decoder says %.0f", path, want,
+           decoder_weight_bytes(&d));
+    CHECKF(prefill_weight_bytes(&d, 1, 2) == want, "%s: a one-batch prompt streams %.0f bytes, prefill says %.0f", path,
+           want, prefill_weight_bytes(&d, 1, 2));
+    decoder_free(&d);
+    llama_model_free(&m);
+}
+
 // Model c with one layer's weights in f32 and the rest f16 (blk.0. or blk.1.): a split tile read
-// across pretend nodes is cut at its own layer's element size, not the schedule's (layer 0's).
+// across pretend nodes is cut at its own layer's element size, not the schedule's (layer 0's), and
+// the bytes a step streams (decode-bench's bytes_per_token) count each layer at its own type.
 static int mixed_cases(const char *c) {
     int cases = 0;
     for (int k = 0; k < 2; k++) {
         char *mixed = path_join(dir, "mixed.gguf"), *out = path_join(dir, "convert.txt");
         const char *argv[] = {bin_path("gguf-convert", 0), c, mixed, "--type", "f32", "--only", k ? "blk.1." : "blk.0.", NULL};
         CHECKF(run_capture(argv, out, out) == 0, "%s", argv_text(argv));
+        check_weight_bytes(mixed);
         size_t ref_len, len;
         char *ref = dump(mixed, "off", 1, "off", NULL, &ref_len);
         for (int T = 2; T <= 4; T++, cases++) {
