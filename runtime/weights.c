@@ -150,6 +150,17 @@ double weights_step_bytes(const llama_model *m) {
     return b;
 }
 
+int weights_odd_layer(const llama_model *m) {
+    const gguf_tensor *t0[LAYER_N_MAT], *t[LAYER_N_MAT];
+    layer_tensors(&m->layers[0], t0);
+    for (int l = 1; l < m->hp.n_layer; l++) {
+        layer_tensors(&m->layers[l], t);
+        for (int i = 0; i < LAYER_N_MAT; i++)
+            if (t[i]->type != t0[i]->type) return l;
+    }
+    return -1;
+}
+
 // The embedding table as stored, in memory of its own (dst, or malloc'd when NULL): decode reads
 // a row every token.
 static void *copy_table(const llama_model *m, void *dst) {

@@ -102,10 +102,11 @@ static int cli_cases(const char *model) {
 static double tensor_bytes(const gguf_tensor *t) {
     return (double)((t->ne[1] + 63) / 64 * 64) * (double)t->ne[0] * (t->type == GGML_TYPE_F32 ? 4 : 2);
 }
-static void check_weight_bytes(const char *path) {
+static void check_weight_bytes(const char *path, int odd) {
     llama_model m;
     char err[GGUF_ERR_MAX];
     CHECKF(llama_model_load(&m, path, err) == 0, "%s", err);
+    CHECKF(weights_odd_layer(&m) == odd, "%s: layer %d differs from layer 0, not %d", path, weights_odd_layer(&m), odd);
     double want = tensor_bytes(m.output);
     for (int l = 0; l < m.hp.n_layer; l++) {
         const llama_layer *L = &m.layers[l];
@@ -132,7 +133,7 @@ static int mixed_cases(const char *c) {
         char *mixed = path_join(dir, "mixed.gguf"), *out = path_join(dir, "convert.txt");
         const char *argv[] = {bin_path("gguf-convert", 0), c, mixed, "--type", "f32", "--only", k ? "blk.1." : "blk.0.", NULL};
         CHECKF(run_capture(argv, out, out) == 0, "%s", argv_text(argv));
-        check_weight_bytes(mixed);
+        check_weight_bytes(mixed, 1);
         size_t ref_len, len;
         char *ref = dump(mixed, "off", 1, "off", NULL, &ref_len);
         for (int T = 2; T <= 4; T++, cases++) {
@@ -191,6 +192,7 @@ int main(void) {
     CHECKF(prefetch_runs >= 2 * 3, "prefetches proven in %d runs only", prefetch_runs);   // -t 2..4, buffer and auto
     int keys = key_cases(stories) + key_cases(c);
     CHECK(keys == 2 * 6);
+    check_weight_bytes(c, -1);
     int mixed = mixed_cases(c);
     CHECK(mixed == 2 * 3);
     printf("decode l4: %d CLI dumps byte-identical (%d buffer-mode runs wrote back, %d prefetched across pretend nodes), "

@@ -473,7 +473,14 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     // Why the cache was not used: told when asked for, not on every run of a default (a full disk).
     else if (w->cache_note[0] && (o->verbose || (o->pack_cache_asked && strncmp(w->cache_note, "not used", 8))))
         fprintf(stderr, "decode: packed-weight cache: %s\n", w->cache_note);
-    if (o->print_schedule) sched_print(&S->d.sched, stderr), decoder_print_stealing(&S->d, stderr);
+    if (o->print_schedule) {
+        sched_print(&S->d.sched, stderr);
+        int odd = weights_odd_layer(&S->m);
+        if (odd >= 0)
+            fprintf(stderr, "  (sizes are layer 0's: layer %d's weights are of another type; a step streams %.2f MiB of weights)\n",
+                    odd, weights_step_bytes(&S->m) / (1 << 20));
+        decoder_print_stealing(&S->d, stderr);
+    }
     if (o->verbose) {
         fprintf(stderr, "decode: gemv tuning for this model's step: prefetch %d B, interleave %d\n",
                 S->d.tuning.pf, S->d.tuning.interleave);
