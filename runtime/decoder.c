@@ -93,11 +93,12 @@ static int plan(decoder *d, const decoder_opts *o, int *cpu, char *err) {
     weights_shape(d->model, &sh);
     long step_min = o->min_step_bytes < 0 ? MIN_STEP_BYTES : o->min_step_bytes;
     long stage_min = o->min_stage_bytes < 0 ? MIN_STAGE_BYTES : o->min_stage_bytes;
-    double cap = step_min ? weights_step_bytes(d->model) / (double)step_min : T;
+    d->weight_bytes = weights_step_bytes(d->model);
+    double cap = step_min ? d->weight_bytes / (double)step_min : T;
     int used = cap < 1 ? 1 : cap < T ? (int)cap : T;
     int split_k = o->split_k >= 0 ? o->split_k : used >= 2 ? used : 0;   // auto: as many chunks as threads
     sched_opts so = {.n_threads = used, .node = node, .split_k = split_k, .min_bytes = (size_t)stage_min};
-    d->tuning = tune_pick((size_t)weights_step_bytes(d->model), used);   // cache-resident steps skip the prefetch
+    d->tuning = tune_pick((size_t)d->weight_bytes, used);   // cache-resident steps skip the prefetch
     int rc = sched_build(&d->sched, &sh, &so);
     free(node);
     return rc;
@@ -735,11 +736,11 @@ void decoder_stats_get(const decoder *d, decoder_stats *s) {
     }
 }
 
-double decoder_weight_bytes(const decoder *d) { return weights_step_bytes(d->model); }
+double decoder_weight_bytes(const decoder *d) { return d->weight_bytes; }
 
 double decoder_bytes_per_token(const decoder *d, int pos) {
     // the KV cache up to and including pos
-    return weights_step_bytes(d->model) + decoder_kv_cache_bytes(&d->hp, (int64_t)pos + 1, d->cache_type_k, d->cache_type_v);
+    return d->weight_bytes + decoder_kv_cache_bytes(&d->hp, (int64_t)pos + 1, d->cache_type_k, d->cache_type_v);
 }
 
 size_t decoder_n_params(const decoder *d) {

@@ -68,6 +68,7 @@ typedef struct decoder_s {
     pool *pool;                   // the threads the schedule gives work to
     topo topo;
     sched sched;
+    double weight_bytes;          // the weights a one-token step streams (weights_step_bytes)
     progress *progress;           // each thread's last finished step
     thread_ctx *threads;          // (n_threads)
     unsigned step_seq;            // decode steps run so far (progress numbers derive from it)

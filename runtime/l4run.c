@@ -443,7 +443,7 @@ static double pulled(const sched *s, size_t n, int writer, int reader) {
     return bytes;
 }
 
-l4run_cross l4run_cross_bytes(const sched *s) {
+l4run_cross l4run_cross_bytes(const sched *s, const double *rel) {
     l4run_cross c = {0};
     for (int t = 0; t < s->n_threads; t++)
         for (int m = 0; m < SCHED_N_MAT; m++) {
@@ -452,7 +452,8 @@ l4run_cross l4run_cross_bytes(const sched *s) {
                 for (uint32_t g = r->s0; g < r->s1 && remote_tile(s, t, m, tile); g++) {
                     size_t lo, hi;
                     seg_range(sched_tile_bytes(s, m), sched_seg_bytes(s, m), tile, g, &lo, &hi);
-                    c.weights += (double)(hi - lo) * (m == SCHED_OUT ? 1 : s->shape.n_layer);
+                    // a segment's bytes scale with the element size, layer by layer
+                    c.weights += (double)(hi - lo) * (m == SCHED_OUT ? 1 : rel ? rel[m] : s->shape.n_layer);
                 }
         }
     const sched_mat *w = s->shape.mat;

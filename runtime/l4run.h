@@ -47,9 +47,10 @@ void l4run_key_check(const l4run *r, uint64_t *checked, uint64_t *mismatched);
 // Bytes per token read across nodes under the schedule's intended placement (any mode): packed
 // weight rows a thread reads from tiles owned on another node, and activation rows (the norm
 // inputs, attention output, SwiGLU output, logits) a node reads from rows written on another.
-// Weights are counted at the schedule's types (layer 0's), as if every layer had them.
+// rel[m] (SCHED_WQ .. SCHED_DOWN) is matrix m's element size summed over the layers in units of
+// the schedule's (weights_layer_sizes); NULL: every layer has the schedule's sizes.
 typedef struct {
     double weights;
     double activations;
 } l4run_cross;
-l4run_cross l4run_cross_bytes(const sched *s);
+l4run_cross l4run_cross_bytes(const sched *s, const double *rel);

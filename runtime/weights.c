@@ -125,6 +125,10 @@ static int pack_layer(layer_weights *L, const llama_layer *s, const llama_model 
 static sched_mat mat_of(const gguf_tensor *t) {
     return (sched_mat){.k = t->ne[0], .n = t->ne[1], .es = wtype_get(t->type)->size};
 }
+static double read_bytes(const gguf_tensor *t) {
+    sched_mat w = mat_of(t);
+    return sched_mat_read_bytes(&w);
+}
 
 void weights_shape(const llama_model *m, sched_shape *sh) {
     const llama_hparams *h = &m->hp;
@@ -137,28 +141,29 @@ void weights_shape(const llama_model *m, sched_shape *sh) {
 }
 
 double weights_step_bytes(const llama_model *m) {
-    sched_mat out = mat_of(m->output);
-    double b = sched_mat_read_bytes(&out);
+    double b = read_bytes(m->output);
     for (int l = 0; l < m->hp.n_layer; l++) {
         const gguf_tensor *t[LAYER_N_MAT];
         layer_tensors(&m->layers[l], t);
-        for (int i = 0; i < LAYER_N_MAT; i++) {
-            sched_mat w = mat_of(t[i]);
-            b += sched_mat_read_bytes(&w);
-        }
+        for (int i = 0; i < LAYER_N_MAT; i++) b += read_bytes(t[i]);
     }
     return b;
 }
 
-int weights_odd_layer(const llama_model *m) {
+int weights_layer_sizes(const llama_model *m, double rel[LAYER_N_MAT]) {
     const gguf_tensor *t0[LAYER_N_MAT], *t[LAYER_N_MAT];
+    int odd = -1;
     layer_tensors(&m->layers[0], t0);
-    for (int l = 1; l < m->hp.n_layer; l++) {
+    for (int i = 0; i < LAYER_N_MAT; i++) rel[i] = 0;
+    for (int l = 0; l < m->hp.n_layer; l++) {
         layer_tensors(&m->layers[l], t);
-        for (int i = 0; i < LAYER_N_MAT; i++)
-            if (t[i]->type != t0[i]->type) return l;
+        for (int i = 0; i < LAYER_N_MAT; i++) {
+            size_t es = wtype_get(t[i]->type)->size, es0 = wtype_get(t0[i]->type)->size;
+            rel[i] += (double)es / (double)es0;
+            if (es != es0 && odd < 0) odd = l;
+        }
     }
-    return -1;
+    return odd;
 }
 
 // The embedding table as stored, in memory of its own (dst, or malloc'd when NULL): decode reads

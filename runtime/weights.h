@@ -75,9 +75,10 @@ void weights_shape(const llama_model *m, sched_shape *sh);
 // above is layer 0's; gguf-convert --only makes models whose layers differ), counted as
 // sched_mat_read_bytes counts them.
 double weights_step_bytes(const llama_model *m);
-// The first layer whose matrices' types differ from layer 0's (the schedule's sizes are layer
-// 0's: --print-schedule says so), or -1.
-int weights_odd_layer(const llama_model *m);
+// For each matrix of a layer (SCHED_WQ .. SCHED_DOWN), its element size summed over the layers
+// in units of layer 0's: n_layer each when every layer has layer 0's sizes, which the schedule
+// assumes. Returns the first layer where a size differs, or -1.
+int weights_layer_sizes(const llama_model *m, double rel[LAYER_N_MAT]);
 // Packs every matrix of m over the pool and widens its 1-D tensors; 0 ok, -1 with err. Thread t
 // packs the tiles it owns in schedule s (a split tile: its segment-0 holder), after binding them
 // to its node (topo_bind), so each tile is written first, and placed, by the thread that reads

@@ -132,6 +132,12 @@ grep -q "^schedule: 2 threads" "$tmp/err" && grep -q "^thread 1 (node 0)" "$tmp/
 expect 0 "print-schedule one thread" -- "$d" -m "$model" -p a -n 1 --temp 0 -t 2 --print-schedule
 grep -q "^schedule: 1 threads" "$tmp/err" && grep -q "^stealing: off (one thread)$" "$tmp/err" ||
   fail "print-schedule stories260K: $(cat "$tmp/err")"
+grep -q "differ in element size" "$tmp/err" && fail "print-schedule stories260K: its layers are alike: $(cat "$tmp/err")"
+# A layer of another element size: the plan's sizes are layer 0's, and it says so.
+"$bin/gguf-convert" "$sched" "$tmp/mixed.gguf" --type f32 --only blk.1. >/dev/null || fail "gguf-convert --only blk.1."
+expect 0 "print-schedule mixed" -- "$d" -m "$tmp/mixed.gguf" -p a -n 1 --temp 0 -t 2 --print-schedule
+grep -q "^schedule: the sizes above are layer 0's; layer 1's weights (and maybe others') differ in element size" "$tmp/err" ||
+  fail "print-schedule mixed: $(cat "$tmp/err")"
 
 # gemv-bench -s: a model's shapes as cells (K x N, N not a multiple of the tile), checked against
 # the reference inside; malformed lists are refused.
@@ -143,6 +149,6 @@ for bad in 3x x4 4x4, 4x4,,2x2 100000x3 0x5 4x4x4 40000x40000 " 4x4" +4x4; do
   expect 2 "gemv-bench -s $bad" -- "$g" -t 1 -s "$bad"
 done
 
-[ "$cases" = 52 ] || fail "ran $cases cases, expected 52"
+[ "$cases" = 53 ] || fail "ran $cases cases, expected 53"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -4,7 +4,9 @@
 // segments are read by a thread of the other node); --l4-stats parsed in every run: the mode
 // used, zeros in off and stream, writebacks > 0 in buffer mode, prefetches > 0 and cross-node
 // weight bytes > 0 where a split tile is read across pretend nodes. In-process: every key a
-// thread maps in buffer mode is the key its predictor stream said would come next.
+// thread maps in buffer mode is the key its predictor stream said would come next. Models whose
+// layers differ in weight type: the same logits across pretend nodes, and the bytes a step
+// streams and reads across nodes counted at each layer's own type.
 #include "model/llama.h"
 #include "runtime/decoder.h"
 #include "runtime/prefill.h"
@@ -17,6 +19,7 @@
 
 static char *dir;
 static int prefetch_runs, writeback_runs;   // runs whose stats showed each path ran
+static double last_cross;                   // the last run's cross_node_weight_bytes
 
 static const char *modes[] = {"off", "stream", "buffer", "auto"};
 
@@ -71,6 +74,7 @@ static char *dump(const char *model, const char *mode, int T, const char *split,
     unsetenv("DECODE_FAKE_NUMA");
     cJSON *j = stats_of(r.err);
     check_stats(j, mode, split, fake, T);
+    last_cross = num(j, "cross_node_weight_bytes");
     cJSON_Delete(j);
     tool_run_free(&r);
     char *d = util_read_file(path, len);
@@ -97,44 +101,54 @@ static int cli_cases(const char *model) {
     return cases;
 }
 
-// The bytes a step (and a one-batch prompt) streams, tensor by tensor at its own type: every
-// matrix here has whole tiles or a last tile of more than 32 outputs, so each tile counts whole.
-static double tensor_bytes(const gguf_tensor *t) {
-    return (double)((t->ne[1] + 63) / 64 * 64) * (double)t->ne[0] * (t->type == GGML_TYPE_F32 ? 4 : 2);
+// The bytes a step (gemv 1) or a one-batch prompt (gemv 0: whole tiles) streams of tensor t at
+// its own type, written out here rather than through the runtime's helpers: a GEMV reads only the
+// first half of an f32 last tile of at most 32 outputs. odd: the first layer whose sizes differ.
+static double tensor_bytes(const gguf_tensor *t, int gemv) {
+    double es = (double)wtype_get(t->type)->size, nt = (double)((t->ne[1] + 63) / 64), k = (double)t->ne[0];
+    int half = gemv && es == 4 && t->ne[1] % 64 && t->ne[1] % 64 <= 32;
+    return nt * 64 * k * es - (half ? 32 * k * es : 0);
 }
 static void check_weight_bytes(const char *path, int odd) {
     llama_model m;
     char err[GGUF_ERR_MAX];
+    double rel[LAYER_N_MAT];
     CHECKF(llama_model_load(&m, path, err) == 0, "%s", err);
-    CHECKF(weights_odd_layer(&m) == odd, "%s: layer %d differs from layer 0, not %d", path, weights_odd_layer(&m), odd);
-    double want = tensor_bytes(m.output);
+    CHECKF(weights_layer_sizes(&m, rel) == odd, "%s: layer %d differs from layer 0, not %d", path,
+           weights_layer_sizes(&m, rel), odd);
+    double want = tensor_bytes(m.output, 1), whole = tensor_bytes(m.output, 0);
     for (int l = 0; l < m.hp.n_layer; l++) {
         const llama_layer *L = &m.layers[l];
         const gguf_tensor *t[] = {L->wq, L->wk, L->wv, L->wo, L->ffn_gate, L->ffn_up, L->ffn_down};
-        for (int i = 0; i < 7; i++) want += tensor_bytes(t[i]);
+        for (int i = 0; i < 7; i++) want += tensor_bytes(t[i], 1), whole += tensor_bytes(t[i], 0);
     }
     decoder d;
     decoder_opts o = decoder_default_opts(1);
     CHECKF(decoder_init_opts(&d, &m, 32, &o, err) == 0, "%s", err);
     CHECKF(decoder_weight_bytes(&d) == want, "%s: a step streams %.0f bytes, decoder says %.0f", path, want,
            decoder_weight_bytes(&d));
-    CHECKF(prefill_weight_bytes(&d, 1, 2) == want, "%s: a one-batch prompt streams %.0f bytes, prefill says %.0f", path,
-           want, prefill_weight_bytes(&d, 1, 2));
+    CHECKF(prefill_weight_bytes(&d, 1, 2) == whole, "%s: a one-batch prompt streams %.0f bytes, prefill says %.0f", path,
+           whole, prefill_weight_bytes(&d, 1, 2));
     decoder_free(&d);
     llama_model_free(&m);
 }
 
 // Model c with one layer's weights in f32 and the rest f16 (blk.0. or blk.1.): a split tile read
 // across pretend nodes is cut at its own layer's element size, not the schedule's (layer 0's), and
-// the bytes a step streams (decode-bench's bytes_per_token) count each layer at its own type.
+// the bytes a step streams (decode-bench's bytes_per_token) count each layer at its own type. The
+// bytes read across the pretend nodes at -t 4 are the same whichever layer is f32, and lie between
+// the all-f16 model's and twice that.
 static int mixed_cases(const char *c) {
     int cases = 0;
+    size_t len;
+    free(dump(c, "buffer", 4, "4", "2", &len));
+    double f16_cross = last_cross, cross[2];
     for (int k = 0; k < 2; k++) {
         char *mixed = path_join(dir, "mixed.gguf"), *out = path_join(dir, "convert.txt");
         const char *argv[] = {bin_path("gguf-convert", 0), c, mixed, "--type", "f32", "--only", k ? "blk.1." : "blk.0.", NULL};
         CHECKF(run_capture(argv, out, out) == 0, "%s", argv_text(argv));
         check_weight_bytes(mixed, 1);
-        size_t ref_len, len;
+        size_t ref_len;
         char *ref = dump(mixed, "off", 1, "off", NULL, &ref_len);
         for (int T = 2; T <= 4; T++, cases++) {
             int before = prefetch_runs;
@@ -144,9 +158,22 @@ static int mixed_cases(const char *c) {
             CHECKF(prefetch_runs == before + 1, "-t %d: no rows read across the pretend nodes", T);
             free(d);
         }
+        cross[k] = last_cross;
         free(ref); free(mixed); free(out);
     }
+    CHECKF(cross[0] == cross[1] && cross[0] > f16_cross && cross[0] < 2 * f16_cross,
+           "cross-node weight bytes: blk.0 f32 %.0f, blk.1 f32 %.0f, all f16 %.0f", cross[0], cross[1], f16_cross);
     return cases;
+}
+
+// stories260K (f32) with one later layer's ffn_down in f16: the first layer whose sizes differ.
+static void odd_layer_case(const char *stories) {
+    char *odd = path_join(dir, "odd.gguf"), *out = path_join(dir, "convert.txt");
+    const char *argv[] = {bin_path("gguf-convert", 0), stories, odd, "--type", "f16", "--only", "blk.3.ffn_down", NULL};
+    CHECKF(run_capture(argv, out, out) == 0, "%s", argv_text(argv));
+    check_weight_bytes(stories, -1);
+    check_weight_bytes(odd, 3);
+    free(odd); free(out);
 }
 
 // In-process, buffer mode, thresholds off: the executed keys equal the predictor's stream.
@@ -193,6 +220,7 @@ int main(void) {
     int keys = key_cases(stories) + key_cases(c);
     CHECK(keys == 2 * 6);
     check_weight_bytes(c, -1);
+    odd_layer_case(stories);
     int mixed = mixed_cases(c);
     CHECK(mixed == 2 * 3);
     printf("decode l4: %d CLI dumps byte-identical (%d buffer-mode runs wrote back, %d prefetched across pretend nodes), "

@@ -29,7 +29,7 @@ static l4run_cross count(const shape *x, int T, int split) {
     sched_opts o = {.n_threads = T, .node = node, .split_k = split, .min_bytes = 64 << 10};
     sched s;
     CHECK(sched_build(&s, &sh, &o) == 0);
-    l4run_cross c = l4run_cross_bytes(&s);
+    l4run_cross c = l4run_cross_bytes(&s, NULL);
     sched_free(&s);
     return c;
 }

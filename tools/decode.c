@@ -301,11 +301,24 @@ static int same_file(const struct stat *a, uint64_t dev, uint64_t ino) {
     return (uint64_t)a->st_dev == dev && (uint64_t)a->st_ino == ino;
 }
 
+// --print-schedule: the plan, a word when its sizes (layer 0's) are not every layer's, the stealing.
+static void print_schedule(const decoder *d) {
+    double rel[LAYER_N_MAT];
+    sched_print(&d->sched, stderr);
+    int odd = weights_layer_sizes(d->model, rel);
+    if (odd >= 0)
+        fprintf(stderr, "schedule: the sizes above are layer 0's; layer %d's weights (and maybe others') differ in "
+                "element size: a step streams %.2f MiB of weights\n", odd, decoder_weight_bytes(d) / (1 << 20));
+    decoder_print_stealing(d, stderr);
+}
+
 // --l4-stats: the counters summed over the nodes' caches and the mode used, one JSON line; the
 // bytes a token reads across nodes under the intended placement ride along.
 static int print_l4_stats(const decoder *d) {
     l4_stats s = l4run_stats(d->l4);
-    l4run_cross x = l4run_cross_bytes(&d->sched);
+    double rel[LAYER_N_MAT];
+    weights_layer_sizes(d->model, rel);
+    l4run_cross x = l4run_cross_bytes(&d->sched, rel);
     cJSON *j = cJSON_CreateObject();
     const char *names[] = {"lookups", "hits", "misses", "prefetches", "evictions", "writebacks", "flushes", "spin_waits"};
     const uint64_t v[] = {s.lookups, s.hits, s.misses, s.prefetches, s.evictions, s.writebacks, s.flushes, s.spin_waits};
@@ -473,14 +486,7 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     // Why the cache was not used: told when asked for, not on every run of a default (a full disk).
     else if (w->cache_note[0] && (o->verbose || (o->pack_cache_asked && strncmp(w->cache_note, "not used", 8))))
         fprintf(stderr, "decode: packed-weight cache: %s\n", w->cache_note);
-    if (o->print_schedule) {
-        sched_print(&S->d.sched, stderr);
-        int odd = weights_odd_layer(&S->m);
-        if (odd >= 0)
-            fprintf(stderr, "  (sizes are layer 0's: layer %d's weights are of another type; a step streams %.2f MiB of weights)\n",
-                    odd, weights_step_bytes(&S->m) / (1 << 20));
-        decoder_print_stealing(&S->d, stderr);
-    }
+    if (o->print_schedule) print_schedule(&S->d);
     if (o->verbose) {
         fprintf(stderr, "decode: gemv tuning for this model's step: prefetch %d B, interleave %d\n",
                 S->d.tuning.pf, S->d.tuning.interleave);
