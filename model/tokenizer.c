@@ -24,6 +24,7 @@
 #include "model/unicode.h"
 
 enum { TT_UNDEFINED, TT_NORMAL, TT_UNKNOWN, TT_CONTROL, TT_USER_DEFINED, TT_UNUSED, TT_BYTE, TT_COUNT };
+#define EOG_MAX 32                // end-of-generation ids: eos, eot, eom, 3 FIM ids, EOG_NAMES
 
 struct tokenizer {
     int32_t n_vocab;
@@ -39,6 +40,8 @@ struct tokenizer {
     uint32_t max_len;           // longest piece in bytes: longer pairs need no lookup
     int32_t byte_tok[256];      // byte fallback: <0xNN>, else the 1-byte piece, else unk
     int32_t bos, eos, unk;
+    int32_t eog[EOG_MAX];       // the ids that end generation (tokenizer_is_eog), ascending
+    int n_eog;
     int add_bos, add_space_prefix;
     int32_t *user;              // (n_user) user-defined pieces, longest first
     int32_t n_user;
@@ -217,6 +220,79 @@ static int splits_text(const tokenizer *t, int32_t i) {
     return t->type[i] == TT_USER_DEFINED && n > 0 && !control_looking(t->text + t->off[i], n);
 }
 
+// ---- end of generation: which sampled ids stop decode (llama.cpp's special_eog_ids) ----
+
+// Pieces that end generation wherever a vocab has them (llama.cpp matches them by text too).
+static const char *const EOG_NAMES[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>"};
+_Static_assert(6 + sizeof EOG_NAMES / sizeof *EOG_NAMES <= EOG_MAX, "EOG_MAX");
+
+// An optional id key (tokenizer.ggml.eot_token_id ...): -1 when absent or out of range (llama.cpp
+// warns and ignores such an id), an error only when it is not an integer.
+static int optional_id(const gguf_file *g, const char *key, int32_t n_vocab, int32_t *out, char *err) {
+    int64_t v;
+    int rc = gguf_get_int(g, key, INT64_MIN, INT64_MAX, &v, err);
+    if (rc < 0) return -1;
+    *out = rc == 0 && v >= 0 && v < n_vocab ? (int32_t)v : -1;
+    return 0;
+}
+
+static int32_t lookup_str(const tokenizer *t, const char *s) { return lookup(t, s, strlen(s)); }
+
+static void eog_add(tokenizer *t, int32_t id) {
+    if (id < 0) return;
+    for (int i = 0; i < t->n_eog; i++)
+        if (t->eog[i] == id) return;
+    t->eog[t->n_eog++] = id;
+}
+
+static void eog_remove(tokenizer *t, int32_t id) {
+    for (int i = 0; i < t->n_eog; i++)
+        if (t->eog[i] == id) { t->eog[i] = t->eog[--t->n_eog]; return; }
+}
+
+static int eog_has(const tokenizer *t, const char *s) {
+    int32_t id = lookup_str(t, s);
+    for (int i = 0; id >= 0 && i < t->n_eog; i++)
+        if (t->eog[i] == id) return 1;
+    return 0;
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+// The FIM pad, repo and separator ids (their key, else the first of these pieces the vocab has),
+// every EOG_NAMES piece, then eos, eot and eom; less llama.cpp's two exceptions: <|end|> where
+// <|return|> and <|call|> (or <|calls|> and <|flush|>) end turns, and </s> beside <|tool_response>.
+static int collect_eog(tokenizer *t, const gguf_file *g, char *err) {
+    static const struct { const char *key, *names[6]; } fim[] = {
+        {"tokenizer.ggml.fim_pad_token_id", {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}},
+        {"tokenizer.ggml.fim_rep_token_id", {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}},
+        {"tokenizer.ggml.fim_sep_token_id", {"<|file_sep|>"}},
+    };
+    int32_t id, eot, eom;
+    for (size_t f = 0; f < sizeof fim / sizeof *fim; f++) {
+        if (optional_id(g, fim[f].key, t->n_vocab, &id, err)) return -1;
+        for (int i = 0; id < 0 && fim[f].names[i]; i++) id = lookup_str(t, fim[f].names[i]);
+        eog_add(t, id);
+    }
+    for (size_t i = 0; i < sizeof EOG_NAMES / sizeof *EOG_NAMES; i++) eog_add(t, lookup_str(t, EOG_NAMES[i]));
+    if (optional_id(g, "tokenizer.ggml.eot_token_id", t->n_vocab, &eot, err) ||
+        optional_id(g, "tokenizer.ggml.eom_token_id", t->n_vocab, &eom, err))
+        return -1;
+    eog_add(t, t->eos), eog_add(t, eot), eog_add(t, eom);
+    int call = eog_has(t, "<|call|>") || eog_has(t, "<|calls|>");
+    if (eog_has(t, "<|end|>") && call && (eog_has(t, "<|return|>") || eog_has(t, "<|flush|>")))
+        eog_remove(t, lookup_str(t, "<|end|>"));
+    if (eog_has(t, "</s>") && eog_has(t, "<|tool_response>")) eog_remove(t, lookup_str(t, "</s>"));
+    qsort(t->eog, (size_t)t->n_eog, sizeof *t->eog, cmp_i32);
+    return 0;
+}
+
 #define ROLL 0x100000001b3ull     // rolling hash base: h(s) = sum s[i] ROLL^(n - 1 - i), mod 2^64
 
 static uint64_t user_mix(uint64_t h, size_t n) { return h ^ (uint64_t)n * 0x9e3779b97f4a7c15ull; }
@@ -337,7 +413,8 @@ int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) 
         special_id(g, "tokenizer.ggml.eos_token_id", is_bpe ? 11 : 2, t->n_vocab, &t->eos, err) ||
         special_id(g, "tokenizer.ggml.unknown_token_id", is_bpe ? -1 : 0, t->n_vocab, &t->unk, err) ||
         flag(g, "tokenizer.ggml.add_bos_token", is_bpe ? t->pre->add_bos : 1, &t->add_bos, err) ||
-        flag(g, "tokenizer.ggml.add_space_prefix", !is_bpe, &t->add_space_prefix, err)) {
+        flag(g, "tokenizer.ggml.add_space_prefix", !is_bpe, &t->add_space_prefix, err) ||
+        collect_eog(t, g, err)) {
         tokenizer_free(t);
         return -1;
     }
@@ -368,6 +445,13 @@ void tokenizer_free(tokenizer *t) {
 int tokenizer_n_vocab(const tokenizer *t) { return t->n_vocab; }
 int32_t tokenizer_bos(const tokenizer *t) { return t->bos; }
 int32_t tokenizer_eos(const tokenizer *t) { return t->eos; }
+int tokenizer_is_eog(const tokenizer *t, int32_t id) {
+    return bsearch(&id, t->eog, (size_t)t->n_eog, sizeof *t->eog, cmp_i32) != NULL;
+}
+int tokenizer_eog(const tokenizer *t, const int32_t **ids) {
+    *ids = t->eog;
+    return t->n_eog;
+}
 // A token is a piece of at most max_len bytes of the text with ' ' spelled U+2581 (never fewer
 // bytes than it covers), or a byte-fallback token covering one byte. Byte-level BPE spells each
 // byte of its words with 1 or 2, but a word's bytes are re-encoded code points: an overlong

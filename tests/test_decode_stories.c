@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "model/gguf_write.h"
 #include "tests/check.h"
 #include "tests/decode_util.h"
 #include "tests/ref_forward.h"
@@ -68,6 +69,47 @@ static void run_model(const char *model, const char *tag, run_result *res) {
     free(want); free(text); free(rows); free(out); free(dump);
 }
 
+// End of generation beyond EOS: a copy of the model whose tokenizer.ggml.eot_token_id is the
+// first greedy token not generated before position 5. decode must stop right before it (stdout
+// the pieces up to there), and go past it with --ignore-eos.
+static void check_eot(const int32_t *gen) {
+    int k = 5;
+    for (int seen = 1; seen && k < N_GEN; k += seen) {
+        seen = 0;
+        for (int i = 0; i < k && !seen; i++) seen = gen[i] == gen[k];
+    }
+    CHECK(k < N_GEN);
+    char err[GGUF_ERR_MAX], *model = path_join(dir, "eot.gguf"), *out = path_join(dir, "eot.txt");
+    gguf_file g;
+    CHECKF(gguf_open(&g, MODELS "stories260K.gguf", err) == 0, "%s", err);
+    gguf_writer *w = gguf_writer_new(g.alignment);
+    CHECK(w);
+    for (uint64_t i = 0; i < g.n_kv; i++) gguf_w_kv_copy(w, &g.kv[i]);
+    gguf_w_u32(w, "tokenizer.ggml.eot_token_id", (uint32_t)gen[k]);
+    for (uint64_t i = 0; i < g.n_tensors; i++) {
+        const gguf_tensor *t = &g.tensors[i];
+        gguf_w_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data);
+    }
+    CHECKF(gguf_writer_save(w, model, err) == 0, "%s", err);
+    gguf_writer_free(w);
+    size_t want_len, got_len;
+    char *want = render_ids(&g, gen, (size_t)k, 1, &want_len);
+    const char *argv[] = {bin_path("decode", 0), "-m", model, "-p", "", "-n", "256", "--temp", "0", NULL, NULL};
+    CHECKF(run_capture(argv, out, NULL) == 0, "decode on the eot model failed");
+    char *got = read_all(out, &got_len);
+    CHECKF(want && got && got_len == want_len && !memcmp(got, want, want_len),
+           "eot %d at generated token %d: stdout of %zu bytes, want %zu", gen[k], k, got_len, want_len);
+    free(got);
+    argv[9] = "--ignore-eos";
+    CHECKF(run_capture(argv, out, NULL) == 0, "decode --ignore-eos on the eot model failed");
+    got = read_all(out, &got_len);
+    CHECKF(got && got_len > want_len && !memcmp(got, want, want_len), "--ignore-eos stopped at the eot");
+    printf("eot_token_id %d: decode stops before generated token %d (%zu bytes), --ignore-eos goes on (%zu)\n",
+           gen[k], k, want_len, got_len);
+    gguf_close(&g);
+    free(got); free(want); free(model); free(out);
+}
+
 int main(void) {
     CHECK((dir = scratch_dir()));
     size_t len, n_ids;
@@ -89,6 +131,7 @@ int main(void) {
     printf("f32: stdout = greedy256 TEXT (%zu bytes, no final newline); %d rows, worst |d-r|/max|r| %.2g\n",
            text_len, f32.st.rows, f32.st.worst);
     free(got);
+    check_eot(f32.ids);
 
     const char *types[] = {"f16", "bf16"};
     int checked = 1, rows = f32.st.rows;

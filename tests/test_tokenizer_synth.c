@@ -185,6 +185,17 @@ static const struct { int m; const char *key, *problem; } bad[] = {
 };
 
 
+// A writer holding a SentencePiece vocab of n pieces (no ids: llama.cpp's defaults).
+static gguf_writer *spm_vocab(const char *const *tok, const float *score, const int32_t *type, int n) {
+    gguf_writer *w = gguf_writer_new(32);
+    CHECK(w);
+    gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", tok, (uint64_t)n);
+    gguf_w_arr_f32(w, "tokenizer.ggml.scores", score, (uint64_t)n);
+    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, (uint64_t)n);
+    return w;
+}
+
 // 60000 pieces whose 32-bit FNV-1a hashes collide (an open-addressing piece table turns
 // quadratic: seconds to load). Five of them get every prefix as a piece so that encoding the
 // piece merges step by step into it, each lookup going through the colliding pieces; the first
@@ -214,12 +225,7 @@ static void check_flood(const char *path) {
     tok[n++] = fl[pick[0]];
     CHECK(n == N_ALL);
     for (int i = 0; i < n; i++) type[i] = i == 0 ? 2 : i < 3 ? 3 : 1;
-    gguf_writer *w = gguf_writer_new(32);
-    CHECK(w);
-    gguf_w_str(w, "tokenizer.ggml.model", "llama");
-    gguf_w_arr_str(w, "tokenizer.ggml.tokens", tok, (uint64_t)n);
-    gguf_w_arr_f32(w, "tokenizer.ggml.scores", score, (uint64_t)n);
-    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, (uint64_t)n);
+    gguf_writer *w = spm_vocab(tok, score, type, n);
     gguf_w_bool(w, "tokenizer.ggml.add_space_prefix", 0);
     char err[GGUF_ERR_MAX];
     CHECKF(gguf_writer_save(w, path, err) == 0, "%s", err);
@@ -248,12 +254,67 @@ static void check_flood(const char *path) {
     unlink(path);
 }
 
+// The end-of-generation set on a vocab of end-of-turn, FIM and ordinary pieces, in four variants:
+// keys and names (eot a normal piece; eom -1 and a FIM separator out of range: ignored), the
+// <|end|> exception (<|return|> and <|call|> there), both exceptions (<|tool_response> too, so
+// even eos </s> is dropped, as in llama.cpp), and a FIM pad key over the first FIM pad name.
+enum { E_KEYS, E_HARMONY, E_TOOL, E_FIM_KEY, E_COUNT };
+static void check_eog_variant(const char *path, int v) {
+    static const char *tok[] = {"<unk>", "<s>", "</s>", "a", "<|im_end|>", "<|endoftext|>", "<|end|>",
+                                "<|fim_pad|>", "<PAD>", "<|repo_name|>", "<|file_sep|>", "<|im_start|>",
+                                "<|return|>", "<|call|>", "<|tool_response>"};
+    enum { N_EOG_TOK = sizeof tok / sizeof *tok };
+    int n = v == E_HARMONY ? 14 : v == E_TOOL ? 15 : 12;       // the exceptions' pieces only there
+    float score[N_EOG_TOK] = {0};
+    int32_t type[N_EOG_TOK];
+    for (int i = 0; i < N_EOG_TOK; i++) type[i] = i == 0 ? 2 : i <= 2 || i >= 4 ? 3 : 1;
+    gguf_writer *w = spm_vocab(tok, score, type, n);
+    gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    if (v == E_KEYS) {
+        gguf_w_u32(w, "tokenizer.ggml.eot_token_id", 3);            // "a": eot by its key alone
+        gguf_w_i32(w, "tokenizer.ggml.eom_token_id", -1);           // none
+        gguf_w_u32(w, "tokenizer.ggml.fim_sep_token_id", 1000);     // out of range: ignored
+    }
+    if (v == E_FIM_KEY) gguf_w_u32(w, "tokenizer.ggml.fim_pad_token_id", 8);   // <PAD>, not <|fim_pad|>
+    char err[GGUF_ERR_MAX];
+    CHECKF(gguf_writer_save(w, path, err) == 0, "%s", err);
+    gguf_writer_free(w);
+    // </s> (eos), <|im_end|>, <|endoftext|>, <|end|>, <|fim_pad|>, <|repo_name|>, <|file_sep|>
+    int want[N_EOG_TOK] = {[2] = 1, [4] = 1, [5] = 1, [6] = 1, [7] = 1, [9] = 1, [10] = 1};
+    if (v == E_KEYS) want[3] = 1;
+    if (v == E_HARMONY) want[6] = 0, want[12] = want[13] = 1;
+    if (v == E_TOOL) want[2] = want[6] = 0, want[12] = want[13] = want[14] = 1;     // both exceptions
+    if (v == E_FIM_KEY) want[7] = 0, want[8] = 1;
+    gguf_file g;
+    tokenizer *t;
+    CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
+    CHECKF(tokenizer_load(&t, &g, err) == 0, "%s", err);
+    gguf_close(&g);
+    const int32_t *ids;
+    int n_eog = tokenizer_eog(t, &ids), n_want = 0;
+    for (int i = 0; i < n; i++) {
+        n_want += want[i];
+        CHECKF(tokenizer_is_eog(t, i) == want[i], "variant %d: id %d (%s) end of generation: %d", v, i, tok[i],
+               tokenizer_is_eog(t, i));
+    }
+    CHECKF(n_eog == n_want, "variant %d: %d ids, want %d", v, n_eog, n_want);
+    for (int i = 1; i < n_eog; i++) CHECK(ids[i - 1] < ids[i]);
+    CHECK(!tokenizer_is_eog(t, -1) && !tokenizer_is_eog(t, n));
+    tokenizer_free(t);
+    unlink(path);
+}
+
+static void check_eog(const char *path) {
+    for (int v = 0; v < E_COUNT; v++) check_eog_variant(path, v);
+}
+
 int main(void) {
     char dir[] = "/tmp/test_tokenizer_synth.XXXXXX", path[64];
     CHECK(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/v.gguf", dir);
     check_rules(path);
     check_flood(path);
+    check_eog(path);
     int n_bad = (int)(sizeof bad / sizeof *bad);
     CHECK(n_bad == M_COUNT - N_VALID);
     for (int i = 0; i < n_bad; i++) CHECK(bad[i].m == N_VALID + i);
@@ -266,6 +327,6 @@ int main(void) {
     }
     unlink(path);
     rmdir(dir);
-    printf("ok: rules, %d malformed vocabs refused\n", n_bad);
+    printf("ok: rules, %d end-of-generation variants, %d malformed vocabs refused\n", E_COUNT, n_bad);
     return 0;
 }

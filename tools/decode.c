@@ -71,7 +71,8 @@ static void usage(FILE *f) {
         "  -m, --model PATH          GGUF model file (required)\n"
         "  -p, --prompt TEXT         prompt, taken literally (default: empty, BOS only)\n"
         "  -f, --file PATH           read the prompt from a file, bytes exactly\n"
-        "  -n, --n-predict N         tokens to generate; -1 = until EOS or a full context (default: -1)\n"
+        "  -n, --n-predict N         tokens to generate; -1 = until an end-of-generation token or a\n"
+        "                            full context (default: -1)\n"
         "  -t, --threads N           threads (default: physical cores available = %d)\n"
         "      --numa MODE           off, distribute (threads and their tiles spread over the nodes),\n"
         "                            isolate (only the starting node) (default: distribute on several\n"
@@ -105,9 +106,11 @@ static void usage(FILE *f) {
         "      --repeat-last-n N     tokens the penalty looks back; 0 = off, -1 = context (default: %d)\n"
         "  -s, --seed N              sampling seed (default: random, printed on stderr)\n"
         "      --no-bos              do not prepend BOS (default: prepend when the model asks or says nothing)\n"
-        "      --ignore-eos          keep generating past EOS\n"
+        "      --ignore-eos          keep generating past end-of-generation tokens (EOS, EOT\n"
+        "                            and the other end-of-turn tokens the vocabulary has)\n"
         "      --dump-logits PATH    write each evaluated position's logits (f32 LE, n_vocab per row)\n"
-        "  -v, --verbose             print the kernel path, the GEMV tuning and the KV cache on stderr\n"
+        "  -v, --verbose             print the kernel path, the GEMV tuning, the KV cache and the\n"
+        "                            end-of-generation tokens on stderr\n"
         "  -h, --help                this text\n"
         "environment: DECODE_ISA=avx512|avx2|scalar caps the SIMD path (same logits on every one);\n"
         "  DECODE_TUNE=off|force: per-CPU-family defaults without measuring, or measure again even\n"
@@ -493,6 +496,11 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
         uint32_t kt = S->d.cache_type_k, vt = S->d.cache_type_v;
         fprintf(stderr, "decode: KV cache: K %s, V %s, %.1f MiB for %ld positions\n", wtype_get(kt)->name,
                 wtype_get(vt)->name, decoder_kv_cache_bytes(&S->m.hp, n_ctx, kt, vt) / 1048576.0, n_ctx);
+        const int32_t *eog;
+        int n_eog = tokenizer_eog(S->tok, &eog);
+        fprintf(stderr, "decode: end-of-generation tokens:");
+        for (int i = 0; i < n_eog; i++) fprintf(stderr, " %d", eog[i]);
+        fprintf(stderr, "%s\n", n_eog ? "" : " none");
     }
     if (sampler_init(&S->s, &o->sp, S->m.hp.n_vocab)) { fprintf(stderr, "decode: out of memory\n"); return 1; }
     return 0;
@@ -529,7 +537,7 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
     for (long i = 0; (o->n_predict < 0 || i < o->n_predict) && !cli_stop; i++) {
         t0 = now_ms();
         int32_t tok = sampler_sample(&S->s, S->d.logits);
-        if (tok == tokenizer_eos(S->tok) && !o->ignore_eos) break;
+        if (tokenizer_is_eog(S->tok, tok) && !o->ignore_eos) break;
         sampler_accept(&S->s, tok);
         if (emit_piece(S, tok, plen == 0 && i == 0)) goto stdout_failed;
         int last = (o->n_predict >= 0 && i + 1 == o->n_predict) || pos >= n_ctx;   // no forward needed
