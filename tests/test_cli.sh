@@ -37,6 +37,10 @@ expect 1 "directory" -- "$d" -m "$tmp" -p hi
 expect 1 "vocab-only file" -- "$d" -m "$shared/testdata/vocab/ggml-vocab-llama-spm.gguf" -p hi
 expect 1 "prompt file missing" -- "$d" -m "$model" -f "$tmp/none.txt"
 expect 1 "context too small" -- "$d" -m "$model" -p "Once upon a time there was" -c 3
+grep -q "at least 4 tokens with BOS: more than the 3 the context holds" "$tmp/err" ||
+  fail "prompt-too-long message does not count BOS: $(cat "$tmp/err")"
+expect 0 "context past training" -- "$d" -m "$model" -p "Once" -n 1 --temp 0 -c 2100
+grep -q "warning: -c 2100 is more than the 2048 positions" "$tmp/err" || fail "no warning for -c past context_length"
 expect 1 "empty prompt without BOS" -- "$d" -m "$model" -p "" --no-bos
 expect 1 "dump path unwritable" -- "$d" -m "$model" -p hi --dump-logits "$tmp/no/such/dir/x"
 
@@ -91,6 +95,15 @@ cases=$((cases + 3))
 [ "$st" = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ] || fail "closed stdout: exit $st: $(cat "$tmp/err")"
 "$d" -m "$model" -p "Once" -n 8 --temp 0 >/dev/full 2>"$tmp/err"; st=$?
 [ "$st" = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ] || fail "full stdout: exit $st: $(cat "$tmp/err")"
+# decode-bench too: its table lost to a full or closed stdout is a failure, named on stderr.
+cases=$((cases + 2))
+for to in /dev/full closed; do
+  if [ $to = closed ]; then "$bin/decode-bench" -m "$model" -t 1 -p 0 -n 1 -r 1 --roofline-mib 0 -o jsonl >&- 2>"$tmp/err"
+  else "$bin/decode-bench" -m "$model" -t 1 -p 0 -n 1 -r 1 --roofline-mib 0 -o csv >$to 2>"$tmp/err"; fi
+  st=$?
+  [ "$st" = 1 ] && tail -1 "$tmp/err" | grep -q "writing the results to stdout failed" ||
+    fail "decode-bench, $to stdout: exit $st: $(tail -1 "$tmp/err")"
+done
 # The reader of a pipe leaving early: whether decode notices depends on timing, a signal never.
 "$d" -m "$model" -p "Once" -n 2000 --ignore-eos --temp 0 2>/dev/null | head -c 1 >/dev/null
 st=${PIPESTATUS[0]}
@@ -149,6 +162,6 @@ for bad in 3x x4 4x4, 4x4,,2x2 100000x3 0x5 4x4x4 40000x40000 " 4x4" +4x4; do
   expect 2 "gemv-bench -s $bad" -- "$g" -t 1 -s "$bad"
 done
 
-[ "$cases" = 53 ] || fail "ran $cases cases, expected 53"
+[ "$cases" = 56 ] || fail "ran $cases cases, expected 56"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

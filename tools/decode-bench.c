@@ -316,21 +316,29 @@ static const char *wait_str(const result *r, const char *none) {
 
 static const char *base(const char *p) { const char *s = strrchr(p, '/'); return s ? s + 1 : p; }
 
-static void print_results(const result *rs, int n, const options *o) {
+// 0, or 1 when cJSON ran out of memory (nothing printed for that row or array).
+static int print_results(const result *rs, int n, const options *o) {
     if (!strcmp(o->fmt, "json") || !strcmp(o->fmt, "jsonl")) {
         cJSON *arr = cJSON_CreateArray();
-        for (int i = 0; i < n; i++) {
+        int bad = !arr;
+        for (int i = 0; i < n && !bad; i++) {
             cJSON *j = to_json(&rs[i], o);
             if (!strcmp(o->fmt, "jsonl")) {
                 char *s = cJSON_PrintUnformatted(j);
-                printf("%s\n", s);
+                if (s) printf("%s\n", s);
+                bad = !s;
                 free(s);
                 cJSON_Delete(j);
             } else cJSON_AddItemToArray(arr, j);
         }
-        if (!strcmp(o->fmt, "json")) { char *s = cJSON_Print(arr); printf("%s\n", s); free(s); }
+        if (!bad && !strcmp(o->fmt, "json")) {
+            char *s = cJSON_Print(arr);
+            if (s) printf("%s\n", s);
+            bad = !s;
+            free(s);
+        }
         cJSON_Delete(arr);
-        return;
+        return bad;
     }
     if (!strcmp(o->fmt, "csv")) {
         printf("model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,numa,split_k,l4,"
@@ -346,7 +354,7 @@ static void print_results(const result *rs, int n, const options *o) {
                    wtype_get((uint32_t)o->cache_type_v)->name, packcache_mode_name(o->pack_cache),
                    onoff(r->tail_split));
         }
-        return;
+        return 0;
     }
     const char *tk = wtype_get((uint32_t)o->cache_type_k)->name, *tv = wtype_get((uint32_t)o->cache_type_v)->name;
     char kv[16];                      // the KV cache's types: "f32", or "K/V" when they differ
@@ -363,6 +371,7 @@ static void print_results(const result *rs, int n, const options *o) {
                r->n_gen ? "tg" : "pp", r->n_gen ? r->n_gen : r->n_prompt, depth, r->avg_ts, r->stddev_ts,
                r->bytes_per_token / 1e6, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r, "-"));
     }
+    return 0;
 }
 
 // One line of the plot: tg results that differ only in their thread count.
@@ -532,7 +541,14 @@ int main(int argc, char **argv) {
             status = bench_threads(&o, &m, o.models[mi], o.threads[ti], max_len, roof[ti], rs, &n);
         llama_model_free(&m);
     }
-    if (!status) print_results(rs, n, &o);
+    if (!status) {
+        int oom = print_results(rs, n, &o);
+        if (oom || fflush(stdout) || ferror(stdout)) {   // a full disk must not look like a result
+            fprintf(stderr, "decode-bench: %s\n", oom ? "out of memory printing the results"
+                                                      : "writing the results to stdout failed");
+            status = 1;
+        }
+    }
     if (!status && o.plot && write_plot(o.plot, rs, n)) {
         fprintf(stderr, "decode-bench: cannot write %s\n", o.plot);
         status = 1;

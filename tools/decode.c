@@ -369,7 +369,8 @@ static FILE *open_dump(const session *S, const char *path) {
 }
 
 // The prompt, at most max bytes of it (more cannot fit the context): -p's text or -f's file.
-static int read_prompt(session *S, const options *o, size_t max, long n_ctx, const char **prompt, size_t *plen) {
+static int read_prompt(session *S, const options *o, size_t max, long n_ctx, int add_bos, const char **prompt,
+                       size_t *plen) {
     size_t per = tokenizer_max_token_bytes(S->tok);
     if (o->prompt_file) {
         if (!(S->file_prompt = cli_read_file(o->prompt_file, max, plen, &S->prompt_st))) {
@@ -385,8 +386,8 @@ static int read_prompt(session *S, const options *o, size_t max, long n_ctx, con
         *prompt = o->prompt ? o->prompt : "";
         *plen = strlen(*prompt);
         if (*plen > max) {
-            fprintf(stderr, "decode: the prompt is %zu bytes, at least %zu tokens: more than the %ld the context holds (-c)\n",
-                    *plen, (*plen + per - 1) / per, n_ctx);
+            fprintf(stderr, "decode: the prompt is %zu bytes, at least %zu tokens%s: more than the %ld the context holds (-c)\n",
+                    *plen, (*plen + per - 1) / per + (size_t)add_bos, add_bos ? " with BOS" : "", n_ctx);
             return -1;
         }
     }
@@ -419,12 +420,15 @@ static int load(session *S, const options *o, const char **prompt, size_t *plen,
         fprintf(stderr, "decode: %s\n", err);
         return 1;
     }
+    if (*n_ctx > h->n_ctx_train)     // allowed, as in llama.cpp, but past what the model was trained on
+        fprintf(stderr, "decode: warning: -c %ld is more than the %d positions the model was trained on "
+                "(context_length); text past them may degrade\n", *n_ctx, h->n_ctx_train);
     int add_bos = !o->no_bos && tokenizer_add_bos(S->tok) && tokenizer_bos(S->tok) >= 0;
     cli_test_stop("prompt");
     if (cli_stop) return 1;
     // len bytes take at least ceil(len / per) tokens: longer prompts are refused unread.
     size_t max = (size_t)(*n_ctx - add_bos) * tokenizer_max_token_bytes(S->tok);
-    if (read_prompt(S, o, max, *n_ctx, prompt, plen)) return 1;
+    if (read_prompt(S, o, max, *n_ctx, add_bos, prompt, plen)) return 1;
     if (tokenizer_encode(S->tok, *prompt, *plen, add_bos, ids, n_ids)) {
         fprintf(stderr, "decode: out of memory tokenizing the prompt\n");
         return 1;
