@@ -15,10 +15,13 @@ int sampler_init(sampler *s, const sampler_params *p, int n_vocab) {
     s->n_vocab = n_vocab;
     s->rng = p->seed ^ 0x9e3779b97f4a7c15ull;
     s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
-    return s->cand ? 0 : -1;
+    s->seen = calloc((size_t)n_vocab, 1);
+    if (s->cand && s->seen) return 0;
+    sampler_free(s);
+    return -1;
 }
 
-void sampler_free(sampler *s) { free(s->cand); free(s->hist); memset(s, 0, sizeof *s); }
+void sampler_free(sampler *s) { free(s->cand); free(s->seen); free(s->hist); memset(s, 0, sizeof *s); }
 
 void sampler_accept(sampler *s, int32_t token) {
     if (s->n_hist == s->hist_cap) {
@@ -38,16 +41,19 @@ static uint64_t splitmix64(uint64_t *x) {
 }
 
 // llama.cpp's penalty: each distinct recent token's logit is divided (if > 0) or multiplied.
+// Linear in the window (marks in seen, cleared after), so -1 over a long context stays cheap.
 static void repeat_penalty(sampler *s, float *logits) {
     int n = s->p.repeat_last_n < 0 ? s->n_hist : s->p.repeat_last_n;
     if (n > s->n_hist) n = s->n_hist;
-    for (int i = s->n_hist - n; i < s->n_hist; i++) {
-        int32_t t = s->hist[i];
-        int seen = 0;
-        for (int j = s->n_hist - n; j < i && !seen; j++) seen = s->hist[j] == t;
-        if (seen || t < 0 || t >= s->n_vocab) continue;
+    const int32_t *w = s->hist + s->n_hist - n;
+    for (int i = 0; i < n; i++) {
+        int32_t t = w[i];
+        if (t < 0 || t >= s->n_vocab || s->seen[t]) continue;
+        s->seen[t] = 1;
         logits[t] = logits[t] > 0 ? logits[t] / s->p.repeat_penalty : logits[t] * s->p.repeat_penalty;
     }
+    for (int i = 0; i < n; i++)
+        if (w[i] >= 0 && w[i] < s->n_vocab) s->seen[w[i]] = 0;
 }
 
 static int by_logit_desc(const void *a, const void *b) {

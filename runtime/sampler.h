@@ -21,6 +21,7 @@ typedef struct {
     int n_vocab;
     uint64_t rng;
     candidate *cand;              // (n_vocab)
+    uint8_t *seen;                // (n_vocab) all 0 between calls: the penalty's distinct-token marks
     int32_t *hist; int n_hist, hist_cap;  // accepted tokens, newest last
 } sampler;
 

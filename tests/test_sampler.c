@@ -51,6 +51,40 @@ int main(void) {
     sampler_free(&s);
     cases += 2;
 
+    // The penalty against a naive reference: random histories (out-of-range ids among them, which
+    // are skipped), windows from 1 to the whole history; twice per sampler, so marks left behind
+    // by the first call would show in the second.
+    uint64_t x = 12345;
+    const int windows[] = {1, 7, 64, 299, 300, 1000, -1};
+    for (size_t wi = 0; wi < sizeof windows / sizeof *windows; wi++) {
+        enum { V = 50, H = 300 };
+        p = g;
+        p.repeat_penalty = 1.5f; p.repeat_last_n = windows[wi];
+        CHECK(sampler_init(&s, &p, V) == 0);
+        int32_t hist[H];
+        for (int i = 0; i < H; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            hist[i] = (int32_t)((x >> 33) % (V + 10)) - 5;     // -5 .. V + 4
+            sampler_accept(&s, hist[i]);
+        }
+        float base[V], want[V], got[V];
+        for (int i = 0; i < V; i++) base[i] = (float)((i * 37) % 23) - 11.0f;
+        memcpy(want, base, sizeof want);
+        int n = windows[wi] < 0 || windows[wi] > H ? H : windows[wi];
+        for (int t = 0; t < V; t++) {
+            int in = 0;
+            for (int i = H - n; i < H && !in; i++) in = hist[i] == t;
+            if (in) want[t] = want[t] > 0 ? want[t] / 1.5f : want[t] * 1.5f;
+        }
+        for (int call = 0; call < 2; call++) {
+            memcpy(got, base, sizeof got);
+            sampler_sample(&s, got);
+            CHECKF(!memcmp(got, want, sizeof got), "window %d, call %d", windows[wi], call);
+            cases++;
+        }
+        sampler_free(&s);
+    }
+
     // Frequencies of plain sampling at temperature 0.5 match the softmax of logits / 0.5.
     const float lg[3] = {0.0f, 0.5f, 1.0f};
     p = sampler_defaults();
@@ -74,7 +108,7 @@ int main(void) {
         sampler_free(&s);
     }
     CHECK(memcmp(a, b, sizeof a) == 0); cases++;
-    CHECK(cases == 208);
+    CHECK(cases == 222);
     printf("sampler: %d cases\n", cases);
     return 0;
 }
