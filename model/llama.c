@@ -39,10 +39,12 @@ static int bind(const gguf_file *f, const char *name, int optional, int64_t ne0,
     int shape_ok = (uint64_t)ne0 == t->ne[0] && (ne1 ? (uint64_t)ne1 == t->ne[1] : t->ne[1] == 1) &&
                    t->ne[2] == 1 && t->ne[3] == 1;   // trailing dims of 1 are allowed, as in ggml
     if (!shape_ok) {
-        return gguf_fail(err, f->path, NULL, "tensor %s has shape [%llu, %llu, %llu, %llu]; expected [%lld%s%lld]",
+        char want[48];
+        if (want_dims == 2) snprintf(want, sizeof want, "%lld, %lld", (long long)ne0, (long long)ne1);
+        else snprintf(want, sizeof want, "%lld", (long long)ne0);
+        return gguf_fail(err, f->path, NULL, "tensor %s has shape [%llu, %llu, %llu, %llu]; expected [%s]",
                     name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
-                    (unsigned long long)t->ne[2], (unsigned long long)t->ne[3], (long long)ne0,
-                    want_dims == 2 ? ", " : "", want_dims == 2 ? (long long)ne1 : 0LL);
+                    (unsigned long long)t->ne[2], (unsigned long long)t->ne[3], want);
     }
     return 0;
 }

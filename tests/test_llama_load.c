@@ -17,7 +17,7 @@ typedef struct {
     float eps;                                                                 // NaN: key omitted
     int eps_as_string;
     const char *omit;             // tensor left out
-    const char *reshape;          // tensor given ne1 + 1
+    const char *reshape;          // tensor given ne1 + 1 (1-D: ne0 + 1)
     const char *quant;            // tensor stored as Q8_0
     int tokens_delta;             // tokenizer.ggml.tokens count - n_vocab
     int tie, bias;
@@ -51,7 +51,7 @@ static void int_key(gguf_writer *w, const spec *s, const char *suffix, int64_t v
 static void tensor(gguf_writer *w, const spec *s, const char *name, int64_t ne0, int64_t ne1, const void *data) {
     if (s->omit && !strcmp(s->omit, name)) return;
     uint64_t ne[2] = {(uint64_t)ne0, (uint64_t)(ne1 ? ne1 : 1)};
-    if (s->reshape && !strcmp(s->reshape, name)) ne[1]++;
+    if (s->reshape && !strcmp(s->reshape, name)) ne[ne1 ? 1 : 0]++;
     uint32_t type = ne1 ? GGML_TYPE_F16 : s->half_1d ? GGML_TYPE_BF16 : GGML_TYPE_F32;
     if (s->quant && !strcmp(s->quant, name)) type = 8;           // Q8_0
     uint64_t ne3[3] = {ne[0], ne[1], 1};
@@ -232,9 +232,11 @@ int main(void) {
     s = valid(); s.omit = "output_norm.weight"; expect(&s, path, "missing tensor output_norm.weight");
     s = valid(); s.reshape = "blk.0.attn_k.weight"; expect(&s, path, "tensor blk.0.attn_k.weight has shape");
     s = valid(); s.reshape = "output.weight"; expect(&s, path, "tensor output.weight has shape");
+    s = valid(); s.reshape = "output_norm.weight";   // 1-D: the expected shape has one number
+    expect(&s, path, "tensor output_norm.weight has shape [65, 1, 1, 1]; expected [64]");
     s = valid(); s.quant = "blk.0.attn_q.weight"; expect(&s, path, "blk.0.attn_q.weight has type Q8_0");
     s = valid(); s.tokens_delta = 1; expect(&s, path, "tokenizer.ggml.tokens has 301 tokens");
-    CHECK(n_cases == 49);
+    CHECK(n_cases == 50);
     unlink(path);
     rmdir(dir);
     printf("llama binding: %d cases\n", n_cases);
