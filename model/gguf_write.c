@@ -297,6 +297,13 @@ static void write_file(gguf_writer *w, out *o) {
     size_t big_cap = 0;
     for (uint64_t i = 0; i < w->n_t && !o->failed && !w->err[0]; i++) {
         const wtensor *t = &w->t[i];
+        uint64_t es = ggml_type_size(t->type);   // readers take a one-element block as a typed array
+        if (ggml_blck_size(t->type) == 1 && (data_start + t->offset) % es) {
+            werr(w, "tensor %s: its data would start at file offset %llu, not a multiple of its %llu-byte "
+                 "elements (alignment %u is too small)", t->name, (unsigned long long)(data_start + t->offset),
+                 (unsigned long long)es, w->alignment);
+            break;
+        }
         pad_to(o, data_start + t->offset);
         if (t->data) { emit(o, t->data, t->nbytes); continue; }
         if (!w->fill) { werr(w, "tensor %s has no data and no fill callback", t->name); break; }
@@ -319,9 +326,11 @@ static void write_file(gguf_writer *w, out *o) {
 // The file to replace: path itself, or for a symbolic link the file it leads to (the link is
 // kept). An existing non-regular file (directory, FIFO, device) is refused before anything is
 // written: renaming over it would replace the node itself. NULL with err filled on failure.
-static char *out_target(const char *path, char *err) {
+// *mode: the existing file's permission bits, -1 for a new file.
+static char *out_target(const char *path, int *mode, char *err) {
     struct stat st;
     char *p;
+    *mode = -1;
     if (lstat(path, &st)) {
         if (errno != ENOENT) { snprintf(err, GGUF_ERR_MAX, "%s: cannot stat: %s", path, strerror(errno)); return NULL; }
         p = strdup(path);                            // a new file
@@ -342,6 +351,7 @@ static char *out_target(const char *path, char *err) {
             return NULL;
         }
         if (!link) p = strdup(path);
+        *mode = (int)(st.st_mode & 07777);
     }
     if (!p) snprintf(err, GGUF_ERR_MAX, "%s: out of memory", path);
     return p;
@@ -356,7 +366,8 @@ int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
              (unsigned long long)w->n_t, GGUF_MAX_KV, GGUF_MAX_TENSORS);
     if (!w->err[0]) check_unique(w);
     if (w->err[0]) { snprintf(err, GGUF_ERR_MAX, "%s: %s", path, w->err); return -1; }
-    char *dst = out_target(path, err);
+    int mode;
+    char *dst = out_target(path, &mode, err);
     if (!dst) return -1;
 
     // The temporary file sits beside the target under a short name of its own, so a target
@@ -387,7 +398,11 @@ int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
         free(tmp); free(o.buf); free(dst);
         return -1;
     }
-    write_file(w, &o);
+    // A replaced file keeps its permissions (a private model stays private); its data reaches
+    // the disk before the rename, so a crash leaves the old file or the whole new one.
+    if (mode >= 0 && fchmod(o.fd, (mode_t)mode)) o.failed = errno;
+    if (!o.failed) write_file(w, &o);
+    if (!o.failed && !w->err[0] && fdatasync(o.fd)) o.failed = errno;
     if (close(o.fd) && !o.failed) o.failed = errno ? errno : EIO;
     int rc = -1;
     if (w->err[0]) snprintf(err, GGUF_ERR_MAX, "%s: %s", path, w->err);

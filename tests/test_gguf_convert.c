@@ -165,6 +165,36 @@ int main(void) {
     CHECKF(convert(in, f16, "--type", "f16", NULL) == 0, "%s", r.err);
     check_file(f16, GGML_TYPE_F16, 1, 4, via_f16); cases++;
 
+    // An input aligned to 2 bytes (valid: each F16 tensor sits on its 2-byte elements, and the odd
+    // key makes the data start at 2 mod 4): its F32 conversion must be a file the reader takes.
+    {
+        gguf_writer *w2 = gguf_writer_new(2);
+        uint64_t ne1[1] = {2};
+        static const uint16_t h[2] = {0x3c00, 0xc000};          // 1.0, -2.0
+        gguf_w_str(w2, "general.pad", "abc");
+        gguf_w_tensor(w2, "w", GGML_TYPE_F16, 1, ne1, h);
+        char err2[GGUF_ERR_MAX];
+        gguf_file g2;
+        for (int pad = 0; pad < 2; pad++) {                     // one of the two layouts puts w at 2 mod 4
+            CHECKF(gguf_writer_save(w2, in, err2) == 0, "%s", err2);
+            CHECKF(gguf_open(&g2, in, err2) == 0, "%s", err2);
+            int at2 = (g2.data_offset + g2.tensors[0].offset) % 4 == 2;
+            gguf_close(&g2);
+            if (at2) break;
+            gguf_w_str(w2, "general.pad2", "x");
+        }
+        gguf_writer_free(w2);
+        CHECKF(gguf_open(&g2, in, err2) == 0 && (g2.data_offset + g2.tensors[0].offset) % 4 == 2, "input layout");
+        gguf_close(&g2);
+        CHECKF(convert(in, back, "--type", "f32", NULL) == 0, "%s", r.err);
+        CHECKF(gguf_open(&g2, back, err2) == 0, "alignment-2 input converted to f32: %s", err2);
+        CHECK(g2.alignment == 32 && g2.tensors[0].type == GGML_TYPE_F32);
+        const float *f = g2.tensors[0].data;
+        CHECK(f[0] == 1.0f && f[1] == -2.0f);
+        gguf_close(&g2);
+        cases++;
+    }
+
     // Failures: a quantized tensor, a missing file (exit 1); usage errors (exit 2).
     gguf_writer *w = gguf_writer_new(32);
     uint64_t ne[2] = {32, 2};
@@ -239,7 +269,7 @@ int main(void) {
         CHECK(gguf_get_int(&g, "general.file_type", 0, 1000, &ft, err) == 0 && ft == 1);   // llama.cpp's MOSTLY_F16, as the f16 conversion above set it
         gguf_close(&g); gguf_close(&o);
     }
-    CHECK(cases == 30);
+    CHECK(cases == 31);
     tool_run_free(&r);
     CHECK(scratch_remove(dir) == 0);
     printf("test_gguf_convert: %d cases ok\n", cases);

@@ -3,6 +3,7 @@
 // byte-identical file (stories260K included), and the writer's own argument errors.
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "model/gguf.h"
 #include "model/gguf_write.h"
@@ -175,17 +176,42 @@ int main(void) {
     CHECK(gguf_get_arr(&g, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &kv, err) == 0 && kv->n == 32000);
     gguf_close(&g);
 
+    // ---- a replaced file keeps its permission bits (through a symbolic link too); a new one
+    // gets 0666 less the umask
+    {
+        char lnk[300];
+        snprintf(lnk, sizeof lnk, "%s/link.gguf", tmpdir);
+        CHECK(chmod(path2, 0640) == 0 && symlink(path2, lnk) == 0);
+        gguf_file g2;
+        CHECKF(gguf_open(&g2, path2, err) == 0, "%s", err);
+        w = gguf_writer_new(32);
+        for (uint64_t i = 0; i < g2.n_kv; i++) gguf_w_kv_copy(w, &g2.kv[i]);
+        gguf_close(&g2);
+        struct stat st;
+        CHECKF(gguf_writer_save(w, path2, err) == 0, "%s", err);
+        CHECK(stat(path2, &st) == 0 && (st.st_mode & 07777) == 0640);
+        CHECK(chmod(path2, 0600) == 0);
+        CHECKF(gguf_writer_save(w, lnk, err) == 0, "%s", err);
+        CHECK(lstat(lnk, &st) == 0 && S_ISLNK(st.st_mode) && stat(path2, &st) == 0 && (st.st_mode & 07777) == 0600);
+        snprintf(lnk, sizeof lnk, "%s/new.gguf", tmpdir);
+        mode_t um = umask(022);
+        CHECKF(gguf_writer_save(w, lnk, err) == 0, "%s", err);
+        umask(um);
+        CHECK(stat(lnk, &st) == 0 && (st.st_mode & 07777) == 0644);
+        gguf_writer_free(w);
+    }
+
     // ---- argument errors surface at save, and no file is left behind
     struct { const char *what; int id; } bad[] = {
         {"duplicate key", 0}, {"name", 1}, {"general.alignment", 2}, {"fill callback", 3},
         {"alignment", 4}, {"duplicate tensor", 5}, {"multiple", 6}, {"unknown tensor type", 7},
-        {"n_dims", 8}, {"empty key", 9}, {"no data", 10},
+        {"n_dims", 8}, {"empty key", 9}, {"no data", 10}, {"alignment 2 is too small", 11},
     };
     int n_bad = 0;
     for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
         char out[300];
         snprintf(out, sizeof out, "%s/bad%zu.gguf", tmpdir, k);
-        w = gguf_writer_new(bad[k].id == 4 ? 48 : 32);
+        w = gguf_writer_new(bad[k].id == 4 ? 48 : bad[k].id == 11 ? 2 : 32);
         uint64_t ne[2] = {64, 2};
         gguf_w_u32(w, "k", 1);
         switch (bad[k].id) {
@@ -199,6 +225,12 @@ int main(void) {
         case 8: gguf_w_tensor(w, "x", 0, 5, ne, wf32); break;
         case 9: gguf_w_u32(w, "", 1); break;
         case 10: gguf_w_tensor(w, "x", 0, 1, ne, NULL); break;
+        case 11:       // F32 at 0, F16 at 4, F32 at 6: one of the F32s is off its 4 bytes
+            ne[0] = 1;
+            gguf_w_tensor(w, "a", GGML_TYPE_F32, 1, ne, wf32);
+            gguf_w_tensor(w, "b", GGML_TYPE_F16, 1, ne, wf32);
+            gguf_w_tensor(w, "c", GGML_TYPE_F32, 1, ne, wf32);
+            break;
         }
         err[0] = 0;
         CHECKF(gguf_writer_save(w, out, err) == -1, "case %s saved", bad[k].what);
@@ -207,7 +239,7 @@ int main(void) {
         gguf_writer_free(w);
         n_bad++;
     }
-    CHECK(n_bad == 11);
+    CHECK(n_bad == 12);
     CHECK(scratch_remove(tmpdir) == 0);
     printf("test_gguf_write: round trips ok, %d writer errors rejected\n", n_bad);
     return 0;

@@ -58,11 +58,15 @@ static int convert(const char *in_path, const char *out_path, uint32_t type, uin
     if (gguf_open(&g, in_path, err)) return -1;
     int rc = -1;
     uint32_t *to = calloc(g.n_tensors + 1, sizeof *to);
-    gguf_writer *w = gguf_writer_new(g.alignment);
+    // At least 32 bytes: an input aligned to 1 or 2 (valid where each tensor's data sits on its
+    // own element size) would leave wider converted elements misaligned. The writer adds
+    // general.alignment itself when it is not 32, so the input's key is not copied.
+    gguf_writer *w = gguf_writer_new(g.alignment > GGUF_DEFAULT_ALIGNMENT ? g.alignment : GGUF_DEFAULT_ALIGNMENT);
     if (!to || !w) { snprintf(err, GGUF_ERR_MAX, "%s: out of memory", in_path); goto out; }
     int have_ftype = 0;
     for (uint64_t i = 0; i < g.n_kv; i++) {
         // --only: most weights keep their type, and so does the file's
+        if (!strcmp(g.kv[i].key, "general.alignment")) continue;
         if (only || strcmp(g.kv[i].key, "general.file_type")) { gguf_w_kv_copy(w, &g.kv[i]); continue; }
         gguf_w_u32(w, "general.file_type", ftype);   // in place, keeping the key order
         have_ftype = 1;
