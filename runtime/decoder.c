@@ -85,10 +85,6 @@ static int plan(decoder *d, const decoder_opts *o, int *cpu, char *err) {
     char terr[256];
     if (topo_discover(&d->topo, terr)) { snprintf(err, GGUF_ERR_MAX, "%s", terr); return -1; }
     int T = o->n_threads;
-    int *node = calloc((size_t)T, sizeof *node);
-    if (!node) return -1;
-    topo_numa_mode mode = o->numa < 0 ? topo_default_mode(&d->topo) : (topo_numa_mode)o->numa;
-    topo_place(&d->topo, mode, T, cpu, node);
     sched_shape sh;
     weights_shape(d->model, &sh);
     long step_min = o->min_step_bytes < 0 ? MIN_STEP_BYTES : o->min_step_bytes;
@@ -96,6 +92,11 @@ static int plan(decoder *d, const decoder_opts *o, int *cpu, char *err) {
     d->weight_bytes = weights_step_bytes(d->model);
     double cap = step_min ? d->weight_bytes / (double)step_min : T;
     int used = cap < 1 ? 1 : cap < T ? (int)cap : T;
+    // Placed for the threads the schedule uses, not for -t: 9 of -t 64 spread over the nodes too.
+    int *node = calloc((size_t)used, sizeof *node);
+    if (!node) return -1;
+    topo_numa_mode mode = o->numa < 0 ? topo_default_mode(&d->topo) : (topo_numa_mode)o->numa;
+    topo_place(&d->topo, mode, used, cpu, node);
     int split_k = o->split_k >= 0 ? o->split_k : used >= 2 ? used : 0;   // auto: as many chunks as threads
     sched_opts so = {.n_threads = used, .node = node, .split_k = split_k, .min_bytes = (size_t)stage_min};
     d->tuning = tune_pick((size_t)d->weight_bytes, used);   // cache-resident steps skip the prefetch

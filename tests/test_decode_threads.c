@@ -215,6 +215,26 @@ static char *synth(const char *name, const char *embd, const char *head, const c
     return model;
 }
 
+// -t 64 on model a with two pretend nodes: the schedule uses a few threads (the step threshold),
+// and those are the ones spread over both nodes, not the first few of 64 (all on node 0).
+static void check_placement(const char *path) {
+    llama_model m;
+    decoder d;
+    char err[GGUF_ERR_MAX];
+    CHECKF(llama_model_load(&m, path, err) == 0, "%s", err);
+    setenv("DECODE_FAKE_NUMA", "2", 1);
+    decoder_opts o = decoder_default_opts(64);
+    o.numa = TOPO_NUMA_DISTRIBUTE;
+    CHECKF(decoder_init_opts(&d, &m, 64, &o, err) == 0, "%s", err);
+    unsetenv("DECODE_FAKE_NUMA");
+    int u = d.sched.n_threads;
+    CHECKF(u >= 2 && u < 64, "%d threads used of 64", u);
+    CHECKF(d.sched.node[0] == 0 && d.sched.node[u - 1] == 1, "%d threads used: first on node %d, last on node %d",
+           u, d.sched.node[0], d.sched.node[u - 1]);
+    decoder_free(&d);
+    llama_model_free(&m);
+}
+
 int main(void) {
     dir = scratch_dir();
     char *stories = path_join(SHARED_DIR, "testdata/models/stories260K.gguf");
@@ -225,6 +245,7 @@ int main(void) {
     int cli = cli_cases(stories), cli_models = 1;
     if (SLOW == 1.0) cli += cli_cases(a) + cli_cases(b), cli_models = 3;
     CHECK(cli == cli_models * 18);
+    check_placement(a);
     int api = api_cases(stories) + api_cases(a) + api_cases(b) + api_cases(c);
     CHECK(api == 4 * 36);
     llama_model m;                    // a cache type the kernels do not read: refused at init
