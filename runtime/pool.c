@@ -76,6 +76,18 @@ static void *worker(void *arg) {
     }
 }
 
+// Whether two of the n CPUs are the same (cpus NULL: no).
+static int shared_cpu(const int *cpus, int n) {
+    cpu_set_t seen;
+    CPU_ZERO(&seen);
+    for (int i = 0; cpus && i < n; i++) {
+        if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE) continue;   // pin() ignores it too
+        if (CPU_ISSET(cpus[i], &seen)) return 1;
+        CPU_SET(cpus[i], &seen);
+    }
+    return 0;
+}
+
 pool *pool_create(int n_threads) { return pool_create_pinned(n_threads, NULL); }
 
 pool *pool_create_pinned(int n_threads, const int *cpus) {
@@ -94,8 +106,9 @@ pool *pool_create_pinned(int n_threads, const int *cpus) {
         for (int c = 0; p->cpus && c < CPU_SETSIZE; c++)
             if (CPU_ISSET(c, &allowed)) p->cpus[p->n_cpus++] = c;
     }
-    // More threads than CPUs: a spinning thread would steal the CPU a working one needs.
-    p->spin = (p->n_cpus > 0 && n_threads > p->n_cpus) ? 0 : SPIN_ITERS;
+    // Threads sharing a CPU (more threads than CPUs, or two pinned to one): a spinning thread
+    // would steal the CPU a working one needs.
+    p->spin = (p->n_cpus > 0 && n_threads > p->n_cpus) || shared_cpu(p->pinned, n_threads) ? 0 : SPIN_ITERS;
     p->threads = calloc((size_t)n_threads, sizeof(pthread_t));
     if (!p->threads) { free(p->cpus); free(p->pinned); free(p); return NULL; }
     if (n_threads > 1) {             // a single-threaded pool leaves the caller alone
@@ -128,6 +141,7 @@ pool *pool_create_pinned(int n_threads, const int *cpus) {
 }
 
 int pool_size(const pool *p) { return p->n; }
+int pool_spins(const pool *p) { return p->spin > 0; }
 
 void pool_run(pool *p, pool_fn fn, void *ctx) {
     if (p->n == 1) { fn(ctx, 0, 1); return; }

@@ -14,5 +14,8 @@ pool *pool_create(int n_threads);
 // Thread i pinned to cpus[i] instead (the caller is thread 0); cpus NULL: as pool_create.
 pool *pool_create_pinned(int n_threads, const int *cpus);
 int pool_size(const pool *p);
+// 0 when threads share a CPU (more threads than CPUs, or two pinned to one): a waiter must then
+// sleep at once rather than spin on the CPU the thread it waits for needs.
+int pool_spins(const pool *p);
 void pool_run(pool *p, pool_fn fn, void *ctx);
 void pool_destroy(pool *p);

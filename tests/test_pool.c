@@ -2,6 +2,7 @@
 // results written by workers are visible to the caller after pool_run returns.
 #include "runtime/pool.h"
 #include "tests/check.h"
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -31,7 +32,25 @@ int main(void) {
         pool_destroy(p);
     }
     CHECK(pool_create(0) == NULL);
-    CHECK(cases == 45);
+    // Spinning only where every thread has a CPU of its own: not with two pinned to one CPU
+    // (isolate on a small node), nor with more threads than CPUs.
+    cpu_set_t allowed;
+    CHECK(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+    int cpu[2] = {-1, -1}, n_cpu = CPU_COUNT(&allowed);
+    for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; c++)
+        if (CPU_ISSET(c, &allowed)) cpu[k++] = c;
+    pool *p = pool_create_pinned(2, (int[]){cpu[0], cpu[0]});
+    CHECK(p && !pool_spins(p));
+    pool_destroy(p);
+    CHECK((p = pool_create(n_cpu + 1)) && !pool_spins(p));
+    pool_destroy(p);
+    cases += 2;
+    if (n_cpu >= 2) {
+        CHECK((p = pool_create_pinned(2, cpu)) && pool_spins(p));
+        pool_destroy(p);
+        cases++;
+    } else printf("pool: one CPU allowed, the spinning pair not checked\n");
+    CHECK(cases == 47 + (n_cpu >= 2));
     printf("pool: %d thread slots checked\n", cases);
     return 0;
 }
