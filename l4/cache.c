@@ -244,25 +244,41 @@ void l4_write_back(l4 *c, int thread, uint32_t line, uint64_t key) {
     l4_flags_set(c, line, l4_flags_get(c, line) & ~L4_F_DIRTY);
 }
 
-// Under the lock. A held line is skipped: its holder may still be adding to this dirty period,
-// and writing back now would mark it clean and lose those writes. The claim keeps lookups off
-// the line while the callbacks run; then it is published again, clean.
-static bool flush_line(l4 *c, int thread, uint32_t line, uint64_t key) {
-    if (!(l4_flags_get(c, line) & L4_F_DIRTY) || !l4_claim(c, line, key)) return false;
+// Under the lock. A held line is skipped (-1): its holder may still be adding to this dirty
+// period, and writing back now would mark it clean and lose those writes. The claim keeps
+// lookups off the line while the callbacks run; then it is published again, clean. 1 written
+// back, 0 not dirty.
+static int flush_line(l4 *c, int thread, uint32_t line, uint64_t key) {
+    if (!(l4_flags_get(c, line) & L4_F_DIRTY)) return 0;
+    if (!l4_claim(c, line, key)) return -1;
     l4_write_back(c, thread, line, key);
     atomic_store(&c->origin[line], key);
-    return true;
+    return 1;
+}
+
+// flush_line on key's line: 1, 0 (not dirty, or not cached), -1 (held).
+static int flush_key(l4 *c, int thread, uint64_t key) {
+    pthread_mutex_lock(&c->lock);
+    uint32_t line;
+    int rc = key != 0 && l4_table_find(&c->map, key, &line) && atomic_load(&c->origin[line]) == key
+                 ? flush_line(c, thread, line, key) : 0;
+    if (rc == 1) l4_stat_add(c, thread, L4_ST_FLUSHES, 1);
+    pthread_mutex_unlock(&c->lock);
+    return rc;
 }
 
 bool l4_flush_dirty(l4 *c, int thread, uint64_t key) {
+    return c->cfg.mode != L4_STREAM_TRANSPARENT && flush_key(c, thread, key) == 1;
+}
+
+// The caller released the last handle it knows of, so a reference left is a lookup of another
+// key passing over the line through a stale table entry (try_hold), gone in an instant unless
+// its thread was preempted: yield to it and retry rather than leave the line dirty.
+bool l4_flush_released(l4 *c, int thread, uint64_t key) {
     if (c->cfg.mode == L4_STREAM_TRANSPARENT) return false;
-    pthread_mutex_lock(&c->lock);
-    uint32_t line;
-    bool flushed = key != 0 && l4_table_find(&c->map, key, &line) &&
-                   atomic_load(&c->origin[line]) == key && flush_line(c, thread, line, key);
-    if (flushed) l4_stat_add(c, thread, L4_ST_FLUSHES, 1);
-    pthread_mutex_unlock(&c->lock);
-    return flushed;
+    int rc;
+    while ((rc = flush_key(c, thread, key)) < 0) sched_yield();
+    return rc == 1;
 }
 
 int l4_flush_all_dirty(l4 *c, int thread) {
@@ -271,7 +287,7 @@ int l4_flush_all_dirty(l4 *c, int thread) {
     pthread_mutex_lock(&c->lock);
     for (uint32_t i = 0; i < c->n_lines; i++) {
         uint64_t key = atomic_load(&c->origin[i]);
-        if (key != 0 && !(l4_flags_get(c, i) & L4_F_FREE)) n += flush_line(c, thread, i, key);
+        if (key != 0 && !(l4_flags_get(c, i) & L4_F_FREE)) n += flush_line(c, thread, i, key) == 1;
     }
     l4_stat_add(c, thread, L4_ST_FLUSHES, (uint64_t)n);
     pthread_mutex_unlock(&c->lock);

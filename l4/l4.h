@@ -85,6 +85,10 @@ void l4_release(l4 *c, l4_handle *h);
 // cached clean, and a later l4_map_writable of the key starts a fresh zeroed dirty period. A
 // line some handle holds is skipped (its holder may still be writing): flush after release.
 bool l4_flush_dirty(l4 *c, int thread, uint64_t key);
+// l4_flush_dirty for a line whose every handle is released: a reference still counted on it can
+// only be a lookup passing by (lookups are lock-free), so it waits that out instead of skipping.
+// A holder that never releases makes it wait for ever: only for lines with no handle left.
+bool l4_flush_released(l4 *c, int thread, uint64_t key);
 int l4_flush_all_dirty(l4 *c, int thread);
 
 // Predictor: each thread's future keys, one entry per step. feed appends (returns how many fit

@@ -339,8 +339,10 @@ static l4_handle partial_line(l4run *r, const decoder *d, int tid, int layer, in
 }
 
 // Folds line l of tile t (every slot written): its fold target set, the n handles on it released
-// (the cache writes back only a line nobody holds), then flushed. If eviction takes the line in
-// between, its writeback is the same fold and the flush finds the line clean: once either way.
+// (the cache writes back only a line nobody holds), then flushed, waiting out any lookup passing
+// over the line (a skipped flush would leave this step's rows unwritten, and fold them into a
+// later step at some eviction). If eviction takes the line in between, its writeback is the same
+// fold and the flush finds the line clean: once either way.
 // Lines of a tile go in order, each released only after the previous one's fold.
 static void fold_line(l4run *r, const decoder *d, int tid, int layer, int m, size_t t, uint32_t l, float *out,
                       l4_handle *h, size_t n, size_t stride) {
@@ -348,7 +350,7 @@ static void fold_line(l4run *r, const decoder *d, int tid, int layer, int m, siz
     fold_of(r, d, m, t, l, out);
     for (size_t i = 0; i < n; i++)
         if (h[i * stride].line >= 0) l4_release(cache, &h[i * stride]);
-    l4_flush_dirty(cache, tid, partial_key(layer, m, t, l, lines_per_tile(&d->sched, m)));
+    l4_flush_released(cache, tid, partial_key(layer, m, t, l, lines_per_tile(&d->sched, m)));
 }
 
 void l4run_matmul(decoder *d, thread_ctx *c, int layer, int m, const float *x, float *out) {

@@ -3,7 +3,9 @@
 // eviction, writable lines and their callbacks (once each, right arguments, right order),
 // reference protection, and the two modes.
 #include "tests/test_l4_util.h"
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 static void load_pattern(void *line, uint64_t key, void *ctx) {   // word i = key * 31 + i
     (void)ctx;
@@ -216,6 +218,36 @@ static void test_flush_held(void) {
     l4_destroy(c);
 }
 
+// A released line with a passing reference on it (a lookup of another key through a stale table
+// entry counts itself for an instant; here it stays 20 ms, as if its thread were preempted):
+// l4_flush_dirty skips it, l4_flush_released waits and writes it back once.
+static void *drop_passing_ref(void *arg) {
+    l4_handle *h = arg;
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    atomic_fetch_sub(&((l4 *)h->ptr)->refs[h->line], 1);
+    return NULL;
+}
+
+static void test_flush_released(void) {
+    l4 *c = l4t_cache(16, 1, NULL, NULL);
+    wb_sum = 0;
+    l4_handle h = l4_map_writable(c, 0, 7, NULL, wb_sum_cb, NULL);
+    CHECK(h.line >= 0);
+    ((int *)h.ptr)[0] = 5;
+    int32_t line = h.line;
+    l4_release(c, &h);
+    atomic_fetch_add(&c->refs[line], 1);                      // the passing lookup
+    CHECK(!l4_flush_dirty(c, 0, 7) && wb_sum == 0);
+    l4_handle pass = {.ptr = c, .line = line};
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, drop_passing_ref, &pass) == 0);
+    CHECK(l4_flush_released(c, 0, 7) && wb_sum == 5);
+    pthread_join(th, NULL);
+    CHECK(!l4_flush_released(c, 0, 7) && !l4_flush_released(c, 0, 8) && wb_sum == 5);   // clean; absent
+    l4_destroy(c);
+}
+
 typedef struct {
     char tag;              // 'p' preprocess, 'w' writeback
     uint64_t key;
@@ -355,6 +387,7 @@ int main(void) {
     test_handle_recheck();
     test_stale_ref_during_fill();
     test_flush_held();
+    test_flush_released();
     int wr = test_writable();
     test_refcount();
     test_modes();
