@@ -400,8 +400,8 @@ int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
     }
     // A replaced file keeps its permissions (a private model stays private); its data reaches
     // the disk before the rename, so a crash leaves the old file or the whole new one.
-    if (mode >= 0 && fchmod(o.fd, (mode_t)mode)) o.failed = errno;
-    if (!o.failed) write_file(w, &o);
+    if (mode >= 0) (void)!fchmod(o.fd, (mode_t)mode);   // best effort: some mounts have no modes
+    write_file(w, &o);
     if (!o.failed && !w->err[0] && fdatasync(o.fd)) o.failed = errno;
     if (close(o.fd) && !o.failed) o.failed = errno ? errno : EIO;
     int rc = -1;

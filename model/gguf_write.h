@@ -42,8 +42,11 @@ void gguf_w_set_temp_hook(gguf_writer *w, void (*hook)(const char *path));
 
 // general.alignment is written when the alignment is not 32; setting it to another value, or
 // giving a key or tensor name twice, is an error reported by save.
-// Writes the file (to a temporary name in the same directory, then renamed). 0 ok, -1 with err filled. Any earlier
-// failed call (OOM, bad argument) is reported here. An existing path must be a regular file, or
-// a symbolic link to one: the link is kept and the file it leads to replaced. Directories,
-// FIFOs, devices and dangling links are refused before anything is written.
+// Writes the file (to a temporary name in the same directory, synced, then renamed: a crash
+// leaves the old file or the whole new one). 0 ok, -1 with err filled. Any earlier failed call
+// (OOM, bad argument) is reported here, and so is a layout that would put a tensor of
+// one-element blocks (F32, F16, BF16 ...) off a multiple of its element size (an alignment of 1,
+// 2 or 4 can). An existing path must be a regular file, or a symbolic link to one: the link is
+// kept and the file it leads to replaced, keeping its permission bits. Directories, FIFOs,
+// devices and dangling links are refused before anything is written.
 int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]);

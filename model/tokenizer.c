@@ -195,23 +195,41 @@ static int cmp_u64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+// End-of-turn markers: llama.cpp ends generation at any piece with one of these texts.
+static const char *const EOG_NAMES[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+    "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+    "<|end_of_text|>", "<end_of_utterance>", "<｜end▁of▁sentence｜>", "</s>", "<eos>", "<turn|>",
+    "<|tool_response>", "[e~["};
+#define N_EOG_NAMES (int)(sizeof EOG_NAMES / sizeof *EOG_NAMES)
+
+// Fill-in-the-middle markers by role. Pad, repo and separator also end generation: the piece
+// their key names, else the first of their list the vocab has.
+enum { FIM_PRE, FIM_SUF, FIM_MID, FIM_PAD, FIM_REP, FIM_SEP, FIM_ROLES };
+static const char *const FIM_NAMES[FIM_ROLES][9] = {
+    {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>",
+     "<｜fim▁begin｜>"},
+    {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>",
+     "<｜fim▁hole｜>"},
+    {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>",
+     "<｜fim▁end｜>"},
+    {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"},
+    {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"},
+    {"<|file_sep|>"},
+};
+
+static int in_list(const char *const *names, int n, const char *s, size_t len) {
+    for (int i = 0; i < n && names[i]; i++)
+        if (strlen(names[i]) == len && !memcmp(names[i], s, len)) return 1;
+    return 0;
+}
+
 // llama.cpp retypes user-defined pieces with these texts (end-of-turn and fill-in-the-middle
 // markers) as control, so plain text is never split at them.
 static int control_looking(const char *s, size_t n) {
-    static const char *const names[] = {
-        "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-        "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-        "<|end_of_text|>", "<end_of_utterance>", "<｜end▁of▁sentence｜>", "</s>", "<eos>", "<turn|>",
-        "<|tool_response>", "[e~[",
-        "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "▁<PRE>", "<|code_prefix|>",
-        "<|prefix|>", "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "▁<SUF>",
-        "<|code_suffix|>", "<|suffix|>", "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>",
-        "▁<MID>", "<|code_middle|>", "<|middle|>", "<|fim_pad|>", "<fim-pad>", "<fim_pad>",
-        "<PAD>", "[PAD]", "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>",
-        "<|file_sep|>", "<｜fim▁begin｜>",
-        "<｜fim▁hole｜>", "<｜fim▁end｜>"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (strlen(names[i]) == n && !memcmp(names[i], s, n)) return 1;
+    if (in_list(EOG_NAMES, N_EOG_NAMES, s, n)) return 1;
+    for (int r = 0; r < FIM_ROLES; r++)
+        if (in_list(FIM_NAMES[r], 9, s, n)) return 1;
     return 0;
 }
 
@@ -222,12 +240,7 @@ static int splits_text(const tokenizer *t, int32_t i) {
 
 // ---- end of generation: which sampled ids stop decode (llama.cpp's special_eog_ids) ----
 
-// Pieces that end generation wherever a vocab has them (llama.cpp matches them by text too).
-static const char *const EOG_NAMES[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>"};
-_Static_assert(6 + sizeof EOG_NAMES / sizeof *EOG_NAMES <= EOG_MAX, "EOG_MAX");
+_Static_assert(6 + N_EOG_NAMES <= EOG_MAX, "EOG_MAX");
 
 // An optional id key (tokenizer.ggml.eot_token_id ...): -1 when absent or out of range (llama.cpp
 // warns and ignores such an id), an error only when it is not an integer.
@@ -265,22 +278,19 @@ static int cmp_i32(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-// The FIM pad, repo and separator ids (their key, else the first of these pieces the vocab has),
-// every EOG_NAMES piece, then eos, eot and eom; less llama.cpp's two exceptions: <|end|> where
-// <|return|> and <|call|> (or <|calls|> and <|flush|>) end turns, and </s> beside <|tool_response>.
+// The FIM pad, repo and separator ids, every EOG_NAMES piece, then eos, eot and eom; less
+// llama.cpp's two exceptions: <|end|> where <|return|> and <|call|> (or <|call|>/<|calls|> and
+// <|flush|>) end turns, and </s> beside <|tool_response>.
 static int collect_eog(tokenizer *t, const gguf_file *g, char *err) {
-    static const struct { const char *key, *names[6]; } fim[] = {
-        {"tokenizer.ggml.fim_pad_token_id", {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}},
-        {"tokenizer.ggml.fim_rep_token_id", {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}},
-        {"tokenizer.ggml.fim_sep_token_id", {"<|file_sep|>"}},
-    };
+    static const char *const key[FIM_ROLES] = {[FIM_PAD] = "tokenizer.ggml.fim_pad_token_id",
+        [FIM_REP] = "tokenizer.ggml.fim_rep_token_id", [FIM_SEP] = "tokenizer.ggml.fim_sep_token_id"};
     int32_t id, eot, eom;
-    for (size_t f = 0; f < sizeof fim / sizeof *fim; f++) {
-        if (optional_id(g, fim[f].key, t->n_vocab, &id, err)) return -1;
-        for (int i = 0; id < 0 && fim[f].names[i]; i++) id = lookup_str(t, fim[f].names[i]);
+    for (int r = FIM_PAD; r <= FIM_SEP; r++) {
+        if (optional_id(g, key[r], t->n_vocab, &id, err)) return -1;
+        for (int i = 0; id < 0 && i < 9 && FIM_NAMES[r][i]; i++) id = lookup_str(t, FIM_NAMES[r][i]);
         eog_add(t, id);
     }
-    for (size_t i = 0; i < sizeof EOG_NAMES / sizeof *EOG_NAMES; i++) eog_add(t, lookup_str(t, EOG_NAMES[i]));
+    for (int i = 0; i < N_EOG_NAMES; i++) eog_add(t, lookup_str(t, EOG_NAMES[i]));
     if (optional_id(g, "tokenizer.ggml.eot_token_id", t->n_vocab, &eot, err) ||
         optional_id(g, "tokenizer.ggml.eom_token_id", t->n_vocab, &eom, err))
         return -1;

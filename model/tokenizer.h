@@ -18,8 +18,9 @@ int32_t tokenizer_bos(const tokenizer *t);    // -1 if none
 int32_t tokenizer_eos(const tokenizer *t);    // -1 if none
 // End of generation, as llama.cpp decides it: eos, tokenizer.ggml.eot_token_id and eom_token_id,
 // the FIM pad/repo/separator ids, and end-of-turn pieces found by their text (<|eot_id|>,
-// <|im_end|>, <|endoftext|>, <end_of_turn> ...; model/tokenizer.c lists them). tokenizer_eog
-// gives the ids ascending, their count returned.
+// <|im_end|>, <|endoftext|>, <end_of_turn> ...; model/tokenizer.c lists them). Only a vocab with
+// two FIM candidates for one role may differ (docs/tokenizer.md). tokenizer_eog gives the ids
+// ascending, their count returned.
 int tokenizer_is_eog(const tokenizer *t, int32_t id);
 int tokenizer_eog(const tokenizer *t, const int32_t **ids);
 // tokenizer.ggml.add_bos_token; when absent, llama.cpp's default: true for SentencePiece, for

@@ -254,58 +254,92 @@ static void check_flood(const char *path) {
     unlink(path);
 }
 
-// The end-of-generation set on a vocab of end-of-turn, FIM and ordinary pieces, in four variants:
-// keys and names (eot a normal piece; eom -1 and a FIM separator out of range: ignored), the
-// <|end|> exception (<|return|> and <|call|> there), both exceptions (<|tool_response> too, so
-// even eos </s> is dropped, as in llama.cpp), and a FIM pad key over the first FIM pad name.
-enum { E_KEYS, E_HARMONY, E_TOOL, E_FIM_KEY, E_COUNT };
-static void check_eog_variant(const char *path, int v) {
-    static const char *tok[] = {"<unk>", "<s>", "</s>", "a", "<|im_end|>", "<|endoftext|>", "<|end|>",
-                                "<|fim_pad|>", "<PAD>", "<|repo_name|>", "<|file_sep|>", "<|im_start|>",
-                                "<|return|>", "<|call|>", "<|tool_response>"};
-    enum { N_EOG_TOK = sizeof tok / sizeof *tok };
-    int n = v == E_HARMONY ? 14 : v == E_TOOL ? 15 : 12;       // the exceptions' pieces only there
-    float score[N_EOG_TOK] = {0};
-    int32_t type[N_EOG_TOK];
-    for (int i = 0; i < N_EOG_TOK; i++) type[i] = i == 0 ? 2 : i <= 2 || i >= 4 ? 3 : 1;
-    gguf_writer *w = spm_vocab(tok, score, type, n);
-    gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 2);
-    if (v == E_KEYS) {
-        gguf_w_u32(w, "tokenizer.ggml.eot_token_id", 3);            // "a": eot by its key alone
-        gguf_w_i32(w, "tokenizer.ggml.eom_token_id", -1);           // none
-        gguf_w_u32(w, "tokenizer.ggml.fim_sep_token_id", 1000);     // out of range: ignored
-    }
-    if (v == E_FIM_KEY) gguf_w_u32(w, "tokenizer.ggml.fim_pad_token_id", 8);   // <PAD>, not <|fim_pad|>
-    char err[GGUF_ERR_MAX];
+// Saves w to path (and frees it), then loads the tokenizer from it: tokenizer_load's result.
+static int load_written(gguf_writer *w, const char *path, tokenizer **t, char *err) {
     CHECKF(gguf_writer_save(w, path, err) == 0, "%s", err);
     gguf_writer_free(w);
-    // </s> (eos), <|im_end|>, <|endoftext|>, <|end|>, <|fim_pad|>, <|repo_name|>, <|file_sep|>
-    int want[N_EOG_TOK] = {[2] = 1, [4] = 1, [5] = 1, [6] = 1, [7] = 1, [9] = 1, [10] = 1};
-    if (v == E_KEYS) want[3] = 1;
-    if (v == E_HARMONY) want[6] = 0, want[12] = want[13] = 1;
-    if (v == E_TOOL) want[2] = want[6] = 0, want[12] = want[13] = want[14] = 1;     // both exceptions
-    if (v == E_FIM_KEY) want[7] = 0, want[8] = 1;
     gguf_file g;
-    tokenizer *t;
     CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
-    CHECKF(tokenizer_load(&t, &g, err) == 0, "%s", err);
+    int rc = tokenizer_load(t, &g, err);
     gguf_close(&g);
-    const int32_t *ids;
-    int n_eog = tokenizer_eog(t, &ids), n_want = 0;
-    for (int i = 0; i < n; i++) {
-        n_want += want[i];
-        CHECKF(tokenizer_is_eog(t, i) == want[i], "variant %d: id %d (%s) end of generation: %d", v, i, tok[i],
-               tokenizer_is_eog(t, i));
+    return rc;
+}
+
+// The end-of-generation set: <unk> <s> </s> (eos), then each case's pieces, with its keys
+// (eot by name, raw ids for eot/eom/fim_sep, fim_pad by name); want lists the set's pieces.
+#define EOG_CASE_MAX 8
+static const struct {
+    const char *what, *pieces[EOG_CASE_MAX], *eot, *fim_pad;
+    uint32_t eot_id, eom_id, sep_id;          // raw key values, 0: no key
+    const char *want[EOG_CASE_MAX];
+} eog_cases[] = {
+    {"keys", {"a", "<|im_end|>", "<|endoftext|>", "<|fim_pad|>", "<PAD>", "<|repo_name|>", "<|file_sep|>",
+              "<|im_start|>"}, "a", NULL, 0, 0xFFFFFFFFu, 1000,          // eom none, sep out of range
+     {"</s>", "a", "<|im_end|>", "<|endoftext|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>"}},
+    {"fim pad key", {"<|fim_pad|>", "<PAD>", "<|repo_name|>"}, NULL, "<PAD>", 0, 0, 0,
+     {"</s>", "<PAD>", "<|repo_name|>"}},
+    {"return and call", {"<|end|>", "<|return|>", "<|call|>"}, NULL, NULL, 0, 0, 0,
+     {"</s>", "<|return|>", "<|call|>"}},
+    {"call alone", {"<|end|>", "<|call|>"}, NULL, NULL, 0, 0, 0, {"</s>", "<|end|>", "<|call|>"}},
+    {"calls and flush", {"<|end|>", "<|calls|>", "<|flush|>"}, NULL, NULL, 0, 0, 0,
+     {"</s>", "<|calls|>", "<|flush|>"}},
+    {"call and flush", {"<|end|>", "<|call|>", "<|flush|>"}, NULL, NULL, 0, 0, 0,
+     {"</s>", "<|call|>", "<|flush|>"}},
+    {"tool response", {"<|tool_response>", "<eos>"}, NULL, NULL, 0, 0, 0, {"<|tool_response>", "<eos>"}},
+    {"deepseek", {"<｜end▁of▁sentence｜>", "[e~[", "<｜fim▁hole｜>"}, NULL, NULL, 0, 0, 0,
+     {"</s>", "<｜end▁of▁sentence｜>", "[e~["}},
+    {"eot out of range", {"a"}, NULL, NULL, 5000, 0, 0, {"</s>"}},
+};
+
+static void check_eog_case(const char *path, int c) {
+    const char *tok[3 + EOG_CASE_MAX] = {"<unk>", "<s>", "</s>"};
+    float score[3 + EOG_CASE_MAX] = {0};
+    int32_t type[3 + EOG_CASE_MAX] = {2, 3, 3};
+    int n = 3;
+    for (int i = 0; i < EOG_CASE_MAX && eog_cases[c].pieces[i]; i++) tok[n] = eog_cases[c].pieces[i], type[n++] = 3;
+    if (!strcmp(tok[3], "a")) type[3] = 1;
+    gguf_writer *w = spm_vocab(tok, score, type, n);
+    gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    for (int i = 3; i < n; i++) {
+        if (eog_cases[c].eot && !strcmp(tok[i], eog_cases[c].eot)) gguf_w_u32(w, "tokenizer.ggml.eot_token_id", (uint32_t)i);
+        if (eog_cases[c].fim_pad && !strcmp(tok[i], eog_cases[c].fim_pad))
+            gguf_w_u32(w, "tokenizer.ggml.fim_pad_token_id", (uint32_t)i);
     }
-    CHECKF(n_eog == n_want, "variant %d: %d ids, want %d", v, n_eog, n_want);
+    if (eog_cases[c].eot_id) gguf_w_u32(w, "tokenizer.ggml.eot_token_id", eog_cases[c].eot_id);
+    if (eog_cases[c].eom_id) gguf_w_u32(w, "tokenizer.ggml.eom_token_id", eog_cases[c].eom_id);
+    if (eog_cases[c].sep_id) gguf_w_u32(w, "tokenizer.ggml.fim_sep_token_id", eog_cases[c].sep_id);
+    char err[GGUF_ERR_MAX];
+    tokenizer *t;
+    CHECKF(load_written(w, path, &t, err) == 0, "%s", err);
+    int n_want = 0;
+    for (int i = 0; i < n; i++) {
+        int want = 0;
+        for (int k = 0; k < EOG_CASE_MAX && eog_cases[c].want[k]; k++) want |= !strcmp(tok[i], eog_cases[c].want[k]);
+        n_want += want;
+        CHECKF(tokenizer_is_eog(t, i) == want, "%s: %s end of generation: %d", eog_cases[c].what, tok[i], !want);
+    }
+    const int32_t *ids;
+    int n_eog = tokenizer_eog(t, &ids);
+    CHECKF(n_eog == n_want, "%s: %d ids, want %d", eog_cases[c].what, n_eog, n_want);
     for (int i = 1; i < n_eog; i++) CHECK(ids[i - 1] < ids[i]);
     CHECK(!tokenizer_is_eog(t, -1) && !tokenizer_is_eog(t, n));
     tokenizer_free(t);
-    unlink(path);
 }
 
-static void check_eog(const char *path) {
-    for (int v = 0; v < E_COUNT; v++) check_eog_variant(path, v);
+// Each case, then an eot key that is not an integer: refused, naming the key.
+static int check_eog(const char *path) {
+    int n = (int)(sizeof eog_cases / sizeof *eog_cases);
+    for (int c = 0; c < n; c++) check_eog_case(path, c);
+    const char *tok[] = {"<unk>", "<s>", "</s>"};
+    float score[3] = {0};
+    int32_t type[3] = {2, 3, 3};
+    gguf_writer *w = spm_vocab(tok, score, type, 3);
+    gguf_w_str(w, "tokenizer.ggml.eot_token_id", "2");
+    char err[GGUF_ERR_MAX];
+    tokenizer *t;
+    CHECK(load_written(w, path, &t, err) == -1 && strstr(err, "tokenizer.ggml.eot_token_id") && strstr(err, "integer"));
+    unlink(path);
+    return n + 1;
 }
 
 int main(void) {
@@ -314,7 +348,8 @@ int main(void) {
     snprintf(path, sizeof path, "%s/v.gguf", dir);
     check_rules(path);
     check_flood(path);
-    check_eog(path);
+    int n_eog = check_eog(path);
+    CHECK(n_eog == 10);
     int n_bad = (int)(sizeof bad / sizeof *bad);
     CHECK(n_bad == M_COUNT - N_VALID);
     for (int i = 0; i < n_bad; i++) CHECK(bad[i].m == N_VALID + i);
@@ -327,6 +362,6 @@ int main(void) {
     }
     unlink(path);
     rmdir(dir);
-    printf("ok: rules, %d end-of-generation variants, %d malformed vocabs refused\n", E_COUNT, n_bad);
+    printf("ok: rules, %d end-of-generation cases, %d malformed vocabs refused\n", n_eog, n_bad);
     return 0;
 }

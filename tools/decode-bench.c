@@ -275,6 +275,9 @@ static void bench_finish(decoder *d, int n, double roof, result *r) {
     r->sync_wait_pct = r->busy_s > 0 ? 100 * r->wait_s / r->busy_s : -1;   // -1: not measured (batched pp)
 }
 
+#define JSON_FIELDS 25              // to_json's fields: fewer means cJSON ran out of memory
+
+// One result as DESIGN.md's JSON object; NULL when any part of it could not be made.
 static cJSON *to_json(const result *r, const options *o) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "model_filename", r->model);
@@ -303,6 +306,7 @@ static cJSON *to_json(const result *r, const options *o) {
     cJSON_AddStringToObject(j, "type_k", wtype_get((uint32_t)o->cache_type_k)->name);
     cJSON_AddStringToObject(j, "type_v", wtype_get((uint32_t)o->cache_type_v)->name);
     cJSON_AddStringToObject(j, "pack_cache", packcache_mode_name(o->pack_cache));
+    if (j && cJSON_GetArraySize(j) != JSON_FIELDS) cJSON_Delete(j), j = NULL;
     return j;
 }
 
@@ -316,7 +320,8 @@ static const char *wait_str(const result *r, const char *none) {
 
 static const char *base(const char *p) { const char *s = strrchr(p, '/'); return s ? s + 1 : p; }
 
-// 0, or 1 when cJSON ran out of memory (nothing printed for that row or array).
+// 0, or 1 when cJSON ran out of memory (then the JSON array, or the rows from the first one
+// lost, are not printed).
 static int print_results(const result *rs, int n, const options *o) {
     if (!strcmp(o->fmt, "json") || !strcmp(o->fmt, "jsonl")) {
         cJSON *arr = cJSON_CreateArray();
@@ -324,12 +329,15 @@ static int print_results(const result *rs, int n, const options *o) {
         for (int i = 0; i < n && !bad; i++) {
             cJSON *j = to_json(&rs[i], o);
             if (!strcmp(o->fmt, "jsonl")) {
-                char *s = cJSON_PrintUnformatted(j);
+                char *s = j ? cJSON_PrintUnformatted(j) : NULL;
                 if (s) printf("%s\n", s);
                 bad = !s;
                 free(s);
                 cJSON_Delete(j);
-            } else cJSON_AddItemToArray(arr, j);
+            } else if (!j || !cJSON_AddItemToArray(arr, j)) {
+                cJSON_Delete(j);
+                bad = 1;
+            }
         }
         if (!bad && !strcmp(o->fmt, "json")) {
             char *s = cJSON_Print(arr);
