@@ -70,7 +70,9 @@ void gemv_stripe_on(int isa, uint32_t dt, const float *x, const void *B, size_t 
 void gemv_packed_on(int isa, uint32_t dt, const float *x, const void *P, size_t k, size_t n,
                     size_t t0, size_t t1, float *y, const gemv_tuning *tu);
 // The tuning gemv_packed uses. Set it before the threads that call gemv_packed start a job (the
-// pool's hand-off orders it); out-of-range values are clamped (pf to [0, 1 MiB]).
+// pool's hand-off orders it); out-of-range values are clamped (pf to [0, 1 MiB], interleave to
+// 1..GEMV_MAX_INTERLEAVE, and to 1 where the dispatch is not AVX-512: gemv_get_tuning then says
+// what the kernels run).
 void gemv_set_tuning(gemv_tuning tu);
 gemv_tuning gemv_get_tuning(void);
 

@@ -22,6 +22,7 @@
 #include "platform/cpu.h"
 #include "platform/wtype.h"
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,7 +294,7 @@ static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv
         double g;
         long long c = 0;
         if (sscanf(line, "%255s %d %d %lf %lld %d %d", k, &t.pf, &t.interleave, &g, &c, &rt.pf, &rt.interleave) == 7 &&
-            !strcmp(k, key) && g > 0 && sane(t) && sane(rt))
+            !strcmp(k, key) && g > 0 && isfinite(g) && sane(t) && sane(rt))
             *tu = t, *resident = rt, *gbps = g, *checked = c, found = 0;
     }
     fclose(f);
@@ -321,12 +322,15 @@ static int cache_store(const char *path, const char *key, gemv_tuning tu, gemv_t
 
 tune_result tune_gemv(int mode, const char *cache_path) {
     double t0 = monotonic_seconds();
+    if (mode != TUNE_OFF && mode != TUNE_FORCE) mode = TUNE_AUTO;   // an unchecked -1: the cache stands
     tune_result r;
     memset(&r, 0, sizeof r);
     cpu_id c = cpu_ident();
     snprintf(r.key, sizeof r.key, "%s-f%d-m%d-s%d-l1d%ldK-l2%ldK-l3%ldK-%s", c.vendor, c.family, c.model,
              c.stepping, cache_kb(_SC_LEVEL1_DCACHE_SIZE), cache_kb(_SC_LEVEL2_CACHE_SIZE),
              cache_kb(_SC_LEVEL3_CACHE_SIZE), gemv_isa());
+    for (char *p = r.key; *p; p++)      // one word in the cache file ("  Shanghai  ", "VIA VIA VIA ")
+        if (*p <= ' ' || *p > '~') *p = '_';
     char path[4096];
     if (cache_path) snprintf(path, sizeof path, "%s", cache_path);
     else if (cachedir_path("tune", path, sizeof path)) path[0] = 0;

@@ -140,13 +140,27 @@ int main(void) {
         tune_result o5 = tune_gemv(TUNE_AUTO, path);
         CHECKF(o5.source == TUNE_MEASURED, "old-format line: source %d '%s'", o5.source, o5.note);
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && same(rt, o5.resident) && valid_resident(rt));
-        checks += 23;
+        // a rate that is not a finite number reads as a miss, fresh as the line is
+        f = fopen(path, "w");
+        CHECK(f);
+        fprintf(f, "%s %d %d inf %lld %d %d\n", r.key, s.tu.pf, s.tu.interleave, (long long)time(NULL), rt.pf,
+                rt.interleave);
+        CHECK(fclose(f) == 0);
+        tune_result fin = tune_gemv(TUNE_AUTO, path);
+        CHECKF(fin.source == TUNE_MEASURED, "inf rate: source %d '%s'", fin.source, fin.note);
+        // an unchecked mode (-1) is auto: the line just written stands
+        tune_result m1 = tune_gemv(-1, path);
+        CHECKF(m1.source == TUNE_CACHED && same(m1.tu, fin.tu), "mode -1: source %d '%s'", m1.source, m1.note);
+        CHECK(!strpbrk(r.key, " \t\n"));                 // one word in the file
+        checks += 26;
     }
     // off: the family default, no measurement, the file untouched
     size_t before_len, after_len;
     char *before = read_all(path, &before_len);
     tune_result o = tune_gemv(TUNE_OFF, path);
     CHECK(o.source == TUNE_DEFAULT && valid(o.tu) && o.gbps == 0 && o.resident.interleave >= 1);
+    CHECKF(gemv_isa_id() == GEMV_AVX512 || (o.tu.interleave == 1 && o.resident.interleave == 1),
+           "%s runs one tile, the default says interleave %d / %d", gemv_isa(), o.tu.interleave, o.resident.interleave);
     char *after = read_all(path, &after_len);
     CHECK((!before && !after) || (before && after && before_len == after_len && !memcmp(before, after, after_len)));
     free(before), free(after);
@@ -172,7 +186,7 @@ int main(void) {
     }
     checks += 8;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 19 : 43));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 19 : 46));
     free(path);
     scratch_remove(dir);
     return 0;
