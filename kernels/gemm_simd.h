@@ -3,7 +3,8 @@
 // and the v* operations defined; everything is undefined again at the end.
 //
 // Loop order, innermost last: chunk of GEMM_MC rows, tile, KSEG segment, block of MB rows, block
-// of CB = NV * VLEN columns, p. A segment of a tile (256 x 64 weights: 32 KB in f16/bf16) stays in L1 while every
+// of CB = NV * VLEN columns, p (the padded last tile: row block, then segment; the order only
+// moves between separate outputs, never within one). A segment of a tile (256 x 64 weights: 32 KB in f16/bf16) stays in L1 while every
 // row block passes over it, and an MB x 256 slice of X stays in L1 across the column blocks.
 #define CB (NV * VLEN)
 #define CAT_(a, b) a##_##b

@@ -28,7 +28,8 @@ int prefill_init(prefill *b, decoder *d, int cap, int cap_logits, char err[GGUF_
 // Evaluates tokens[0, n) at positions pos0 .. pos0 + n - 1, the cache holding [0, pos0);
 // 1 <= n <= cap, pos0 + n <= n_ctx, 0 <= n_logits <= min(n, cap_logits). Returns the logits of
 // the last n_logits tokens (n_vocab floats a row, in order), also copying the last row to
-// d->logits; NULL when n_logits is 0 or an argument is out of range (nothing is evaluated then).
+// d->logits; NULL when n_logits is 0 (the batch is still evaluated and the cache
+// filled) or an argument is out of range (then nothing is evaluated).
 float *prefill_forward(prefill *b, const int32_t *tokens, int n, int pos0, int n_logits);
 // Bytes of packed weights that n prompt tokens in batches of `batch` (the last token's logits
 // only) stream: each batch reads the layer matrices once per GEMM_MC rows, the classifier once.
