@@ -59,6 +59,17 @@ typedef struct {
     atomic_uint sink;            // keeps the sums observable
 } pass_ctx;
 
+static void touch_fn(void *c, int tid, int nt) {
+    pass_ctx *x = c;
+    size_t u0 = x->units * tid / nt, u1 = x->units * (tid + 1) / nt;
+    memset((uint8_t *)x->buf + u0 * x->unit, 1, (u1 - u0) * x->unit);
+}
+
+void membw_touch(pool *pl, void *buf, size_t bytes, size_t unit) {
+    pass_ctx c = {buf, unit ? bytes / unit : 0, unit, 0, 0};
+    pool_run(pl, touch_fn, &c);
+}
+
 static void pass_fn(void *c, int tid, int nt) {
     pass_ctx *x = c;
     size_t u0 = x->units * tid / nt, u1 = x->units * (tid + 1) / nt;

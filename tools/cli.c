@@ -1,7 +1,9 @@
 // The handlers only do async-signal-safe things: write a line prepared beforehand, unlink a
 // path copied beforehand, _exit. No unwinding: a fault or a second signal ends the process.
 #include "tools/cli.h"
+#include "platform/cpu.h"
 #include "platform/wtype.h"
+#include "runtime/tune.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -150,6 +152,15 @@ char *cli_read_file(const char *path, size_t max, size_t *len, struct stat *st_o
     buf[n] = 0;
     *len = n;
     return buf;
+}
+
+const char *cli_env_problem(void) {
+    static char msg[200];
+    const char *isa = getenv("DECODE_ISA"), *tune = getenv("DECODE_TUNE");
+    if (isa && !cpu_isa_name_ok(isa)) snprintf(msg, sizeof msg, "DECODE_ISA must be avx512, avx2 or scalar, got '%.100s'", isa);
+    else if (tune_mode_from_env() < 0) snprintf(msg, sizeof msg, "DECODE_TUNE must be off or force, got '%.100s'", tune);
+    else return NULL;
+    return msg;
 }
 
 int cli_parse_cache_type(const char *s) {

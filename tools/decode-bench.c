@@ -142,9 +142,9 @@ static int parse_args(int argc, char **argv, options *o) {
             free(o->model_list);
             char *s = o->model_list = strdup(v);
             o->n_models = 0;
-            for (char *tok = s ? strtok(s, ",") : NULL; tok && o->n_models < MAXV; tok = strtok(NULL, ","))
-                o->models[o->n_models++] = tok;
-            bad = o->n_models == 0;
+            char *tok = s ? strtok(s, ",") : NULL;
+            for (; tok && o->n_models < MAXV; tok = strtok(NULL, ",")) o->models[o->n_models++] = tok;
+            bad = o->n_models == 0 || tok;   // none, or more than MAXV
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) bad = (o->n_threads = parse_list(v, o->threads, 1, 4096)) < 0;
         else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) bad = (o->n_prompts = parse_list(v, o->prompts, 0, 1 << 20)) < 0;
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) bad = (o->n_gens = parse_list(v, o->gens, 0, 1 << 20)) < 0;
@@ -172,6 +172,8 @@ static int parse_args(int argc, char **argv, options *o) {
         return 2;
     }
     if (o->pack_cache < 0) o->pack_cache = PACKCACHE_AUTO;
+    const char *env = cli_env_problem();
+    if (env) { fprintf(stderr, "decode-bench: %s\n", env); return 2; }
     if (!o->n_models) { fprintf(stderr, "decode-bench: missing -m MODEL (see --help)\n"); return 2; }
     if (!o->n_threads) {
         topo t; char err[256];
@@ -227,7 +229,7 @@ static double roofline_gbps(int n_threads, int mib) {
     pool *pl = mib ? pool_create(n_threads) : NULL;
     char *buf = pl ? aligned_alloc(4096, bytes) : NULL;
     if (!buf) { pool_destroy(pl); return 0; }
-    memset(buf, 1, bytes);
+    membw_touch(pl, buf, bytes, 4096);
     double s[7];
     membw_pass_seconds(pl, buf, bytes, 4096, 1);                // warm
     for (int i = 0; i < 7; i++) s[i] = membw_pass_seconds(pl, buf, bytes, 4096, 1);

@@ -234,9 +234,8 @@ static int parse_args(int argc, char **argv, options *o) {
     if (o->pack_cache < 0) o->pack_cache = PACKCACHE_AUTO;
     if (!o->model) return usage_error("%s", "missing -m MODEL");
     if (o->prompt && o->prompt_file) return usage_error("%s", "give -p or -f, not both");
-    const char *isa = getenv("DECODE_ISA");
-    if (isa && !cpu_isa_name_ok(isa)) return usage_error("DECODE_ISA must be avx512, avx2 or scalar, got '%s'", isa);
-    if (tune_mode_from_env() < 0) return usage_error("DECODE_TUNE must be off or force, got '%s'", getenv("DECODE_TUNE"));
+    const char *env = cli_env_problem();
+    if (env) return usage_error("%s", env);
     return 0;
 }
 

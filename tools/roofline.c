@@ -35,14 +35,6 @@ static int parse_sizes(const char *s, size_t *out) {
     }
 }
 
-typedef struct { char *buf; size_t bytes; } touch_ctx;
-
-static void touch_fn(void *c, int tid, int nt) {               // first touch by the reader
-    touch_ctx *a = c;
-    size_t u = a->bytes / 64, u0 = u * tid / nt, u1 = u * (tid + 1) / nt;
-    memset(a->buf + u0 * 64, 1, (u1 - u0) * 64);
-}
-
 int main(int argc, char **argv) {
     int th[MAXL] = {1, 2}, nth = 2, trials = 7, csv = 0;
     size_t sz[MAXL] = {256 << 10, 768 << 10, 8 << 20, 24 << 20, 1 << 30};
@@ -70,8 +62,7 @@ int main(int argc, char **argv) {
         for (int t = 0; t < nth; t++) {
             pool *pl = pool_create(th[t]);
             if (!pl) { fprintf(stderr, "roofline: cannot start %d threads\n", th[t]); return 1; }
-            touch_ctx tc = {buf, sz[s]};
-            pool_run(pl, touch_fn, &tc);
+            membw_touch(pl, buf, sz[s], 64);                            // first touch by the reader
             double one = membw_pass_seconds(pl, buf, sz[s], 64, 1);     // warm-up and calibration
             int reps = one > 0.02 ? 1 : (int)(0.02 / (one > 1e-7 ? one : 1e-7)) + 1;
             double g[1000], best = 0;
