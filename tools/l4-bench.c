@@ -303,9 +303,12 @@ static void bench_rrip(void) {
 
 int main(int argc, char **argv) {
     int runs = 201;
+    static const char usage[] = "usage: l4-bench [-r RUNS]\n"
+                                "  -r RUNS  timed runs per figure, median reported (1..100000, default 201)\n";
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { fputs(usage, stdout); return 0; }
         if (!strcmp(argv[i], "-r") && i + 1 < argc) runs = atoi(argv[++i]);
-        else { fprintf(stderr, "usage: l4-bench [-r RUNS]\n"); return 2; }
+        else { fputs(usage, stderr); return 2; }
     }
     if (runs < 1 || runs > 100000) { fprintf(stderr, "l4-bench: -r must be 1..100000\n"); return 2; }
     make_keys();

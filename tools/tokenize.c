@@ -20,9 +20,9 @@
 
 static const char usage[] =
     "usage: tokenize -m FILE.gguf [--no-bos] (-p TEXT | -f FILE [--cases | --time N])\n"
-    "  -m FILE.gguf  model or vocab-only GGUF (only tokenizer.* keys are read)\n"
-    "  -p TEXT       text to tokenize, taken literally\n"
-    "  -f FILE       tokenize the file's bytes exactly (no newline stripped; at most 16 MiB)\n"
+    "  -m, --model FILE.gguf  model or vocab-only GGUF (only tokenizer.* keys are read)\n"
+    "  -p, --prompt TEXT      text to tokenize, taken literally\n"
+    "  -f, --file FILE        tokenize the file's bytes exactly (no newline stripped; at most 16 MiB)\n"
     "  --cases       FILE is cases each ended by \"\\n__ggml_vocab_test__\\n\" (llama.cpp's\n"
     "                tokenizer test .inp): one line of ids per case\n"
     "  --time N      encode the whole text N times (1..1000); print \"tokens T median_s S min_s S\"\n"
