@@ -51,13 +51,18 @@ static int count_physical(const int *cpu, int n) {
     return distinct;
 }
 
-// The node index of every allowed CPU: from libnuma, or 0 when it has nothing to say.
+// The node index of every allowed CPU: from libnuma, or 0 when it has nothing to say. A CPU
+// libnuma cannot place joins the lowest node it reports for another (not node 0, which may not
+// exist in this topology).
 static int real_nodes(topo *t, int *kernel_node) {
-    int ok = numa_available() >= 0 && numa_max_node() > 0;
+    int ok = numa_available() >= 0 && numa_max_node() > 0, known = -1;
     for (int i = 0; i < t->n_cpus; i++) {
         int nd = ok ? numa_node_of_cpu(t->cpu[i]) : 0;
-        kernel_node[i] = nd < 0 ? 0 : nd;
+        kernel_node[i] = nd;
+        if (nd >= 0 && (known < 0 || nd < known)) known = nd;
     }
+    for (int i = 0; i < t->n_cpus; i++)
+        if (kernel_node[i] < 0) kernel_node[i] = known < 0 ? 0 : known;
     // Renumber the kernel's node ids 0 .. n-1 in ascending order.
     int n = 0;
     for (int id = 0; n < t->n_cpus; id++) {
@@ -119,6 +124,14 @@ int topo_discover(topo *t, char err[256]) {
         t->n_nodes = real_nodes(t, scratch);
         t->bindable = t->n_nodes > 1;
     }
+    if (!(t->mem_ok = calloc((size_t)t->n_nodes, 1))) goto oom;
+    if (t->bindable) {                    // binding elsewhere fails (EINVAL), and libnuma prints it
+        struct bitmask *mems = numa_get_mems_allowed();
+        for (int j = 0; j < t->n_nodes; j++)
+            t->mem_ok[j] = mems && numa_bitmask_isbitset(mems, (unsigned)t->node_id[j]) &&
+                           numa_node_size64(t->node_id[j], NULL) > 0;
+        if (mems) numa_bitmask_free(mems);
+    }
     free(scratch);
     group_by_node(t);
     return 0;
@@ -130,7 +143,7 @@ oom:
 }
 
 void topo_free(topo *t) {
-    free(t->cpu); free(t->node); free(t->node_id);
+    free(t->cpu); free(t->node); free(t->node_id); free(t->mem_ok);
     memset(t, 0, sizeof *t);
 }
 
@@ -171,7 +184,7 @@ void topo_place(const topo *t, topo_numa_mode m, int n_threads, int *cpu_out, in
 }
 
 void topo_bind(const topo *t, void *p, size_t len, int node) {
-    if (!t->bindable || node < 0 || node >= t->n_nodes) return;
+    if (!t->bindable || node < 0 || node >= t->n_nodes || !t->mem_ok[node]) return;
     uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
     uintptr_t a = ((uintptr_t)p + pg - 1) & ~(pg - 1), b = ((uintptr_t)p + len) & ~(pg - 1);
     if (b > a) numa_tonode_memory((void *)a, b - a, t->node_id[node]);
