@@ -319,6 +319,8 @@ int packcache_finish(packcache_writer *pw, const model_weights *w, char *note, s
     int failed = 0, e = 0;
     if (fdatasync(pw->fd)) failed = 1, e = errno;
     if (!failed && mprotect(w->map, w->map_bytes, PROT_READ)) failed = 1, e = errno;   // no stray write persists
+    // Closed before the rename, yet still locked against tidy(): a flock belongs to the open file
+    // description, which the mapping (w->map) keeps until munmap.
     if (close(pw->fd) && !failed) failed = 1, e = errno;
     pw->fd = -1;
     if (!failed && rename(pw->tmp, pw->path)) failed = 1, e = errno;

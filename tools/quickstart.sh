@@ -4,17 +4,21 @@
 # Without MODEL it makes one with gguf-synth: a stories15M-shaped f16 model with random weights
 # (so its text is gibberish; the speed is real). Any llama GGUF with F32/F16/BF16 weights works.
 set -euo pipefail
+model=${1:+$(realpath -- "$1")}       # before the cd: a MODEL path relative to where it was run
 cd "$(dirname "$0")/.."
 need=()
 for p in cmake gcc make libc6-dev libnuma-dev libcjson-dev; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "quickstart: missing ${need[*]}; run this as root (or: sudo apt-get install ${need[*]})" >&2
+    exit 1
+  fi
   apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"
 fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
-model=${1:-}
 if [ -z "$model" ]; then
   model=build/models/synth-15M-f16.gguf
   if [ ! -f "$model" ]; then
