@@ -366,8 +366,8 @@ void gemv_set_tuning(gemv_tuning tu) {
 }
 
 gemv_tuning gemv_get_tuning(void) {
-    return (gemv_tuning){atomic_load_explicit(&tune_pf, memory_order_relaxed),
-                         atomic_load_explicit(&tune_nt, memory_order_relaxed)};
+    int nt = atomic_load_explicit(&tune_nt, memory_order_relaxed);
+    return (gemv_tuning){atomic_load_explicit(&tune_pf, memory_order_relaxed), gemv_isa_id() == GEMV_AVX512 ? nt : 1};
 }
 
 int gemv_isa_supported(int isa) {

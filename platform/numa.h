@@ -20,8 +20,8 @@ typedef struct {
     int *node_id;                 // (n_nodes) the kernel's node number (fake nodes: 0 .. n-1)
     int fake;                     // 1 when DECODE_FAKE_NUMA made the nodes up
     int bindable;                 // 1 when memory can really be bound (libnuma, > 1 real node)
-    unsigned char *mem_ok;        // (n_nodes) 1 when this process may allocate on the node
-                                  // (cpuset.mems) and it has memory: topo_bind skips the others
+    unsigned char *mem_ok;        // (n_nodes) where bindable: 1 when this process may allocate on
+                                  // the node (cpuset.mems) and it has memory; topo_bind skips the others
     int physical_cores;           // distinct (package, core) pairs among the allowed CPUs
 } topo;
 

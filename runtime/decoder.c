@@ -357,7 +357,8 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
 // wo, gate/up, down and the lm_head: each share is a claim word (first, end of the tiles not yet
 // taken). The owner takes from the front and a thread that runs out takes from the back of a
 // slower share on its node. A claim is what is left divided by twice the threads that can take
-// from the share (guided self-scheduling), at most `interleave` tiles, at least one tile and
+// from the share (guided self-scheduling), at most `interleave` tiles (the tuning's, 1 off
+// AVX-512: the AVX2 kernel runs one tile at a time), at least one tile and
 // min_claim_bytes: a large share starts `interleave` tiles at a time and both sides end in
 // single tiles, so a sync point waits for about half a tile instead of the owner's last fixed
 // group (4 tiles of 704 KiB of down at -t 2, ~100 us). Every tile but a share's tail tile (below)

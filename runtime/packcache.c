@@ -277,7 +277,7 @@ int packcache_begin(const char *path, const packcache_opts *o, const llama_model
         if (o->temp_hook) o->temp_hook(NULL);
         goto out;
     }
-    flock(pw->fd, LOCK_EX);               // held until close: the file is not an orphan
+    flock(pw->fd, LOCK_EX);               // held while open or mapped: the file is not an orphan
     // Another writer's tidy() may have taken it for an orphan between the open and the lock.
     if (fstat(pw->fd, &a) || stat(pw->tmp, &b) || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
         snprintf(note, n, "%s was removed while being created; not writing the cache this time", pw->tmp);

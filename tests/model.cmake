@@ -8,3 +8,7 @@ decode_test(test_sampler runtime test_sampler.c)
 add_test(NAME check_layers COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR} -P ${CMAKE_CURRENT_SOURCE_DIR}/check_layers.cmake)
 set_tests_properties(check_layers PROPERTIES LABELS model)
 decode_test(test_tune runtime test_tune.c tool_util.c)
+# Again on the AVX2 path, where the tuning's interleave must read 1 (one tile at a time).
+add_test(NAME test_tune_avx2 COMMAND test_tune)
+set_tests_properties(test_tune_avx2 PROPERTIES LABELS runtime
+                     ENVIRONMENT "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/test-cache;DECODE_ISA=avx2")

@@ -2,7 +2,7 @@
 // stdout holds the prompt exactly as given followed by the generated pieces, nothing else;
 // everything else (timings, warnings, errors) goes to stderr. Exit 0 ok, 1 failure, 2 usage,
 // 128 + N after signal N (SIGINT, SIGTERM, SIGHUP): the first stops at the next token (or
-// phase of the load) and still prints the timings, a second exits at once.
+// phase of the load; the timings are printed once generation has started), a second exits at once.
 // The order protects the user's files: the model's metadata and the prompt are checked first,
 // the dump is opened only then (never over the model, the prompt file, stdout or stderr), and
 // the long load (packing the weights) comes last.
@@ -104,7 +104,7 @@ static void usage(FILE *f) {
         "      --min-p P             min-p, 0.0 = off (default: %.2f)\n"
         "      --repeat-penalty F    repeat penalty, 1.0 = off (default: %.2f)\n"
         "      --repeat-last-n N     tokens the penalty looks back; 0 = off, -1 = context (default: %d)\n"
-        "  -s, --seed N              sampling seed (default: random, printed on stderr)\n"
+        "  -s, --seed N              sampling seed (default: random, printed on stderr when --temp > 0)\n"
         "      --no-bos              do not prepend BOS (default: prepend when the model asks or says nothing)\n"
         "      --ignore-eos          keep generating past end-of-generation tokens (EOS, EOT, the\n"
         "                            other end-of-turn and FIM pad/repo/separator tokens; -v lists them)\n"

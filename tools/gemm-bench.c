@@ -12,6 +12,7 @@
 #include "kernels/gemv.h"
 #include "platform/wtype.h"
 #include "runtime/pool.h"
+#include "tools/cli.h"
 #include "tools/util.h"
 #include <stdatomic.h>
 #include <time.h>
@@ -147,6 +148,8 @@ int main(int argc, char **argv) {
         }
         i++;
     }
+    const char *env = cli_env_problem();
+    if (env) { fprintf(stderr, "gemm-bench: %s\n", env); return 2; }
     fprintf(stderr, "gemm-bench: isa %s, %d trials, %s clock\n", gemv_isa(), trials, cpu_clock ? "cpu" : "wall");
     if (!strcmp(fmt, "md"))
         printf("| cell | dtype | m | k | n | threads | median ms | GFLOP/s | peak GFLOP/s | %% of peak |\n"

@@ -130,6 +130,7 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     if (over[0] >= 0) tu.pf = over[0], which = "overridden";
     if (over[1] > 0) tu.interleave = over[1], which = "overridden";
     gemv_set_tuning(tu);
+    tu = gemv_get_tuning();                            // as clamped: what the kernels run
     // Plain pages: MADV_HUGEPAGE made cold packing of dram_8192 anywhere from 0.7 to 6 GB/s here
     // (direct compaction on fault) against a steady 2.2, and left the GEMV's share unchanged.
     job j = {dt, x, W, aligned_alloc(64, bytes), k, n, gemv_n_tiles(n), malloc(n * sizeof(float))};

@@ -4,6 +4,7 @@
 # Without MODEL it makes one with gguf-synth: a stories15M-shaped f16 model with random weights
 # (so its text is gibberish; the speed is real). Any llama GGUF with F32/F16/BF16 weights works.
 set -euo pipefail
+if [ -n "${1:-}" ] && [ ! -f "$1" ]; then echo "quickstart: no such file: $1" >&2; exit 1; fi
 model=${1:+$(realpath -- "$1")}       # before the cd: a MODEL path relative to where it was run
 cd "$(dirname "$0")/.."
 need=()
