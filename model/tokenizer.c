@@ -206,7 +206,8 @@ static const char *const EOG_NAMES[] = {
 // Fill-in-the-middle markers by role. Pad, repo and separator also end generation: the piece
 // their key names, else the first of their list the vocab has.
 enum { FIM_PRE, FIM_SUF, FIM_MID, FIM_PAD, FIM_REP, FIM_SEP, FIM_ROLES };
-static const char *const FIM_NAMES[FIM_ROLES][9] = {
+#define FIM_NAMES_MAX 9           // a role's list, NULL-padded
+static const char *const FIM_NAMES[FIM_ROLES][FIM_NAMES_MAX] = {
     {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>",
      "<｜fim▁begin｜>"},
     {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>",
@@ -229,7 +230,7 @@ static int in_list(const char *const *names, int n, const char *s, size_t len) {
 static int control_looking(const char *s, size_t n) {
     if (in_list(EOG_NAMES, N_EOG_NAMES, s, n)) return 1;
     for (int r = 0; r < FIM_ROLES; r++)
-        if (in_list(FIM_NAMES[r], 9, s, n)) return 1;
+        if (in_list(FIM_NAMES[r], FIM_NAMES_MAX, s, n)) return 1;
     return 0;
 }
 
@@ -287,7 +288,7 @@ static int collect_eog(tokenizer *t, const gguf_file *g, char *err) {
     int32_t id, eot, eom;
     for (int r = FIM_PAD; r <= FIM_SEP; r++) {
         if (optional_id(g, key[r], t->n_vocab, &id, err)) return -1;
-        for (int i = 0; id < 0 && i < 9 && FIM_NAMES[r][i]; i++) id = lookup_str(t, FIM_NAMES[r][i]);
+        for (int i = 0; id < 0 && i < FIM_NAMES_MAX && FIM_NAMES[r][i]; i++) id = lookup_str(t, FIM_NAMES[r][i]);
         eog_add(t, id);
     }
     for (int i = 0; i < N_EOG_NAMES; i++) eog_add(t, lookup_str(t, EOG_NAMES[i]));

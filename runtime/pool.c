@@ -81,7 +81,7 @@ static int shared_cpu(const int *cpus, int n) {
     cpu_set_t seen;
     CPU_ZERO(&seen);
     for (int i = 0; cpus && i < n; i++) {
-        if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE) continue;   // pin() ignores it too
+        if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE) continue;   // (ids come from a cpu_set_t)
         if (CPU_ISSET(cpus[i], &seen)) return 1;
         CPU_SET(cpus[i], &seen);
     }
