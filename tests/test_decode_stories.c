@@ -82,14 +82,8 @@ static void check_eot(const int32_t *gen) {
     char err[GGUF_ERR_MAX], *model = path_join(dir, "eot.gguf"), *out = path_join(dir, "eot.txt");
     gguf_file g;
     CHECKF(gguf_open(&g, MODELS "stories260K.gguf", err) == 0, "%s", err);
-    gguf_writer *w = gguf_writer_new(g.alignment);
-    CHECK(w);
-    for (uint64_t i = 0; i < g.n_kv; i++) gguf_w_kv_copy(w, &g.kv[i]);
+    gguf_writer *w = copy_writer(&g);
     gguf_w_u32(w, "tokenizer.ggml.eot_token_id", (uint32_t)gen[k]);
-    for (uint64_t i = 0; i < g.n_tensors; i++) {
-        const gguf_tensor *t = &g.tensors[i];
-        gguf_w_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data);
-    }
     CHECKF(gguf_writer_save(w, model, err) == 0, "%s", err);
     gguf_writer_free(w);
     size_t want_len, got_len;

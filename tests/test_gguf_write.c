@@ -30,13 +30,7 @@ static int fill_fail(void *ctx, uint64_t index, void *dst, size_t nbytes) {
 // Copies every kv and tensor of g into a new file at the same alignment.
 static void copy_file(const gguf_file *g, const char *out) {
     char err[GGUF_ERR_MAX];
-    gguf_writer *w = gguf_writer_new(g->alignment);
-    CHECK(w);
-    for (uint64_t i = 0; i < g->n_kv; i++) gguf_w_kv_copy(w, &g->kv[i]);
-    for (uint64_t i = 0; i < g->n_tensors; i++) {
-        const gguf_tensor *t = &g->tensors[i];
-        gguf_w_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data);
-    }
+    gguf_writer *w = copy_writer(g);
     CHECKF(gguf_writer_save(w, out, err) == 0, "%s", err);
     gguf_writer_free(w);
 }

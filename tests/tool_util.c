@@ -148,3 +148,14 @@ char *must_read(const char *path, size_t *len) {
     CHECKF(b, "cannot read %s", path);
     return b;
 }
+
+gguf_writer *copy_writer(const gguf_file *g) {
+    gguf_writer *w = gguf_writer_new(g->alignment);
+    CHECK(w);
+    for (uint64_t i = 0; i < g->n_kv; i++) gguf_w_kv_copy(w, &g->kv[i]);
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const gguf_tensor *t = &g->tensors[i];
+        gguf_w_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data);
+    }
+    return w;
+}

@@ -4,6 +4,7 @@
 #pragma once
 #include <stddef.h>
 #include <sys/types.h>
+#include "model/gguf_write.h"
 
 // Starts argv (NULL-terminated; argv[0] a path, no shell) with stdout on out_fd and stderr on
 // err_fd (-1: inherited). Returns the child's pid; the test fails if it cannot fork.
@@ -48,3 +49,7 @@ int dir_count(const char *dir, const char *part);
 char *read_all(const char *path, size_t *len);
 // read_all, or the test fails naming path.
 char *must_read(const char *path, size_t *len);
+
+// A writer holding every key and tensor of g as they are, at g's alignment (the tensor data stays
+// in g's mapping: keep g open until saved); a test may add keys before gguf_writer_save.
+gguf_writer *copy_writer(const gguf_file *g);
