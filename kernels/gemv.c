@@ -360,11 +360,11 @@ static atomic_int tune_pf = 4096, tune_nt = 2;
 void gemv_set_tuning(gemv_tuning tu) {
     int pf = tu.pf < 0 ? 0 : tu.pf > (1 << 20) ? (1 << 20) : tu.pf;
     int nt = tu.interleave < 1 ? 1 : tu.interleave > GEMV_MAX_INTERLEAVE ? GEMV_MAX_INTERLEAVE : tu.interleave;
-    if (gemv_isa_id() != GEMV_AVX512) nt = 1;     // only the AVX-512 kernels interleave tiles
     atomic_store_explicit(&tune_pf, pf, memory_order_relaxed);
     atomic_store_explicit(&tune_nt, nt, memory_order_relaxed);
 }
 
+// Off AVX-512 the interleave reads 1, as set or not: only the AVX-512 kernels interleave tiles.
 gemv_tuning gemv_get_tuning(void) {
     int nt = atomic_load_explicit(&tune_nt, memory_order_relaxed);
     return (gemv_tuning){atomic_load_explicit(&tune_pf, memory_order_relaxed), gemv_isa_id() == GEMV_AVX512 ? nt : 1};

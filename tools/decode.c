@@ -14,7 +14,6 @@
 #include "runtime/sampler.h"
 #include "tools/cli.h"
 #include "tools/util.h"
-#include "platform/cpu.h"
 #include "runtime/tune.h"
 #include <cjson/cJSON.h>
 #include <errno.h>

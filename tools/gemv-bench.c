@@ -20,7 +20,6 @@
 #include "tools/cli.h"
 #include "tools/util.h"
 #include "model/gguf.h"
-#include "platform/cpu.h"
 #include "runtime/tune.h"
 #include <stdio.h>
 #include <stdlib.h>
