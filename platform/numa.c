@@ -2,6 +2,7 @@
 // and binds memory; everything else is plain sched_getaffinity and sysfs, so a machine without
 // NUMA support gets the same code path with one node.
 #include "platform/numa.h"
+#include "platform/affinity.h"
 #include <numa.h>
 #include <numaif.h>
 #include <sched.h>
@@ -92,16 +93,15 @@ static void group_by_node(topo *t) {
 
 int topo_discover(topo *t, char err[256]) {
     memset(t, 0, sizeof *t);
-    cpu_set_t allowed;
-    int have = sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0;
-    int n = have ? CPU_COUNT(&allowed) : 1;
-    t->cpu = calloc((size_t)n, sizeof *t->cpu);
+    int n = affinity_cpus(&t->cpu);
+    if (n < 1) {                          // unknown: CPU 0, where pinning will simply be refused
+        free(t->cpu);
+        t->cpu = calloc(1, sizeof *t->cpu), n = 1;
+    }
+    t->n_cpus = n;
     t->node = calloc((size_t)n, sizeof *t->node);
     int *scratch = calloc((size_t)n, sizeof *scratch);
     if (!t->cpu || !t->node || !scratch) goto oom;
-    for (int c = 0; have && c < CPU_SETSIZE && t->n_cpus < n; c++)
-        if (CPU_ISSET(c, &allowed)) t->cpu[t->n_cpus++] = c;
-    if (!have) t->n_cpus = 1;             // cpu[0] = 0: pinning will simply be refused
     t->physical_cores = count_physical(t->cpu, t->n_cpus);
 
     const char *fake = getenv("DECODE_FAKE_NUMA");

@@ -2,13 +2,14 @@
 // (spinning briefly, then sleeping in futex), run the job, and count down `pending`; the
 // last one to finish wakes the caller. Atomics carry all synchronisation (TSan-visible).
 #include "runtime/pool.h"
+#include "platform/affinity.h"
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -18,9 +19,8 @@
 struct pool {
     int n;                        // threads including the caller
     pthread_t *threads;           // (n - 1)
-    int *cpus; int n_cpus;        // CPUs the process may run on
+    int *cpus; int n_cpus;        // CPUs the process may run on (the caller's mask, restored on destroy)
     int *pinned;                  // (n) the CPU of each thread, or NULL: cpus[i mod n_cpus]
-    cpu_set_t caller_mask;        // restored on destroy
     int caller_pinned;
     int spin;                     // spin iterations before sleeping: 0 when oversubscribed
     pool_fn fn; void *ctx;        // the current job, published by `gen`
@@ -56,10 +56,7 @@ static unsigned wait_change(atomic_uint *addr, unsigned val, int spin) {
 
 static void pin(pool *p, pthread_t t, int tid) {
     if (p->n_cpus <= 0) return;
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(p->pinned ? p->pinned[tid] : p->cpus[tid % p->n_cpus], &s);
-    pthread_setaffinity_np(t, sizeof s, &s);   // best effort: a refused pin is not an error
+    affinity_set(t, p->pinned ? &p->pinned[tid] : &p->cpus[tid % p->n_cpus], 1);   // best effort
 }
 
 static void *worker(void *arg) {
@@ -76,16 +73,19 @@ static void *worker(void *arg) {
     }
 }
 
-// Whether two of the n CPUs are the same (cpus NULL: no).
+static int by_id(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+
+// Whether two of the n CPUs are the same (cpus NULL: no); -1, out of memory, counts as yes:
+// not spinning is the safe side.
 static int shared_cpu(const int *cpus, int n) {
-    cpu_set_t seen;
-    CPU_ZERO(&seen);
-    for (int i = 0; cpus && i < n; i++) {
-        if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE) continue;   // (ids come from a cpu_set_t)
-        if (CPU_ISSET(cpus[i], &seen)) return 1;
-        CPU_SET(cpus[i], &seen);
-    }
-    return 0;
+    if (!cpus || n < 2) return 0;
+    int *s = malloc(sizeof(int) * (size_t)n), dup = 0;
+    if (!s) return -1;
+    memcpy(s, cpus, sizeof(int) * (size_t)n);
+    qsort(s, (size_t)n, sizeof *s, by_id);
+    for (int i = 1; i < n && !dup; i++) dup = s[i] == s[i - 1];
+    free(s);
+    return dup;
 }
 
 pool *pool_create(int n_threads) { return pool_create_pinned(n_threads, NULL); }
@@ -99,13 +99,8 @@ pool *pool_create_pinned(int n_threads, const int *cpus) {
         if (!(p->pinned = malloc(sizeof(int) * (size_t)n_threads))) { free(p); return NULL; }
         for (int i = 0; i < n_threads; i++) p->pinned[i] = cpus[i];
     }
-    cpu_set_t allowed;
-    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
-        p->caller_mask = allowed;
-        p->cpus = malloc(sizeof(int) * CPU_SETSIZE);
-        for (int c = 0; p->cpus && c < CPU_SETSIZE; c++)
-            if (CPU_ISSET(c, &allowed)) p->cpus[p->n_cpus++] = c;
-    }
+    int n_cpus = affinity_cpus(&p->cpus);   // none known (-1): the threads run unpinned
+    p->n_cpus = n_cpus > 0 ? n_cpus : 0;
     // Threads sharing a CPU (more threads than CPUs, or two pinned to one): a spinning thread
     // would steal the CPU a working one needs.
     p->spin = (p->n_cpus > 0 && n_threads > p->n_cpus) || shared_cpu(p->pinned, n_threads) ? 0 : SPIN_ITERS;
@@ -161,6 +156,6 @@ void pool_destroy(pool *p) {
     atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
     futex_wake(&p->gen);
     for (int i = 1; i < p->n; i++) pthread_join(p->threads[i - 1], NULL);
-    if (p->caller_pinned) sched_setaffinity(0, sizeof p->caller_mask, &p->caller_mask);
+    if (p->caller_pinned && p->n_cpus > 0) affinity_set(pthread_self(), p->cpus, p->n_cpus);
     free(p->threads); free(p->cpus); free(p->pinned); free(p);
 }

@@ -8,6 +8,7 @@
 // the long load (packing the weights) comes last.
 #include "model/llama.h"
 #include "model/tokenizer.h"
+#include "platform/affinity.h"
 #include "platform/numa.h"
 #include "runtime/decoder.h"
 #include "runtime/prefill.h"
@@ -21,7 +22,6 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,8 +48,9 @@ typedef struct {
 static double now_ms(void) { return 1e3 * util_now(); }
 
 static int cpus_available(void) {
-    cpu_set_t s;
-    return sched_getaffinity(0, sizeof s, &s) == 0 ? CPU_COUNT(&s) : 1;
+    int *cpus, n = affinity_cpus(&cpus);
+    free(cpus);
+    return n > 0 ? n : 1;
 }
 
 // Physical cores among the CPUs we may use: SMT siblings share a core's memory bandwidth.

@@ -1,0 +1,46 @@
+// CPU masks sized at run time (platform/affinity.h).
+#include "platform/affinity.h"
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#define MAX_CPUS (1 << 22)    // the kernel's own NR_CPUS limit is 8192; this only stops the loop
+
+int affinity_cpus(int **cpus) {
+    *cpus = NULL;
+    for (int bits = 1024; bits <= MAX_CPUS; bits *= 2) {
+        cpu_set_t *s = CPU_ALLOC(bits);
+        if (!s) return -1;
+        size_t size = CPU_ALLOC_SIZE(bits);
+        if (sched_getaffinity(0, size, s) != 0) {
+            int e = errno;
+            CPU_FREE(s);
+            if (e != EINVAL) return errno = e, -1;
+            continue;                     // the kernel counts more CPUs: a bigger mask
+        }
+        int n = CPU_COUNT_S(size, s), k = 0;
+        int *c = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+        for (int i = 0; c && i < bits && k < n; i++)
+            if (CPU_ISSET_S(i, size, s)) c[k++] = i;
+        CPU_FREE(s);
+        if (!c) return errno = ENOMEM, -1;
+        *cpus = c;
+        return n;
+    }
+    return errno = EINVAL, -1;
+}
+
+int affinity_set(pthread_t t, const int *cpus, int n) {
+    int top = 0;
+    for (int i = 0; i < n; i++)
+        if (cpus[i] > top) top = cpus[i];
+    cpu_set_t *s = CPU_ALLOC(top + 1);
+    if (!s) return ENOMEM;
+    size_t size = CPU_ALLOC_SIZE(top + 1);
+    CPU_ZERO_S(size, s);
+    for (int i = 0; i < n; i++)
+        if (cpus[i] >= 0) CPU_SET_S(cpus[i], size, s);
+    int rc = pthread_setaffinity_np(t, size, s);
+    CPU_FREE(s);
+    return rc;
+}

@@ -1,0 +1,12 @@
+// The CPUs this process may run on, and pinning, for any CPU count. A cpu_set_t holds CPUs
+// 0..1023 and sched_getaffinity refuses one (EINVAL) where the kernel counts more CPUs, so the
+// masks here are sized at run time (CPU_ALLOC) and grown until the kernel takes them.
+#pragma once
+#include <pthread.h>
+
+// The allowed CPUs' ids, ascending, in *cpus (malloc'd; the caller frees it); returns their
+// count, or -1 with errno set (*cpus NULL).
+int affinity_cpus(int **cpus);
+// Confines thread t to the n CPUs listed (ids >= 0; a negative one is skipped): 0, or an error
+// number (pthread_setaffinity_np's, or ENOMEM).
+int affinity_set(pthread_t t, const int *cpus, int n);
