@@ -29,6 +29,11 @@ void softmax_ref(float *x, int n);
 // heads are small). Query head i reads kv head i / (n_head/n_head_kv).
 void attention(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
                int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch);
+// Bytes attention's SIMD path prefetches its K and V rows ahead (0, the initial value: none;
+// clamped to [0, 1 MiB]). A free choice that leaves the arithmetic alone, measured per machine by
+// the tuner (runtime/tune.h); set it before the threads that call attention start a job.
+void attention_set_prefetch(int bytes);
+int attention_get_prefetch(void);
 // o[i] = silu(gate[i]) * up[i] = (g / (1 + e^-g)) * up, e^x from softmax's polynomial exp; o may
 // alias gate. swiglu_ref states the order, swiglu is its SIMD path (same bits).
 void swiglu(float *o, const float *gate, const float *up, int n);

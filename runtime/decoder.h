@@ -120,6 +120,9 @@ int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, con
                  char err[GGUF_ERR_MAX]);
 // Evaluates token at position pos (0 <= pos < n_ctx, positions in order); returns the logits.
 float *decoder_forward(decoder *d, int32_t token, int pos);
+// Sets the kernels' free choices for a step whose last position is pos: the GEMV tuning of this
+// model's size and attention's KV prefetch for the KV cache rows the step reads (tune_pick_kv).
+void decoder_set_tuning(const decoder *d, int pos);
 // Replaces the L4 with a fresh one in mode (l4run_mode) between steps: benches interleave modes
 // on one set of packed weights. 0 ok; -1 with err (the decoder then runs with --l4 off).
 int decoder_set_l4(decoder *d, int mode, char err[256]);

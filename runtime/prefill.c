@@ -140,6 +140,7 @@ float *prefill_forward(prefill *b, const int32_t *tokens, int n, int pos0, int n
         n_logits > n || n_logits > b->cap_logits)
         return NULL;
     weights_move(&d->w, d->pool, &d->sched, &d->topo);   // mapped weights: the next group into memory
+    decoder_set_tuning(d, pos0 + n - 1);
     size_t E = h->n_embd, kvd = (size_t)h->n_head_kv * h->head_dim, Q = (size_t)h->n_head * h->head_dim;
     for (int i = 0; i < n; i++) decoder_embed(d, tokens[i], b->x + i * E);
     for (int l = 0; l < h->n_layer; l++) {

@@ -8,7 +8,10 @@
 //  - stream, on a packed f16 matrix of DRAM_BYTES: first the interleave at prefetch 2048 B, with
 //    the interleave fastest on the L2 matrices with prefetch on as the incumbent (on a Zen 5 the
 //    DRAM interleaves tie and a noisy pick of 4 cost l3_2048 bf16 ~15%; on a Sapphire Rapids
-//    4 beat 1 by ~20% and 2 by ~8%), then the PF candidates at that interleave.
+//    4 beat 1 by ~20% and 2 by ~8%), then the PF candidates at that interleave;
+//  - KV, attention's prefetch of the K and V rows (kernels/ops.h): KPF candidates on an attention
+//    over an f32 cache in the stream matrix's DRAM_BYTES (8 heads of 64, 32768 positions). On a Zen 5, tg at 4000 positions of a stories15M-shaped model went 14% faster with
+//    2 KB than with none (interleaved medians), the 1-4 KB candidates within noise of each other.
 // Candidates rotate within each round and the median of ROUNDS rounds decides, so a burst of
 // noise from another process hits every candidate alike (after a warm-up call: the first
 // calls after the matrix is written run at half speed); for the resident candidates (no DRAM,
@@ -18,6 +21,7 @@
 // machine cannot tell the choices apart the measured default stands, not the noise.
 #include "runtime/tune.h"
 #include "runtime/cachedir.h"
+#include "kernels/ops.h"
 #include "platform/clock.h"
 #include "platform/cpu.h"
 #include "platform/wtype.h"
@@ -38,10 +42,13 @@ static const int PF[] = {0, 1024, 2048, 4096, 8192};   // flat from 8 KB to 32 K
 #define STREAM_PF 2048                                  // the stream interleave is timed at this prefetch
 static const int RPF[] = {0, 2048};                     // resident: none, or the stream's middle
 #define NRPF (int)(sizeof RPF / sizeof *RPF)
+static const int KPF[] = {0, 1024, 2048, 4096};         // attention's KV rows
+#define NKPF (int)(sizeof KPF / sizeof *KPF)
 #define ROUNDS 5
 #define RROUNDS 7
 _Static_assert(ROUNDS <= TUNE_MAX_ROUNDS && RROUNDS <= TUNE_MAX_ROUNDS, "tune_choose's round bound");
-_Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 <= TUNE_MAX_CANDIDATES, "candidates");
+_Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 <= TUNE_MAX_CANDIDATES &&
+               NKPF + 1 <= TUNE_MAX_CANDIDATES, "candidates");
 #define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much
 #define RECHECK_S 600             // ... checked at most this often (a check allocates DRAM_BYTES)
 // The stream matrix: the dram_8192 cell's 128 MiB. Smaller ones do not stand for DRAM: on a Zen 3
@@ -55,19 +62,23 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // Measured where a row says so; the fallback is the middle of the measured range, not a claim
 // about any CPU. A family spans generations (0x19: Zen 3 and Zen 4): a row holds for the model it
 // was measured on; on the others the tuner's measurement is what counts.
-static const struct { const char *vendor; int family; gemv_tuning tu, resident; } DEFAULTS[] = {
-    {"AuthenticAMD", 0x19, {1024, 1}, {0, 1}},   // Zen 3 (model 1): dram_8192 t=1 1 KB 87-90% of the
-                                                  // roofline, none 75-79%, 2 KB 71-78%
-    {"AuthenticAMD", 0x1a, {2048, 4}, {0, 3}},   // Zen 5: 2 KB / 4 tuned and best in a dram_8192 sweep
-                                                  // (an earlier sweep: 8 KB); resident: l2_512's best
-    {"GenuineIntel", 6, {2048, 4}, {0, 2}},      // Xeon (Sapphire Rapids and later): dram_8192 2 KB / 4
-                                                  // 98-99%, 2 KB / 2 92-93%, none 62-67%
+// The KV prefetch (kv) was measured on the Zen 5 only; the other rows take their stream distance.
+static const struct { const char *vendor; int family; gemv_tuning tu, resident; int kv; } DEFAULTS[] = {
+    {"AuthenticAMD", 0x19, {1024, 1}, {0, 1}, 1024},   // Zen 3 (model 1): dram_8192 t=1 1 KB 87-90% of
+                                                        // the roofline, none 75-79%, 2 KB 71-78%
+    {"AuthenticAMD", 0x1a, {2048, 4}, {0, 3}, 2048},   // Zen 5: 2 KB / 4 tuned and best in a dram_8192
+                                                        // sweep (an earlier sweep: 8 KB); resident:
+                                                        // l2_512's best; KV: 2 KB, +14% tg at depth 4000
+    {"GenuineIntel", 6, {2048, 4}, {0, 2}, 2048},      // Xeon (Sapphire Rapids and later): dram_8192
+                                                        // 2 KB / 4 98-99%, 2 KB / 2 92-93%, none 62-67%
 };
 static const gemv_tuning FALLBACK = {4096, 2}, FALLBACK_RESIDENT = {0, 2};
+#define FALLBACK_KV 2048
 
 // The last tune_gemv's choices, for tune_pick (0 resident_bytes: none yet).
 static gemv_tuning picked_stream, picked_resident;
 static size_t picked_resident_bytes;
+static int picked_kv;
 static int picked;
 
 typedef struct {
@@ -99,11 +110,11 @@ static long cache_kb(int name) {
 }
 
 // 1 when c's family has a row, 0 for the fallback.
-static int family_default(const cpu_id *c, gemv_tuning *tu, gemv_tuning *resident) {
-    *tu = FALLBACK, *resident = FALLBACK_RESIDENT;
+static int family_default(const cpu_id *c, gemv_tuning *tu, gemv_tuning *resident, int *kv) {
+    *tu = FALLBACK, *resident = FALLBACK_RESIDENT, *kv = FALLBACK_KV;
     for (size_t i = 0; i < sizeof DEFAULTS / sizeof *DEFAULTS; i++)
         if (!strcmp(DEFAULTS[i].vendor, c->vendor) && DEFAULTS[i].family == c->family) {
-            *tu = DEFAULTS[i].tu, *resident = DEFAULTS[i].resident;
+            *tu = DEFAULTS[i].tu, *resident = DEFAULTS[i].resident, *kv = DEFAULTS[i].kv;
             return 1;
         }
     return 0;
@@ -236,11 +247,48 @@ static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *
     return bad ? -1 : 0;
 }
 
+// Seconds of one attention over the cache k, v (f32, HEADS heads of HD, n_pos positions) with
+// the KV prefetch pf.
+enum { KV_HEADS = 8, KV_HD = 64 };
+static double attention_seconds(const float *k, const float *v, int n_pos, float *scratch, int pf) {
+    float q[KV_HEADS * KV_HD], out[KV_HEADS * KV_HD];
+    for (int i = 0; i < KV_HEADS * KV_HD; i++) q[i] = 0.01f;
+    attention_set_prefetch(pf);
+    double t = monotonic_seconds();
+    attention(out, q, k, WTYPE_F32, v, WTYPE_F32, n_pos, KV_HEADS, KV_HEADS, KV_HD, KV_HD, (size_t)n_pos * KV_HD, scratch);
+    return monotonic_seconds() - t;
+}
+
+// The KV candidates (KPF, and inc when it is none of them; inc < 0: no incumbent) on attention
+// over an f32 cache in the stream matrix's bytes (its 0x11 bytes read as tiny normal floats),
+// after a warm-up call, order rotated each round, tune_choose by the median of ROUNDS. 0 ok
+// (*kv set), -1 no memory.
+static int measure_kv(const mat *m, int inc, int *kv) {
+    const size_t half = gemv_packed_bytes(m->dt, m->k, m->n) / 2;
+    const int n_pos = (int)(half / sizeof(float) / KV_HEADS / KV_HD);
+    const float *k = (const float *)m->P, *v = (const float *)((const char *)m->P + half);
+    int c[NKPF + 1], nc = NKPF, ii = -1;
+    for (int i = 0; i < NKPF; i++) c[i] = KPF[i], ii = KPF[i] == inc ? i : ii;
+    if (inc >= 0 && ii < 0) c[ii = nc++] = inc;
+    float *scratch = malloc(sizeof(float) * (size_t)n_pos * KV_HEADS);
+    if (!scratch) return -1;
+    double t[TUNE_MAX_CANDIDATES * ROUNDS];
+    attention_seconds(k, v, n_pos, scratch, c[0]);
+    for (int r = 0; r < ROUNDS; r++)
+        for (int q = 0; q < nc; q++) {
+            int i = (q + r) % nc;
+            t[i * ROUNDS + r] = attention_seconds(k, v, n_pos, scratch, c[i]);
+        }
+    *kv = c[tune_choose(t, nc, ROUNDS, ii, 0)];
+    free(scratch);
+    return 0;
+}
+
 // Measures every choice, keeping the incumbents inc/inc_resident (NULL: none; inc's interleave
 // is also the stream interleave's incumbent) unless a candidate beats them by more than the
 // spread of the rounds; 0 ok (tu, resident, gbps set), -1 out of memory.
-static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, gemv_tuning *tu, gemv_tuning *resident,
-                   double *gbps) {
+static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int inc_kv, gemv_tuning *tu,
+                   gemv_tuning *resident, int *kv, double *gbps) {
     *tu = (gemv_tuning){PF[NPF - 1], 1};
     double s;
     if (measure_resident(inc_resident, resident, &tu->interleave)) return -1;
@@ -258,8 +306,9 @@ static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, gemv
     int ii = find_or_add(c, &nc, inc, nnt);
     *tu = c[fastest(&m, c, nc, 1, ii, &s)];
     *gbps = gemv_packed_bytes(WTYPE_F16, m.k, m.n) / s / 1e9;
+    int rc = measure_kv(&m, inc_kv, kv);
     mat_free(&m);
-    return 0;
+    return rc;
 }
 
 // The DRAM rate with tu now: one warm-up pass and the median of three.
@@ -274,16 +323,16 @@ static double check_gbps(gemv_tuning tu) {
     return g;
 }
 
-// ---- cache file: one line per machine, "KEY pf interleave gbps checked rpf rinterleave" ----
-// (checked in unix seconds; rpf rinterleave the resident tuning. A line without them, from a
-// build before the resident tuning, reads as a miss and is measured again.)
+// ---- cache file: one line per machine, "KEY pf interleave gbps checked rpf rinterleave kvpf" ----
+// (checked in unix seconds; rpf rinterleave the resident tuning; kvpf attention's KV prefetch. A
+// line without them, from a build before they were tuned, reads as a miss and is measured again.)
 
 // A tuning a cache line may carry (anything else reads as a miss).
 static int sane(gemv_tuning t) {
     return t.pf >= 0 && t.pf <= (1 << 20) && t.interleave >= 1 && t.interleave <= GEMV_MAX_INTERLEAVE;
 }
 
-static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv_tuning *resident,
+static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv_tuning *resident, int *kv,
                         double *gbps, long long *checked) {
     FILE *f = fopen(path, "r");
     if (!f) return -1;
@@ -293,9 +342,11 @@ static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv
         gemv_tuning t, rt;
         double g;
         long long c = 0;
-        if (sscanf(line, "%255s %d %d %lf %lld %d %d", k, &t.pf, &t.interleave, &g, &c, &rt.pf, &rt.interleave) == 7 &&
-            !strcmp(k, key) && g > 0 && isfinite(g) && sane(t) && sane(rt))
-            *tu = t, *resident = rt, *gbps = g, *checked = c, found = 0;
+        int kp;
+        if (sscanf(line, "%255s %d %d %lf %lld %d %d %d", k, &t.pf, &t.interleave, &g, &c, &rt.pf, &rt.interleave,
+                   &kp) == 8 &&
+            !strcmp(k, key) && g > 0 && isfinite(g) && sane(t) && sane(rt) && kp >= 0 && kp <= (1 << 20))
+            *tu = t, *resident = rt, *kv = kp, *gbps = g, *checked = c, found = 0;
     }
     fclose(f);
     return found;
@@ -303,7 +354,7 @@ static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv
 
 // Rewrites the cache with key's line replaced: other lines kept, written to a temporary file
 // and renamed over the old one, so a concurrent reader sees either file whole.
-static int cache_store(const char *path, const char *key, gemv_tuning tu, gemv_tuning resident, double gbps) {
+static int cache_store(const char *path, const char *key, gemv_tuning tu, gemv_tuning resident, int kv, double gbps) {
     char tmp[4200], dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
     snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
@@ -314,8 +365,8 @@ static int cache_store(const char *path, const char *key, gemv_tuning tu, gemv_t
     while (in && fgets(line, sizeof line, in))
         if (sscanf(line, "%255s", k) == 1 && strcmp(k, key) && strchr(line, '\n')) fputs(line, out);
     if (in) fclose(in);
-    fprintf(out, "%s %d %d %.2f %lld %d %d\n", key, tu.pf, tu.interleave, gbps, (long long)time(NULL), resident.pf,
-            resident.interleave);
+    fprintf(out, "%s %d %d %.2f %lld %d %d %d\n", key, tu.pf, tu.interleave, gbps, (long long)time(NULL), resident.pf,
+            resident.interleave, kv);
     if (fclose(out) || rename(tmp, path)) { unlink(tmp); return -1; }
     return 0;
 }
@@ -334,7 +385,7 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     char path[4096];
     if (cache_path) snprintf(path, sizeof path, "%s", cache_path);
     else if (cachedir_path("tune", path, sizeof path)) path[0] = 0;
-    int has_row = family_default(&c, &r.tu, &r.resident);
+    int has_row = family_default(&c, &r.tu, &r.resident, &r.kv_pf);
     r.resident_bytes = (size_t)cache_kb(_SC_LEVEL2_CACHE_SIZE) << 10 >> 1;
     r.source = TUNE_DEFAULT;
     if (gemv_isa_id() == GEMV_SCALAR) r.resident = r.tu;           // scalar has no choices
@@ -342,17 +393,19 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     double cached_gbps;
     gemv_tuning cached, cached_resident;
     long long checked;
-    int retune = 0;               // a re-tune: the cached picks are the incumbents
-    if (mode == TUNE_AUTO && path[0] && !cache_lookup(path, r.key, &cached, &cached_resident, &cached_gbps, &checked)) {
+    int retune = 0, cached_kv = -1;   // a re-tune: the cached picks are the incumbents
+    if (mode == TUNE_AUTO && path[0] &&
+        !cache_lookup(path, r.key, &cached, &cached_resident, &cached_kv, &cached_gbps, &checked)) {
         long long age = (long long)time(NULL) - checked;
         if (age >= 0 && age < RECHECK_S) {                      // checked recently: trust it
-            r.tu = cached, r.resident = cached_resident, r.gbps = cached_gbps, r.source = TUNE_CACHED;
+            r.tu = cached, r.resident = cached_resident, r.kv_pf = cached_kv, r.gbps = cached_gbps;
+            r.source = TUNE_CACHED;
             goto done;
         }
         double now = check_gbps(cached);
         if (now > 0 && now >= cached_gbps * (1 - MOVED) && now <= cached_gbps * (1 + MOVED)) {
-            r.tu = cached, r.resident = cached_resident, r.gbps = now, r.source = TUNE_CACHED;
-            cache_store(path, r.key, cached, cached_resident, cached_gbps);   // restamp; the rate stays the tuned one
+            r.tu = cached, r.resident = cached_resident, r.kv_pf = cached_kv, r.gbps = now, r.source = TUNE_CACHED;
+            cache_store(path, r.key, cached, cached_resident, cached_kv, cached_gbps);   // restamp; the rate stays the tuned one
             goto done;
         }
         snprintf(r.note, sizeof r.note, "cached DRAM rate %.1f GB/s, now %.1f: measured again", cached_gbps, now);
@@ -360,24 +413,28 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     }
     gemv_tuning tu, resident, def = r.tu, def_resident = r.resident;
     const gemv_tuning *inc = retune ? &cached : has_row ? &def : NULL;
-    if (measure(inc, retune ? &cached_resident : has_row ? &def_resident : NULL, &tu, &resident, &r.gbps)) {
+    int kv, inc_kv = retune ? cached_kv : has_row ? r.kv_pf : -1;
+    if (measure(inc, retune ? &cached_resident : has_row ? &def_resident : NULL, inc_kv, &tu, &resident, &kv, &r.gbps)) {
         snprintf(r.note, sizeof r.note, "out of memory measuring; defaults used");
         goto done;
     }
-    r.tu = tu, r.resident = resident, r.source = TUNE_MEASURED;
+    r.tu = tu, r.resident = resident, r.kv_pf = kv, r.source = TUNE_MEASURED;
     if (retune) {
         size_t n = strlen(r.note);
         snprintf(r.note + n, sizeof r.note - n, ", %s", same_tuning(tu, cached) && same_tuning(resident, cached_resident)
-                 ? "the cached picks held" : "the picks changed");
+                 && kv == cached_kv ? "the cached picks held" : "the picks changed");
     }
-    if (path[0] && cache_store(path, r.key, tu, resident, r.gbps))
+    if (path[0] && cache_store(path, r.key, tu, resident, kv, r.gbps))
         snprintf(r.note, sizeof r.note, "could not write the cache %.100s: %.40s", path, strerror(errno));
 done:
+    attention_set_prefetch(r.kv_pf);
+    r.kv_pf = attention_get_prefetch();                           // clamped as attention will see it
     gemv_set_tuning(r.resident);                                  // clamped as the kernels will see it
     r.resident = gemv_get_tuning();
     gemv_set_tuning(r.tu);
     r.tu = gemv_get_tuning();
     picked_stream = r.tu, picked_resident = r.resident, picked_resident_bytes = r.resident_bytes, picked = 1;
+    picked_kv = r.kv_pf;
     r.seconds = monotonic_seconds() - t0;
     return r;
 }
@@ -388,10 +445,16 @@ gemv_tuning tune_pick(size_t step_bytes, int threads) {
     return picked_resident_bytes && per <= picked_resident_bytes ? picked_resident : picked_stream;
 }
 
+int tune_pick_kv(size_t kv_bytes, int threads) {
+    if (!picked) return attention_get_prefetch();
+    size_t per = kv_bytes / (size_t)(threads > 0 ? threads : 1);
+    return picked_resident_bytes && per <= picked_resident_bytes ? 0 : picked_kv;
+}
+
 void tune_describe(const tune_result *r, char *buf, size_t n) {
     static const char *const src[] = {"default", "cached", "measured"};
     snprintf(buf, n, "gemv tuning: %s, prefetch %d B, interleave %d; resident (<= %zu KiB a thread): prefetch %d B, "
-             "interleave %d (%s in %.2f s, %.1f GB/s; key %s)%s%s", gemv_isa(), r->tu.pf, r->tu.interleave,
-             r->resident_bytes >> 10, r->resident.pf, r->resident.interleave, src[r->source], r->seconds, r->gbps,
-             r->key, r->note[0] ? "; " : "", r->note);
+             "interleave %d; KV prefetch %d B (%s in %.2f s, %.1f GB/s; key %s)%s%s", gemv_isa(), r->tu.pf,
+             r->tu.interleave, r->resident_bytes >> 10, r->resident.pf, r->resident.interleave, r->kv_pf,
+             src[r->source], r->seconds, r->gbps, r->key, r->note[0] ? "; " : "", r->note);
 }

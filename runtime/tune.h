@@ -28,6 +28,7 @@ typedef struct {
     gemv_tuning tu;               // stream: weights read from L3 or DRAM each step
     gemv_tuning resident;         // weights a thread keeps in its L2 between steps
     size_t resident_bytes;        // bytes per thread up to which tune_pick takes resident (half the L2; 0: never)
+    int kv_pf;                    // bytes attention prefetches its K and V rows ahead (attention_set_prefetch)
     int source;                   // TUNE_DEFAULT / TUNE_CACHED / TUNE_MEASURED
     double gbps;                  // single-thread DRAM GEMV read rate with tu (0 when not measured)
     double seconds;               // time spent tuning
@@ -48,10 +49,16 @@ tune_result tune_gemv(int mode, const char *cache_path);
 // below the incumbent's by more than the larger of the two spreads.
 int tune_choose(const double *t, int nc, int nr, int incumbent, int by_min);
 // One line describing r, e.g. "gemv tuning: avx512, prefetch 2048 B, interleave 3; resident
-// (<= 1024 KiB a thread): prefetch 0 B, interleave 3 (measured in 0.31 s, 38.2 GB/s; key ...)".
+// (<= 1024 KiB a thread): prefetch 0 B, interleave 3; KV prefetch 2048 B (measured in 0.31 s,
+// 38.2 GB/s; key ...)".
 void tune_describe(const tune_result *r, char *buf, size_t n);
 // The tuning for a GEMV workload whose step streams step_bytes of packed weights split over
 // `threads` threads: the resident tuning of the last tune_gemv when step_bytes / threads fits in
 // its resident_bytes, else the stream tuning; before any tune_gemv, the current gemv_get_tuning().
 // The caller sets it (gemv_set_tuning) before the threads that call gemv_packed start a job.
 gemv_tuning tune_pick(size_t step_bytes, int threads);
+// Attention's KV prefetch for a step that reads kv_bytes of KV cache rows over `threads` threads:
+// 0 where a thread's share fits tune_pick's resident bytes (short streams, the prefetch mostly
+// instructions: stories260K ran 1-4% slower with it), else the last tune_gemv's kv_pf; before
+// any tune_gemv, attention_get_prefetch(). The caller sets it (attention_set_prefetch) likewise.
+int tune_pick_kv(size_t kv_bytes, int threads);

@@ -216,7 +216,8 @@ static size_t test_argmax(void) {
 // sum|q k| (E); softmax weights move by 2E + (6 + 2 spread) u relative; the V sum adds n_pos u.
 // Both cache layouts: position-major (rows of every head, padded or not) and head-major (each
 // head's positions one stream, heads padded apart); K and V each f32 or f16, where the reference
-// must also equal the f32 reference on the widened values (the f16 contract in ops.h).
+// must also equal the f32 reference on the widened values (the f16 contract in ops.h). The SIMD
+// path runs without and with its KV prefetch (attention_set_prefetch): the same bits.
 static size_t test_attention(void) {
     // head_dim: every count of 8-dim blocks past a 64-block (1..8), 32, and tails; positions: part and
     // whole 8-blocks, and chunks of V beyond the first
@@ -236,11 +237,11 @@ static size_t test_attention(void) {
                 size_t hstride = head_major ? (size_t)np * hd + pad * 5 : (size_t)hd;
                 size_t len = head_major ? nkv * hstride : np * stride;
                 float *q = malloc(nh * hd * 4), *k = malloc(len * 4), *v = malloc(len * 4);
-                float *o = malloc(nh * hd * 4), *or = malloc(nh * hd * 4), *o32 = malloc(nh * hd * 4);
+                float *o = malloc(nh * hd * 4), *or = malloc(nh * hd * 4), *o32 = malloc(nh * hd * 4), *opf = malloc(nh * hd * 4);
                 size_t nsc = (size_t)np * (nh / nkv > (nh < 8 ? nh : 8) ? nh / nkv : nh < 8 ? nh : 8);   // ops.h's scratch
                 float *sc = malloc((nsc + 16) * 4);                 // and a guard after it
                 uint16_t *k16 = malloc(len * 2), *v16 = malloc(len * 2);
-                CHECK(q && k && v && o && or && o32 && sc && k16 && v16);
+                CHECK(q && k && v && o && or && o32 && opf && sc && k16 && v16);
                 for (int i = 0; i < nh * hd; i++) q[i] = rng_sym(1.0f);
                 for (size_t i = 0; i < len; i++) {    // an f16 cache holds k16; k then its widened values
                     k[i] = rng_sym(1.0f), v[i] = rng_sym(1.0f);
@@ -250,8 +251,15 @@ static size_t test_attention(void) {
                 }
                 const void *kc = kt == WTYPE_F16 ? (const void *)k16 : k, *vc = vt == WTYPE_F16 ? (const void *)v16 : v;
                 for (int i = 0; i < 16; i++) sc[nsc + i] = 12345.0f;
+                attention_set_prefetch(0);
                 attention(o, q, kc, kt, vc, vt, np, nh, nkv, hd, stride, hstride, sc);
+                attention_set_prefetch(c & 16 ? 64 : 2048);   // a line ahead, or past these small caches
+                attention(opf, q, kc, kt, vc, vt, np, nh, nkv, hd, stride, hstride, sc);
+                attention_set_prefetch(0);
                 for (int i = 0; i < 16; i++) CHECKF(sc[nsc + i] == 12345.0f, "hd=%d np=%d nh=%d: scratch overrun", hd, np, nh);
+                for (int i = 0; i < nh * hd; i++)
+                    CHECKF(same_f32(o[i], opf[i]), "hd=%d np=%d nh=%d i=%d: %.9g, with the KV prefetch %.9g", hd, np,
+                           nh, i, o[i], opf[i]);
                 attention_ref(or, q, kc, kt, vc, vt, np, nh, nkv, hd, stride, hstride, sc);
                 attention_ref(o32, q, k, WTYPE_F32, v, WTYPE_F32, np, nh, nkv, hd, stride, hstride, sc);
                 for (int i = 0; i < nh * hd; i++) {
@@ -287,7 +295,7 @@ static size_t test_attention(void) {
                                np, h, i, o[h * hd + i], o64, tol);
                     }
                 }
-                free(s), free(q), free(k), free(v), free(o), free(or), free(o32), free(sc), free(k16), free(v16);
+                free(s), free(q), free(k), free(v), free(o), free(or), free(o32), free(opf), free(sc), free(k16), free(v16);
             }
     float sentinel[8] = {7, 7, 7, 7, 7, 7, 7, 7}, z[8] = {0}, scr[8];
     attention(sentinel, z, z, WTYPE_F32, z, WTYPE_F32, 1, 3, 2, 1, 2, 1, scr);   // 3 % 2 != 0: untouched

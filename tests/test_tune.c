@@ -2,12 +2,14 @@
 // writes one line for this machine's key with values from the candidate sets (stream and
 // resident); a second run reuses both without measuring (checked moments ago); an entry checked
 // long ago whose stored rate is far off is measured again and replaced, and so is a line from
-// before the resident tuning (no resident fields); other machines' lines are kept; tune_pick
-// takes the resident tuning up to resident_bytes a thread and the stream one above;
+// before the resident tuning (no resident fields) or before the KV tuning (no KV prefetch); other
+// machines' lines are kept; tune_pick takes the resident tuning up to resident_bytes a thread and
+// the stream one above, tune_pick_kv no KV prefetch and the tuned one likewise;
 // a re-tune keeps the cached picks unless clearly beaten (tune_choose's rule on made-up rounds);
 // a line with impossible values is a miss; off takes the family default and leaves the file
 // alone; an unwritable cache is reported, not fatal; DECODE_TUNE parsing.
 #include "runtime/tune.h"
+#include "kernels/ops.h"
 #include "tests/check.h"
 #include "tests/tool_util.h"
 #include <math.h>
@@ -25,8 +27,11 @@ static int valid_resident(gemv_tuning t) {
     return (t.pf == 0 || t.pf == 2048) && t.interleave >= 1 && t.interleave <= GEMV_MAX_INTERLEAVE;
 }
 
-// Lines in path that start with key; *pf/*nt from the last one, and its resident pair in rt
-// ({-1, -1} when the line has none).
+static int valid_kv(int kv) { return kv == 0 || kv == 1024 || kv == 2048 || kv == 4096; }
+
+// Lines in path that start with key; *pf/*nt from the last one, its resident pair in rt ({-1, -1}
+// when the line has none) and its KV prefetch in last_kv (-1 when none).
+static int last_kv;
 static int lines_with_r(const char *path, const char *key, int *pf, int *nt, gemv_tuning *rt) {
     size_t len;
     char *s = must_read(path, &len), *save = NULL;
@@ -35,8 +40,8 @@ static int lines_with_r(const char *path, const char *key, int *pf, int *nt, gem
         if (!strncmp(l, key, strlen(key)) && l[strlen(key)] == ' ') {
             double g;
             long long c;
-            n++, rt->pf = rt->interleave = -1;
-            sscanf(l + strlen(key), "%d %d %lf %lld %d %d", pf, nt, &g, &c, &rt->pf, &rt->interleave);
+            n++, rt->pf = rt->interleave = last_kv = -1;
+            sscanf(l + strlen(key), "%d %d %lf %lld %d %d %d", pf, nt, &g, &c, &rt->pf, &rt->interleave, &last_kv);
         }
     free(s);
     return n;
@@ -86,28 +91,33 @@ int main(void) {
         CHECKF(valid(r.tu) && r.gbps > 0, "pf %d interleave %d gbps %.1f", r.tu.pf, r.tu.interleave, r.gbps);
         CHECK(gemv_get_tuning().pf == r.tu.pf && gemv_get_tuning().interleave == r.tu.interleave);
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == r.tu.pf && nt == r.tu.interleave &&
-              same(rt, r.resident));
+              same(rt, r.resident) && last_kv == r.kv_pf);
         CHECKF(valid_resident(r.resident) && r.resident_bytes > 0, "resident pf %d interleave %d, %zu bytes",
                r.resident.pf, r.resident.interleave, r.resident_bytes);
+        CHECKF(valid_kv(r.kv_pf) && attention_get_prefetch() == r.kv_pf, "KV prefetch %d, attention has %d", r.kv_pf,
+               attention_get_prefetch());
         CHECK(r.note[0] == 0 && strlen(r.key) > 10);
         if (gemv_isa_id() == GEMV_AVX2) CHECK(r.tu.interleave == 1 && r.resident.interleave == 1);
         // tune_pick: resident up to resident_bytes a thread, stream above; it leaves the current tuning alone
         CHECK(same(tune_pick(r.resident_bytes, 1), r.resident) && same(tune_pick(2 * r.resident_bytes, 2), r.resident));
         CHECK(same(tune_pick(r.resident_bytes + 1, 1), r.tu) && same(tune_pick((size_t)1 << 40, 64), r.tu));
         CHECK(same(gemv_get_tuning(), r.tu));
+        // tune_pick_kv: no KV prefetch while a thread's step stays in L2, the tuned one above
+        CHECK(tune_pick_kv(r.resident_bytes, 1) == 0 && tune_pick_kv(2 * r.resident_bytes, 2) == 0);
+        CHECK(tune_pick_kv(r.resident_bytes + 1, 1) == r.kv_pf && tune_pick_kv((size_t)1 << 40, 64) == r.kv_pf);
         // reused: checked moments ago, so not even the rate is measured
         tune_result c = tune_gemv(TUNE_AUTO, path);
-        CHECKF(c.source == TUNE_CACHED && same(c.tu, r.tu) && same(c.resident, r.resident) &&
+        CHECKF(c.source == TUNE_CACHED && same(c.tu, r.tu) && same(c.resident, r.resident) && c.kv_pf == r.kv_pf &&
                fabs(c.gbps - r.gbps) < 0.006, "auto after force: source %d note '%s'", c.source, c.note);
         // a stale entry (rate 1000x off) beside another machine's and a garbage line
         FILE *f = fopen(path, "w");
         CHECK(f);
-        fprintf(f, "other-machine 512 3 12.50\ngarbage\n%s 0 4 99999.00 0 0 4\n", r.key);
+        fprintf(f, "other-machine 512 3 12.50\ngarbage\n%s 0 4 99999.00 0 0 4 1024\n", r.key);
         CHECK(fclose(f) == 0);
         tune_result s = tune_gemv(TUNE_AUTO, path);
         CHECKF(s.source == TUNE_MEASURED && strstr(s.note, "measured again"), "stale entry: %d '%s'", s.source, s.note);
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == s.tu.pf && nt == s.tu.interleave &&
-              same(rt, s.resident));
+              same(rt, s.resident) && last_kv == s.kv_pf);
         CHECK(lines_with(path, "other-machine", &pf, &nt) == 1 && pf == 512 && nt == 3);
         CHECK(lines_with(path, "garbage", &pf, &nt) == 0);  // a line without values is not a key
         // a re-tune with the cached picks as incumbents says whether they held; either way the
@@ -116,22 +126,30 @@ int main(void) {
         CHECK(f);
         // (interleaves 4 and 3 as another path would cache them: AVX2 runs one tile, so its
         // result must say 1, not keep an incumbent interleave that never ran)
-        fprintf(f, "%s %d 4 99999.00 0 %d 3\n", r.key, r.tu.pf, r.resident.pf);
+        fprintf(f, "%s %d 4 99999.00 0 %d 3 %d\n", r.key, r.tu.pf, r.resident.pf, r.kv_pf);
         CHECK(fclose(f) == 0);
         tune_result h = tune_gemv(TUNE_AUTO, path);
         CHECKF(gemv_isa_id() == GEMV_AVX512 || (h.tu.interleave == 1 && h.resident.interleave == 1),
                "AVX2 re-tune kept interleave %d / %d", h.tu.interleave, h.resident.interleave);
         CHECKF(h.source == TUNE_MEASURED && (strstr(h.note, "the cached picks held") || strstr(h.note, "the picks changed")),
                "re-tune note '%s'", h.note);
-        CHECK(valid(h.tu) && valid_resident(h.resident) && lines_with_r(path, r.key, &pf, &nt, &rt) == 1 &&
-              pf == h.tu.pf && nt == h.tu.interleave && same(rt, h.resident));
-        // impossible values (interleave 99, negative prefetch) read as a miss: measured, no note
-        f = fopen(path, "w");
-        CHECK(f);
-        fprintf(f, "%s 2048 99 10.00 %lld -4096 2\n", r.key, (long long)time(NULL));
-        CHECK(fclose(f) == 0);
-        tune_result z = tune_gemv(TUNE_AUTO, path);
-        CHECKF(z.source == TUNE_MEASURED && z.note[0] == 0 && valid(z.tu), "bad line: %d '%s'", z.source, z.note);
+        CHECK(valid(h.tu) && valid_resident(h.resident) && valid_kv(h.kv_pf) &&
+              lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == h.tu.pf && nt == h.tu.interleave &&
+              same(rt, h.resident) && last_kv == h.kv_pf);
+        // impossible values (interleave 99, negative prefetch; a KV prefetch past 1 MiB) read as a
+        // miss: measured, no note
+        const char *bad[] = {"2048 99 10.00 %lld -4096 2 0", "2048 2 10.00 %lld 0 2 2000000", "2048 2 10.00 %lld 0 2 -1"};
+        for (int i = 0; i < 3; i++) {
+            char fmt[96];
+            snprintf(fmt, sizeof fmt, "%%s %s\n", bad[i]);
+            f = fopen(path, "w");
+            CHECK(f);
+            fprintf(f, fmt, r.key, (long long)time(NULL));
+            CHECK(fclose(f) == 0);
+            tune_result z = tune_gemv(TUNE_AUTO, path);
+            CHECKF(z.source == TUNE_MEASURED && z.note[0] == 0 && valid(z.tu) && valid_kv(z.kv_pf), "bad line %d: %d '%s'",
+                   i, z.source, z.note);
+        }
         // a fresh line from before the resident tuning: a miss, measured, rewritten with both
         f = fopen(path, "w");
         CHECK(f);
@@ -139,26 +157,37 @@ int main(void) {
         CHECK(fclose(f) == 0);
         tune_result o5 = tune_gemv(TUNE_AUTO, path);
         CHECKF(o5.source == TUNE_MEASURED, "old-format line: source %d '%s'", o5.source, o5.note);
-        CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && same(rt, o5.resident) && valid_resident(rt));
+        CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && same(rt, o5.resident) && valid_resident(rt) &&
+              last_kv == o5.kv_pf);
+        // ... and one from before the KV tuning (resident fields, no KV prefetch)
+        f = fopen(path, "w");
+        CHECK(f);
+        fprintf(f, "%s %d %d %.2f %lld %d %d\n", r.key, s.tu.pf, s.tu.interleave, s.gbps, (long long)time(NULL), rt.pf,
+                rt.interleave);
+        CHECK(fclose(f) == 0);
+        tune_result o7 = tune_gemv(TUNE_AUTO, path);
+        CHECKF(o7.source == TUNE_MEASURED, "line without the KV prefetch: source %d '%s'", o7.source, o7.note);
+        CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && last_kv == o7.kv_pf && valid_kv(last_kv));
         // a rate that is not a finite number reads as a miss, fresh as the line is
         f = fopen(path, "w");
         CHECK(f);
-        fprintf(f, "%s %d %d inf %lld %d %d\n", r.key, s.tu.pf, s.tu.interleave, (long long)time(NULL), rt.pf,
-                rt.interleave);
+        fprintf(f, "%s %d %d inf %lld %d %d %d\n", r.key, s.tu.pf, s.tu.interleave, (long long)time(NULL), rt.pf,
+                rt.interleave, s.kv_pf);
         CHECK(fclose(f) == 0);
         tune_result fin = tune_gemv(TUNE_AUTO, path);
         CHECKF(fin.source == TUNE_MEASURED, "inf rate: source %d '%s'", fin.source, fin.note);
         // an unchecked mode (-1) is auto: the line just written stands
         tune_result m1 = tune_gemv(-1, path);
-        CHECKF(m1.source == TUNE_CACHED && same(m1.tu, fin.tu), "mode -1: source %d '%s'", m1.source, m1.note);
+        CHECKF(m1.source == TUNE_CACHED && same(m1.tu, fin.tu) && m1.kv_pf == fin.kv_pf, "mode -1: source %d '%s'",
+               m1.source, m1.note);
         CHECK(!strpbrk(r.key, " \t\n"));                 // one word in the file
-        checks += 26;
+        checks += 33;
     }
     // off: the family default, no measurement, the file untouched
     size_t before_len, after_len;
     char *before = read_all(path, &before_len);
     tune_result o = tune_gemv(TUNE_OFF, path);
-    CHECK(o.source == TUNE_DEFAULT && valid(o.tu) && o.gbps == 0 && o.resident.interleave >= 1);
+    CHECK(o.source == TUNE_DEFAULT && valid(o.tu) && o.gbps == 0 && o.resident.interleave >= 1 && valid_kv(o.kv_pf));
     CHECKF(gemv_isa_id() == GEMV_AVX512 || (o.tu.interleave == 1 && o.resident.interleave == 1),
            "%s runs one tile, the default says interleave %d / %d", gemv_isa(), o.tu.interleave, o.resident.interleave);
     char *after = read_all(path, &after_len);
@@ -175,7 +204,7 @@ int main(void) {
     CHECK(n.source == TUNE_DEFAULT);
     char line[512];
     tune_describe(&o, line, sizeof line);
-    CHECK(strstr(line, "default") && strstr(line, "prefetch") && strstr(line, "resident"));
+    CHECK(strstr(line, "default") && strstr(line, "prefetch") && strstr(line, "resident") && strstr(line, "KV prefetch"));
     // DECODE_TUNE
     const char *vals[] = {NULL, "", "off", "force", "on"};
     const int want[] = {TUNE_AUTO, TUNE_AUTO, TUNE_OFF, TUNE_FORCE, -1};
@@ -186,7 +215,7 @@ int main(void) {
     }
     checks += 8;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 19 : 46));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 19 : 53));
     free(path);
     scratch_remove(dir);
     return 0;
