@@ -176,6 +176,32 @@ static int attn_ok(uint32_t kt, uint32_t vt, int n_pos, int n_head, int n_head_k
            n_head > 0 && n_head_kv > 0 && head_dim > 0 && n_head % n_head_kv == 0;
 }
 
+// The lines of attention's KV prefetch (ops.h attention_prefetch_lines): into rec when it is not
+// NULL (a test), else prefetched. Addresses are integers; a prefetch never faults or reads.
+static inline __attribute__((always_inline)) size_t kv_pf_lines(uintptr_t c, size_t row, size_t w, int p, int n,
+                                                                int n_pos, int pf, uintptr_t *rec, size_t max) {
+    if (pf <= 0 || row == 0) return 0;
+    size_t ahead = ((size_t)pf + row - 1) / row, r0 = (size_t)p + ahead, r1 = (size_t)p + (size_t)n + ahead, k = 0;
+    if (r1 > (size_t)n_pos) r1 = (size_t)n_pos;
+    if (r0 >= r1) return 0;
+    uintptr_t lo = c + r0 * row, hi = c + r1 * row;
+    size_t rows = 1;
+    if (w == row) lo = (lo + 63) & ~(uintptr_t)63;      // lines that start in the range: each once
+    else rows = r1 - r0, hi = lo + w;                     // each row's lines
+    for (size_t r = 0; r < rows; r++, lo += row, hi += row)
+        for (uintptr_t a = w == row ? lo : lo & ~(uintptr_t)63; a < hi; a += 64, k++) {
+            if (!rec) __builtin_prefetch((const void *)a, 0, 3);
+            else if (k < max) rec[k] = a;
+        }
+    return k;
+}
+
+size_t attention_prefetch_lines(uintptr_t c, size_t row_bytes, size_t w_bytes, int p, int n, int n_pos, int pf_bytes,
+                                uintptr_t *lines, size_t max) {
+    uintptr_t none;   // a count only
+    return kv_pf_lines(c, row_bytes, w_bytes, p, n, n_pos, pf_bytes, lines ? lines : &none, lines ? max : 0);
+}
+
 void attention_ref(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
                    int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
     if (!attn_ok(kt, vt, n_pos, n_head, n_head_kv, head_dim)) return;
@@ -334,31 +360,16 @@ static inline __attribute__((always_inline)) AVX2 __m256 kv_load8(const void *c,
     return _mm256_loadu_ps((const float *)c + i);
 }
 
-// attention's KV prefetch: the distance in bytes (0: none) and the rows there are (n_pos).
-typedef struct { int bytes, n_pos; } kvpf;
+// Software prefetch of one head's KV rows, the distance measured per machine: the KV streams are
+// short (a head's rows, then the next head's elsewhere) and read with FMA work between the loads;
+// at 4000 positions on a Zen 5 the hardware prefetcher alone left attention well below the DRAM
+// read rate. kv_pf_lines states which lines (attention_prefetch_lines in ops.h).
+typedef struct { int bytes, n_pos; } kvpf;   // the distance (0: none) and the rows the head has
 
-// Software prefetch, pf.bytes ahead, of rows [p, p + n) of a cache whose rows of hd elements lie
-// stride elements apart, up to the end of row pf.n_pos - 1: a short stream is not prefetched past
-// its end (stories260K's 4 KB heads ran 4% slower so), nor one shorter than the distance at all.
-// Where the rows touch (a head-major cache) the lines that start in the range, so that calls over
-// consecutive rows prefetch each line once (rows of small heads share lines); else row by row.
-// The KV streams are short (a head's rows, then the next head's elsewhere) and read with FMA work
-// between the loads: at 4000 positions on a Zen 5 the hardware prefetcher alone left attention at
-// about half the DRAM read rate. Addresses are formed as integers: none past the cache is read.
 static inline __attribute__((always_inline)) void kv_prefetch(const void *c, uint32_t t, size_t stride, int p,
-                                                              int n, int hd, kvpf pf) {
-    if (!pf.bytes) return;
+                                                              int n, int w, kvpf pf) {
     size_t es = t == WTYPE_F16 ? 2 : 4;
-    uintptr_t lo = (uintptr_t)c + (size_t)p * stride * es + (size_t)pf.bytes;
-    uintptr_t end = (uintptr_t)c + ((size_t)(pf.n_pos - 1) * stride + (size_t)hd) * es;
-    if (stride == (size_t)hd) {
-        uintptr_t hi = lo + (size_t)n * hd * es;
-        for (uintptr_t a = (lo + 63) & ~(uintptr_t)63; a < hi && a < end; a += 64)
-            _mm_prefetch((const char *)a, _MM_HINT_T0);
-        return;
-    }
-    for (int j = 0; j < n && lo < end; j++, lo += stride * es)
-        for (uintptr_t a = lo & ~(uintptr_t)63; a < lo + (size_t)hd * es; a += 64) _mm_prefetch((const char *)a, _MM_HINT_T0);
+    kv_pf_lines((uintptr_t)c, stride * es, (size_t)w * es, p, n, pf.n_pos, pf.bytes, NULL, 0);
 }
 
 // Scores of np (1..4) positions from p for one query head: np independent FMA chains.

@@ -34,6 +34,13 @@ void attention(float *out, const float *q, const void *k, uint32_t kt, const voi
 // the tuner (runtime/tune.h); set it before the threads that call attention start a job.
 void attention_set_prefetch(int bytes);
 int attention_get_prefetch(void);
+// The lines attention's KV prefetch issues for rows [p, p + n) of a head whose rows lie row_bytes
+// apart from address c, w_bytes read of each (tests): the rows ceil(pf_bytes / row_bytes) further
+// on, those before row n_pos only. Where w_bytes == row_bytes (the rows touch: a head-major
+// cache read whole) the lines that start in those rows, so consecutive calls issue each line once;
+// else every line holding a byte of each such row. Stores up to max of them; returns the count.
+size_t attention_prefetch_lines(uintptr_t c, size_t row_bytes, size_t w_bytes, int p, int n, int n_pos, int pf_bytes,
+                                uintptr_t *lines, size_t max);
 // o[i] = silu(gate[i]) * up[i] = (g / (1 + e^-g)) * up, e^x from softmax's polynomial exp; o may
 // alias gate. swiglu_ref states the order, swiglu is its SIMD path (same bits).
 void swiglu(float *o, const float *gate, const float *up, int n);

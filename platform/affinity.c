@@ -25,7 +25,7 @@ int affinity_cpus(int **cpus) {
         CPU_FREE(s);
         if (!c) return errno = ENOMEM, -1;
         *cpus = c;
-        return n;
+        return k;
     }
     return errno = EINVAL, -1;
 }
@@ -33,13 +33,13 @@ int affinity_cpus(int **cpus) {
 int affinity_set(pthread_t t, const int *cpus, int n) {
     int top = 0;
     for (int i = 0; i < n; i++)
-        if (cpus[i] > top) top = cpus[i];
+        if (cpus[i] > top && cpus[i] < MAX_CPUS) top = cpus[i];
     cpu_set_t *s = CPU_ALLOC(top + 1);
     if (!s) return ENOMEM;
     size_t size = CPU_ALLOC_SIZE(top + 1);
     CPU_ZERO_S(size, s);
     for (int i = 0; i < n; i++)
-        if (cpus[i] >= 0) CPU_SET_S(cpus[i], size, s);
+        if (cpus[i] >= 0 && cpus[i] <= top) CPU_SET_S(cpus[i], size, s);
     int rc = pthread_setaffinity_np(t, size, s);
     CPU_FREE(s);
     return rc;

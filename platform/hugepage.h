@@ -1,4 +1,4 @@
-// Memory for big read-mostly buffers (packed weights). Later: placement on a NUMA node.
+// Memory for big buffers read as streams (packed weights, the KV cache, the tuner's matrices).
 #pragma once
 #include <stddef.h>
 

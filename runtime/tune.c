@@ -9,9 +9,11 @@
 //    the interleave fastest on the L2 matrices with prefetch on as the incumbent (on a Zen 5 the
 //    DRAM interleaves tie and a noisy pick of 4 cost l3_2048 bf16 ~15%; on a Sapphire Rapids
 //    4 beat 1 by ~20% and 2 by ~8%), then the PF candidates at that interleave;
-//  - KV, attention's prefetch of the K and V rows (kernels/ops.h): KPF candidates on an attention
-//    over an f32 cache in the stream matrix's DRAM_BYTES (8 heads of 64, 32768 positions). On a Zen 5, tg at 4000 positions of a stories15M-shaped model went 14% faster with
-//    2 KB than with none (interleaved medians), the 1-4 KB candidates within noise of each other.
+//  - KV, attention's prefetch of the K and V rows (kernels/ops.h): KPF candidates on an
+//    attention over an f32 cache in the stream matrix's DRAM_BYTES (8 heads of 64, 32768
+//    positions). On a Zen 5 that attention ran ~5% faster with 2-4 KB than with none once the
+//    cache was on huge pages (~14% tg at 4000 positions of a stories15M shape before), 1-4 KB
+//    within noise of each other.
 // Candidates rotate within each round and the median of ROUNDS rounds decides, so a burst of
 // noise from another process hits every candidate alike (after a warm-up call: the first
 // calls after the matrix is written run at half speed); for the resident candidates (no DRAM,
@@ -24,6 +26,7 @@
 #include "kernels/ops.h"
 #include "platform/clock.h"
 #include "platform/cpu.h"
+#include "platform/hugepage.h"
 #include "platform/wtype.h"
 #include <errno.h>
 #include <math.h>
@@ -151,7 +154,7 @@ static int mat_alloc(mat *m, size_t bytes, size_t k, uint32_t dt) {
     m->k = k, m->dt = dt;
     m->n = bytes / 2 / k / GEMV_TILE * GEMV_TILE;
     if (m->n < GEMV_TILE) m->n = GEMV_TILE;
-    m->P = aligned_alloc(64, gemv_packed_bytes(dt, k, m->n));
+    m->P = hugepage_alloc(gemv_packed_bytes(dt, k, m->n));   // as the packed weights and the KV cache are
     m->x = malloc(k * sizeof(float));
     m->y = malloc(m->n * sizeof(float));
     if (!m->P || !m->x || !m->y) return -1;
@@ -185,16 +188,32 @@ int tune_choose(const double *t, int nc, int nr, int incumbent, int by_min) {
     return score[best] < score[incumbent] * (1 - margin) ? best : incumbent;
 }
 
+// Times nc candidates in nr rounds into t[i * nr + r] = time_one(ctx, i), after one untimed
+// call of candidate 0 (the first calls after a buffer is written run slow); the order rotates each
+// round, so a burst of noise from another process hits every candidate alike.
+static void time_rounds(double (*time_one)(void *ctx, int i), void *ctx, int nc, int nr, double *t) {
+    time_one(ctx, 0);
+    for (int r = 0; r < nr; r++)
+        for (int q = 0; q < nc; q++) {
+            int i = (q + r) % nc;
+            t[i * nr + r] = time_one(ctx, i);
+        }
+}
+
+// A GEMV candidate's time: reps calls on each of n matrices, summed.
+typedef struct { const mat *m; int n; const gemv_tuning *c; int reps; } gemv_job;
+static double gemv_time(void *ctx, int i) {
+    const gemv_job *j = ctx;
+    double s = 0;
+    for (int d = 0; d < j->n; d++) s += gemv_seconds(&j->m[d], j->c[i], j->reps);
+    return s;
+}
+
 // tune_choose over nc tunings on m (median of ROUNDS rounds, order rotated each round); *best_s
 // the winner's median seconds.
 static int fastest(const mat *m, const gemv_tuning *c, int nc, int reps, int incumbent, double *best_s) {
     double t[TUNE_MAX_CANDIDATES * ROUNDS];
-    gemv_seconds(m, c[0], 2);
-    for (int r = 0; r < ROUNDS; r++)
-        for (int q = 0; q < nc; q++) {
-            int i = (q + r) % nc;
-            t[i * ROUNDS + r] = gemv_seconds(m, c[i], reps);
-        }
+    time_rounds(gemv_time, &(gemv_job){m, 1, c, reps}, nc, ROUNDS, t);
     int best = tune_choose(t, nc, ROUNDS, incumbent, 0);
     *best_s = median(&t[best * ROUNDS], ROUNDS);
     return best;
@@ -215,8 +234,8 @@ static int find_or_add(gemv_tuning *c, int *nc, const gemv_tuning *tu, int nnt) 
 static int same_tuning(gemv_tuning a, gemv_tuning b) { return a.pf == b.pf && a.interleave == b.interleave; }
 
 // The resident candidates (RPF x interleave, and inc when it is none of them) on L2-sized f16
-// and bf16 matrices, each warm in L2; order rotated each round, a round's time the f16 + bf16 sum,
-// tune_choose by the fastest of RROUNDS. *stream_nt: the interleave with the least such time with
+// and bf16 matrices, each warm in L2; time_rounds, a round's time the f16 + bf16 sum (100 calls
+// each), tune_choose by the fastest of RROUNDS. *stream_nt: the interleave with the least such time with
 // prefetch on. 0 ok, -1 no memory.
 static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *stream_nt) {
     size_t l2 = (size_t)cache_kb(_SC_LEVEL2_CACHE_SIZE) << 10;
@@ -229,12 +248,7 @@ static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *
     int bad = mat_alloc(&m[0], (l2 ? l2 : 1u << 20) / 2, 512, WTYPE_F16);
     bad |= mat_alloc(&m[1], (l2 ? l2 : 1u << 20) / 2, 512, WTYPE_BF16);
     if (!bad) {
-        for (int d = 0; d < 2; d++) gemv_seconds(&m[d], c[0], 20);   // warm the cache
-        for (int r = 0; r < RROUNDS; r++)
-            for (int q = 0; q < nc; q++) {
-                int i = (q + r) % nc;
-                t[i * RROUNDS + r] = gemv_seconds(&m[0], c[i], 100) + gemv_seconds(&m[1], c[i], 100);
-            }
+        time_rounds(gemv_time, &(gemv_job){m, 2, c, 100}, nc, RROUNDS, t);
         *resident = c[tune_choose(t, nc, RROUNDS, ii, 1)];
         double best_pf = 1e300;
         for (int i = 0; i < nc; i++) {
@@ -247,22 +261,24 @@ static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *
     return bad ? -1 : 0;
 }
 
-// Seconds of one attention over the cache k, v (f32, HEADS heads of HD, n_pos positions) with
-// the KV prefetch pf.
+// A KV candidate's time: one attention over the cache k, v (f32, KV_HEADS heads of KV_HD, n_pos
+// positions) with the prefetch c[i].
 enum { KV_HEADS = 8, KV_HD = 64 };
-static double attention_seconds(const float *k, const float *v, int n_pos, float *scratch, int pf) {
+typedef struct { const float *k, *v; int n_pos; float *scratch; const int *c; } kv_job;
+static double attention_time(void *ctx, int i) {
+    const kv_job *j = ctx;
     float q[KV_HEADS * KV_HD], out[KV_HEADS * KV_HD];
-    for (int i = 0; i < KV_HEADS * KV_HD; i++) q[i] = 0.01f;
-    attention_set_prefetch(pf);
+    for (int e = 0; e < KV_HEADS * KV_HD; e++) q[e] = 0.01f;
+    attention_set_prefetch(j->c[i]);
     double t = monotonic_seconds();
-    attention(out, q, k, WTYPE_F32, v, WTYPE_F32, n_pos, KV_HEADS, KV_HEADS, KV_HD, KV_HD, (size_t)n_pos * KV_HD, scratch);
+    attention(out, q, j->k, WTYPE_F32, j->v, WTYPE_F32, j->n_pos, KV_HEADS, KV_HEADS, KV_HD, KV_HD,
+              (size_t)j->n_pos * KV_HD, j->scratch);
     return monotonic_seconds() - t;
 }
 
 // The KV candidates (KPF, and inc when it is none of them; inc < 0: no incumbent) on attention
 // over an f32 cache in the stream matrix's bytes (its 0x11 bytes read as tiny normal floats),
-// after a warm-up call, order rotated each round, tune_choose by the median of ROUNDS. 0 ok
-// (*kv set), -1 no memory.
+// time_rounds, tune_choose by the median of ROUNDS. 0 ok (*kv set), -1 no memory.
 static int measure_kv(const mat *m, int inc, int *kv) {
     const size_t half = gemv_packed_bytes(m->dt, m->k, m->n) / 2;
     const int n_pos = (int)(half / sizeof(float) / KV_HEADS / KV_HD);
@@ -273,12 +289,7 @@ static int measure_kv(const mat *m, int inc, int *kv) {
     float *scratch = malloc(sizeof(float) * (size_t)n_pos * KV_HEADS);
     if (!scratch) return -1;
     double t[TUNE_MAX_CANDIDATES * ROUNDS];
-    attention_seconds(k, v, n_pos, scratch, c[0]);
-    for (int r = 0; r < ROUNDS; r++)
-        for (int q = 0; q < nc; q++) {
-            int i = (q + r) % nc;
-            t[i * ROUNDS + r] = attention_seconds(k, v, n_pos, scratch, c[i]);
-        }
+    time_rounds(attention_time, &(kv_job){k, v, n_pos, scratch, c}, nc, ROUNDS, t);
     *kv = c[tune_choose(t, nc, ROUNDS, ii, 0)];
     free(scratch);
     return 0;

@@ -217,7 +217,8 @@ static size_t test_argmax(void) {
 // Both cache layouts: position-major (rows of every head, padded or not) and head-major (each
 // head's positions one stream, heads padded apart); K and V each f32 or f16, where the reference
 // must also equal the f32 reference on the widened values (the f16 contract in ops.h). The SIMD
-// path runs without and with its KV prefetch (attention_set_prefetch): the same bits.
+// path also runs with its KV prefetch on (attention_set_prefetch), whose addresses
+// test_prefetch_lines checks.
 static size_t test_attention(void) {
     // head_dim: every count of 8-dim blocks past a 64-block (1..8), 32, and tails; positions: part and
     // whole 8-blocks, and chunks of V beyond the first
@@ -253,7 +254,7 @@ static size_t test_attention(void) {
                 for (int i = 0; i < 16; i++) sc[nsc + i] = 12345.0f;
                 attention_set_prefetch(0);
                 attention(o, q, kc, kt, vc, vt, np, nh, nkv, hd, stride, hstride, sc);
-                attention_set_prefetch(c & 16 ? 64 : 2048);   // a line ahead, or past these small caches
+                attention_set_prefetch(c & 16 ? 64 : 2048);   // a row or two ahead, or many
                 attention(opf, q, kc, kt, vc, vt, np, nh, nkv, hd, stride, hstride, sc);
                 attention_set_prefetch(0);
                 for (int i = 0; i < 16; i++) CHECKF(sc[nsc + i] == 12345.0f, "hd=%d np=%d nh=%d: scratch overrun", hd, np, nh);
@@ -305,15 +306,62 @@ static size_t test_attention(void) {
     for (int i = 0; i < 8; i++) CHECK(sentinel[i] == 7);
     return cases + 1;
 }
+// attention_prefetch_lines over a head read as attention reads it (calls for rows p = 0, 8, 16 ...):
+// every line issued holds a byte that the call's rows, ceil(pf / row) further on, read (the
+// columns [0, w) of rows before n_pos); every such line of rows past the first one is issued; and
+// where the rows touch (w == row) none twice. Rows of 32 B to 512 B (head_dim 8..128 in f16 and
+// f32, and a 64-dim block of a 96-dim f32 row), read whole or in part, at several distances.
+static size_t test_prefetch_lines(void) {
+    const size_t rows[][2] = {{32, 32}, {96, 96}, {192, 192}, {256, 256}, {384, 256}, {384, 128}, {512, 512}, {200, 96}};
+    const int nps[] = {1, 5, 100, 300}, pfs[] = {1, 64, 1000, 2048, 4096};
+    enum { MAXL = 8192 };
+    static uintptr_t got[MAXL];
+    static unsigned char seen[300 * 512 / 64 + 16];
+    size_t cases = 0;
+    for (int a = 0; a < 8; a++)
+        for (int b = 0; b < 4; b++)
+            for (int f = 0; f < 5; f++, cases++) {
+                size_t row = rows[a][0], w = rows[a][1], ahead = ((size_t)pfs[f] + row - 1) / row;
+                int np = nps[b];
+                uintptr_t c = 0x10000 + 8 * (uintptr_t)a;     // rows not line-aligned for some shapes
+                memset(seen, 0, sizeof seen);
+                for (int p = 0; p < np; p += 8) {
+                    int n = np - p < 8 ? np - p : 8;
+                    size_t k = attention_prefetch_lines(c, row, w, p, n, np, pfs[f], got, MAXL);
+                    CHECK(k <= MAXL && attention_prefetch_lines(c, row, w, p, n, np, pfs[f], NULL, 0) == k);
+                    for (size_t i = 0; i < k; i++) {
+                        uintptr_t l = got[i];
+                        CHECKF(l % 64 == 0 && l >= (c & ~(uintptr_t)63), "row %zu: line %#lx", row, (unsigned long)l);
+                        size_t r = (l + 63 < c ? 0 : (l + 63 - c) / row);   // the last row the line can touch
+                        int hit = 0;
+                        for (size_t q = r > 2 ? r - 2 : 0; q <= r && !hit; q++)
+                            hit = q >= p + ahead && q < p + n + ahead && q < (size_t)np && l < c + q * row + w &&
+                                  l + 64 > c + q * row;
+                        CHECKF(hit, "row %zu w %zu np %d pf %d p %d: line %#lx holds no byte of rows %zu..", row, w, np,
+                               pfs[f], p, (unsigned long)l, p + ahead);
+                        size_t li = (l - (c & ~(uintptr_t)63)) / 64;
+                        CHECKF(w != row || !seen[li], "row %zu np %d pf %d: line %zu issued twice", row, np, pfs[f], li);
+                        seen[li] = 1;
+                    }
+                }
+                for (size_t q = ahead + 1; q < (size_t)np; q++)          // rows past the first: every line
+                    for (uintptr_t l = (c + q * row) & ~(uintptr_t)63; l < c + q * row + w; l += 64)
+                        CHECKF(seen[(l - (c & ~(uintptr_t)63)) / 64], "row %zu w %zu np %d pf %d: row %zu line %#lx missed",
+                               row, w, np, pfs[f], q, (unsigned long)l);
+            }
+    CHECK(attention_prefetch_lines(0x10000, 192, 192, 0, 8, 100, 0, got, MAXL) == 0);   // no distance: none
+    return cases + 1;
+}
 
 int main(void) {
-    size_t n[6] = {test_rmsnorm(), test_rope(), test_softmax(), test_swiglu(), test_argmax(), test_attention()};
-    const size_t want[6] = {18, 481, 15 + 71 * 4, 14 + 71 * 4, 8 + 71 * 4 * 6, 13 * 4 * 160 + 1};
-    const char *names[6] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention"};
+    size_t n[7] = {test_rmsnorm(), test_rope(),   test_softmax(),  test_swiglu(),
+                   test_argmax(),  test_attention(), test_prefetch_lines()};
+    const size_t want[7] = {18, 481, 15 + 71 * 4, 14 + 71 * 4, 8 + 71 * 4 * 6, 13 * 4 * 160 + 1, 8 * 4 * 5 + 1};
+    const char *names[7] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention", "prefetch lines"};
     int isa = cpu_isa();   // the SIMD paths compared with the references (ctest runs this under avx2 too)
     printf("paths: %s\n", isa >= CPU_ISA_AVX512 ? "softmax avx512, the rest avx2"
                           : isa >= CPU_ISA_AVX2 ? "avx2" : "scalar only (references against themselves; skipped SIMD)");
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
         CHECKF(n[i] == want[i], "%s ran %zu cases, expected %zu", names[i], n[i], want[i]);
         printf("%s: %zu cases\n", names[i], n[i]);
     }

@@ -2,6 +2,7 @@
 // the CPUs into pretend nodes, placement keeps each node's threads together and on that node's
 // CPUs, malformed settings are refused, and on a machine with two real nodes a bound page lands
 // on its node (checked with move_pages; said and skipped where there is one node).
+#include "platform/affinity.h"
 #include "platform/numa.h"
 #include "tests/check.h"
 #include <numa.h>
@@ -41,13 +42,18 @@ static int check_place(const topo *t) {
 int main(void) {
     char err[256];
     topo t;
-    cpu_set_t s;
-    CHECK(sched_getaffinity(0, sizeof s, &s) == 0);
+    int *allowed, n_allowed = affinity_cpus(&allowed);   // (test_affinity holds it to a made-up kernel)
+    CHECK(n_allowed >= 1);
     unsetenv("DECODE_FAKE_NUMA");
     CHECK(topo_discover(&t, err) == 0);
-    CHECK(t.n_cpus == CPU_COUNT(&s) && t.n_nodes >= 1 && !t.fake);
+    CHECK(t.n_cpus == n_allowed && t.n_nodes >= 1 && !t.fake);
     CHECK(t.physical_cores >= 1 && t.physical_cores <= t.n_cpus);
-    for (int i = 0; i < t.n_cpus; i++) CHECK(CPU_ISSET(t.cpu[i], &s));
+    for (int i = 0; i < t.n_cpus; i++) {
+        int in = 0;
+        for (int j = 0; j < n_allowed && !in; j++) in = allowed[j] == t.cpu[i];
+        CHECK(in);
+    }
+    free(allowed);
     CHECK(topo_default_mode(&t) == (t.n_nodes > 1 ? TOPO_NUMA_DISTRIBUTE : TOPO_NUMA_OFF));
     int cases = check_place(&t);
     printf("real topology: %d node(s), %d CPUs, %d physical cores, libnuma %s\n", t.n_nodes,

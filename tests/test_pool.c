@@ -1,9 +1,11 @@
 // Thread pool: every tid runs exactly once per pool_run, for more threads than CPUs too, and
 // results written by workers are visible to the caller after pool_run returns.
+#include "platform/affinity.h"
 #include "runtime/pool.h"
 #include "tests/check.h"
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct { int n; int hits[16]; long sum[16]; int round; } job;
@@ -34,11 +36,10 @@ int main(void) {
     CHECK(pool_create(0) == NULL);
     // Spinning only where every thread has a CPU of its own: not with two pinned to one CPU
     // (isolate on a small node), nor with more threads than CPUs.
-    cpu_set_t allowed;
-    CHECK(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
-    int cpu[2] = {-1, -1}, n_cpu = CPU_COUNT(&allowed);
-    for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; c++)
-        if (CPU_ISSET(c, &allowed)) cpu[k++] = c;
+    int *allowed, n_cpu = affinity_cpus(&allowed), cpu[2] = {-1, -1};
+    CHECK(n_cpu >= 1);
+    for (int k = 0; k < 2 && k < n_cpu; k++) cpu[k] = allowed[k];
+    free(allowed);
     pool *p = pool_create_pinned(2, (int[]){cpu[0], cpu[0]});
     CHECK(p && !pool_spins(p));
     pool_destroy(p);
