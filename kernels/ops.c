@@ -176,12 +176,19 @@ static int attn_ok(uint32_t kt, uint32_t vt, int n_pos, int n_head, int n_head_k
            n_head > 0 && n_head_kv > 0 && head_dim > 0 && n_head % n_head_kv == 0;
 }
 
-// The lines of attention's KV prefetch (ops.h attention_prefetch_lines): into rec when it is not
-// NULL (a test), else prefetched. Addresses are integers; a prefetch never faults or reads.
+// Rows of row bytes that a prefetch distance of bytes covers, rounded up (0: none); once per
+// attention call, not per prefetch (a 64-bit divide).
+static inline int kv_rows_ahead(int bytes, size_t row) {
+    return bytes <= 0 || row == 0 ? 0 : (int)(((size_t)bytes + row - 1) / row);
+}
+
+// The lines of attention's KV prefetch, `ahead` rows on (ops.h attention_prefetch_lines): into rec
+// when it is not NULL (a test), else prefetched. Addresses are integers; a prefetch never faults or
+// reads.
 static inline __attribute__((always_inline)) size_t kv_pf_lines(uintptr_t c, size_t row, size_t w, int p, int n,
-                                                                int n_pos, int pf, uintptr_t *rec, size_t max) {
-    if (pf <= 0 || row == 0) return 0;
-    size_t ahead = ((size_t)pf + row - 1) / row, r0 = (size_t)p + ahead, r1 = (size_t)p + (size_t)n + ahead, k = 0;
+                                                                int n_pos, int ahead, uintptr_t *rec, size_t max) {
+    if (ahead <= 0) return 0;
+    size_t r0 = (size_t)p + (size_t)ahead, r1 = (size_t)p + (size_t)n + (size_t)ahead, k = 0;
     if (r1 > (size_t)n_pos) r1 = (size_t)n_pos;
     if (r0 >= r1) return 0;
     uintptr_t lo = c + r0 * row, hi = c + r1 * row;
@@ -199,7 +206,8 @@ static inline __attribute__((always_inline)) size_t kv_pf_lines(uintptr_t c, siz
 size_t attention_prefetch_lines(uintptr_t c, size_t row_bytes, size_t w_bytes, int p, int n, int n_pos, int pf_bytes,
                                 uintptr_t *lines, size_t max) {
     uintptr_t none;   // a count only
-    return kv_pf_lines(c, row_bytes, w_bytes, p, n, n_pos, pf_bytes, lines ? lines : &none, lines ? max : 0);
+    return kv_pf_lines(c, row_bytes, w_bytes, p, n, n_pos, kv_rows_ahead(pf_bytes, row_bytes), lines ? lines : &none,
+                       lines ? max : 0);
 }
 
 void attention_ref(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
@@ -364,12 +372,12 @@ static inline __attribute__((always_inline)) AVX2 __m256 kv_load8(const void *c,
 // short (a head's rows, then the next head's elsewhere) and read with FMA work between the loads;
 // at 4000 positions on a Zen 5 the hardware prefetcher alone left attention well below the DRAM
 // read rate. kv_pf_lines states which lines (attention_prefetch_lines in ops.h).
-typedef struct { int bytes, n_pos; } kvpf;   // the distance (0: none) and the rows the head has
+typedef struct { int ahead, n_pos; } kvpf;   // the distance in rows (0: none) and the rows the head has
 
 static inline __attribute__((always_inline)) void kv_prefetch(const void *c, uint32_t t, size_t stride, int p,
                                                               int n, int w, kvpf pf) {
     size_t es = t == WTYPE_F16 ? 2 : 4;
-    kv_pf_lines((uintptr_t)c, stride * es, (size_t)w * es, p, n, pf.n_pos, pf.bytes, NULL, 0);
+    kv_pf_lines((uintptr_t)c, stride * es, (size_t)w * es, p, n, pf.n_pos, pf.ahead, NULL, 0);
 }
 
 // Scores of np (1..4) positions from p for one query head: np independent FMA chains.
@@ -561,7 +569,9 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
         int head_dim, size_t kv_stride, size_t head_stride, float *scratch, void (*softmax_fn)(float *, int)) {
     const float scale = 1.0f / sqrtf((float)head_dim);
     const int grp = n_head / n_head_kv, hd = head_dim, batch = attention_batch(grp, hd);
-    const kvpf pf = {attention_get_prefetch(), n_pos};
+    const int pf_bytes = attention_get_prefetch();
+    const kvpf pfk = {kv_rows_ahead(pf_bytes, kv_stride * (kt == WTYPE_F16 ? 2 : 4)), n_pos};
+    const kvpf pfv = {kv_rows_ahead(pf_bytes, kv_stride * (vt == WTYPE_F16 ? 2 : 4)), n_pos};
     for (int g0 = 0; g0 < n_head_kv;) {
         int ng = 1;   // the largest power of two <= batch still left
         while (ng * 2 <= batch && g0 + ng * 2 <= n_head_kv) ng *= 2;
@@ -570,7 +580,7 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
             const float *qg = q + (size_t)g * grp * hd;
             float *sg = scratch + (size_t)(g - g0) * grp * n_pos;
             for (int p = 0; p < n_pos; p += 8) {
-                kv_prefetch(kg, kt, kv_stride, p, n_pos - p < 8 ? n_pos - p : 8, hd, pf);
+                kv_prefetch(kg, kt, kv_stride, p, n_pos - p < 8 ? n_pos - p : 8, hd, pfk);
                 for (int h = 0; h < grp; h++)
                     scores_head(sg + (size_t)h * n_pos, qg + (size_t)h * hd, kg, kt, kv_stride, p,
                                 n_pos - p < 8 ? n_pos - p : 8, hd, scale);
@@ -581,8 +591,8 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
         float *og = out + (size_t)g0 * grp * hd;
         for (int p0 = 0; p0 < n_pos; p0 += VCHUNK) {
             int p1 = n_pos - p0 < VCHUNK ? n_pos : p0 + VCHUNK;
-            if (ng > 1) vsum_chains(og, scratch, n_pos, vg, vt, head_stride, p0, p1, kv_stride, hd, ng, grp, pf);
-            else vsum_group(og, scratch, n_pos, vg, vt, p0, p1, hd, kv_stride, grp, pf);
+            if (ng > 1) vsum_chains(og, scratch, n_pos, vg, vt, head_stride, p0, p1, kv_stride, hd, ng, grp, pfv);
+            else vsum_group(og, scratch, n_pos, vg, vt, p0, p1, hd, kv_stride, grp, pfv);
         }
         g0 += ng;
     }

@@ -7,6 +7,6 @@
 // The allowed CPUs' ids, ascending, in *cpus (malloc'd; the caller frees it); returns their
 // count, or -1 with errno set (*cpus NULL).
 int affinity_cpus(int **cpus);
-// Confines thread t to the n CPUs listed (a negative id, or one past any CPU Linux can have, is
-// skipped): 0, or an error number (pthread_setaffinity_np's, or ENOMEM).
+// Confines thread t to the n CPUs listed (a negative id, or one of 2^22 or more, is skipped): 0,
+// or an error number (pthread_setaffinity_np's, or ENOMEM).
 int affinity_set(pthread_t t, const int *cpus, int n);

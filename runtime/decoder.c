@@ -733,7 +733,8 @@ float *decoder_forward(decoder *d, int32_t token, int pos) {
 void decoder_set_tuning(const decoder *d, int pos) {
     gemv_set_tuning(d->tuning);           // this model's (a bench may hold decoders of other sizes)
     double kv = decoder_kv_cache_bytes(&d->hp, (int64_t)pos + 1, d->cache_type_k, d->cache_type_v);
-    int readers = 0;                      // the threads with KV-head groups: min(threads, n_head_kv)
+    int readers = 0;                      // the threads the decode schedule gives KV-head groups (a
+                                          // batched prompt spreads its attention wider: a lower bound)
     for (int t = 0; t < d->sched.n_threads; t++) readers += d->sched.share[t].g1 > d->sched.share[t].g0;
     attention_set_prefetch(tune_pick_kv((size_t)kv, readers));
 }

@@ -254,7 +254,7 @@ static size_t test_attention(void) {
                 for (int i = 0; i < 16; i++) sc[nsc + i] = 12345.0f;
                 attention_set_prefetch(0);
                 attention(o, q, kc, kt, vc, vt, np, nh, nkv, hd, stride, hstride, sc);
-                attention_set_prefetch(c & 16 ? 64 : 2048);   // a row or two ahead, or many
+                attention_set_prefetch(c & 16 ? 64 : 2048);   // a few rows ahead, or many
                 attention(opf, q, kc, kt, vc, vt, np, nh, nkv, hd, stride, hstride, sc);
                 attention_set_prefetch(0);
                 for (int i = 0; i < 16; i++) CHECKF(sc[nsc + i] == 12345.0f, "hd=%d np=%d nh=%d: scratch overrun", hd, np, nh);
@@ -308,9 +308,11 @@ static size_t test_attention(void) {
 }
 // attention_prefetch_lines over a head read as attention reads it (calls for rows p = 0, 8, 16 ...):
 // every line issued holds a byte that the call's rows, ceil(pf / row) further on, read (the
-// columns [0, w) of rows before n_pos); every such line of rows past the first one is issued; and
-// where the rows touch (w == row) none twice. Rows of 32 B to 512 B (head_dim 8..128 in f16 and
-// f32, and a 64-dim block of a 96-dim f32 row), read whole or in part, at several distances.
+// columns [0, w) of rows before n_pos); every such line of rows past the first one is issued (the
+// line before the first row's start may not be, where a row is under 64 B and not line-aligned:
+// these shapes are); no line twice in one call, nor across calls where the rows touch (w == row).
+// Rows of 32 B to 512 B (head_dim 16..128 in f16 and f32, a 64-dim block of a 96-dim f32 row, and
+// a padded position-major row), read whole or in part, at several distances.
 static size_t test_prefetch_lines(void) {
     const size_t rows[][2] = {{32, 32}, {96, 96}, {192, 192}, {256, 256}, {384, 256}, {384, 128}, {512, 512}, {200, 96}};
     const int nps[] = {1, 5, 100, 300}, pfs[] = {1, 64, 1000, 2048, 4096};
@@ -341,6 +343,9 @@ static size_t test_prefetch_lines(void) {
                                pfs[f], p, (unsigned long)l, p + ahead);
                         size_t li = (l - (c & ~(uintptr_t)63)) / 64;
                         CHECKF(w != row || !seen[li], "row %zu np %d pf %d: line %zu issued twice", row, np, pfs[f], li);
+                        for (size_t j = 0; j < i; j++)
+                            CHECKF(got[j] != l, "row %zu w %zu np %d pf %d p %d: line %#lx twice in one call", row, w, np,
+                                   pfs[f], p, (unsigned long)l);
                         seen[li] = 1;
                     }
                 }

@@ -42,7 +42,8 @@ static int check_place(const topo *t) {
 int main(void) {
     char err[256];
     topo t;
-    int *allowed, n_allowed = affinity_cpus(&allowed);   // (test_affinity holds it to a made-up kernel)
+    // topo_discover lists the CPUs through affinity_cpus too: test_affinity holds that to a made-up kernel
+    int *allowed, n_allowed = affinity_cpus(&allowed);
     CHECK(n_allowed >= 1);
     unsetenv("DECODE_FAKE_NUMA");
     CHECK(topo_discover(&t, err) == 0);
