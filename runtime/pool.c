@@ -77,7 +77,10 @@ static void *worker(void *arg) {
     }
 }
 
-static int by_id(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+static int by_id(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
 
 // Whether two of the n CPUs are the same (cpus NULL: no); -1, out of memory, counts as yes:
 // not spinning is the safe side.

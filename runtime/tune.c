@@ -71,7 +71,8 @@ static const struct { const char *vendor; int family; gemv_tuning tu, resident; 
                                                         // the roofline, none 75-79%, 2 KB 71-78%
     {"AuthenticAMD", 0x1a, {2048, 4}, {0, 3}, 2048},   // Zen 5: 2 KB / 4 tuned and best in a dram_8192
                                                         // sweep (an earlier sweep: 8 KB); resident:
-                                                        // l2_512's best; KV: 2 KB, +14% tg at depth 4000
+                                                        // l2_512's best; KV: 2 KB, +4% tg at depth 4000
+                                                        // (+14% before the KV cache was on huge pages)
     {"GenuineIntel", 6, {2048, 4}, {0, 2}, 2048},      // Xeon (Sapphire Rapids and later): dram_8192
                                                         // 2 KB / 4 98-99%, 2 KB / 2 92-93%, none 62-67%
 };
@@ -450,16 +451,19 @@ done:
     return r;
 }
 
+// Whether bytes over `threads` threads fit the last tune_gemv's resident bytes a thread.
+static int resident(size_t bytes, int threads) {
+    return picked_resident_bytes && bytes / (size_t)(threads > 0 ? threads : 1) <= picked_resident_bytes;
+}
+
 gemv_tuning tune_pick(size_t step_bytes, int threads) {
     if (!picked) return gemv_get_tuning();
-    size_t per = step_bytes / (size_t)(threads > 0 ? threads : 1);
-    return picked_resident_bytes && per <= picked_resident_bytes ? picked_resident : picked_stream;
+    return resident(step_bytes, threads) ? picked_resident : picked_stream;
 }
 
 int tune_pick_kv(size_t kv_bytes, int threads) {
     if (!picked) return attention_get_prefetch();
-    size_t per = kv_bytes / (size_t)(threads > 0 ? threads : 1);
-    return picked_resident_bytes && per <= picked_resident_bytes ? 0 : picked_kv;
+    return resident(kv_bytes, threads) ? 0 : picked_kv;
 }
 
 void tune_describe(const tune_result *r, char *buf, size_t n) {
