@@ -1,9 +1,9 @@
 // Small kernels of the llama forward pass. RMSNorm and RoPE follow ggml's CPU arithmetic (so
 // logits track llama.cpp's) and are scalar: they touch a few KB per token. SwiGLU, softmax,
-// attention and the row conversions have AVX2 paths, also taken under AVX-512 (same bits;
-// attention at real head sizes is bound by the KV cache's bandwidth, not the vector width), and
-// softmax an AVX-512 one too (its exp is compute-bound: the scores of small heads spent a sixth
-// of a stories260K token there). Their scalar references (softmax_ref, swiglu_ref,
+// attention and the row conversions have AVX2 paths, also taken under AVX-512 (same bits), and
+// softmax and attention AVX-512 ones too: softmax's exp is compute-bound (the scores of small
+// heads spent a sixth of a stories260K token there), and so is attention over a GQA group, whose
+// query heads all read each K and V row. Their scalar references (softmax_ref, swiglu_ref,
 // attention_ref, the fp.h loops) reproduce the SIMD order bit for bit.
 #include "kernels/ops.h"
 #include "platform/fp.h"
@@ -135,7 +135,7 @@ int argmax_ref(const float *x, int n) {
 
 #define VCHUNK 64                 // positions per V chunk: VCHUNK rows of V stay in L1 for the group
 
-static atomic_int kv_prefetch_bytes;   // attention_set_prefetch's, read once per attention call
+static atomic_int kv_prefetch_bytes;   // attention_set_prefetch's, read as each attention call starts
 
 void attention_set_prefetch(int bytes) {
     atomic_store_explicit(&kv_prefetch_bytes, bytes < 0 ? 0 : bytes > (1 << 20) ? 1 << 20 : bytes,
@@ -380,6 +380,18 @@ static inline __attribute__((always_inline)) void kv_prefetch(const void *c, uin
     kv_pf_lines((uintptr_t)c, stride * es, (size_t)w * es, p, n, pf.n_pos, pf.ahead, NULL, 0);
 }
 
+// A cache's prefetch distance in rows for this call (attention_set_prefetch's bytes).
+static inline kvpf kv_prefetch_rows(uint32_t t, size_t kv_stride, int n_pos) {
+    return (kvpf){kv_rows_ahead(attention_get_prefetch(), kv_stride * (t == WTYPE_F16 ? 2 : 4)), n_pos};
+}
+
+// Groups in the batch from g0: the largest power of two <= batch still left.
+static inline int batch_groups(int g0, int batch, int n_head_kv) {
+    int ng = 1;
+    while (ng * 2 <= batch && g0 + ng * 2 <= n_head_kv) ng *= 2;
+    return ng;
+}
+
 // Scores of np (1..4) positions from p for one query head: np independent FMA chains.
 static inline __attribute__((always_inline)) AVX2 void scores_block(float *s, const float *q,
         const void *k, uint32_t kt, size_t stride, int p, int np, int hd, float scale) {
@@ -569,12 +581,9 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
         int head_dim, size_t kv_stride, size_t head_stride, float *scratch, void (*softmax_fn)(float *, int)) {
     const float scale = 1.0f / sqrtf((float)head_dim);
     const int grp = n_head / n_head_kv, hd = head_dim, batch = attention_batch(grp, hd);
-    const int pf_bytes = attention_get_prefetch();
-    const kvpf pfk = {kv_rows_ahead(pf_bytes, kv_stride * (kt == WTYPE_F16 ? 2 : 4)), n_pos};
-    const kvpf pfv = {kv_rows_ahead(pf_bytes, kv_stride * (vt == WTYPE_F16 ? 2 : 4)), n_pos};
+    const kvpf pfk = kv_prefetch_rows(kt, kv_stride, n_pos), pfv = kv_prefetch_rows(vt, kv_stride, n_pos);
     for (int g0 = 0; g0 < n_head_kv;) {
-        int ng = 1;   // the largest power of two <= batch still left
-        while (ng * 2 <= batch && g0 + ng * 2 <= n_head_kv) ng *= 2;
+        const int ng = batch_groups(g0, batch, n_head_kv);
         for (int g = g0; g < g0 + ng; g++) {
             const void *kg = kv_at(k, kt, (size_t)g * head_stride);
             const float *qg = q + (size_t)g * grp * hd;
@@ -596,6 +605,217 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
         }
         g0 += ng;
     }
+}
+
+// ---- attention in sixteen lanes (AVX-512 F/BW/VL): the same bits as attention_body ----
+// Scores: the query heads of a group read the same K rows, so two of them share a zmm, head h in
+// lanes 0-7 and h + 1 in 8-15, each half dot_ref's eight lanes (the K block broadcast to both
+// halves): half the FMAs and K loads of two ymm chains. V sums: each output is its own fma chain
+// over p ascending, so a zmm holds sixteen outputs and a head's last block is masked. At a GQA
+// group of 8 (TinyLlama's shape) the AVX2 path is bound by its FMAs, not by the KV cache.
+#define A512BW __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#define INL5 static inline __attribute__((always_inline)) A512BW
+#define PAIR_Q_MAX 4096           // floats of a group's paired q (grp * head_dim) on the stack
+
+// Elements i..i+8 of a cache row in both halves of a zmm, widened exactly.
+INL5 __m512 kv_bcast8(const void *c, uint32_t t, size_t i) {
+    if (t == WTYPE_F16)
+        return _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)((const uint16_t *)c + i))));
+    return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps((const float *)c + i))));
+}
+
+// Sixteen cache elements from element i, lanes m (the others 0).
+INL5 __m512 kv_load16(const void *c, uint32_t t, size_t i, __mmask16 m) {
+    if (t == WTYPE_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)c + i));
+    return _mm512_maskz_loadu_ps(m, (const float *)c + i);
+}
+
+// _mm256_hadd_ps in each 128-bit lane of a zmm: (x0+x1, x2+x3, y0+y1, y2+y3).
+INL5 __m512 hadd16(__m512 x, __m512 y) {
+    return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x88), _mm512_shuffle_ps(x, y, 0xdd));
+}
+
+// fold_pair on both heads: a and b hold (h lo, h hi, h+1 lo, h+1 hi) in 128-bit quarters; the
+// result holds (a's h, a's h+1, b's h, b's h+1), each x0+x4 .. x3+x7 reordered (m0, m2, m1, m3).
+INL5 __m512 fold_pair16(__m512 a, __m512 b) {
+    __m512 m = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xdd));
+    return _mm512_permute_ps(m, 0xd8);
+}
+
+// The q of each pair of heads (2i, 2i + 1) of a group interleaved by 8-blocks for scores_pair8:
+// qq[2 * hd * i + 16 * b ..] holds dims 8b..8b+7 of head 2i, then those of head 2i + 1.
+static inline void pair_q(float *qq, const float *q, int npairs, int hd) {
+    for (int i = 0; i < npairs; i++)
+        for (int b = 0; b < hd; b += 8)
+            for (int l = 0; l < 8; l++) {
+                qq[(size_t)i * 2 * hd + 2 * b + l] = q[(size_t)2 * i * hd + b + l];
+                qq[(size_t)i * 2 * hd + 2 * b + 8 + l] = q[(size_t)(2 * i + 1) * hd + b + l];
+            }
+}
+
+// Two heads' scores for eight positions, whose K rows start at k, stride apart (hd whole 8-blocks):
+// scores_block8's chains and lane reductions, both heads at once, into s0[0..8) and s1[0..8).
+INL5 void scores_pair8(float *s0, float *s1, const float *qq, const void *k, uint32_t kt, size_t stride, int hd,
+                       float scale) {
+    __m512 acc[8];
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) acc[j] = _mm512_setzero_ps();
+    for (int i = 0; i < hd; i += 8) {
+        __m512 qv = _mm512_loadu_ps(qq + 2 * i);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) acc[j] = _mm512_fmadd_ps(qv, kv_bcast8(k, kt, (size_t)j * stride + (size_t)i), acc[j]);
+    }
+    // quarters (0 h, 0 h+1, 1 h, 1 h+1) and so on; two hadds leave (0, 2, 4, 6 | the same of h+1 |
+    // 1, 3, 5, 7 | of h+1), each ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)); then into position order
+    __m512 lo = hadd16(fold_pair16(acc[0], acc[1]), fold_pair16(acc[2], acc[3]));
+    __m512 hi = hadd16(fold_pair16(acc[4], acc[5]), fold_pair16(acc[6], acc[7]));
+    __m512 r = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15),
+                                     hadd16(lo, hi));
+    r = _mm512_mul_ps(r, _mm512_set1_ps(scale));
+    _mm256_storeu_ps(s0, _mm512_castps512_ps256(r));
+    _mm256_storeu_ps(s1, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(r), 1)));
+}
+
+// Dims [0, 16 * NZ) of H heads over [p0, p1) (the last block's lanes m; w elements read a row):
+// head j's output at o + j * hd, its scores at a + j * a_stride. SHARED: the heads are one group's
+// and read the V rows at v; else head j reads its own at v + j * head_stride. One fma chain per
+// output, p ascending, continued from o when p0 > 0.
+INL5 void vsum16(float *o, const float *a, int a_stride, const void *v, uint32_t vt, size_t head_stride, int p0,
+                 int p1, size_t stride, int hd, int w, __mmask16 m, kvpf pf, int H, int NZ, int SHARED) {
+    __m512 acc[16];
+#pragma GCC unroll 8
+    for (int j = 0; j < H; j++)
+#pragma GCC unroll 4
+        for (int z = 0; z < NZ; z++)
+            acc[j * NZ + z] = p0 == 0 ? _mm512_setzero_ps()
+                                      : _mm512_maskz_loadu_ps(z == NZ - 1 ? m : 0xffff, o + (size_t)j * hd + 16 * z);
+    for (int p8 = p0; p8 < p1; p8 += 8) {               // the prefetch per 8 rows, outside the row loop
+        int p9 = p1 - p8 < 8 ? p1 : p8 + 8;
+        for (int g = 0; g < (SHARED ? 1 : H); g++)
+            kv_prefetch(kv_at(v, vt, (size_t)g * head_stride), vt, stride, p8, p9 - p8, w, pf);
+        for (int p = p8; p < p9; p++) {
+            size_t vp = (size_t)p * stride;
+            __m512 vb[4];
+#pragma GCC unroll 8
+            for (int j = 0; j < H; j++) {
+                if (j == 0 || !SHARED) {
+                    const void *vj = kv_at(v, vt, SHARED ? 0 : (size_t)j * head_stride);
+#pragma GCC unroll 4
+                    for (int z = 0; z < NZ; z++) vb[z] = kv_load16(vj, vt, vp + 16 * (size_t)z, z == NZ - 1 ? m : 0xffff);
+                }
+                __m512 ap = _mm512_set1_ps(a[(size_t)j * a_stride + p]);
+#pragma GCC unroll 4
+                for (int z = 0; z < NZ; z++) acc[j * NZ + z] = _mm512_fmadd_ps(ap, vb[z], acc[j * NZ + z]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < H; j++)
+#pragma GCC unroll 4
+        for (int z = 0; z < NZ; z++) _mm512_mask_storeu_ps(o + (size_t)j * hd + 16 * z, z == NZ - 1 ? m : 0xffff, acc[j * NZ + z]);
+}
+
+// The V sums of a batch's nh heads (scores a + h * n_pos, outputs o + h * hd; head h reads group
+// h / grp's V at v + (h / grp) * head_stride) over [p0, p1), hd >= 16: dims in blocks of up to 64
+// (NZ zmm), heads side by side as many as keep 8-16 chains (the heads of one group share each V
+// row; with grp 1, heads of several groups).
+INL5 void vsum_batch16(float *o, const float *a, int n_pos, const void *v, uint32_t vt, size_t head_stride, int p0,
+                       int p1, size_t stride, int hd, int nh, int grp, kvpf pf) {
+    for (int d = 0; d < hd; d += 64) {
+        int w = hd - d < 64 ? hd - d : 64, nz = (w + 15) / 16, hmax = nz <= 2 ? 8 : 4;
+        __mmask16 m = (__mmask16)(w - 16 * (nz - 1) == 16 ? 0xffff : (1u << (w - 16 * (nz - 1))) - 1);
+        for (int h = 0; h < nh;) {
+            int left = grp == 1 ? nh - h : grp - h % grp, n = 1;    // heads the call may take
+            while (n * 2 <= hmax && n * 2 <= left) n *= 2;
+            float *oh = o + (size_t)h * hd + d;
+            const float *ah = a + (size_t)h * n_pos;
+            const void *vh = kv_at(v, vt, (size_t)(h / grp) * head_stride + (size_t)d);
+#define VS(H, NZ, SH) vsum16(oh, ah, n_pos, vh, vt, head_stride, p0, p1, stride, hd, w, m, pf, H, NZ, SH)
+            switch (n * 100 + nz * 10 + (grp > 1)) {   // heads, blocks, whether they share the V rows
+            case 811: VS(8, 1, 1); break;
+            case 821: VS(8, 2, 1); break;
+            case 411: VS(4, 1, 1); break;
+            case 421: VS(4, 2, 1); break;
+            case 431: VS(4, 3, 1); break;
+            case 441: VS(4, 4, 1); break;
+            case 211: VS(2, 1, 1); break;
+            case 221: VS(2, 2, 1); break;
+            case 231: VS(2, 3, 1); break;
+            case 241: VS(2, 4, 1); break;
+            case 810: VS(8, 1, 0); break;
+            case 820: VS(8, 2, 0); break;
+            case 410: VS(4, 1, 0); break;
+            case 420: VS(4, 2, 0); break;
+            case 430: VS(4, 3, 0); break;
+            case 440: VS(4, 4, 0); break;
+            case 210: VS(2, 1, 0); break;
+            case 220: VS(2, 2, 0); break;
+            case 230: VS(2, 3, 0); break;
+            case 240: VS(2, 4, 0); break;
+            case 111: case 110: VS(1, 1, 1); break;
+            case 121: case 120: VS(1, 2, 1); break;
+            case 131: case 130: VS(1, 3, 1); break;
+            default: VS(1, 4, 1); break;
+            }
+#undef VS
+            h += n;
+        }
+    }
+}
+
+// attention_body in sixteen lanes: heads paired for the scores where hd is whole 8-blocks (a lone
+// last head of an odd group, the n_pos % 8 tail positions and other head sizes take the AVX2
+// scores); the V sums in zmm from hd 16 on, AVX2's below. With grp 1 up to 8 groups a batch (the
+// scratch of ops.h), so that the V sums have chains enough.
+INL5 void attention_body512(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt,
+                            int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride,
+                            float *scratch) {
+    const float scale = 1.0f / sqrtf((float)head_dim);
+    const int grp = n_head / n_head_kv, hd = head_dim, wide = hd >= 16;
+    const int batch = wide ? (grp == 1 ? 8 : 1) : attention_batch(grp, hd);
+    const int npairs = hd % 8 == 0 && (size_t)grp * hd <= PAIR_Q_MAX ? grp / 2 : 0;
+    const kvpf pfk = kv_prefetch_rows(kt, kv_stride, n_pos), pfv = kv_prefetch_rows(vt, kv_stride, n_pos);
+    float qq[PAIR_Q_MAX];
+    for (int g0 = 0; g0 < n_head_kv;) {
+        const int ng = batch_groups(g0, batch, n_head_kv);
+        for (int g = g0; g < g0 + ng; g++) {
+            const void *kg = kv_at(k, kt, (size_t)g * head_stride);
+            const float *qg = q + (size_t)g * grp * hd;
+            float *sg = scratch + (size_t)(g - g0) * grp * n_pos;
+            pair_q(qq, qg, npairs, hd);
+            for (int p = 0; p < n_pos; p += 8) {
+                int np = n_pos - p < 8 ? n_pos - p : 8, h = 0;
+                kv_prefetch(kg, kt, kv_stride, p, np, hd, pfk);
+                if (np == 8)
+                    for (; h < 2 * npairs; h += 2)
+                        scores_pair8(sg + (size_t)h * n_pos + p, sg + (size_t)(h + 1) * n_pos + p, qq + (size_t)h * hd,
+                                     kv_at(kg, kt, (size_t)p * kv_stride), kt, kv_stride, hd, scale);
+                for (; h < grp; h++)
+                    scores_head(sg + (size_t)h * n_pos, qg + (size_t)h * hd, kg, kt, kv_stride, p, np, hd, scale);
+            }
+        }
+        for (int h = 0; h < ng * grp; h++) softmax_avx512(scratch + (size_t)h * n_pos, n_pos);
+        const void *vg = kv_at(v, vt, (size_t)g0 * head_stride);
+        float *og = out + (size_t)g0 * grp * hd;
+        for (int p0 = 0; p0 < n_pos; p0 += VCHUNK) {
+            int p1 = n_pos - p0 < VCHUNK ? n_pos : p0 + VCHUNK;
+            if (wide) vsum_batch16(og, scratch, n_pos, vg, vt, head_stride, p0, p1, kv_stride, hd, ng * grp, grp, pfv);
+            else if (ng > 1) vsum_chains(og, scratch, n_pos, vg, vt, head_stride, p0, p1, kv_stride, hd, ng, grp, pfv);
+            else vsum_group(og, scratch, n_pos, vg, vt, p0, p1, hd, kv_stride, grp, pfv);
+        }
+        g0 += ng;
+    }
+}
+
+static A512BW void attention_avx512(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt,
+        int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
+#define BODY(KT, VT) attention_body512(out, q, k, KT, v, VT, n_pos, n_head, n_head_kv, head_dim, kv_stride, \
+                                        head_stride, scratch)
+    if (kt == WTYPE_F32 && vt == WTYPE_F32) BODY(WTYPE_F32, WTYPE_F32);
+    else if (kt == WTYPE_F16 && vt == WTYPE_F16) BODY(WTYPE_F16, WTYPE_F16);
+    else if (kt == WTYPE_F16) BODY(WTYPE_F16, WTYPE_F32);
+    else BODY(WTYPE_F32, WTYPE_F16);
+#undef BODY
 }
 
 // attention_body with the cache types as constants (the loads fold to one kind per loop), and the
@@ -674,6 +894,10 @@ void attention(float *out, const float *q, const void *k, uint32_t kt, const voi
                int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
     if (!attn_ok(kt, vt, n_pos, n_head, n_head_kv, head_dim)) return;
 #if defined(__x86_64__)
+    if (cpu_isa() >= CPU_ISA_AVX512) {
+        attention_avx512(out, q, k, kt, v, vt, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, scratch);
+        return;
+    }
     if (cpu_simd_enabled()) {
         attention_avx2(out, q, k, kt, v, vt, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, scratch);
         return;

@@ -212,7 +212,8 @@ static size_t test_argmax(void) {
     return 8 + cases;
 }
 
-// Attention: AVX2 vs attention_ref bit for bit, then float64. Scores carry (hd + 4) u scale
+// Attention: the SIMD path (AVX-512, or AVX2 under DECODE_ISA=avx2) vs attention_ref bit for bit,
+// then float64. Scores carry (hd + 4) u scale
 // sum|q k| (E); softmax weights move by 2E + (6 + 2 spread) u relative; the V sum adds n_pos u.
 // Both cache layouts: position-major (rows of every head, padded or not) and head-major (each
 // head's positions one stream, heads padded apart); K and V each f32 or f16, where the reference
@@ -364,7 +365,7 @@ int main(void) {
     const size_t want[7] = {18, 481, 15 + 71 * 4, 14 + 71 * 4, 8 + 71 * 4 * 6, 13 * 4 * 160 + 1, 8 * 4 * 5 + 1};
     const char *names[7] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention", "prefetch lines"};
     int isa = cpu_isa();   // the SIMD paths compared with the references (ctest runs this under avx2 too)
-    printf("paths: %s\n", isa >= CPU_ISA_AVX512 ? "softmax avx512, the rest avx2"
+    printf("paths: %s\n", isa >= CPU_ISA_AVX512 ? "softmax and attention avx512, the rest avx2"
                           : isa >= CPU_ISA_AVX2 ? "avx2" : "scalar only (references against themselves; skipped SIMD)");
     for (int i = 0; i < 7; i++) {
         CHECKF(n[i] == want[i], "%s ran %zu cases, expected %zu", names[i], n[i], want[i]);
