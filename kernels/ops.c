@@ -1,7 +1,7 @@
 // Small kernels of the llama forward pass. RMSNorm and RoPE follow ggml's CPU arithmetic (so
 // logits track llama.cpp's) and are scalar: they touch a few KB per token. SwiGLU, softmax,
-// attention and the row conversions have AVX2 paths, also taken under AVX-512 (same bits), and
-// softmax and attention AVX-512 ones too: softmax's exp is compute-bound (the scores of small
+// attention and the row conversions have AVX2 paths (SwiGLU and the conversions also taken under
+// AVX-512; same bits everywhere), and softmax and attention AVX-512 ones: softmax's exp is compute-bound (the scores of small
 // heads spent a sixth of a stories260K token there), and so is attention over a GQA group, whose
 // query heads all read each K and V row. Their scalar references (softmax_ref, swiglu_ref,
 // attention_ref, the fp.h loops) reproduce the SIMD order bit for bit.
@@ -617,7 +617,7 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
 #define INL5 static inline __attribute__((always_inline)) A512BW
 #define PAIR_Q_MAX 4096           // floats of a group's paired q (grp * head_dim) on the stack
 
-// Elements i..i+8 of a cache row in both halves of a zmm, widened exactly.
+// Elements [i, i + 8) of a cache row in both halves of a zmm, widened exactly.
 INL5 __m512 kv_bcast8(const void *c, uint32_t t, size_t i) {
     if (t == WTYPE_F16)
         return _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)((const uint16_t *)c + i))));
@@ -722,7 +722,8 @@ INL5 void vsum16(float *o, const float *a, int a_stride, const void *v, uint32_t
 INL5 void vsum_batch16(float *o, const float *a, int n_pos, const void *v, uint32_t vt, size_t head_stride, int p0,
                        int p1, size_t stride, int hd, int nh, int grp, kvpf pf) {
     for (int d = 0; d < hd; d += 64) {
-        int w = hd - d < 64 ? hd - d : 64, nz = (w + 15) / 16, hmax = nz <= 2 ? 8 : 4;
+        // 8 heads on their own V rows would hold 16 pointers (spills): 4 at most then
+        int w = hd - d < 64 ? hd - d : 64, nz = (w + 15) / 16, hmax = nz <= 2 && grp > 1 ? 8 : 4;
         __mmask16 m = (__mmask16)(w - 16 * (nz - 1) == 16 ? 0xffff : (1u << (w - 16 * (nz - 1))) - 1);
         for (int h = 0; h < nh;) {
             int left = grp == 1 ? nh - h : grp - h % grp, n = 1;    // heads the call may take
@@ -742,8 +743,6 @@ INL5 void vsum_batch16(float *o, const float *a, int n_pos, const void *v, uint3
             case 221: VS(2, 2, 1); break;
             case 231: VS(2, 3, 1); break;
             case 241: VS(2, 4, 1); break;
-            case 810: VS(8, 1, 0); break;
-            case 820: VS(8, 2, 0); break;
             case 410: VS(4, 1, 0); break;
             case 420: VS(4, 2, 0); break;
             case 430: VS(4, 3, 0); break;
@@ -782,7 +781,7 @@ INL5 void attention_body512(float *out, const float *q, const void *k, uint32_t 
             const void *kg = kv_at(k, kt, (size_t)g * head_stride);
             const float *qg = q + (size_t)g * grp * hd;
             float *sg = scratch + (size_t)(g - g0) * grp * n_pos;
-            pair_q(qq, qg, npairs, hd);
+            if (n_pos >= 8) pair_q(qq, qg, npairs, hd);
             for (int p = 0; p < n_pos; p += 8) {
                 int np = n_pos - p < 8 ? n_pos - p : 8, h = 0;
                 kv_prefetch(kg, kt, kv_stride, p, np, hd, pfk);
@@ -807,29 +806,32 @@ INL5 void attention_body512(float *out, const float *q, const void *k, uint32_t 
     }
 }
 
+// The body with the cache types as constants (the loads fold to one kind per loop).
+#define CACHE_TYPES(BODY)                                                                              \
+    do {                                                                                               \
+        if (kt == WTYPE_F32 && vt == WTYPE_F32) BODY(WTYPE_F32, WTYPE_F32);                            \
+        else if (kt == WTYPE_F16 && vt == WTYPE_F16) BODY(WTYPE_F16, WTYPE_F16);                       \
+        else if (kt == WTYPE_F16) BODY(WTYPE_F16, WTYPE_F32);                                          \
+        else BODY(WTYPE_F32, WTYPE_F16);                                                               \
+    } while (0)
+
 static A512BW void attention_avx512(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt,
         int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
 #define BODY(KT, VT) attention_body512(out, q, k, KT, v, VT, n_pos, n_head, n_head_kv, head_dim, kv_stride, \
                                         head_stride, scratch)
-    if (kt == WTYPE_F32 && vt == WTYPE_F32) BODY(WTYPE_F32, WTYPE_F32);
-    else if (kt == WTYPE_F16 && vt == WTYPE_F16) BODY(WTYPE_F16, WTYPE_F16);
-    else if (kt == WTYPE_F16) BODY(WTYPE_F16, WTYPE_F32);
-    else BODY(WTYPE_F32, WTYPE_F16);
+    CACHE_TYPES(BODY);
 #undef BODY
 }
 
-// attention_body with the cache types as constants (the loads fold to one kind per loop), and the
-// widest softmax the machine has (the same bits either way).
+// attention_body with the widest softmax the machine has (the same bits either way).
 static AVX2 void attention_avx2(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt,
         int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
 #define BODY(KT, VT) attention_body(out, q, k, KT, v, VT, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, \
                                      scratch, softmax_simd())
-    if (kt == WTYPE_F32 && vt == WTYPE_F32) BODY(WTYPE_F32, WTYPE_F32);
-    else if (kt == WTYPE_F16 && vt == WTYPE_F16) BODY(WTYPE_F16, WTYPE_F16);
-    else if (kt == WTYPE_F16) BODY(WTYPE_F16, WTYPE_F32);
-    else BODY(WTYPE_F32, WTYPE_F16);
+    CACHE_TYPES(BODY);
 #undef BODY
 }
+#undef CACHE_TYPES
 #endif
 
 #if defined(__x86_64__)

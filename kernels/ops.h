@@ -25,8 +25,8 @@ void softmax_ref(float *x, int n);
 // widened values); position p of kv head h at element h*head_stride + p*kv_stride (position-major:
 // head_stride = head_dim; head-major, each head one stream: kv_stride = head_dim).
 // out: (n_head, head_dim). scratch: n_pos * max(n_head / n_head_kv, min(n_head, 8)) floats (the
-// scores of one KV head's group of query heads, or of up to 8 query heads of several groups when
-// heads are small). Query head i reads kv head i / (n_head/n_head_kv).
+// scores of one KV head's group of query heads, or of up to 8 query heads of several small
+// groups at once). Query head i reads kv head i / (n_head/n_head_kv).
 void attention(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
                int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch);
 // Bytes attention's SIMD path prefetches its K and V rows ahead (0, the initial value: none;

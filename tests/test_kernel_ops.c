@@ -221,17 +221,20 @@ static size_t test_argmax(void) {
 // path also runs with its KV prefetch on (attention_set_prefetch), whose addresses
 // test_prefetch_lines checks.
 static size_t test_attention(void) {
-    // head_dim: every count of 8-dim blocks past a 64-block (1..8), 32, and tails; positions: part and
-    // whole 8-blocks, and chunks of V beyond the first
-    const int hds[] = {8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 80, 100, 128}, nps[] = {1, 2, 17, 300};
-    // group sizes 1, 2, 3, 4, 8: the batched V sums of small head_dims (2, 4, 8 heads) and a
+    // head_dim: every count of 8-dim blocks past a 64-block (1..8), 32, tails, and zmm blocks of 4,
+    // 1 and 8 lanes past 16 (20, 33, 264: also past the AVX-512 path's paired-q buffer with 16
+    // heads); positions: part and whole 8-blocks, and chunks of V beyond the first
+    const int hds[] = {8, 12, 16, 20, 24, 32, 33, 40, 48, 56, 64, 72, 80, 100, 128, 264}, nps[] = {1, 2, 17, 300};
+    // group sizes 1, 2, 3, 4, 5, 8, 16: the batched V sums of small head_dims (2, 4, 8 heads) and a
     // remainder; several small groups side by side (8, 4 and 2 groups, then what is left of 6,
-    // and of 7: a lone group after the batches)
-    const int heads[][2] = {{1, 1}, {4, 1}, {6, 2}, {8, 8}, {8, 1}, {8, 4}, {6, 6}, {12, 6}, {8, 2}, {7, 7}};
+    // and of 7: a lone group after the batches); AVX-512 pairs heads of a group (a lone last
+    // head when it is odd)
+    const int heads[][2] = {{1, 1}, {4, 1}, {6, 2}, {8, 8}, {8, 1}, {8, 4}, {6, 6}, {12, 6}, {8, 2}, {7, 7},
+                            {5, 1}, {16, 1}};
     size_t cases = 0;
-    for (int a = 0; a < 13; a++)
+    for (int a = 0; a < 16; a++)
         for (int b = 0; b < 4; b++)
-            for (int c = 0; c < 160; c++, cases++) {   // 10 head shapes x 4 layouts x 4 cache types
+            for (int c = 0; c < 192; c++, cases++) {   // 12 head shapes x 4 layouts x 4 cache types
                 int hd = hds[a], np = nps[b], nh = heads[c / 16][0], nkv = heads[c / 16][1];
                 int head_major = c >> 1 & 1, pad = c & 1;
                 uint32_t kt = c >> 2 & 1 ? WTYPE_F16 : WTYPE_F32, vt = c >> 3 & 1 ? WTYPE_F16 : WTYPE_F32;
@@ -362,7 +365,7 @@ static size_t test_prefetch_lines(void) {
 int main(void) {
     size_t n[7] = {test_rmsnorm(), test_rope(),   test_softmax(),  test_swiglu(),
                    test_argmax(),  test_attention(), test_prefetch_lines()};
-    const size_t want[7] = {18, 481, 15 + 71 * 4, 14 + 71 * 4, 8 + 71 * 4 * 6, 13 * 4 * 160 + 1, 8 * 4 * 5 + 1};
+    const size_t want[7] = {18, 481, 15 + 71 * 4, 14 + 71 * 4, 8 + 71 * 4 * 6, 16 * 4 * 192 + 1, 8 * 4 * 5 + 1};
     const char *names[7] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention", "prefetch lines"};
     int isa = cpu_isa();   // the SIMD paths compared with the references (ctest runs this under avx2 too)
     printf("paths: %s\n", isa >= CPU_ISA_AVX512 ? "softmax and attention avx512, the rest avx2"
