@@ -1,9 +1,9 @@
 // Small kernels of the llama forward pass. RMSNorm and RoPE follow ggml's CPU arithmetic (so
 // logits track llama.cpp's) and are scalar: they touch a few KB per token. SwiGLU, softmax,
 // attention and the row conversions have AVX2 paths (SwiGLU and the conversions also taken under
-// AVX-512; same bits everywhere), and softmax and attention AVX-512 ones: softmax's exp is compute-bound (the scores of small
-// heads spent a sixth of a stories260K token there), and so is attention over a GQA group, whose
-// query heads all read each K and V row. Their scalar references (softmax_ref, swiglu_ref,
+// AVX-512; same bits everywhere), and softmax and attention AVX-512 ones: softmax's exp is
+// compute-bound (the scores of small heads spent a sixth of a stories260K token there), and so is
+// attention over a GQA group, whose query heads all read each K and V row. Their scalar references (softmax_ref, swiglu_ref,
 // attention_ref, the fp.h loops) reproduce the SIMD order bit for bit.
 #include "kernels/ops.h"
 #include "platform/fp.h"
@@ -717,8 +717,8 @@ INL5 void vsum16(float *o, const float *a, int a_stride, const void *v, uint32_t
 
 // The V sums of a batch's nh heads (scores a + h * n_pos, outputs o + h * hd; head h reads group
 // h / grp's V at v + (h / grp) * head_stride) over [p0, p1), hd >= 16: dims in blocks of up to 64
-// (NZ zmm), heads side by side as many as keep 8-16 chains (the heads of one group share each V
-// row; with grp 1, heads of several groups).
+// (NZ zmm), heads side by side for up to 16 chains: up to 8 heads of one group, which share each
+// V row, or with grp 1 up to 4 heads of several groups, each on its own rows.
 INL5 void vsum_batch16(float *o, const float *a, int n_pos, const void *v, uint32_t vt, size_t head_stride, int p0,
                        int p1, size_t stride, int hd, int nh, int grp, kvpf pf) {
     for (int d = 0; d < hd; d += 64) {
