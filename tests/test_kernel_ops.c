@@ -289,10 +289,11 @@ static size_t test_attention(void) {
                     }
                     for (int p = 0; p < np; p++) sum += exp(s[p] - m), spread = fmax(spread, m - s[p]);
                     double dw = 2 * E + (6 + 2 * spread) * U;
+                    for (int p = 0; p < np; p++) s[p] = exp(s[p] - m) / sum;   // the weights, once per head
                     for (int i = 0; i < hd; i++) {
                         double o64 = 0, mag = 0;
                         for (int p = 0; p < np; p++) {
-                            double w = exp(s[p] - m) / sum, vv = v[p * stride + kv + i];
+                            double w = s[p], vv = v[p * stride + kv + i];
                             o64 += w * vv, mag += w * fabs(vv);
                         }
                         double tol = 1.1 * (dw + np * U) * mag + 1e-30;
