@@ -724,7 +724,7 @@ INL5 void vsum_batch16(float *o, const float *a, int n_pos, const void *v, uint3
     for (int d = 0; d < hd; d += 64) {
         // 8 heads on their own V rows would hold 16 pointers (spills): 4 at most then
         int w = hd - d < 64 ? hd - d : 64, nz = (w + 15) / 16, hmax = nz <= 2 && grp > 1 ? 8 : 4;
-        __mmask16 m = (__mmask16)(w - 16 * (nz - 1) == 16 ? 0xffff : (1u << (w - 16 * (nz - 1))) - 1);
+        __mmask16 m = (__mmask16)((1u << (w - 16 * (nz - 1))) - 1);   // 1..16 lanes of the last block
         for (int h = 0; h < nh;) {
             int left = grp == 1 ? nh - h : grp - h % grp, n = 1;    // heads the call may take
             while (n * 2 <= hmax && n * 2 <= left) n *= 2;
