@@ -3,10 +3,14 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_CPUS (1 << 22)    // the kernel's own NR_CPUS limit is 8192; this only stops the loop
 
-int affinity_cpus(int **cpus) {
+// The calling thread's CPUs before its first pin, while it holds pins (affinity_pin_self).
+static _Thread_local int *held_cpus, held_n, held_pins;
+
+static int allowed_now(int **cpus) {
     *cpus = NULL;
     for (int bits = 1024; bits <= MAX_CPUS; bits *= 2) {
         cpu_set_t *s = CPU_ALLOC(bits);
@@ -30,6 +34,13 @@ int affinity_cpus(int **cpus) {
     return errno = EINVAL, -1;
 }
 
+int affinity_cpus(int **cpus) {
+    if (!held_pins) return allowed_now(cpus);
+    if (!(*cpus = malloc(sizeof(int) * (size_t)held_n))) return errno = ENOMEM, -1;
+    memcpy(*cpus, held_cpus, sizeof(int) * (size_t)held_n);
+    return held_n;
+}
+
 int affinity_set(pthread_t t, const int *cpus, int n) {
     int top = 0;
     for (int i = 0; i < n; i++)
@@ -43,4 +54,21 @@ int affinity_set(pthread_t t, const int *cpus, int n) {
     int rc = pthread_setaffinity_np(t, size, s);
     CPU_FREE(s);
     return rc;
+}
+
+int affinity_pin_self(int cpu) {
+    if (!held_pins && (held_n = allowed_now(&held_cpus)) < 1) {
+        free(held_cpus), held_cpus = NULL;
+        return held_n < 0 ? errno : EINVAL;
+    }
+    int rc = affinity_set(pthread_self(), &cpu, 1);
+    if (!rc) held_pins++;
+    else if (!held_pins) free(held_cpus), held_cpus = NULL;
+    return rc;
+}
+
+void affinity_unpin_self(void) {
+    if (!held_pins || --held_pins) return;
+    affinity_set(pthread_self(), held_cpus, held_n);
+    free(held_cpus), held_cpus = NULL;
 }

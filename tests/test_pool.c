@@ -48,10 +48,23 @@ int main(void) {
     cases += 2;
     if (n_cpu >= 2) {
         CHECK((p = pool_create_pinned(2, cpu)) && pool_spins(p));
+        // A second pool made while the first holds the caller on one CPU still sees every CPU the
+        // process may use (it once saw only that one, and ran both threads on it), and the
+        // caller's mask comes back once both are gone, whichever goes first.
+        int *seen, n_seen = affinity_cpus(&seen);
+        CHECKF(n_seen == n_cpu, "with a pool alive the caller sees %d CPUs, not %d", n_seen, n_cpu);
+        free(seen);
+        pool *q = pool_create(2);
+        CHECK(q && pool_spins(q));
         pool_destroy(p);
-        cases++;
-    } else printf("pool: one CPU allowed, the spinning pair not checked\n");
-    CHECK(cases == 47 + (n_cpu >= 2));
+        CHECK((n_seen = affinity_cpus(&seen)) == n_cpu);
+        free(seen);
+        pool_destroy(q);
+        CHECK((n_seen = affinity_cpus(&seen)) == n_cpu);   // no pins held: the thread's mask now
+        free(seen);
+        cases += 3;
+    } else printf("pool: one CPU allowed, the spinning pair and two live pools not checked\n");
+    CHECK(cases == 47 + 3 * (n_cpu >= 2));
     printf("pool: %d thread slots checked\n", cases);
     return 0;
 }
