@@ -33,6 +33,8 @@ typedef enum {
 } l4_mode;
 
 // The decision of the design (one of the three needs -> CacheBuffer, else StreamTransparent).
+// decode's --l4 auto does not follow it: measured, CacheBuffer cost more than it can buy there
+// (runtime/l4run.c, docs/l4-integration.md).
 l4_mode l4_choose_mode(int numa_nodes, bool needs_repack, bool segment_accumulation);
 const char *l4_mode_name(l4_mode m);   // "stream" or "buffer"
 

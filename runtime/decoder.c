@@ -58,6 +58,10 @@ static void *zalloc_lines(size_t bytes) {
 #define MIN_STAGE_BYTES (64L << 10)
 #define MIN_STEP_BYTES (1L << 20)
 #define MIN_CLAIM_BYTES (64L << 10)   // a claim of stealable work streams at least this: a guess, as above
+// --tail-split auto cuts a share's last tile where this many threads of its node take from it:
+// on 16 threads of an Intel Xeon it gave 8-12% more tok/s, on 8 about 2%, on 2 it cost 1-4%
+// (docs/runtime.md). Measured on that one CPU; a guess elsewhere.
+#define TAIL_SPLIT_TAKERS 8
 #define SPIN_ITERS 20000          // ~50-100 us of pause before a waiting thread sleeps
 
 decoder_opts decoder_default_opts(int n_threads) {
@@ -120,7 +124,7 @@ static void ctx_job_run(void *arg, int tid, int n_threads) {
 }
 
 // Which shares of the stolen stages have a tail tile, and its slots (runtime.md, stealing).
-static uint32_t tail_units_of(const decoder *d, int st, int v);
+static uint32_t tail_units_of(const decoder *d, int st, int v, int min_takers);
 static int alloc_tails(decoder *d) {
     int T = pool_size(d->pool);
     if (!(d->tail_units = calloc((size_t)DECODER_N_STAGE * T, sizeof *d->tail_units))) return -1;   // zero: off
@@ -182,6 +186,7 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
     if (cj.failed || alloc_partials(d) || (d->steal && !(d->claims = aligned_alloc(64, words * sizeof *d->claims))))
         goto oom;
     if (d->steal && alloc_tails(d)) goto oom;
+    decoder_set_tail_split(d, o->tail_split);
     if (weights_load(&d->w, m, d->pool, &d->sched, &d->topo, &o->pack_cache, o->on_layer, o->on_layer_arg, o->stop, err)) { free(cpu); decoder_free(d); return -1; }
     char l4err[256];
     if (l4run_create(d, (l4run_mode)o->l4, l4err)) {
@@ -387,9 +392,9 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
 // takers claim a few at a time once no whole tile is left on the node: the stage then ends within
 // one small claim on every thread. Each segment is summed from 0 into its own slot and whoever
 // completes the tile folds the slots left to right (the canonical order, as split-K does) and
-// runs the rows' epilogue, so the bits stay those of the whole tile. Off by default: on two
-// threads it cut the wait by 40% and cost 0.7-3.7% of tok/s (docs/runtime.md); decode-bench
-// --tail-split on measures it, decoder_set_tail_split turns it on.
+// runs the rows' epilogue, so the bits stay those of the whole tile. On two threads it cut the
+// wait by 40% and cost 0.7-3.7% of tok/s, on 16 it gave 8-12% (docs/runtime.md): decode's auto
+// cuts only where a share has TAIL_SPLIT_TAKERS takers (decoder_set_tail_split).
 
 static const int stage_mats[DECODER_N_STAGE][2] = {
     [DECODER_ST_WO] = {SCHED_WO, -1}, [DECODER_ST_FFN] = {SCHED_GATE, SCHED_UP},
@@ -482,11 +487,12 @@ static int takers(const decoder *d, int st, int v) {
 }
 
 // Units (segments of each matrix of the stage) of share v's tail tile; 0 when its last tile runs
-// whole: one taker, one segment, or tiles under two claims (min_claim_bytes).
-static uint32_t tail_units_of(const decoder *d, int st, int v) {
+// whole: fewer takers than min_takers (at least 2), one segment, or tiles under two claims
+// (min_claim_bytes).
+static uint32_t tail_units_of(const decoder *d, int st, int v, int min_takers) {
     int m = stage_mats[st][0];
     uint32_t n_seg = sched_n_seg(&d->sched, m);
-    if (!thread_has_share(d, v, m) || takers(d, st, v) < 2 || n_seg < 2 ||
+    if (!thread_has_share(d, v, m) || takers(d, st, v) < (min_takers > 2 ? min_takers : 2) || n_seg < 2 ||
         stage_tile_bytes(d, st) < 2 * (size_t)d->min_claim_bytes)
         return 0;
     return (uint32_t)stage_n_mats(st) * n_seg;
@@ -551,11 +557,11 @@ static void stage_share(decoder *d, thread_ctx *c, int layer, int st, const floa
     }
 }
 
-void decoder_set_tail_split(decoder *d, int on) {
-    int T = pool_size(d->pool);
+void decoder_set_tail_split(decoder *d, int mode) {
+    int T = pool_size(d->pool), min_takers = mode < 0 ? TAIL_SPLIT_TAKERS : 2;
     if (!d->tail_units) return;          // one thread: nothing is stolen
     for (int st = 0; st < DECODER_N_STAGE; st++)
-        for (int v = 0; v < T; v++) d->tail_units[st * T + v] = on ? tail_units_of(d, st, v) : 0;
+        for (int v = 0; v < T; v++) d->tail_units[st * T + v] = mode ? tail_units_of(d, st, v, min_takers) : 0;
 }
 
 void decoder_print_stealing(const decoder *d, FILE *f) {

@@ -33,6 +33,9 @@ typedef struct {
     int steal;                    // 1 (default): a thread out of tiles in wo, gate/up, down or the
                                   // lm_head takes tiles from the back of a slower thread's share on
                                   // its node; 0: every thread runs exactly its plan
+    int tail_split;               // 0 (default): whole tiles are stolen; 1: each share's last tile
+                                  // is cut into segments; -1: auto, cut where a share has
+                                  // TAIL_SPLIT_TAKERS or more takers (decoder.c; docs/runtime.md)
     void (*on_layer)(void *arg, int done, int total);   // load progress, or NULL
     void *on_layer_arg;
     const volatile sig_atomic_t *stop;  // NULL, or: the load gives up between matrices once non-zero
@@ -145,9 +148,10 @@ typedef struct {
 } decoder_stats;
 void decoder_stats_reset(decoder *d);
 void decoder_stats_get(const decoder *d, decoder_stats *s);
-// Cuts each share's last tile into segments at the end of a stolen stage (on) or steals whole
-// tiles only (off, the default); between steps (decode-bench --tail-split sweeps it).
-void decoder_set_tail_split(decoder *d, int on);
+// Cuts each share's last tile into segments at the end of a stolen stage (1), steals whole tiles
+// only (0), or cuts where a share has many takers (-1, auto); between steps (decode-bench
+// --tail-split sweeps it).
+void decoder_set_tail_split(decoder *d, int mode);
 // How the stolen stages' tiles are handed out at run time (decode --print-schedule): per stage
 // off, whole tiles, or whole tiles then each share's tail tile in segments.
 void decoder_print_stealing(const decoder *d, FILE *f);

@@ -161,12 +161,12 @@ static int stream_keys(void *ctx, int thread, l4_entry *out, int max) {
 
 // ---- create / free ----
 
-static l4run_mode resolve(const decoder *d, l4run_mode req, int n_nodes) {
-    if (req != L4RUN_AUTO) return req;
-    int split = 0;
-    for (int m = 0; m < SCHED_N_MAT; m++) split |= d->sched.split[m];
-    return l4_choose_mode(n_nodes, false, split) == L4_CACHE_BUFFER ? L4RUN_BUFFER : L4RUN_STREAM;
-}
+// auto is stream, not the design's rule (l4_choose_mode: buffer on several nodes or with split-K).
+// buffer's lock and flush per tile and token, and its plan-bound tiles (no stealing), cost 2-3x
+// on the TinyLlama shape and 6-10x on stories15M's at 8-16 threads of an Intel Xeon, split-K or
+// not, where the gain it could buy is the few remote segment rows of a split tile straddling two
+// nodes (docs/l4-integration.md).
+static l4run_mode resolve(l4run_mode req) { return req == L4RUN_AUTO ? L4RUN_STREAM : req; }
 
 static int alloc_split_state(l4run *r, const sched *s) {
     for (int m = 0; m < SCHED_N_MAT; m++) {
@@ -221,7 +221,7 @@ int l4run_create(decoder *d, l4run_mode req, char err[256]) {
     d->l4 = NULL;
     int n_nodes = 1;   // threads are consecutive per node: count the changes
     for (int t = 1; t < s->n_threads; t++) n_nodes += s->node[t] != s->node[t - 1];
-    l4run_mode mode = resolve(d, req, n_nodes);
+    l4run_mode mode = resolve(req);
     if (mode == L4RUN_OFF) return 0;
     for (int m = 0; m < SCHED_N_MAT; m++)
         if (lines_per_tile(s, m) > MAX_TILE_LINES) {

@@ -136,7 +136,7 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
     if (!thresholds) o.min_stage_bytes = o.min_step_bytes = o.min_claim_bytes = 0;
     CHECKF(decoder_init_opts(&d, m, 64, &o, err) == 0, "%s", err);
     unsetenv("DECODE_FAKE_NUMA");
-    decoder_set_tail_split(&d, 1);    // off by default (the CLI dumps run that way): on here
+    decoder_set_tail_split(&d, 1);    // the CLI's auto leaves it off below 8 threads: on here
     if (!thresholds) CHECK(pool_size(d.pool) == T);
     int any_split = 0;
     for (int mat = 0; mat < SCHED_N_MAT; mat++) any_split |= d.sched.split[mat];
@@ -215,6 +215,35 @@ static char *synth(const char *name, const char *embd, const char *head, const c
     return model;
 }
 
+// Tail tiles a decoder cuts (shares with tail units) at T threads (no thresholds), tail split `mode`.
+static int tails_cut(const llama_model *m, int T, int mode, const char *fake) {
+    if (fake) setenv("DECODE_FAKE_NUMA", fake, 1);
+    decoder d;
+    char err[GGUF_ERR_MAX];
+    decoder_opts o = decoder_default_opts(T);
+    o.min_stage_bytes = o.min_step_bytes = o.min_claim_bytes = 0, o.tail_split = mode;
+    CHECKF(decoder_init_opts(&d, m, 64, &o, err) == 0, "%s", err);
+    unsetenv("DECODE_FAKE_NUMA");
+    int n = 0;
+    for (int i = 0; i < DECODER_N_STAGE * T; i++) n += d.tail_units[i] > 0;
+    decoder_free(&d);
+    return n;
+}
+
+// --tail-split auto cuts tails only where 8 or more threads of a node take from a share: at 8
+// threads on one node, not at 4, nor at 8 on two (pretend) nodes of 4; on at 4 cuts them.
+static void check_tail_auto(const char *path) {
+    llama_model m;
+    char err[GGUF_ERR_MAX];
+    CHECKF(llama_model_load(&m, path, err) == 0, "%s", err);
+    CHECK(tails_cut(&m, 8, -1, NULL) > 0);
+    CHECK(tails_cut(&m, 4, -1, NULL) == 0);
+    CHECK(tails_cut(&m, 8, -1, "2") == 0);
+    CHECK(tails_cut(&m, 4, 1, NULL) > 0);
+    CHECK(tails_cut(&m, 8, 0, NULL) == 0);
+    llama_model_free(&m);
+}
+
 // -t 64 on model a with two pretend nodes: the schedule uses a few threads (the step threshold),
 // and those are the ones spread over both nodes, not the first few of 64 (all on node 0).
 static void check_placement(const char *path) {
@@ -246,6 +275,7 @@ int main(void) {
     if (SLOW == 1.0) cli += cli_cases(a) + cli_cases(b), cli_models = 3;
     CHECK(cli == cli_models * 18);
     check_placement(a);
+    check_tail_auto(a);
     int api = api_cases(stories) + api_cases(a) + api_cases(b) + api_cases(c);
     CHECK(api == 4 * 36);
     llama_model m;                    // a cache type the kernels do not read: refused at init

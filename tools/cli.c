@@ -167,3 +167,9 @@ int cli_parse_cache_type(const char *s) {
     int t = wtype_by_name(s);
     return t == WTYPE_F32 || t == WTYPE_F16 ? t : -1;
 }
+
+int cli_parse_tail_split(const char *s) {
+    return !strcmp(s, "auto") ? -1 : !strcmp(s, "off") ? 0 : !strcmp(s, "on") ? 1 : -2;
+}
+
+const char *cli_tail_split_name(int mode) { return mode < 0 ? "auto" : mode ? "on" : "off"; }

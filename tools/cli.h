@@ -39,3 +39,6 @@ const char *cli_env_problem(void);
 // A KV cache type by name, as llama.cpp's -ctk/-ctv take it: "f32" or "f16" -> WTYPE_F32 or
 // WTYPE_F16; -1 for anything else.
 int cli_parse_cache_type(const char *s);
+// --tail-split: "auto" -1, "off" 0, "on" 1 (decoder_opts.tail_split); -2 for anything else.
+int cli_parse_tail_split(const char *s);
+const char *cli_tail_split_name(int mode);

@@ -41,7 +41,7 @@ typedef struct {
     int roofline_mib;             // bytes the roofline pass reads, MiB; 0: no roofline
     int split_ks[MAXV], n_split;  // -1 auto, 0 off, N
     int l4s[MAXV], n_l4;          // l4run_mode values
-    int tails[MAXV], n_tails;     // tail split on (1) or off (0)
+    int tails[MAXV], n_tails;     // tail split on (1), off (0) or auto (-1)
     int batches[MAXV], n_batch;   // prompt tokens per batch (pp tests only)
     int depths[MAXV], n_depth;    // tokens already in the context when a test starts
     int pack_cache;               // PACKCACHE_OFF / AUTO / REBUILD
@@ -77,11 +77,12 @@ static void usage(FILE *f) {
         "  -o, --output FMT     md (default), csv, json, jsonl\n"
         "      --numa MODE      off, distribute, isolate (default: distribute on several nodes)\n"
         "      --split-k LIST   auto, off or N >= 2 segment ranges per split matrix (default auto)\n"
-        "      --l4 LIST        off, stream, buffer, auto (default auto); configurations interleave\n"
-        "                       (both shape one-token steps; a batched prompt uses neither)\n"
-        "      --tail-split LIST on, off (default off): a share's last tile of a stolen stage cut into\n"
-        "                       segments among its node's threads, or whole tiles only; a one-token\n"
-        "                       step setting too; configurations interleave (docs/runtime.md)\n"
+        "      --l4 LIST        off, stream, buffer, auto (= stream; default auto); configurations\n"
+        "                       interleave (both shape one-token steps; a batched prompt uses neither)\n"
+        "      --tail-split LIST auto, on, off (default auto): a share's last tile of a stolen stage\n"
+        "                       cut into segments among its node's threads, or whole tiles only;\n"
+        "                       auto cuts where 8 or more threads of a node take from a share; a\n"
+        "                       one-token step setting too; configurations interleave (docs/runtime.md)\n"
         "  -ctk, --cache-type-k T, -ctv, --cache-type-v T\n"
         "                       KV cache types, f32 or f16 (default f32), as in decode\n"
         "      --pack-cache MODE\n"
@@ -111,9 +112,6 @@ static int parse_words(const char *s, int *out, int (*word)(const char *)) {
     return n ? n : -1;
 }
 
-// "on" 1, "off" 0; -2 for anything else.
-static int tail_word(const char *s) { return !strcmp(s, "on") ? 1 : !strcmp(s, "off") ? 0 : -2; }
-static const char *onoff(int v) { return v ? "on" : "off"; }
 
 // "auto" -1, "off" 0, N >= 2; -2 for anything else.
 static int split_word(const char *s) {
@@ -126,7 +124,7 @@ static int split_word(const char *s) {
 static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->reps = 5, o->fmt = "md", o->numa = -1, o->roofline_mib = 1024;
-    o->split_ks[0] = -1, o->n_split = 1, o->l4s[0] = L4RUN_AUTO, o->n_l4 = 1, o->tails[0] = 0, o->n_tails = 1;
+    o->split_ks[0] = -1, o->n_split = 1, o->l4s[0] = L4RUN_AUTO, o->n_l4 = 1, o->tails[0] = -1, o->n_tails = 1;
     o->prompts[0] = 512, o->n_prompts = 1, o->gens[0] = 128, o->n_gens = 1;
     o->batches[0] = PREFILL_DEFAULT_BATCH, o->n_batch = 1;
     o->depths[0] = 0, o->n_depth = 1;
@@ -157,7 +155,7 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "--numa")) bad = (o->numa = topo_parse_mode(v)) < 0;
         else if (!strcmp(a, "--split-k")) bad = (o->n_split = parse_words(v, o->split_ks, split_word)) < 0;
         else if (!strcmp(a, "--l4")) bad = (o->n_l4 = parse_words(v, o->l4s, l4run_parse_mode)) < 0;
-        else if (!strcmp(a, "--tail-split")) bad = (o->n_tails = parse_words(v, o->tails, tail_word)) < 0;
+        else if (!strcmp(a, "--tail-split")) bad = (o->n_tails = parse_words(v, o->tails, cli_parse_tail_split)) < 0;
         else if (!strcmp(a, "--pack-cache")) bad = (o->pack_cache = packcache_parse_mode(v)) < 0;
         else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) bad = (o->cache_type_k = cli_parse_cache_type(v)) < 0;
         else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) bad = (o->cache_type_v = cli_parse_cache_type(v)) < 0;
@@ -256,7 +254,7 @@ static int bench_rep(decoder *d, const options *o, int n, int tg, int rep, resul
     r->wait_s += st.wait_s, r->busy_s += st.busy_s;
     r->samples[r->n_samples++] = n / s;
     fprintf(stderr, "decode-bench: %s t=%d l4=%s split-k=%d tails=%s b=%d %s%d @ d%d rep %d/%d: %.2f tok/s\n",
-            r->model, r->n_threads, r->l4_used, r->split_k, onoff(r->tail_split), r->batch_size, tg ? "tg" : "pp",
+            r->model, r->n_threads, r->l4_used, r->split_k, cli_tail_split_name(r->tail_split), r->batch_size, tg ? "tg" : "pp",
             n, r->n_depth, rep + 1, o->reps, n / s);
     return 0;
 }
@@ -294,7 +292,7 @@ static cJSON *to_json(const result *r, const options *o) {
     cJSON_AddStringToObject(j, "numa", o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa));
     cJSON_AddNumberToObject(j, "split_k", r->split_k);
     cJSON_AddStringToObject(j, "l4", r->l4_used);
-    cJSON_AddStringToObject(j, "tail_split", onoff(r->tail_split));
+    cJSON_AddStringToObject(j, "tail_split", cli_tail_split_name(r->tail_split));
     cJSON_AddNumberToObject(j, "batch_size", r->batch_size);
     cJSON_AddNumberToObject(j, "n_depth", r->n_depth);
     cJSON_AddNumberToObject(j, "bytes_per_token", r->bytes_per_token);
@@ -362,7 +360,7 @@ static int print_results(const result *rs, int n, const options *o) {
                    r->bytes_per_token, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r, ""), r->batch_size,
                    r->n_depth, r->kv_bytes_per_token, r->kv_gbps, wtype_get((uint32_t)o->cache_type_k)->name,
                    wtype_get((uint32_t)o->cache_type_v)->name, packcache_mode_name(o->pack_cache),
-                   onoff(r->tail_split));
+                   cli_tail_split_name(r->tail_split));
         }
         return 0;
     }
@@ -377,7 +375,7 @@ static int print_results(const result *rs, int n, const options *o) {
         if (r->n_depth) snprintf(depth, sizeof depth, " @ d%d", r->n_depth);
         printf("| %s | %.2f MiB | %d | %s | %d | %s | %s | %d | %s%d%s | %.2f ± %.2f | %.2f | %.2f | %.2f | %.1f | %s |\n",
                base(r->model), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k,
-               onoff(r->tail_split), kv, r->batch_size,
+               cli_tail_split_name(r->tail_split), kv, r->batch_size,
                r->n_gen ? "tg" : "pp", r->n_gen ? r->n_gen : r->n_prompt, depth, r->avg_ts, r->stddev_ts,
                r->bytes_per_token / 1e6, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r, "-"));
     }
@@ -438,7 +436,7 @@ static int write_plot(const char *path, const result *rs, int n) {
         }
         fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s tg%d @ d%d, l4 %s, split-k %d, tails %s (dashed: roofline / "
                 "bytes per token)</text>\n", L + 10, T + 14 * (series + 1), c, base(rs[i].model), rs[i].n_gen,
-                rs[i].n_depth, rs[i].l4_used, rs[i].split_k, onoff(rs[i].tail_split));
+                rs[i].n_depth, rs[i].l4_used, rs[i].split_k, cli_tail_split_name(rs[i].tail_split));
         series++;
     }
 #undef X

@@ -39,6 +39,7 @@ typedef struct {
     int numa;                     // topo_numa_mode, -1: the default for the topology
     int split_k;                  // 0 off, N >= 2, -1 auto
     int l4;                       // l4run_mode
+    int tail_split;               // -1 auto, 0 off, 1 on (decoder_opts.tail_split)
     int pack_cache;               // PACKCACHE_OFF / AUTO / REBUILD
     int pack_cache_asked;         // given by --pack-cache or DECODE_PACK_CACHE, not the default
     int cache_type_k, cache_type_v;   // WTYPE_F32 or WTYPE_F16
@@ -80,8 +81,12 @@ static void usage(FILE *f) {
         "      --split-k auto|off|N  cut matrices with fewer tiles than threads into at most N segment\n"
         "                            ranges; auto: as many as threads (same bits either way; default: auto)\n"
         "      --l4 MODE             off, stream, buffer (segment partials in L4 lines, remote rows\n"
-        "                            prefetched), auto: buffer on several nodes or with split-K, else\n"
-        "                            stream (same bits in every mode; default: auto)\n"
+        "                            prefetched; slower on every machine measured), auto: stream\n"
+        "                            (same bits in every mode; default: auto)\n"
+        "      --tail-split auto|on|off  cut the last tile of each thread's share of wo, gate/up, down\n"
+        "                            and the lm_head into segments that its node's idle threads take\n"
+        "                            (same bits); auto: where 8 or more threads of a node share a\n"
+        "                            stage (default: auto)\n"
         "      --l4-stats            print the L4 counters and the mode used as one JSON line on stderr\n"
         "      --print-schedule      print which thread computes what, and its waits, on stderr\n"
         "      --pack-cache MODE     auto: map the packed weights from a cache file, packing into it\n"
@@ -148,7 +153,7 @@ static int parse_float(const char *s, float *out) {
 static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
     o->n_predict = -1; o->n_threads = default_threads(); o->n_batch = PREFILL_DEFAULT_BATCH; o->sp = sampler_defaults();
-    o->numa = -1; o->split_k = -1; o->l4 = L4RUN_AUTO;
+    o->numa = -1; o->split_k = -1; o->l4 = L4RUN_AUTO; o->tail_split = -1;
     o->cache_type_k = o->cache_type_v = WTYPE_F32;
     o->pack_cache = -1;                // not given: DECODE_PACK_CACHE, else auto
     for (int i = 1; i < argc; i++) {
@@ -162,7 +167,7 @@ static int parse_args(int argc, char **argv, options *o) {
         static const char *valued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file",
             "--dump-logits", "-n", "--n-predict", "-t", "--threads", "-c", "--ctx-size", "-b", "--batch-size", "-s",
             "--seed", "--top-k", "--repeat-last-n", "--temp", "--top-p", "--min-p",
-            "--repeat-penalty", "--numa", "--split-k", "--l4", "--pack-cache", "-ctk", "--cache-type-k", "-ctv",
+            "--repeat-penalty", "--numa", "--split-k", "--l4", "--tail-split", "--pack-cache", "-ctk", "--cache-type-k", "-ctv",
             "--cache-type-v"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
@@ -190,6 +195,8 @@ static int parse_args(int argc, char **argv, options *o) {
             if ((o->cache_type_v = cli_parse_cache_type(v)) < 0) return usage_error("bad -ctv value '%s' (f32, f16)", v);
         } else if (!strcmp(a, "--l4")) {
             if ((o->l4 = l4run_parse_mode(v)) < 0) return usage_error("bad --l4 value '%s' (off, stream, buffer, auto)", v);
+        } else if (!strcmp(a, "--tail-split")) {
+            if ((o->tail_split = cli_parse_tail_split(v)) < -1) return usage_error("bad --tail-split value '%s' (auto, on, off)", v);
         } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
             if (parse_long(v, -1, INT_MAX, &o->n_predict)) return usage_error("bad -n value '%s'", v);
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
@@ -470,7 +477,7 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     char err[GGUF_ERR_MAX];
     decoder_opts dopt = decoder_default_opts(o->n_threads);
     load_progress lp = {.t0 = now_ms(), .tty = isatty(2)};
-    dopt.numa = o->numa, dopt.split_k = o->split_k, dopt.l4 = o->l4, dopt.stop = &cli_stop;
+    dopt.numa = o->numa, dopt.split_k = o->split_k, dopt.l4 = o->l4, dopt.tail_split = o->tail_split, dopt.stop = &cli_stop;
     dopt.cache_type_k = (uint32_t)o->cache_type_k, dopt.cache_type_v = (uint32_t)o->cache_type_v;
     dopt.on_layer = on_layer, dopt.on_layer_arg = &lp;
     dopt.pack_cache = (packcache_opts){.mode = o->pack_cache, .temp_hook = cli_temp_file, .on_write = on_write};
