@@ -7,8 +7,9 @@
 
 #define MAX_CPUS (1 << 22)    // the kernel's own NR_CPUS limit is 8192; this only stops the loop
 
-// The calling thread's CPUs before its first pin, while it holds pins (affinity_pin_self).
-static _Thread_local int *held_cpus, held_n, held_pins;
+// The calling thread's CPUs before its first pin, and the CPUs of the pins it holds, oldest
+// first (affinity_pin_self): the thread runs on the newest.
+static _Thread_local int *held_cpus, held_n, *pins, held_pins, pins_cap;
 
 static int allowed_now(int **cpus) {
     *cpus = NULL;
@@ -57,18 +58,32 @@ int affinity_set(pthread_t t, const int *cpus, int n) {
 }
 
 int affinity_pin_self(int cpu) {
+    if (held_pins == pins_cap) {
+        int cap = pins_cap ? 2 * pins_cap : 4, *p = realloc(pins, sizeof(int) * (size_t)cap);
+        if (!p) return ENOMEM;
+        pins = p, pins_cap = cap;
+    }
     if (!held_pins && (held_n = allowed_now(&held_cpus)) < 1) {
         free(held_cpus), held_cpus = NULL;
         return held_n < 0 ? errno : EINVAL;
     }
     int rc = affinity_set(pthread_self(), &cpu, 1);
-    if (!rc) held_pins++;
+    if (!rc) pins[held_pins++] = cpu;
     else if (!held_pins) free(held_cpus), held_cpus = NULL;
     return rc;
 }
 
-void affinity_unpin_self(void) {
-    if (!held_pins || --held_pins) return;
+void affinity_unpin_self(int cpu) {
+    int i = held_pins - 1;
+    while (i >= 0 && pins[i] != cpu) i--;
+    if (i < 0) return;
+    int newest = i == held_pins - 1;
+    for (; i + 1 < held_pins; i++) pins[i] = pins[i + 1];
+    if (--held_pins) {                   // back on the newest pin still held
+        if (newest) affinity_set(pthread_self(), &pins[held_pins - 1], 1);
+        return;
+    }
     affinity_set(pthread_self(), held_cpus, held_n);
     free(held_cpus), held_cpus = NULL;
+    free(pins), pins = NULL, pins_cap = 0;
 }

@@ -13,7 +13,8 @@ int affinity_cpus(int **cpus);
 // or an error number (pthread_setaffinity_np's, or ENOMEM).
 int affinity_set(pthread_t t, const int *cpus, int n);
 // Pins the calling thread to one CPU, saving its mask on the first pin (0, or an error number;
-// a failed pin holds nothing). Pins nest: the last affinity_unpin_self on the same thread
-// restores the saved mask.
+// a failed pin holds nothing). Pins nest and may be dropped in any order: affinity_unpin_self(cpu)
+// on the same thread drops the newest pin to cpu, the thread goes back to the newest pin left,
+// and once none is left to the saved mask.
 int affinity_pin_self(int cpu);
-void affinity_unpin_self(void);
+void affinity_unpin_self(int cpu);

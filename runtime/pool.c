@@ -25,7 +25,8 @@ struct pool {
     pthread_t *threads;           // (n - 1)
     int *cpus; int n_cpus;        // CPUs the process may run on (the caller's mask before any pool pinned it)
     int *pinned;                  // (n) the CPU of each thread, or NULL: cpus[i mod n_cpus]
-    int caller_pinned;
+    int caller_pinned, caller_cpu; // the caller's pin, dropped by pool_destroy on the same thread
+    pthread_t caller;
     int spin;                     // spin iterations before sleeping: 0 when oversubscribed
     pool_fn fn; void *ctx;        // the current job, published by `gen`
     atomic_uint gen;              // bumped once per job (and once to stop)
@@ -113,8 +114,11 @@ pool *pool_create_pinned(int n_threads, const int *cpus) {
     p->spin = (p->n_cpus > 0 && n_threads > p->n_cpus) || shared_cpu(p->pinned, n_threads) ? 0 : SPIN_ITERS;
     p->threads = calloc((size_t)n_threads, sizeof(pthread_t));
     if (!p->threads) { free(p->cpus); free(p->pinned); free(p); return NULL; }
-    if (n_threads > 1 && p->n_cpus > 0)   // a single-threaded pool leaves the caller alone
-        p->caller_pinned = !affinity_pin_self(p->pinned ? p->pinned[0] : p->cpus[0]);
+    p->caller = pthread_self();
+    if (n_threads > 1 && p->n_cpus > 0) {  // a single-threaded pool leaves the caller alone
+        p->caller_cpu = p->pinned ? p->pinned[0] : p->cpus[0];
+        p->caller_pinned = !affinity_pin_self(p->caller_cpu);
+    }
     pthread_attr_t attr;                 // a set size: address space only until touched
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, WORKER_STACK);
@@ -161,6 +165,7 @@ void pool_destroy(pool *p) {
     atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
     futex_wake(&p->gen);
     for (int i = 1; i < p->n; i++) pthread_join(p->threads[i - 1], NULL);
-    if (p->caller_pinned) affinity_unpin_self();
+    // A pin belongs to its thread: destroyed elsewhere, the creator keeps it (pool.h forbids that).
+    if (p->caller_pinned && pthread_equal(p->caller, pthread_self())) affinity_unpin_self(p->caller_cpu);
     free(p->threads); free(p->cpus); free(p->pinned); free(p);
 }

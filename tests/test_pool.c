@@ -10,6 +10,18 @@
 
 typedef struct { int n; int hits[16]; long sum[16]; int round; } job;
 
+// The calling thread's mask right now (not affinity_cpus' view under pins): how many CPUs, and
+// the lowest in *first.
+static int mask_now(int *first) {
+    cpu_set_t *s = CPU_ALLOC(1 << 13);
+    size_t size = CPU_ALLOC_SIZE(1 << 13);
+    CHECK(s && sched_getaffinity(0, size, s) == 0);
+    int n = CPU_COUNT_S(size, s);
+    for (*first = 0; *first < (1 << 13) && !CPU_ISSET_S(*first, size, s); (*first)++) {}
+    CPU_FREE(s);
+    return n;
+}
+
 static void body(void *ctx, int tid, int n) {
     job *j = ctx;
     CHECK(n == j->n);
@@ -56,15 +68,28 @@ int main(void) {
         free(seen);
         pool *q = pool_create(2);
         CHECK(q && pool_spins(q));
+        int first;
+        CHECK(mask_now(&first) == 1 && first == cpu[0]);   // both pin the caller to the first CPU
         pool_destroy(p);
         CHECK((n_seen = affinity_cpus(&seen)) == n_cpu);
         free(seen);
+        CHECK(mask_now(&first) == 1 && first == cpu[0]);   // q still holds it
         pool_destroy(q);
-        CHECK((n_seen = affinity_cpus(&seen)) == n_cpu);   // no pins held: the thread's mask now
-        free(seen);
-        cases += 3;
+        CHECK(mask_now(&first) == n_cpu);                  // no pins held: the whole mask again
+        // Pools pinning the caller to different CPUs, dropped in either order: the caller runs on
+        // the newest pin left.
+        int rev[2] = {cpu[1], cpu[0]};
+        for (int order = 0; order < 2; order++) {
+            pool *a = pool_create_pinned(2, cpu), *b = pool_create_pinned(2, rev);
+            CHECK(a && b && mask_now(&first) == 1 && first == cpu[1]);
+            pool_destroy(order ? a : b);
+            CHECK(mask_now(&first) == 1 && first == (order ? cpu[1] : cpu[0]));
+            pool_destroy(order ? b : a);
+            CHECK(mask_now(&first) == n_cpu);
+        }
+        cases += 5;
     } else printf("pool: one CPU allowed, the spinning pair and two live pools not checked\n");
-    CHECK(cases == 47 + 3 * (n_cpu >= 2));
+    CHECK(cases == 47 + 5 * (n_cpu >= 2));
     printf("pool: %d thread slots checked\n", cases);
     return 0;
 }
