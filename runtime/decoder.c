@@ -59,7 +59,7 @@ static void *zalloc_lines(size_t bytes) {
 #define MIN_STEP_BYTES (1L << 20)
 #define MIN_CLAIM_BYTES (64L << 10)   // a claim of stealable work streams at least this: a guess, as above
 // --tail-split auto cuts a share's last tile where this many threads of its node take from it:
-// on 16 threads of an Intel Xeon it gave 8-12% more tok/s, on 8 about 2%, on 2 it cost 1-4%
+// on 16 threads of an Intel Xeon it gave 8-12% more tok/s, on 8 0.6-2%, on 2 it cost 1-4%
 // (docs/runtime.md). Measured on that one CPU; a guess elsewhere.
 #define TAIL_SPLIT_TAKERS 8
 #define SPIN_ITERS 20000          // ~50-100 us of pause before a waiting thread sleeps

@@ -162,7 +162,7 @@ static int stream_keys(void *ctx, int thread, l4_entry *out, int max) {
 // ---- create / free ----
 
 // auto is stream, not the design's rule (l4_choose_mode: buffer on several nodes or with split-K).
-// buffer's lock and flush per tile and token, and its plan-bound tiles (no stealing), cost 2-3x
+// buffer's lock and flush per tile and token, and its plan-bound tiles (no stealing), cost 1.5-3x
 // on the TinyLlama shape and 6-10x on stories15M's at 8-16 threads of an Intel Xeon, split-K or
 // not, where the gain it could buy is the few remote segment rows of a split tile straddling two
 // nodes (docs/l4-integration.md).

@@ -2,8 +2,8 @@
 // that node's threads and fed by their key streams from the schedule.
 // Contract:
 //  - Modes: off (no L4), stream (StreamTransparent: nothing cached, remote rows read where they
-//    lie), buffer (CacheBuffer), auto (the L4 design's decision: buffer when the threads span
-//    several nodes or a matrix is split across threads, else stream). Decided once at init.
+//    lie), buffer (CacheBuffer), auto (stream: buffer measured slower wherever it was tried,
+//    l4run.c says why, so auto departs from the L4 design's rule). Decided once at init.
 //  - buffer: every GEMV keeps its KSEG segment partials in writable L4 lines (one 8 KiB line holds
 //    32 slots of 64 floats); each segment writes its own slot from 0, and the fold into the
 //    output, slots 0..n-1 left to right, is the line's writeback, flushed by the tile's owner

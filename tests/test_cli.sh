@@ -146,14 +146,18 @@ expect 0 "bpe empty text" -- "$bin/tokenize" -m "$bpe" -p ""
 [ "$(od -An -c "$tmp/out" | tr -d ' ')" = '\n' ] || fail "bpe: empty text gives ids (no BOS for qwen2)"
 
 # --print-schedule: the plan, each thread's waits, and how the stolen stages hand out tiles (whole
-# tiles: decode leaves the tail split off); stories260K runs on one thread at -t 2 (under the
-# step threshold) and steals nothing.
+# tiles: --tail-split auto cuts none at 2 threads, on cuts them); stories260K runs on one thread
+# at -t 2 (under the step threshold) and steals nothing.
 sched=$tmp/sched.gguf
 "$bin/gguf-synth" "$sched" --n-embd 512 --n-layer 2 --n-head 8 --n-kv-head 4 --n-ff 1376 --n-vocab 2000 --ctx 64 --dtype f16 --seed 7 >/dev/null || fail "gguf-synth 512"
 expect 0 "print-schedule -t 2" -- "$d" -m "$sched" -p a -n 1 --temp 0 -t 2 --print-schedule
 grep -q "^schedule: 2 threads" "$tmp/err" && grep -q "^thread 1 (node 0)" "$tmp/err" &&
   grep -q "^  wo      whole tiles$" "$tmp/err" && grep -q "^  down    whole tiles$" "$tmp/err" ||
   fail "print-schedule -t 2: $(cat "$tmp/err")"
+expect 0 "print-schedule -t 2 --tail-split on" -- "$d" -m "$sched" -p a -n 1 --temp 0 -t 2 --print-schedule --tail-split on
+grep -q "^  down    whole tiles, then the last tile of 2 shares in" "$tmp/err" ||
+  fail "print-schedule --tail-split on: $(cat "$tmp/err")"
+expect 2 "bad --tail-split" -- "$d" -m "$sched" -p a --tail-split yes
 expect 0 "print-schedule one thread" -- "$d" -m "$model" -p a -n 1 --temp 0 -t 2 --print-schedule
 grep -q "^schedule: 1 threads" "$tmp/err" && grep -q "^stealing: off (one thread)$" "$tmp/err" ||
   fail "print-schedule stories260K: $(cat "$tmp/err")"
@@ -174,6 +178,6 @@ for bad in 3x x4 4x4, 4x4,,2x2 100000x3 0x5 4x4x4 40000x40000 " 4x4" +4x4; do
   expect 2 "gemv-bench -s $bad" -- "$g" -t 1 -s "$bad"
 done
 
-[ "$cases" = 61 ] || fail "ran $cases cases, expected 61"
+[ "$cases" = 63 ] || fail "ran $cases cases, expected 63"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

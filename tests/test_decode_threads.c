@@ -215,9 +215,10 @@ static char *synth(const char *name, const char *embd, const char *head, const c
     return model;
 }
 
-// Tail tiles a decoder cuts (shares with tail units) at T threads (no thresholds), tail split `mode`.
+// Tail tiles a decoder cuts (shares with tail units) at T threads (no thresholds), tail split
+// `mode`, on `fake` pretend nodes (one node is pretended too: the host may have several).
 static int tails_cut(const llama_model *m, int T, int mode, const char *fake) {
-    if (fake) setenv("DECODE_FAKE_NUMA", fake, 1);
+    setenv("DECODE_FAKE_NUMA", fake, 1);
     decoder d;
     char err[GGUF_ERR_MAX];
     decoder_opts o = decoder_default_opts(T);
@@ -225,6 +226,7 @@ static int tails_cut(const llama_model *m, int T, int mode, const char *fake) {
     CHECKF(decoder_init_opts(&d, m, 64, &o, err) == 0, "%s", err);
     unsetenv("DECODE_FAKE_NUMA");
     int n = 0;
+    CHECK(pool_size(d.pool) == T && d.tail_units);
     for (int i = 0; i < DECODER_N_STAGE * T; i++) n += d.tail_units[i] > 0;
     decoder_free(&d);
     return n;
@@ -236,11 +238,11 @@ static void check_tail_auto(const char *path) {
     llama_model m;
     char err[GGUF_ERR_MAX];
     CHECKF(llama_model_load(&m, path, err) == 0, "%s", err);
-    CHECK(tails_cut(&m, 8, -1, NULL) > 0);
-    CHECK(tails_cut(&m, 4, -1, NULL) == 0);
+    CHECK(tails_cut(&m, 8, -1, "1") > 0);
+    CHECK(tails_cut(&m, 4, -1, "1") == 0);
     CHECK(tails_cut(&m, 8, -1, "2") == 0);
-    CHECK(tails_cut(&m, 4, 1, NULL) > 0);
-    CHECK(tails_cut(&m, 8, 0, NULL) == 0);
+    CHECK(tails_cut(&m, 4, 1, "1") > 0);
+    CHECK(tails_cut(&m, 8, 0, "1") == 0);
     llama_model_free(&m);
 }
 

@@ -114,6 +114,7 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   # little after the process is reaped (a deferred close of its mapping: seen on 16 CPUs). The
   # next writer can only remove a file nobody holds, so wait for that (5 s at most).
   for f in "$dir"/*.pack.tmp*; do
+    [ -e "$f" ] || continue             # no match: the glob itself
     for ((i = 0; i < 100; i++)); do flock -n "$f" true && break; sleep 0.05; done
   done
   run 0 "after SIGKILL" "$tmp/t.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/t.bin" && has "saved to" "after SIGKILL"
