@@ -112,7 +112,6 @@ static int parse_words(const char *s, int *out, int (*word)(const char *)) {
     return n ? n : -1;
 }
 
-
 // "auto" -1, "off" 0, N >= 2; -2 for anything else.
 static int split_word(const char *s) {
     if (!strcmp(s, "auto")) return -1;
