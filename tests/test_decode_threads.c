@@ -186,6 +186,13 @@ static int api_cases(const char *path) {
                     free(got);
                     cases++;
                 }
+    // 8 and 16 threads (more than the CPUs here): every share of a stolen stage has 8 or more
+    // takers, the case --tail-split auto cuts (run_tokens turns it on at any count).
+    for (int T = 8; T <= 16; T *= 2, cases++) {
+        float *got = run_tokens(&m, T, -1, NULL, 0, 0, WTYPE_F32);
+        CHECKF(!memcmp(got, ref, bytes), "%s: T=%d split auto: logits differ", path, T);
+        free(got);
+    }
     // An f16 KV cache: again one set of logits for every thread count, split and topology, not the
     // f32 cache's.
     float *ref16 = run_tokens(&m, 1, 0, NULL, 1, 0, WTYPE_F16);
@@ -279,7 +286,7 @@ int main(void) {
     check_placement(a);
     check_tail_auto(a);
     int api = api_cases(stories) + api_cases(a) + api_cases(b) + api_cases(c);
-    CHECK(api == 4 * 36);
+    CHECK(api == 4 * 38);
     llama_model m;                    // a cache type the kernels do not read: refused at init
     decoder d;
     char err[GGUF_ERR_MAX];
