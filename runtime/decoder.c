@@ -487,12 +487,12 @@ static int takers(const decoder *d, int st, int v) {
 }
 
 // Units (segments of each matrix of the stage) of share v's tail tile; 0 when its last tile runs
-// whole: fewer takers than min_takers (at least 2), one segment, or tiles under two claims
+// whole: fewer takers than min_takers (2 or more), one segment, or tiles under two claims
 // (min_claim_bytes).
 static uint32_t tail_units_of(const decoder *d, int st, int v, int min_takers) {
     int m = stage_mats[st][0];
     uint32_t n_seg = sched_n_seg(&d->sched, m);
-    if (!thread_has_share(d, v, m) || takers(d, st, v) < (min_takers > 2 ? min_takers : 2) || n_seg < 2 ||
+    if (!thread_has_share(d, v, m) || takers(d, st, v) < min_takers || n_seg < 2 ||
         stage_tile_bytes(d, st) < 2 * (size_t)d->min_claim_bytes)
         return 0;
     return (uint32_t)stage_n_mats(st) * n_seg;

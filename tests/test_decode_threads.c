@@ -122,21 +122,26 @@ static void check_stream(const decoder *d, int tid) {
     v->n = 0;
 }
 
+// decoder_init_opts (64 positions) on `fake` pretend nodes, NULL: the host's topology.
+static void init_on(decoder *d, const llama_model *m, const decoder_opts *o, const char *fake) {
+    char err[GGUF_ERR_MAX];
+    if (fake) setenv("DECODE_FAKE_NUMA", fake, 1);
+    else unsetenv("DECODE_FAKE_NUMA");
+    CHECKF(decoder_init_opts(d, m, 64, o, err) == 0, "%s", err);
+    unsetenv("DECODE_FAKE_NUMA");
+}
+
 // kv: the KV cache's type (K and V).
 static float *run_tokens(const llama_model *m, int T, int split, const char *fake, int thresholds, int check_keys,
                          uint32_t kv) {
-    if (fake) setenv("DECODE_FAKE_NUMA", fake, 1);
-    else unsetenv("DECODE_FAKE_NUMA");
     decoder d;
-    char err[GGUF_ERR_MAX];
     decoder_opts o = decoder_default_opts(T);
     o.split_k = split;
     o.cache_type_k = o.cache_type_v = kv;
     o.l4 = L4RUN_OFF;   // the trace follows the plain path; the L4 path is test_decode_l4's
+    o.tail_split = 1;   // the CLI's auto leaves it off below 8 threads: on here
     if (!thresholds) o.min_stage_bytes = o.min_step_bytes = o.min_claim_bytes = 0;
-    CHECKF(decoder_init_opts(&d, m, 64, &o, err) == 0, "%s", err);
-    unsetenv("DECODE_FAKE_NUMA");
-    decoder_set_tail_split(&d, 1);    // the CLI's auto leaves it off below 8 threads: on here
+    init_on(&d, m, &o, fake);
     if (!thresholds) CHECK(pool_size(d.pool) == T);
     int any_split = 0;
     for (int mat = 0; mat < SCHED_N_MAT; mat++) any_split |= d.sched.split[mat];
@@ -225,13 +230,10 @@ static char *synth(const char *name, const char *embd, const char *head, const c
 // Tail tiles a decoder cuts (shares with tail units) at T threads (no thresholds), tail split
 // `mode`, on `fake` pretend nodes (one node is pretended too: the host may have several).
 static int tails_cut(const llama_model *m, int T, int mode, const char *fake) {
-    setenv("DECODE_FAKE_NUMA", fake, 1);
     decoder d;
-    char err[GGUF_ERR_MAX];
     decoder_opts o = decoder_default_opts(T);
     o.min_stage_bytes = o.min_step_bytes = o.min_claim_bytes = 0, o.tail_split = mode;
-    CHECKF(decoder_init_opts(&d, m, 64, &o, err) == 0, "%s", err);
-    unsetenv("DECODE_FAKE_NUMA");
+    init_on(&d, m, &o, fake);
     int n = 0;
     CHECK(pool_size(d.pool) == T && d.tail_units);
     for (int i = 0; i < DECODER_N_STAGE * T; i++) n += d.tail_units[i] > 0;
@@ -260,11 +262,9 @@ static void check_placement(const char *path) {
     decoder d;
     char err[GGUF_ERR_MAX];
     CHECKF(llama_model_load(&m, path, err) == 0, "%s", err);
-    setenv("DECODE_FAKE_NUMA", "2", 1);
     decoder_opts o = decoder_default_opts(64);
     o.numa = TOPO_NUMA_DISTRIBUTE;
-    CHECKF(decoder_init_opts(&d, &m, 64, &o, err) == 0, "%s", err);
-    unsetenv("DECODE_FAKE_NUMA");
+    init_on(&d, &m, &o, "2");
     int u = d.sched.n_threads;
     CHECKF(u >= 2 && u < 64, "%d threads used of 64", u);
     CHECKF(d.sched.node[0] == 0 && d.sched.node[u - 1] == 1, "%d threads used: first on node %d, last on node %d",
