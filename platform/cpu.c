@@ -1,6 +1,7 @@
 #include "platform/cpu.h"
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -67,3 +68,15 @@ int cpu_isa(void) {
 }
 
 int cpu_simd_enabled(void) { return cpu_isa() >= CPU_ISA_AVX2; }
+
+int cpu_evict(const void *p, size_t n) {
+#if defined(__x86_64__) || defined(__i386__)
+    const char *c = (const char *)((uintptr_t)p & ~(uintptr_t)63), *end = (const char *)p + n;
+    for (; c < end; c += 64) __asm__ volatile("clflush %0" ::"m"(*c));
+    __asm__ volatile("mfence" ::: "memory");
+    return 0;
+#else
+    (void)p, (void)n;
+    return -1;
+#endif
+}

@@ -6,6 +6,7 @@
 // Run-time CPU feature detection for SIMD dispatch (one binary for every x86-64). Each flag is 1
 // only when the CPU has the instructions and the OS saves the register state they use (XCR0).
 #pragma once
+#include <stddef.h>
 
 typedef struct {
     int avx2;        // AVX2 + FMA + F16C, XMM/YMM state enabled
@@ -30,3 +31,7 @@ int cpu_isa(void);
 int cpu_simd_enabled(void);
 // 1 when s is a DECODE_ISA value this build understands (avx512, avx2, scalar).
 int cpu_isa_name_ok(const char *s);
+// Writes back and evicts the cache lines of [p, p + n) from every cache level (clflush), so the
+// next read of them comes from memory whatever the caches' size; 0 done, -1 where the ISA has no
+// such instruction (nothing done).
+int cpu_evict(const void *p, size_t n);

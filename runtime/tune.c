@@ -5,7 +5,8 @@
 //    tune_pick applies it to what it was measured on, up to half the L2 a thread (a matrix the
 //    size of the whole L2 streams partly from L3: on a Zen 3 l2_512 ran 75% of its roofline
 //    without prefetch and 80-86% with 1 KB);
-//  - stream, on a packed f16 matrix of DRAM_BYTES: first the interleave at prefetch 2048 B, with
+//  - stream, on a packed f16 matrix of DRAM_BYTES (from DRAM: evicted before each call where the
+//    caches hold it): first the interleave at prefetch 2048 B, with
 //    the interleave fastest on the L2 matrices with prefetch on as the incumbent (on a Zen 5 the
 //    DRAM interleaves tie and a noisy pick of 4 cost l3_2048 bf16 ~15%; on a Sapphire Rapids
 //    4 beat 1 by ~20% and 2 by ~8%), then the PF candidates at that interleave;
@@ -57,9 +58,12 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // The stream matrix: the dram_8192 cell's 128 MiB. Smaller ones do not stand for DRAM: on a Zen 3
 // (32 MiB L3) 64 MiB put prefetch 1 KB 3% ahead of 2 KB where 128 MiB and dram_8192 put it 8-12%
 // ahead; on a Xeon whose L3 held 64 MiB every choice tied there while no prefetch cost 15-35% on
-// dram_8192. A VM's reported L3 (256 MiB on that Zen 3) is no guide. Where a real L3 holds it, the
-// tuning is for L3-resident streams, which is what a model that size gets there.
+// dram_8192. A VM's reported L3 (256 MiB on that Zen 3, 508 MiB on a Zen 5 with 32) is no guide,
+// so a measurement decides whether the caches hold it (dram_alloc): on a 16-core Xeon with 300 MiB
+// of L3 they did, and the tuning was for L3 while the models that need it (2 GB and up) stream
+// from DRAM there. Where they hold it, it is evicted before each timed call.
 #define DRAM_BYTES ((size_t)128 << 20)
+#define COLD 0.15                 // ... evicted where an evicted call is this much slower than a warm one
 
 // Defaults when tuning is off, and the incumbents of a first tune, by CPU vendor and family.
 // Measured where a row says so; the fallback is the middle of the measured range, not a claim
@@ -149,10 +153,11 @@ typedef struct {
     float *x, *y;
     size_t k, n;
     uint32_t dt;                  // WTYPE_F16 or WTYPE_BF16
+    int cold;                     // evicted from every cache before each timed call
 } mat;
 
 static int mat_alloc(mat *m, size_t bytes, size_t k, uint32_t dt) {
-    m->k = k, m->dt = dt;
+    m->k = k, m->dt = dt, m->cold = 0;
     m->n = bytes / 2 / k / GEMV_TILE * GEMV_TILE;
     if (m->n < GEMV_TILE) m->n = GEMV_TILE;
     m->P = hugepage_alloc(gemv_packed_bytes(dt, k, m->n));   // as the packed weights and the KV cache are
@@ -165,12 +170,35 @@ static int mat_alloc(mat *m, size_t bytes, size_t k, uint32_t dt) {
 }
 static void mat_free(mat *m) { free(m->P), free(m->x), free(m->y); }
 
-// Seconds per GEMV over the whole matrix with tu, the mean of `reps` back-to-back calls.
+// Seconds per GEMV over the whole matrix with tu, the mean of `reps` calls; a cold matrix is
+// evicted before each, untimed.
 static double gemv_seconds(const mat *m, gemv_tuning tu, int reps) {
-    double t = monotonic_seconds();
-    for (int r = 0; r < reps; r++)
+    double s = 0;
+    for (int r = 0; r < reps; r++) {
+        if (m->cold) cpu_evict(m->P, gemv_packed_bytes(m->dt, m->k, m->n));
+        double t = monotonic_seconds();
         gemv_packed_on(gemv_isa_id(), m->dt, m->x, m->P, m->k, m->n, 0, gemv_n_tiles(m->n), m->y, &tu);
-    return (monotonic_seconds() - t) / reps;
+        s += monotonic_seconds() - t;
+    }
+    return s / reps;
+}
+
+// The stream matrix, m->cold set where this machine's caches hold it: an evicted call slower
+// than a warm one by more than COLD (fastest of two each, after a warm-up call). 0 ok, -1 no memory.
+static int dram_alloc(mat *m) {
+    if (mat_alloc(m, DRAM_BYTES, 8192, WTYPE_F16)) return -1;
+    gemv_tuning tu = gemv_get_tuning();
+    double warm = 1e300, cold = 1e300;
+    gemv_seconds(m, tu, 1);
+    for (int i = 0; i < 2; i++) {
+        double w = gemv_seconds(m, tu, 1);
+        m->cold = 1;
+        double c = gemv_seconds(m, tu, 1);
+        m->cold = 0;
+        warm = w < warm ? w : warm, cold = c < cold ? c : cold;
+    }
+    m->cold = cold > warm * (1 + COLD);
+    return 0;
 }
 
 int tune_choose(const double *t, int nc, int nr, int incumbent, int by_min) {
@@ -265,12 +293,14 @@ static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *
 // A KV candidate's time: one attention over the cache k, v (f32, KV_HEADS heads of KV_HD, n_pos
 // positions) with the prefetch c[i].
 enum { KV_HEADS = 8, KV_HD = 64 };
-typedef struct { const float *k, *v; int n_pos; float *scratch; const int *c; } kv_job;
+typedef struct { const float *k, *v; int n_pos, cold; float *scratch; const int *c; } kv_job;
 static double attention_time(void *ctx, int i) {
     const kv_job *j = ctx;
     float q[KV_HEADS * KV_HD], out[KV_HEADS * KV_HD];
     for (int e = 0; e < KV_HEADS * KV_HD; e++) q[e] = 0.01f;
     attention_set_prefetch(j->c[i]);
+    size_t half = (size_t)j->n_pos * KV_HEADS * KV_HD * sizeof(float);
+    if (j->cold) cpu_evict(j->k, half), cpu_evict(j->v, half);
     double t = monotonic_seconds();
     attention(out, q, j->k, WTYPE_F32, j->v, WTYPE_F32, j->n_pos, KV_HEADS, KV_HEADS, KV_HD, KV_HD,
               (size_t)j->n_pos * KV_HD, j->scratch);
@@ -290,7 +320,7 @@ static int measure_kv(const mat *m, int inc, int *kv) {
     float *scratch = malloc(sizeof(float) * (size_t)n_pos * KV_HEADS);
     if (!scratch) return -1;
     double t[TUNE_MAX_CANDIDATES * ROUNDS];
-    time_rounds(attention_time, &(kv_job){k, v, n_pos, scratch, c}, nc, ROUNDS, t);
+    time_rounds(attention_time, &(kv_job){k, v, n_pos, m->cold, scratch, c}, nc, ROUNDS, t);
     *kv = c[tune_choose(t, nc, ROUNDS, ii, 0)];
     free(scratch);
     return 0;
@@ -298,14 +328,14 @@ static int measure_kv(const mat *m, int inc, int *kv) {
 
 // Measures every choice, keeping the incumbents inc/inc_resident (NULL: none; inc's interleave
 // is also the stream interleave's incumbent) unless a candidate beats them by more than the
-// spread of the rounds; 0 ok (tu, resident, gbps set), -1 out of memory.
+// spread of the rounds; 0 ok (tu, resident, gbps, evicted set), -1 out of memory.
 static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int inc_kv, gemv_tuning *tu,
-                   gemv_tuning *resident, int *kv, double *gbps) {
+                   gemv_tuning *resident, int *kv, double *gbps, int *evicted) {
     *tu = (gemv_tuning){PF[NPF - 1], 1};
     double s;
     if (measure_resident(inc_resident, resident, &tu->interleave)) return -1;
     mat m;
-    if (mat_alloc(&m, DRAM_BYTES, 8192, WTYPE_F16)) { mat_free(&m); return -1; }
+    if (dram_alloc(&m)) { mat_free(&m); return -1; }
     gemv_tuning c[NPF + GEMV_MAX_INTERLEAVE + 1];
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1;
     if (nnt > 1) {
@@ -318,19 +348,20 @@ static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int 
     int ii = find_or_add(c, &nc, inc, nnt);
     *tu = c[fastest(&m, c, nc, 1, ii, &s)];
     *gbps = gemv_packed_bytes(WTYPE_F16, m.k, m.n) / s / 1e9;
+    *evicted = m.cold;
     int rc = measure_kv(&m, inc_kv, kv);
     mat_free(&m);
     return rc;
 }
 
-// The DRAM rate with tu now: one warm-up pass and the median of three.
-static double check_gbps(gemv_tuning tu) {
+// The DRAM rate with tu now, the median of three passes (*evicted: m.cold, as measure() sets it).
+static double check_gbps(gemv_tuning tu, int *evicted) {
     mat m;
-    if (mat_alloc(&m, DRAM_BYTES, 8192, WTYPE_F16)) { mat_free(&m); return 0; }
+    if (dram_alloc(&m)) { mat_free(&m); return 0; }
     double t[3];
-    gemv_seconds(&m, tu, 1);
     for (int i = 0; i < 3; i++) t[i] = gemv_seconds(&m, tu, 1);
     double g = gemv_packed_bytes(WTYPE_F16, m.k, m.n) / median(t, 3) / 1e9;
+    *evicted = m.cold;
     mat_free(&m);
     return g;
 }
@@ -414,7 +445,7 @@ tune_result tune_gemv(int mode, const char *cache_path) {
             r.source = TUNE_CACHED;
             goto done;
         }
-        double now = check_gbps(cached);
+        double now = check_gbps(cached, &r.evicted);
         if (now > 0 && now >= cached_gbps * (1 - MOVED) && now <= cached_gbps * (1 + MOVED)) {
             r.tu = cached, r.resident = cached_resident, r.kv_pf = cached_kv, r.gbps = now, r.source = TUNE_CACHED;
             cache_store(path, r.key, cached, cached_resident, cached_kv, cached_gbps);   // restamp; the rate stays the tuned one
@@ -426,7 +457,7 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     gemv_tuning tu, resident, def = r.tu, def_resident = r.resident;
     const gemv_tuning *inc = retune ? &cached : has_row ? &def : NULL;
     int kv, inc_kv = retune ? cached_kv : has_row ? r.kv_pf : -1;
-    if (measure(inc, retune ? &cached_resident : has_row ? &def_resident : NULL, inc_kv, &tu, &resident, &kv, &r.gbps)) {
+    if (measure(inc, retune ? &cached_resident : has_row ? &def_resident : NULL, inc_kv, &tu, &resident, &kv, &r.gbps, &r.evicted)) {
         snprintf(r.note, sizeof r.note, "out of memory measuring; defaults used");
         goto done;
     }
@@ -469,7 +500,8 @@ int tune_pick_kv(size_t kv_bytes, int threads) {
 void tune_describe(const tune_result *r, char *buf, size_t n) {
     static const char *const src[] = {"default", "cached", "measured"};
     snprintf(buf, n, "gemv tuning: %s, prefetch %d B, interleave %d; resident (<= %zu KiB a thread): prefetch %d B, "
-             "interleave %d; KV prefetch %d B (%s in %.2f s, %.1f GB/s; key %s)%s%s", gemv_isa(), r->tu.pf,
+             "interleave %d; KV prefetch %d B (%s in %.2f s, %.1f GB/s%s; key %s)%s%s", gemv_isa(), r->tu.pf,
              r->tu.interleave, r->resident_bytes >> 10, r->resident.pf, r->resident.interleave, r->kv_pf,
-             src[r->source], r->seconds, r->gbps, r->key, r->note[0] ? "; " : "", r->note);
+             src[r->source], r->seconds, r->gbps, r->evicted ? ", evicted from the caches" : "", r->key,
+             r->note[0] ? "; " : "", r->note);
 }

@@ -2,7 +2,8 @@
 // kernels/gemv.h gemv_tuning), which leave the arithmetic alone. A prefetch distance that is best
 // on one CPU costs 15-20% on another, so it is measured, not guessed: a short single-thread run
 // (well under a second) over a 128 MiB and a half-L2 packed matrix picks the fastest
-// candidates, and the result is cached in $XDG_CACHE_HOME/decode/tune (or ~/.cache/decode/tune)
+// candidates (the 128 MiB evicted from the caches before each timed call where they hold it, so
+// the stream tuning is for DRAM on a CPU with a large L3 too), and the result is cached in $XDG_CACHE_HOME/decode/tune (or ~/.cache/decode/tune)
 // under a key of CPU vendor, family, model, stepping, cache sizes and the GEMV path.
 // Two tunings: "stream" (tu) for weights read from L3 or DRAM every step, the prefetch distance
 // measured on the DRAM-sized matrix; "resident" for weights that stay in each core's L2 from one
@@ -31,6 +32,7 @@ typedef struct {
     int kv_pf;                    // bytes attention prefetches its K and V rows ahead (attention_set_prefetch)
     int source;                   // TUNE_DEFAULT / TUNE_CACHED / TUNE_MEASURED
     double gbps;                  // single-thread DRAM GEMV read rate with tu (0 when not measured)
+    int evicted;                  // the caches held the 128 MiB matrix: it was evicted before each timed call
     double seconds;               // time spent tuning
     char key[160];                // the cache key (the machine)
     char note[256];               // why a cache entry was not used, or a cache write failed; or ""

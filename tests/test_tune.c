@@ -10,6 +10,7 @@
 // alone; an unwritable cache is reported, not fatal; DECODE_TUNE parsing.
 #include "runtime/tune.h"
 #include "kernels/ops.h"
+#include "platform/cpu.h"
 #include "tests/check.h"
 #include "tests/tool_util.h"
 #include <math.h>
@@ -205,6 +206,27 @@ int main(void) {
     char line[512];
     tune_describe(&o, line, sizeof line);
     CHECK(strstr(line, "default") && strstr(line, "prefetch") && strstr(line, "resident") && strstr(line, "KV prefetch"));
+    // the line says when the stream matrix was evicted before each timed call, and only then
+    tune_result e = r;
+    for (int ev = 0; ev < 2; ev++) {
+        char l2[512];
+        e.evicted = ev;
+        tune_describe(&e, l2, sizeof l2);
+        CHECKF(!strstr(l2, "evicted") == !ev, "evicted %d: %s", ev, l2);
+    }
+    // cpu_evict writes lines back (their bytes stay), unaligned ends included
+    unsigned char *buf = malloc(1 << 16);
+    CHECK(buf);
+    for (int i = 0; i < 1 << 16; i++) buf[i] = (unsigned char)(i * 7 + 3);
+    int er = cpu_evict(buf + 5, (1 << 16) - 70);
+    int intact = 1;
+    for (int i = 0; i < 1 << 16; i++) intact &= buf[i] == (unsigned char)(i * 7 + 3);
+    CHECKF(intact && (er == 0 || er == -1), "cpu_evict returned %d, bytes intact %d", er, intact);
+#if defined(__x86_64__) || defined(__i386__)
+    CHECK(er == 0);
+#endif
+    free(buf);
+    checks += 4;
     // DECODE_TUNE
     const char *vals[] = {NULL, "", "off", "force", "on"};
     const int want[] = {TUNE_AUTO, TUNE_AUTO, TUNE_OFF, TUNE_FORCE, -1};
@@ -215,7 +237,7 @@ int main(void) {
     }
     checks += 8;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 19 : 53));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 23 : 57));
     free(path);
     scratch_remove(dir);
     return 0;
