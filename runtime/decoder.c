@@ -253,7 +253,7 @@ static void wait_for(decoder *d, thread_ctx *c, int layer, int step) {
         const sched_dep *dep = &s->dep[i];
         int l = layer + dep->layer_delta;
         if (l < 0) continue;                 // the previous token: finished before this step began
-        c->wait_s += progress_wait(d->progress, dep->thread, step_number(d, l, dep->step));
+        c->wait_s[at] += progress_wait(d->progress, dep->thread, step_number(d, l, dep->step));
     }
 }
 
@@ -751,16 +751,21 @@ void decoder_embed(const decoder *d, int32_t token, float *x) {
 
 void decoder_stats_reset(decoder *d) {
     d->busy_s = 0;
-    for (int t = 0; t < pool_size(d->pool); t++) d->threads[t].wait_s = 0, d->threads[t].stolen = 0, d->threads[t].tail_segs = 0,
-                                                  d->threads[t].tail_shared = 0;
+    for (int t = 0; t < pool_size(d->pool); t++) {
+        thread_ctx *c = &d->threads[t];
+        memset(c->wait_s, 0, sizeof c->wait_s);
+        c->stolen = 0, c->tail_segs = 0, c->tail_shared = 0;
+    }
 }
 
 void decoder_stats_get(const decoder *d, decoder_stats *s) {
     s->busy_s = d->busy_s;
     s->wait_s = 0, s->stolen = 0, s->tail_segs = 0, s->tail_shared = 0;
+    memset(s->wait_step_s, 0, sizeof s->wait_step_s);
     for (int t = 0; t < pool_size(d->pool); t++) {
         const thread_ctx *c = &d->threads[t];
-        s->wait_s += c->wait_s, s->stolen += c->stolen, s->tail_segs += c->tail_segs, s->tail_shared += c->tail_shared;
+        for (int w = 0; w < SCHED_N_WAIT; w++) s->wait_s += c->wait_s[w], s->wait_step_s[w] += c->wait_s[w];
+        s->stolen += c->stolen, s->tail_segs += c->tail_segs, s->tail_shared += c->tail_shared;
     }
 }
 

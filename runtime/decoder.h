@@ -51,7 +51,7 @@ typedef struct thread_ctx_s {
     int cpu;                      // CPU it is pinned to
     float *xb;                    // (n_embd) its RMSNorm of the residual stream
     float *att_scores;            // (max(n_head / n_head_kv, min(n_head, 8)), n_ctx) attention scores (ops.h)
-    double wait_s;                // seconds waited at sync points since decoder_stats_reset
+    double wait_s[SCHED_N_WAIT];  // seconds waited before each step since decoder_stats_reset
     size_t stolen;                // tiles it took from other threads' shares since then
     size_t tail_segs;             // segments of tail tiles it ran since then
     size_t tail_shared;           // tail tiles it folded whose segments several threads ran
@@ -141,6 +141,7 @@ void decoder_norm_rope(const decoder *d, float *v, int n_heads, const float *nor
 // the steps (wall time of each step times the threads that had work in it).
 typedef struct {
     double wait_s;
+    double wait_step_s[SCHED_N_WAIT];  // wait_s by the step waited before (sched_wait_name)
     double busy_s;
     size_t stolen;                // tiles run by a thread other than their planned one
     size_t tail_segs;             // segments of tail tiles run (each tile's are cut among threads)

@@ -259,7 +259,7 @@ static int deps_of(const sched *s, dep_list *l, int t, int st) {
 static int build_deps(sched *s) {
     dep_list l = {0};
     for (int t = 0; t < s->n_threads; t++)
-        for (int st = 0; st < SCHED_N_STEP + 3; st++) {
+        for (int st = 0; st < SCHED_N_WAIT; st++) {
             s->dep_off[t][st] = (uint32_t)(l.from = l.n);
             if (deps_of(s, &l, t, st)) { free(l.d); return -1; }
             s->dep_off[t][st + 1] = (uint32_t)l.n;
@@ -323,8 +323,10 @@ static void print_range(const sched *s, FILE *f, int t, int m) {
     if (!whole(s, m, r)) fprintf(f, "[seg %u-%u]", r->s0, r->s1 - 1);
 }
 
-static const char *step_names[SCHED_N_STEP + 3] = {"qkv", "qkv-fold", "attn", "wo", "wo-fold",
+static const char *step_names[SCHED_N_WAIT] = {"qkv", "qkv-fold", "attn", "wo", "wo-fold",
     "gate/up", "gate/up-fold", "down", "down-fold", "out", "out-fold", "logits"};
+
+const char *sched_wait_name(int w) { return w >= 0 && w < SCHED_N_WAIT ? step_names[w] : "?"; }
 
 // The bytes thread t's share of a layer moves (sched_tile_read_bytes).
 static double layer_mib(const sched *s, int t) {
@@ -358,7 +360,7 @@ void sched_print(const sched *s, FILE *f) {
         for (int m = SCHED_WO; m < SCHED_N_MAT; m++) print_range(s, f, t, m);
         fprintf(f, "\n  waits:");
         int any = 0;
-        for (int st = 0; st < SCHED_N_STEP + 3; st++) {
+        for (int st = 0; st < SCHED_N_WAIT; st++) {
             if (s->dep_off[t][st] == s->dep_off[t][st + 1]) continue;
             fprintf(f, " before %s for", step_names[st]);
             for (uint32_t i = s->dep_off[t][st]; i < s->dep_off[t][st + 1]; i++) {

@@ -29,6 +29,8 @@ enum { SCHED_QKV_PART, SCHED_QKV, SCHED_ATTN, SCHED_WO_PART, SCHED_WO_DONE, SCHE
 // The lm_head stage runs as "layer n_layer" with two steps; before returning the logits thread 0
 // waits for every lm_head owner (SCHED_OUT_END: a wait, never published).
 enum { SCHED_OUT_PART, SCHED_OUT_DONE, SCHED_OUT_END };
+// Wait points: a layer's steps, then the lm_head's three (SCHED_N_STEP + SCHED_OUT_*).
+enum { SCHED_N_WAIT = SCHED_N_STEP + 3 };
 
 #define SCHED_LINE 8192           // the L4's line size: one future key per line
 #define SCHED_SLOT_BYTES (64 * 4) // one segment partial of a 64-output tile (f32)
@@ -86,6 +88,8 @@ int sched_build(sched *s, const sched_shape *sh, const sched_opts *o);
 void sched_free(sched *s);
 // Who does what, one line per thread and stage, and the waits; for people.
 void sched_print(const sched *s, FILE *f);
+// The name sched_print gives wait point w (0 <= w < SCHED_N_WAIT; "wo" for "before wo").
+const char *sched_wait_name(int w);
 
 static inline size_t sched_n_tiles(const sched *s, int m) { return (s->shape.mat[m].n + 63) / 64; }
 static inline uint32_t sched_n_seg(const sched *s, int m) { return (uint32_t)((s->shape.mat[m].k + 255) / 256); }

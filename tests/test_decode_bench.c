@@ -4,12 +4,14 @@
 // pack_cache names the weights' load mode, --tail-split gives a row per value, -o json one array,
 // csv and md a header and a row per test, --plot writes an SVG; -b sweeps the prompt batch
 // (batch_size; tg tests report 1; sync_wait_pct is null where a batched prompt has no per-thread
-// waits to count); -d fills the context first (n_depth, more KV bytes a token); bad usage exits 2
-// and a missing model 1, each with one line on stderr.
+// waits to count); -d fills the context first (n_depth, more KV bytes a token); at 2 threads stderr
+// breaks the sync wait down by step, summing to sync_wait_pct; bad usage exits 2 and a missing
+// model 1, each with one line on stderr.
 #include "runtime/packcache.h"
 #include "tests/check.h"
 #include "tests/tool_util.h"
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,6 +167,39 @@ int main(void) {
     tool_run_free(&r);
     cases++;
 
+    // at 2 threads on a model both use, stderr breaks the sync wait down by the step waited
+    // before: names from the schedule's, percentages summing to the total, which is the JSON's
+    char *synth = path_join(dir, "two.gguf"), *stories = model, *out = path_join(dir, "synth.txt");
+    const char *sargv[] = {bin_path("gguf-synth", 0), synth, "--n-embd", "512", "--n-layer", "2", "--n-head", "8",
+                           "--n-kv-head", "4", "--n-ff", "1376", "--n-vocab", "2000", "--ctx", "64", "--dtype", "f16",
+                           "--seed", "7", NULL};
+    CHECKF(run_capture(sargv, out, out) == 0, "%s", argv_text(sargv));
+    model = synth;
+    r = bench((const char *[]){"-t", "2", "-p", "0", "-n", "8", "-o", "json", NULL});
+    model = stories;
+    CHECKF(r.status == 0, "%s", r.err);
+    arr = cJSON_Parse(r.out);
+    CHECK(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 1);
+    double json_wait = cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "sync_wait_pct")->valuedouble;
+    const char *w = strstr(r.err, "sync wait "), *names = "|qkv|qkv-fold|attn|wo|wo-fold|gate/up|gate/up-fold|down|down-fold|out|out-fold|logits|";
+    CHECKF(w && !strstr(w + 1, "sync wait ") && strstr(r.err, "t=2 l4=stream split-k=-1 tails=auto tg8 @ d0: sync wait "),
+           "%s", r.err);
+    double total, sum = 0, pct;
+    int n_steps = 0, used = 0;
+    char name[32], key[40];
+    CHECKF(sscanf(w, "sync wait %lf%% of thread time, before:%n", &total, &used) == 1 && used > 0, "%s", w);
+    for (w += used; sscanf(w, " %31[a-z/-] %lf%%%n", name, &pct, &used) == 2; w += used + (w[used] == ',')) {
+        snprintf(key, sizeof key, "|%s|", name);
+        CHECKF(strstr(names, key) && pct >= 0, "step '%s' %g", name, pct);
+        sum += pct, n_steps++;
+    }
+    CHECKF(n_steps >= 3 && fabs(sum - total) <= 0.005 * (n_steps + 1) && fabs(total - json_wait) <= 0.005,
+           "%d steps summing to %g, total %g, JSON %g: %s", n_steps, sum, total, json_wait, r.err);
+    cJSON_Delete(arr);
+    tool_run_free(&r);
+    free(synth), free(out);
+    cases++;
+
     const char *const bad[][4] = {{"-o", "xml", NULL}, {"-t", "0", NULL}, {"-t", "1,x", NULL}, {"--frobnicate", "1", NULL}, {"-n", NULL}, {"-b", "0", NULL}, {"-d", "-1", NULL}, {"-ctk", "q8_0", NULL}, {"-ctv", "bf16", NULL},
                                   {"--tail-split", "maybe", NULL}};
     for (int i = 0; i < 10; i++) {
@@ -179,7 +214,7 @@ int main(void) {
     CHECK(strstr(r.err, "decode-bench: ") && strstr(r.err, "nonexistent"));
     tool_run_free(&r);
     cases++;
-    CHECK(cases == 22);
+    CHECK(cases == 23);
     printf("decode-bench: %d interface cases\n", cases);
     free(model);
     CHECK(scratch_remove(dir) == 0);

@@ -61,6 +61,7 @@ typedef struct {                  // one test's result
     int n_samples;
     double bytes_per_token, kv_bytes_per_token, gbps, kv_gbps, roofline_gbps, pct_roofline, sync_wait_pct;
     double wait_s, busy_s;        // sync waiting over its repetitions
+    double wait_step_s[SCHED_N_WAIT];  // wait_s by the step waited before
 } result;
 
 static void usage(FILE *f) {
@@ -91,7 +92,7 @@ static void usage(FILE *f) {
         "                       (default: DECODE_PACK_CACHE, else auto)\n"
         "      --plot FILE.svg  tg tok/s against threads with the roofline limit\n"
         "      --roofline-mib N read roofline buffer in MiB; 0 = none (default 1024)\n"
-        "stdout: the table only; stderr: progress\n", PREFILL_DEFAULT_BATCH);
+        "stdout: the table only; stderr: progress, and each test's sync wait by the step waited before\n", PREFILL_DEFAULT_BATCH);
 }
 
 static int parse_list(const char *s, int *out, int lo, int hi) {
@@ -251,6 +252,7 @@ static int bench_rep(decoder *d, const options *o, int n, int tg, int rep, resul
     decoder_stats st;
     decoder_stats_get(d, &st);
     r->wait_s += st.wait_s, r->busy_s += st.busy_s;
+    for (int w = 0; w < SCHED_N_WAIT; w++) r->wait_step_s[w] += st.wait_step_s[w];
     r->samples[r->n_samples++] = n / s;
     fprintf(stderr, "decode-bench: %s t=%d l4=%s split-k=%d tails=%s b=%d %s%d @ d%d rep %d/%d: %.2f tok/s\n",
             r->model, r->n_threads, r->l4_used, r->split_k, cli_tail_split_name(r->tail_split), r->batch_size, tg ? "tg" : "pp",
@@ -272,6 +274,16 @@ static void bench_finish(decoder *d, int n, double roof, result *r) {
     r->roofline_gbps = roof;
     r->pct_roofline = roof > 0 ? 100 * r->gbps / roof : 0;
     r->sync_wait_pct = r->busy_s > 0 ? 100 * r->wait_s / r->busy_s : -1;   // -1: not measured (batched pp)
+    if (r->wait_s <= 0 || r->busy_s <= 0) return;
+    char line[512] = "";
+    int k = 0;
+    for (int w = 0; w < SCHED_N_WAIT; w++)
+        if (r->wait_step_s[w] > 0 && k < (int)sizeof line)
+            k += snprintf(line + k, sizeof line - k, "%s %s %.2f%%", k ? "," : "", sched_wait_name(w),
+                          100 * r->wait_step_s[w] / r->busy_s);
+    fprintf(stderr, "decode-bench: %s t=%d l4=%s split-k=%d tails=%s %s%d @ d%d: sync wait %.2f%% of thread time, "
+            "before:%s\n", r->model, r->n_threads, r->l4_used, r->split_k, cli_tail_split_name(r->tail_split),
+            r->n_gen ? "tg" : "pp", n, r->n_depth, r->sync_wait_pct, line);
 }
 
 #define JSON_FIELDS 25              // to_json's fields: fewer means cJSON ran out of memory
