@@ -177,7 +177,7 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
         decoder_free(d);
         return -1;
     }
-    if (!(d->progress = progress_create(n, pool_spins(d->pool) ? SPIN_ITERS : 0)) || !ALLOC(d->threads, n))
+    if (!(d->progress = progress_create(n, pool_spins(d->pool) ? SPIN_ITERS : 0)) || !ALLOC_LINES(d->threads, n))
         goto oom;
     pool_run(d->pool, ctx_job_run, &cj);
     d->steal = o->steal && n > 1;

@@ -8,6 +8,7 @@
 // runtime/ sits above kernels/, model/, l4/ and platform/ and may include any of them; only
 // tools/ include runtime/.
 #pragma once
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stddef.h>
@@ -44,9 +45,11 @@ typedef struct {
     uint32_t cache_type_v;        // (rows rounded to nearest even as they are stored; see ops.h)
 } decoder_opts;
 
-// Each thread's own state, allocated (and so placed) by that thread.
+// Each thread's own state: its buffers allocated (and so placed) by that thread, the struct on
+// cache lines of its own (its counters are written through the step; a neighbour's reads of tid
+// or xb must not pull the line back and forth).
 typedef struct thread_ctx_s {
-    int tid;
+    alignas(64) int tid;
     int node;                     // NUMA node index
     int cpu;                      // CPU it is pinned to
     float *xb;                    // (n_embd) its RMSNorm of the residual stream
