@@ -57,7 +57,14 @@ static void *zalloc_lines(size_t bytes) {
 // figures (docs/runtime.md), not a law for every CPU.
 #define MIN_STAGE_BYTES (64L << 10)
 #define MIN_STEP_BYTES (1L << 20)
-#define MIN_CLAIM_BYTES (64L << 10)   // a claim of stealable work streams at least this: a guess, as above
+// A claim of whole stealable tiles streams at least MIN_CLAIM_BYTES, a claim of tail segments
+// MIN_SEG_CLAIM_BYTES. Whole tiles: with a 64 KiB floor the stories15M shape's 36-96 KiB tiles
+// went in claims of one or two, each a GEMV call with fewer tiles side by side than the kernel's
+// interleave, and stealing cost it ~8% of tok/s at -t 2 on a Zen 5 (docs/performance.md); at
+// 256 KiB its claims hold 4-8 tiles. Tiles of 256 KiB and more (TinyLlama's) are one a claim
+// either way. Segments keep 64 KiB: a tail is cut to end a stage within a small claim.
+#define MIN_CLAIM_BYTES (256L << 10)
+#define MIN_SEG_CLAIM_BYTES (64L << 10)
 // --tail-split auto cuts a share's last tile where this many threads of its node take from it:
 // on 16 threads of an Intel Xeon it gave 8-12% more tok/s, on 8 0.6-2%, on 2 it cost 1-4%
 // (docs/runtime.md). Measured on that one CPU; a guess elsewhere.
@@ -182,6 +189,7 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
     pool_run(d->pool, ctx_job_run, &cj);
     d->steal = o->steal && n > 1;
     d->min_claim_bytes = o->min_claim_bytes < 0 ? MIN_CLAIM_BYTES : o->min_claim_bytes;
+    d->min_seg_claim_bytes = o->min_claim_bytes < 0 ? MIN_SEG_CLAIM_BYTES : o->min_claim_bytes;
     size_t words = (size_t)(h->n_layer + 1) * DECODER_N_STAGE * (size_t)n * 8;
     if (cj.failed || alloc_partials(d) || (d->steal && !(d->claims = aligned_alloc(64, words * sizeof *d->claims))))
         goto oom;
@@ -471,8 +479,8 @@ static size_t stage_tile_bytes(const decoder *d, int st) {
 }
 
 // The fewest tiles of stage st a claim takes: enough to stream min_claim_bytes (MIN_CLAIM_BYTES
-// by default). Claims of stories15M's 18 KiB half tiles cost it a quarter of its -t 2 rate in claim
-// traffic and lost interleave (docs/performance.md); the floor keeps its 36 KiB tiles in pairs.
+// by default). Small claims cost small models their interleave: claims of stories15M's 18 KiB
+// half tiles cost it a quarter of its -t 2 rate, pairs of its 36 KiB tiles ~8% (docs/performance.md).
 static uint32_t min_claim(const decoder *d, int st) {
     size_t tile = stage_tile_bytes(d, st);
     size_t n = tile ? ((size_t)d->min_claim_bytes + tile - 1) / tile : 1;
@@ -487,13 +495,13 @@ static int takers(const decoder *d, int st, int v) {
 }
 
 // Units (segments of each matrix of the stage) of share v's tail tile; 0 when its last tile runs
-// whole: fewer takers than min_takers (2 or more), one segment, or tiles under two claims
-// (min_claim_bytes).
+// whole: fewer takers than min_takers (2 or more), one segment, or tiles under two claims of
+// segments (min_seg_claim_bytes).
 static uint32_t tail_units_of(const decoder *d, int st, int v, int min_takers) {
     int m = stage_mats[st][0];
     uint32_t n_seg = sched_n_seg(&d->sched, m);
     if (!thread_has_share(d, v, m) || takers(d, st, v) < min_takers || n_seg < 2 ||
-        stage_tile_bytes(d, st) < 2 * (size_t)d->min_claim_bytes)
+        stage_tile_bytes(d, st) < 2 * (size_t)d->min_seg_claim_bytes)
         return 0;
     return (uint32_t)stage_n_mats(st) * n_seg;
 }
@@ -508,7 +516,7 @@ static float *tail_slot(decoder *d, int st, int v, int i, uint32_t g) {
            ((size_t)i * sched_n_seg(&d->sched, stage_mats[st][0]) + g) * GEMV_TILE;
 }
 
-// Share v's tail tile: its units claimed a few at a time (min_claim_bytes of segments); whoever
+// Share v's tail tile: its units claimed a few at a time (min_seg_claim_bytes of segments); whoever
 // completes the last unit folds each matrix's slots into its output and runs the epilogue. Word
 // [3] collects the bits of the threads that ran units (the stats count tails run by several).
 static void tail_share(decoder *d, thread_ctx *c, int layer, int st, int v, const float *x, float *const *out) {
@@ -516,7 +524,7 @@ static void tail_share(decoder *d, thread_ctx *c, int layer, int st, int v, cons
     if (!units) return;
     int m = stage_mats[st][0];
     uint32_t n_seg = sched_n_seg(&d->sched, m), tile = d->sched.share[v].r[m].t1 - 1;
-    size_t seg_bytes = sched_tile_bytes(&d->sched, m) / n_seg, per = ((size_t)d->min_claim_bytes + seg_bytes - 1) / seg_bytes;
+    size_t seg_bytes = sched_tile_bytes(&d->sched, m) / n_seg, per = ((size_t)d->min_seg_claim_bytes + seg_bytes - 1) / seg_bytes;
     if (per < 1) per = 1;
     _Atomic uint64_t *q = claim_word(d, layer, st, v);
     for (;;) {

@@ -30,7 +30,8 @@ typedef struct {
     int l4;                       // l4run_mode (L4RUN_AUTO by default)
     long min_stage_bytes;         // a stage uses at most bytes / this threads; -1: the default
     long min_step_bytes;          // a step uses at most its bytes / this threads; -1: the default
-    long min_claim_bytes;         // a claim of stolen work streams at least this; -1: the default
+    long min_claim_bytes;         // a claim of stolen work streams at least this; -1: the defaults
+                                  // (256 KiB of whole tiles, 64 KiB of a tail tile's segments)
     int steal;                    // 1 (default): a thread out of tiles in wo, gate/up, down or the
                                   // lm_head takes tiles from the back of a slower thread's share on
                                   // its node; 0: every thread runs exactly its plan
@@ -80,7 +81,8 @@ typedef struct decoder_s {
     unsigned step_seq;            // decode steps run so far (progress numbers derive from it)
     float *partials[SCHED_N_MAT]; // split matrices: (n_tiles, sched_partial_bytes) segment partials
     int steal;                    // stages may be stolen from (decoder_opts.steal, more than one thread)
-    long min_claim_bytes;         // decoder_opts.min_claim_bytes, resolved
+    long min_claim_bytes;         // decoder_opts.min_claim_bytes, resolved: whole tiles
+    long min_seg_claim_bytes;     // ... and tail segments
     gemv_tuning tuning;           // the GEMV tuning for this model's step size (tune_pick), set per step
     _Atomic uint64_t *claims;     // (n_layer + 1, DECODER_N_STAGE, n_threads) per share: first << 32 |
                                   // end of its tiles not yet claimed, 8 words apart (a cache line each);
