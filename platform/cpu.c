@@ -71,8 +71,9 @@ int cpu_simd_enabled(void) { return cpu_isa() >= CPU_ISA_AVX2; }
 
 int cpu_evict(const void *p, size_t n) {
 #if defined(__x86_64__) || defined(__i386__)
-    const char *c = (const char *)((uintptr_t)p & ~(uintptr_t)63), *end = (const char *)p + n;
-    for (; c < end; c += 64) __asm__ volatile("clflush %0" ::"m"(*c));
+    if (!n) return 0;
+    for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63, end = (uintptr_t)p + n; a < end; a += 64)
+        __asm__ volatile("clflush %0" ::"m"(*(const char *)a));
     __asm__ volatile("mfence" ::: "memory");
     return 0;
 #else

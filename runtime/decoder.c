@@ -61,7 +61,7 @@ static void *zalloc_lines(size_t bytes) {
 // MIN_SEG_CLAIM_BYTES. Whole tiles: with a 64 KiB floor the stories15M shape's 36-96 KiB tiles
 // went in claims of one or two, each a GEMV call with fewer tiles side by side than the kernel's
 // interleave, and stealing cost it ~8% of tok/s at -t 2 on a Zen 5 (docs/performance.md); at
-// 256 KiB its claims hold 4-8 tiles. Tiles of 256 KiB and more (TinyLlama's) are one a claim
+// 256 KiB its claims hold 3-8 tiles. Tiles of 256 KiB and more (TinyLlama's) are one a claim
 // either way. Segments keep 64 KiB: a tail is cut to end a stage within a small claim.
 #define MIN_CLAIM_BYTES (256L << 10)
 #define MIN_SEG_CLAIM_BYTES (64L << 10)
@@ -383,9 +383,10 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
 // slower share on its node. A claim is what is left divided by twice the threads that can take
 // from the share (guided self-scheduling), at most `interleave` tiles (the tuning's, 1 off
 // AVX-512: the AVX2 kernel runs one tile at a time), at least one tile and
-// min_claim_bytes: a large share starts `interleave` tiles at a time and both sides end in
-// single tiles, so a sync point waits for about half a tile instead of the owner's last fixed
-// group (4 tiles of 704 KiB of down at -t 2, ~100 us). Every tile but a share's tail tile (below)
+// min_claim_bytes (the floor wins over the cap): a large share of tiles of 256 KiB or more starts
+// `interleave` tiles at a time and both sides end in single tiles, so a sync point waits for about
+// half a tile instead of the owner's last fixed group (4 tiles of 704 KiB of down at -t 2, ~100
+// us); smaller tiles go the floor's worth at a time. Every tile but a share's tail tile (below)
 // is computed whole by whoever claims it, and what follows it on its rows (the residual add,
 // SwiGLU) right after, so the bits never depend on who ran it. Only threads with a share in the stage steal: the waits that
 // follow the stage are for those threads (runtime/schedule.h), and each publishes only after

@@ -80,7 +80,7 @@ typedef struct {
     // Waits before each step: thread t, step s (layer steps 0..8, then OUT_PART, OUT_DONE,
     // OUT_END at SCHED_N_STEP + 0/1/2) waits for dep[dep_off[t][s] .. dep_off[t][s + 1]).
     sched_dep *dep;
-    uint32_t (*dep_off)[SCHED_N_STEP + 4];  // (n_threads)
+    uint32_t (*dep_off)[SCHED_N_WAIT + 1];  // (n_threads)
 } sched;
 
 // 0 ok, -1 out of memory or a shape it cannot schedule (zero-size matrix, n_head % n_head_kv).

@@ -170,23 +170,27 @@ static int mat_alloc(mat *m, size_t bytes, size_t k, uint32_t dt) {
 }
 static void mat_free(mat *m) { free(m->P), free(m->x), free(m->y); }
 
-// Seconds per GEMV over the whole matrix with tu, the mean of `reps` calls; a cold matrix is
-// evicted before each, untimed.
+// Seconds per GEMV over the whole matrix with tu, the mean of `reps` back-to-back calls; a cold
+// matrix is evicted before each call, untimed.
 static double gemv_seconds(const mat *m, gemv_tuning tu, int reps) {
-    double s = 0;
+    double s = 0, t = monotonic_seconds();
     for (int r = 0; r < reps; r++) {
-        if (m->cold) cpu_evict(m->P, gemv_packed_bytes(m->dt, m->k, m->n));
-        double t = monotonic_seconds();
+        if (m->cold) {
+            cpu_evict(m->P, gemv_packed_bytes(m->dt, m->k, m->n));
+            t = monotonic_seconds();
+        }
         gemv_packed_on(gemv_isa_id(), m->dt, m->x, m->P, m->k, m->n, 0, gemv_n_tiles(m->n), m->y, &tu);
-        s += monotonic_seconds() - t;
+        if (m->cold) s += monotonic_seconds() - t;
     }
-    return s / reps;
+    return (m->cold ? s : monotonic_seconds() - t) / reps;
 }
 
 // The stream matrix, m->cold set where this machine's caches hold it: an evicted call slower
-// than a warm one by more than COLD (fastest of two each, after a warm-up call). 0 ok, -1 no memory.
+// than a warm one by more than COLD (fastest of two each, after a warm-up call); never where
+// cpu_evict cannot evict. 0 ok, -1 no memory.
 static int dram_alloc(mat *m) {
     if (mat_alloc(m, DRAM_BYTES, 8192, WTYPE_F16)) return -1;
+    if (cpu_evict(m->P, 0)) return 0;
     gemv_tuning tu = gemv_get_tuning();
     double warm = 1e300, cold = 1e300;
     gemv_seconds(m, tu, 1);
@@ -366,9 +370,11 @@ static double check_gbps(gemv_tuning tu, int *evicted) {
     return g;
 }
 
-// ---- cache file: one line per machine, "KEY pf interleave gbps checked rpf rinterleave kvpf" ----
-// (checked in unix seconds; rpf rinterleave the resident tuning; kvpf attention's KV prefetch. A
-// line without them, from a build before they were tuned, reads as a miss and is measured again.)
+// ---- cache file: one line per machine, "KEY pf interleave gbps checked rpf rinterleave kvpf evicted" ----
+// (checked in unix seconds; rpf rinterleave the resident tuning; kvpf attention's KV prefetch;
+// evicted 1 where the stream matrix was evicted before each call. A line without them, from a
+// build before they were tuned, reads as a miss and is measured again: so does a line from before
+// the eviction, whose picks may have been made in L3.)
 
 // A tuning a cache line may carry (anything else reads as a miss).
 static int sane(gemv_tuning t) {
@@ -376,7 +382,7 @@ static int sane(gemv_tuning t) {
 }
 
 static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv_tuning *resident, int *kv,
-                        double *gbps, long long *checked) {
+                        int *evicted, double *gbps, long long *checked) {
     FILE *f = fopen(path, "r");
     if (!f) return -1;
     char line[512], k[256];
@@ -385,11 +391,12 @@ static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv
         gemv_tuning t, rt;
         double g;
         long long c = 0;
-        int kp;
-        if (sscanf(line, "%255s %d %d %lf %lld %d %d %d", k, &t.pf, &t.interleave, &g, &c, &rt.pf, &rt.interleave,
-                   &kp) == 8 &&
-            !strcmp(k, key) && g > 0 && isfinite(g) && sane(t) && sane(rt) && kp >= 0 && kp <= (1 << 20))
-            *tu = t, *resident = rt, *kv = kp, *gbps = g, *checked = c, found = 0;
+        int kp, ev;
+        if (sscanf(line, "%255s %d %d %lf %lld %d %d %d %d", k, &t.pf, &t.interleave, &g, &c, &rt.pf, &rt.interleave,
+                   &kp, &ev) == 9 &&
+            !strcmp(k, key) && g > 0 && isfinite(g) && sane(t) && sane(rt) && kp >= 0 && kp <= (1 << 20) &&
+            (ev == 0 || ev == 1))
+            *tu = t, *resident = rt, *kv = kp, *evicted = ev, *gbps = g, *checked = c, found = 0;
     }
     fclose(f);
     return found;
@@ -397,7 +404,8 @@ static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv
 
 // Rewrites the cache with key's line replaced: other lines kept, written to a temporary file
 // and renamed over the old one, so a concurrent reader sees either file whole.
-static int cache_store(const char *path, const char *key, gemv_tuning tu, gemv_tuning resident, int kv, double gbps) {
+static int cache_store(const char *path, const char *key, gemv_tuning tu, gemv_tuning resident, int kv, int evicted,
+                       double gbps) {
     char tmp[4200], dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
     snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
@@ -408,8 +416,8 @@ static int cache_store(const char *path, const char *key, gemv_tuning tu, gemv_t
     while (in && fgets(line, sizeof line, in))
         if (sscanf(line, "%255s", k) == 1 && strcmp(k, key) && strchr(line, '\n')) fputs(line, out);
     if (in) fclose(in);
-    fprintf(out, "%s %d %d %.2f %lld %d %d %d\n", key, tu.pf, tu.interleave, gbps, (long long)time(NULL), resident.pf,
-            resident.interleave, kv);
+    fprintf(out, "%s %d %d %.2f %lld %d %d %d %d\n", key, tu.pf, tu.interleave, gbps, (long long)time(NULL),
+            resident.pf, resident.interleave, kv, evicted);
     if (fclose(out) || rename(tmp, path)) { unlink(tmp); return -1; }
     return 0;
 }
@@ -436,19 +444,21 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     double cached_gbps;
     gemv_tuning cached, cached_resident;
     long long checked;
-    int retune = 0, cached_kv = -1;   // a re-tune: the cached picks are the incumbents
+    int retune = 0, cached_kv = -1, cached_ev = 0;   // a re-tune: the cached picks are the incumbents
     if (mode == TUNE_AUTO && path[0] &&
-        !cache_lookup(path, r.key, &cached, &cached_resident, &cached_kv, &cached_gbps, &checked)) {
+        !cache_lookup(path, r.key, &cached, &cached_resident, &cached_kv, &cached_ev, &cached_gbps, &checked)) {
         long long age = (long long)time(NULL) - checked;
         if (age >= 0 && age < RECHECK_S) {                      // checked recently: trust it
             r.tu = cached, r.resident = cached_resident, r.kv_pf = cached_kv, r.gbps = cached_gbps;
-            r.source = TUNE_CACHED;
+            r.evicted = cached_ev, r.source = TUNE_CACHED;
             goto done;
         }
-        double now = check_gbps(cached, &r.evicted);
+        int ev = 0;
+        double now = check_gbps(cached, &ev);
         if (now > 0 && now >= cached_gbps * (1 - MOVED) && now <= cached_gbps * (1 + MOVED)) {
-            r.tu = cached, r.resident = cached_resident, r.kv_pf = cached_kv, r.gbps = now, r.source = TUNE_CACHED;
-            cache_store(path, r.key, cached, cached_resident, cached_kv, cached_gbps);   // restamp; the rate stays the tuned one
+            r.tu = cached, r.resident = cached_resident, r.kv_pf = cached_kv, r.gbps = now, r.evicted = ev;
+            r.source = TUNE_CACHED;
+            cache_store(path, r.key, cached, cached_resident, cached_kv, ev, cached_gbps);   // restamp; the rate stays the tuned one
             goto done;
         }
         snprintf(r.note, sizeof r.note, "cached DRAM rate %.1f GB/s, now %.1f: measured again", cached_gbps, now);
@@ -458,6 +468,7 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     const gemv_tuning *inc = retune ? &cached : has_row ? &def : NULL;
     int kv, inc_kv = retune ? cached_kv : has_row ? r.kv_pf : -1;
     if (measure(inc, retune ? &cached_resident : has_row ? &def_resident : NULL, inc_kv, &tu, &resident, &kv, &r.gbps, &r.evicted)) {
+        r.gbps = 0, r.evicted = 0;
         snprintf(r.note, sizeof r.note, "out of memory measuring; defaults used");
         goto done;
     }
@@ -467,7 +478,7 @@ tune_result tune_gemv(int mode, const char *cache_path) {
         snprintf(r.note + n, sizeof r.note - n, ", %s", same_tuning(tu, cached) && same_tuning(resident, cached_resident)
                  && kv == cached_kv ? "the cached picks held" : "the picks changed");
     }
-    if (path[0] && cache_store(path, r.key, tu, resident, kv, r.gbps))
+    if (path[0] && cache_store(path, r.key, tu, resident, kv, r.evicted, r.gbps))
         snprintf(r.note, sizeof r.note, "could not write the cache %.100s: %.40s", path, strerror(errno));
 done:
     attention_set_prefetch(r.kv_pf);

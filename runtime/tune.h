@@ -1,10 +1,12 @@
 // Per-machine tuning of the packed GEMV's free choices (prefetch distance, tiles in flight:
 // kernels/gemv.h gemv_tuning), which leave the arithmetic alone. A prefetch distance that is best
 // on one CPU costs 15-20% on another, so it is measured, not guessed: a short single-thread run
-// (well under a second) over a 128 MiB and a half-L2 packed matrix picks the fastest
-// candidates (the 128 MiB evicted from the caches before each timed call where they hold it, so
-// the stream tuning is for DRAM on a CPU with a large L3 too), and the result is cached in $XDG_CACHE_HOME/decode/tune (or ~/.cache/decode/tune)
-// under a key of CPU vendor, family, model, stepping, cache sizes and the GEMV path.
+// (under a second) over a 128 MiB and a half-L2 packed matrix picks the fastest candidates, and
+// the result is cached in $XDG_CACHE_HOME/decode/tune (or ~/.cache/decode/tune) under a key of
+// CPU vendor, family, model, stepping, cache sizes and the GEMV path. Where the caches hold the
+// 128 MiB it is evicted before each timed call, so the stream tuning is for DRAM on a CPU with a
+// large L3 too; the evictions double the stream part's time (~1 s in all on a Zen 5, measured
+// with a 16 MiB matrix its L3 held).
 // Two tunings: "stream" (tu) for weights read from L3 or DRAM every step, the prefetch distance
 // measured on the DRAM-sized matrix; "resident" for weights that stay in each core's L2 from one
 // step to the next (a thread's share at most half the L2), measured on the half-L2 matrices (f16

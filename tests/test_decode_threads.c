@@ -17,6 +17,7 @@
 #include "tests/check.h"
 #include "tools/util.h"
 #include "tests/tool_util.h"
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,8 @@ static int split_runs;        // in-process runs in which some matrix was cut in
 static size_t stolen;         // tiles run by a thread other than their planned one, all runs
 static size_t tail_segs;      // segments of tail tiles (a share's last tile cut among threads), all runs
 static size_t tail_shared;    // tail tiles whose segments two or more threads ran, all runs
+static int wait_checks;       // in-process runs whose wait by step was checked, and those that waited
+static int waited_runs;
 
 // Runs decode with --dump-logits; returns the dump (malloc'ed) and its length.
 static char *dump(const char *model, const char *threads, const char *split, const char *fake, const char *isa, size_t *len) {
@@ -171,6 +174,17 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
     decoder_stats st;
     decoder_stats_get(&d, &st);
     stolen += st.stolen, tail_segs += st.tail_segs, tail_shared += st.tail_shared;
+    // the wait by step sums to the wait, and a step no thread waits before has none
+    double sum = 0;
+    for (int w = 0; w < SCHED_N_WAIT; w++) {
+        int deps = 0;
+        for (int t = 0; t < d.sched.n_threads; t++) deps |= d.sched.dep_off[t][w] != d.sched.dep_off[t][w + 1];
+        CHECKF(st.wait_step_s[w] >= 0 && (deps || st.wait_step_s[w] == 0), "T=%d: %g s waited before %s, which has no waits",
+               T, st.wait_step_s[w], sched_wait_name(w));
+        sum += st.wait_step_s[w];
+    }
+    CHECKF(fabs(sum - st.wait_s) <= 1e-9 * (1 + st.wait_s), "T=%d: steps sum to %g s, the wait is %g", T, sum, st.wait_s);
+    wait_checks++, waited_runs += st.wait_s > 0;
     decoder_free(&d);
     return out;
 }
@@ -297,6 +311,7 @@ int main(void) {
     llama_model_free(&m);
     CHECKF(split_runs >= 4, "split-K ran in %d runs only", split_runs);
     CHECKF(stolen > 0, "no tile was ever stolen in %d runs", api);
+    CHECKF(wait_checks >= api && waited_runs > 0, "wait by step checked in %d runs, %d waited", wait_checks, waited_runs);
     CHECKF(tail_shared > 0, "no tail tile was ever shared by threads in %d runs (%zu segments)", api, tail_segs);
     CHECK(node_checks >= 2 * 8);   // model a: every matrix, 2 split settings
     printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %zu tiles stolen, %zu tail segments,"

@@ -158,7 +158,7 @@ int main(void) {
         sched_shape sh = make(&shapes[1]);
         sched s;
         CHECK(sched_build(&s, &sh, &(sched_opts){2, NULL, 0, 1 << 20}) == 0);
-        CHECK(s.dep_off[0][SCHED_N_STEP + 3] == 0 && s.dep_off[1][SCHED_N_STEP + 3] == 0);
+        CHECK(s.dep_off[0][SCHED_N_WAIT] == 0 && s.dep_off[1][SCHED_N_WAIT] == 0);
         for (int m = 0; m < SCHED_N_MAT; m++) CHECK(s.share[1].r[m].t0 == s.share[1].r[m].t1);
         sched_free(&s);
     }

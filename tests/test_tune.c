@@ -2,7 +2,8 @@
 // writes one line for this machine's key with values from the candidate sets (stream and
 // resident); a second run reuses both without measuring (checked moments ago); an entry checked
 // long ago whose stored rate is far off is measured again and replaced, and so is a line from
-// before the resident tuning (no resident fields) or before the KV tuning (no KV prefetch); other
+// before the resident tuning (no resident fields), the KV tuning (no KV prefetch) or the eviction
+// (no flag), and a fresh line flagged evicted is reused and described so; other
 // machines' lines are kept; tune_pick takes the resident tuning up to resident_bytes a thread and
 // the stream one above, tune_pick_kv no KV prefetch and the tuned one likewise;
 // a re-tune keeps the cached picks unless clearly beaten (tune_choose's rule on made-up rounds);
@@ -31,8 +32,8 @@ static int valid_resident(gemv_tuning t) {
 static int valid_kv(int kv) { return kv == 0 || kv == 1024 || kv == 2048 || kv == 4096; }
 
 // Lines in path that start with key; *pf/*nt from the last one, its resident pair in rt ({-1, -1}
-// when the line has none) and its KV prefetch in last_kv (-1 when none).
-static int last_kv;
+// when the line has none), its KV prefetch in last_kv and its eviction flag in last_ev (-1 when none).
+static int last_kv, last_ev;
 static int lines_with_r(const char *path, const char *key, int *pf, int *nt, gemv_tuning *rt) {
     size_t len;
     char *s = must_read(path, &len), *save = NULL;
@@ -41,8 +42,9 @@ static int lines_with_r(const char *path, const char *key, int *pf, int *nt, gem
         if (!strncmp(l, key, strlen(key)) && l[strlen(key)] == ' ') {
             double g;
             long long c;
-            n++, rt->pf = rt->interleave = last_kv = -1;
-            sscanf(l + strlen(key), "%d %d %lf %lld %d %d %d", pf, nt, &g, &c, &rt->pf, &rt->interleave, &last_kv);
+            n++, rt->pf = rt->interleave = last_kv = last_ev = -1;
+            sscanf(l + strlen(key), "%d %d %lf %lld %d %d %d %d", pf, nt, &g, &c, &rt->pf, &rt->interleave, &last_kv,
+                   &last_ev);
         }
     free(s);
     return n;
@@ -92,7 +94,7 @@ int main(void) {
         CHECKF(valid(r.tu) && r.gbps > 0, "pf %d interleave %d gbps %.1f", r.tu.pf, r.tu.interleave, r.gbps);
         CHECK(gemv_get_tuning().pf == r.tu.pf && gemv_get_tuning().interleave == r.tu.interleave);
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == r.tu.pf && nt == r.tu.interleave &&
-              same(rt, r.resident) && last_kv == r.kv_pf);
+              same(rt, r.resident) && last_kv == r.kv_pf && last_ev == r.evicted);
         CHECKF(valid_resident(r.resident) && r.resident_bytes > 0, "resident pf %d interleave %d, %zu bytes",
                r.resident.pf, r.resident.interleave, r.resident_bytes);
         CHECKF(valid_kv(r.kv_pf) && attention_get_prefetch() == r.kv_pf, "KV prefetch %d, attention has %d", r.kv_pf,
@@ -109,11 +111,12 @@ int main(void) {
         // reused: checked moments ago, so not even the rate is measured
         tune_result c = tune_gemv(TUNE_AUTO, path);
         CHECKF(c.source == TUNE_CACHED && same(c.tu, r.tu) && same(c.resident, r.resident) && c.kv_pf == r.kv_pf &&
-               fabs(c.gbps - r.gbps) < 0.006, "auto after force: source %d note '%s'", c.source, c.note);
+               c.evicted == r.evicted && fabs(c.gbps - r.gbps) < 0.006, "auto after force: source %d note '%s'",
+               c.source, c.note);
         // a stale entry (rate 1000x off) beside another machine's and a garbage line
         FILE *f = fopen(path, "w");
         CHECK(f);
-        fprintf(f, "other-machine 512 3 12.50\ngarbage\n%s 0 4 99999.00 0 0 4 1024\n", r.key);
+        fprintf(f, "other-machine 512 3 12.50\ngarbage\n%s 0 4 99999.00 0 0 4 1024 0\n", r.key);
         CHECK(fclose(f) == 0);
         tune_result s = tune_gemv(TUNE_AUTO, path);
         CHECKF(s.source == TUNE_MEASURED && strstr(s.note, "measured again"), "stale entry: %d '%s'", s.source, s.note);
@@ -127,7 +130,7 @@ int main(void) {
         CHECK(f);
         // (interleaves 4 and 3 as another path would cache them: AVX2 runs one tile, so its
         // result must say 1, not keep an incumbent interleave that never ran)
-        fprintf(f, "%s %d 4 99999.00 0 %d 3 %d\n", r.key, r.tu.pf, r.resident.pf, r.kv_pf);
+        fprintf(f, "%s %d 4 99999.00 0 %d 3 %d 0\n", r.key, r.tu.pf, r.resident.pf, r.kv_pf);
         CHECK(fclose(f) == 0);
         tune_result h = tune_gemv(TUNE_AUTO, path);
         CHECKF(gemv_isa_id() == GEMV_AVX512 || (h.tu.interleave == 1 && h.resident.interleave == 1),
@@ -137,10 +140,11 @@ int main(void) {
         CHECK(valid(h.tu) && valid_resident(h.resident) && valid_kv(h.kv_pf) &&
               lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == h.tu.pf && nt == h.tu.interleave &&
               same(rt, h.resident) && last_kv == h.kv_pf);
-        // impossible values (interleave 99, negative prefetch; a KV prefetch past 1 MiB) read as a
-        // miss: measured, no note
-        const char *bad[] = {"2048 99 10.00 %lld -4096 2 0", "2048 2 10.00 %lld 0 2 2000000", "2048 2 10.00 %lld 0 2 -1"};
-        for (int i = 0; i < 3; i++) {
+        // impossible values (interleave 99, negative prefetch; a KV prefetch past 1 MiB; an eviction
+        // flag but 0 or 1) read as a miss: measured, no note
+        const char *bad[] = {"2048 99 10.00 %lld -4096 2 0 0", "2048 2 10.00 %lld 0 2 2000000 0", "2048 2 10.00 %lld 0 2 -1 0",
+                             "2048 2 10.00 %lld 0 2 1024 2"};
+        for (int i = 0; i < 4; i++) {
             char fmt[96];
             snprintf(fmt, sizeof fmt, "%%s %s\n", bad[i]);
             f = fopen(path, "w");
@@ -172,17 +176,43 @@ int main(void) {
         // a rate that is not a finite number reads as a miss, fresh as the line is
         f = fopen(path, "w");
         CHECK(f);
-        fprintf(f, "%s %d %d inf %lld %d %d %d\n", r.key, s.tu.pf, s.tu.interleave, (long long)time(NULL), rt.pf,
+        fprintf(f, "%s %d %d inf %lld %d %d %d 0\n", r.key, s.tu.pf, s.tu.interleave, (long long)time(NULL), rt.pf,
                 rt.interleave, s.kv_pf);
         CHECK(fclose(f) == 0);
         tune_result fin = tune_gemv(TUNE_AUTO, path);
         CHECKF(fin.source == TUNE_MEASURED, "inf rate: source %d '%s'", fin.source, fin.note);
+        // ... and one from before the eviction (no flag): its picks may have been made in L3
+        f = fopen(path, "w");
+        CHECK(f);
+        fprintf(f, "%s %d %d %.2f %lld %d %d %d\n", r.key, s.tu.pf, s.tu.interleave, s.gbps, (long long)time(NULL), rt.pf,
+                rt.interleave, s.kv_pf);
+        CHECK(fclose(f) == 0);
+        tune_result o8 = tune_gemv(TUNE_AUTO, path);
+        CHECKF(o8.source == TUNE_MEASURED, "line without the eviction flag: source %d '%s'", o8.source, o8.note);
+        CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && last_ev == o8.evicted);
+        // a fresh line that says evicted is reused with the flag, and the line says so
+        f = fopen(path, "w");
+        CHECK(f);
+        fprintf(f, "%s %d %d %.2f %lld %d %d %d 1\n", r.key, o8.tu.pf, o8.tu.interleave, o8.gbps, (long long)time(NULL),
+                o8.resident.pf, o8.resident.interleave, o8.kv_pf);
+        CHECK(fclose(f) == 0);
+        tune_result e1 = tune_gemv(TUNE_AUTO, path);
+        char e1_line[512];
+        tune_describe(&e1, e1_line, sizeof e1_line);
+        CHECKF(e1.source == TUNE_CACHED && e1.evicted == 1 && strstr(e1_line, "evicted from the caches"), "%d %d '%s'",
+               e1.source, e1.evicted, e1_line);
+        fin = o8;                                        // the entry the unchecked mode below finds
+        f = fopen(path, "w");
+        CHECK(f);
+        fprintf(f, "%s %d %d %.2f %lld %d %d %d %d\n", r.key, o8.tu.pf, o8.tu.interleave, o8.gbps, (long long)time(NULL),
+                o8.resident.pf, o8.resident.interleave, o8.kv_pf, o8.evicted);
+        CHECK(fclose(f) == 0);
         // an unchecked mode (-1) is auto: the line just written stands
         tune_result m1 = tune_gemv(-1, path);
         CHECKF(m1.source == TUNE_CACHED && same(m1.tu, fin.tu) && m1.kv_pf == fin.kv_pf, "mode -1: source %d '%s'",
                m1.source, m1.note);
         CHECK(!strpbrk(r.key, " \t\n"));                 // one word in the file
-        checks += 33;
+        checks += 38;
     }
     // off: the family default, no measurement, the file untouched
     size_t before_len, after_len;
@@ -237,7 +267,7 @@ int main(void) {
     }
     checks += 8;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 23 : 57));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 23 : 62));
     free(path);
     scratch_remove(dir);
     return 0;

@@ -92,7 +92,7 @@ static void usage(FILE *f) {
         "                       (default: DECODE_PACK_CACHE, else auto)\n"
         "      --plot FILE.svg  tg tok/s against threads with the roofline limit\n"
         "      --roofline-mib N read roofline buffer in MiB; 0 = none (default 1024)\n"
-        "stdout: the table only; stderr: progress, and each test's sync wait by the step waited before\n", PREFILL_DEFAULT_BATCH);
+        "stdout: the table only; stderr: progress, and where threads waited, the wait by the step waited before\n", PREFILL_DEFAULT_BATCH);
 }
 
 static int parse_list(const char *s, int *out, int lo, int hi) {
@@ -281,9 +281,9 @@ static void bench_finish(decoder *d, int n, double roof, result *r) {
         if (r->wait_step_s[w] > 0 && k < (int)sizeof line)
             k += snprintf(line + k, sizeof line - k, "%s %s %.2f%%", k ? "," : "", sched_wait_name(w),
                           100 * r->wait_step_s[w] / r->busy_s);
-    fprintf(stderr, "decode-bench: %s t=%d l4=%s split-k=%d tails=%s %s%d @ d%d: sync wait %.2f%% of thread time, "
+    fprintf(stderr, "decode-bench: %s t=%d l4=%s split-k=%d tails=%s b=%d %s%d @ d%d: sync wait %.2f%% of thread time, "
             "before:%s\n", r->model, r->n_threads, r->l4_used, r->split_k, cli_tail_split_name(r->tail_split),
-            r->n_gen ? "tg" : "pp", n, r->n_depth, r->sync_wait_pct, line);
+            r->batch_size, r->n_gen ? "tg" : "pp", n, r->n_depth, r->sync_wait_pct, line);
 }
 
 #define JSON_FIELDS 25              // to_json's fields: fewer means cJSON ran out of memory
