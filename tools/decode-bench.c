@@ -244,6 +244,12 @@ static void stats(result *r) {
     r->stddev_ts = r->n_samples > 1 ? sqrt(sq / (r->n_samples - 1)) : 0;
 }
 
+// The test a result is, as progress lines name it: "MODEL t=2 l4=stream ... tg128 @ d0".
+static void test_label(const result *r, int n, char *buf, size_t size) {
+    snprintf(buf, size, "%s t=%d l4=%s split-k=%d tails=%s b=%d %s%d @ d%d", r->model, r->n_threads, r->l4_used,
+             r->split_k, cli_tail_split_name(r->tail_split), r->batch_size, r->n_gen ? "tg" : "pp", n, r->n_depth);
+}
+
 // One timed repetition of a test: its tok/s joins the result's samples. -1 out of memory.
 static int bench_rep(decoder *d, const options *o, int n, int tg, int rep, result *r) {
     decoder_stats_reset(d);
@@ -254,9 +260,9 @@ static int bench_rep(decoder *d, const options *o, int n, int tg, int rep, resul
     r->wait_s += st.wait_s, r->busy_s += st.busy_s;
     for (int w = 0; w < SCHED_N_WAIT; w++) r->wait_step_s[w] += st.wait_step_s[w];
     r->samples[r->n_samples++] = n / s;
-    fprintf(stderr, "decode-bench: %s t=%d l4=%s split-k=%d tails=%s b=%d %s%d @ d%d rep %d/%d: %.2f tok/s\n",
-            r->model, r->n_threads, r->l4_used, r->split_k, cli_tail_split_name(r->tail_split), r->batch_size, tg ? "tg" : "pp",
-            n, r->n_depth, rep + 1, o->reps, n / s);
+    char label[4200];
+    test_label(r, n, label, sizeof label);
+    fprintf(stderr, "decode-bench: %s rep %d/%d: %.2f tok/s\n", label, rep + 1, o->reps, n / s);
     return 0;
 }
 
@@ -281,9 +287,9 @@ static void bench_finish(decoder *d, int n, double roof, result *r) {
         if (r->wait_step_s[w] > 0 && k < (int)sizeof line)
             k += snprintf(line + k, sizeof line - k, "%s %s %.2f%%", k ? "," : "", sched_wait_name(w),
                           100 * r->wait_step_s[w] / r->busy_s);
-    fprintf(stderr, "decode-bench: %s t=%d l4=%s split-k=%d tails=%s b=%d %s%d @ d%d: sync wait %.2f%% of thread time, "
-            "before:%s\n", r->model, r->n_threads, r->l4_used, r->split_k, cli_tail_split_name(r->tail_split),
-            r->batch_size, r->n_gen ? "tg" : "pp", n, r->n_depth, r->sync_wait_pct, line);
+    char label[4200];
+    test_label(r, n, label, sizeof label);
+    fprintf(stderr, "decode-bench: %s: sync wait %.2f%% of thread time, before:%s\n", label, r->sync_wait_pct, line);
 }
 
 #define JSON_FIELDS 25              // to_json's fields: fewer means cJSON ran out of memory
