@@ -219,10 +219,10 @@ int l4run_create(decoder *d, l4run_mode req, char err[256]) {
     const sched *s = &d->sched;
     err[0] = 0;
     d->l4 = NULL;
-    int n_nodes = 1;   // threads are consecutive per node: count the changes
-    for (int t = 1; t < s->n_threads; t++) n_nodes += s->node[t] != s->node[t - 1];
     l4run_mode mode = resolve(req);
     if (mode == L4RUN_OFF) return 0;
+    int n_nodes = 1;   // threads are consecutive per node: count the changes
+    for (int t = 1; t < s->n_threads; t++) n_nodes += s->node[t] != s->node[t - 1];
     for (int m = 0; m < SCHED_N_MAT; m++)
         if (lines_per_tile(s, m) > MAX_TILE_LINES) {
             snprintf(err, 256, "the L4 takes matrices of at most %d inputs", MAX_TILE_LINES * SLOTS_PER_LINE * GEMV_KSEG);
