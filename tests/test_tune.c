@@ -15,6 +15,7 @@
 #include "tests/check.h"
 #include "tests/tool_util.h"
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,17 @@ static int lines_with(const char *path, const char *key, int *pf, int *nt) {
     gemv_tuning rt;
     return lines_with_r(path, key, pf, nt, &rt);
 }
+// Replaces the cache file at path with what fmt makes.
+static void write_cache(const char *path, const char *fmt, ...) {
+    FILE *f = fopen(path, "w");
+    CHECK(f);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    CHECK(fclose(f) == 0);
+}
+
 static int same(gemv_tuning a, gemv_tuning b) { return a.pf == b.pf && a.interleave == b.interleave; }
 
 // tune_choose on made-up rounds (seconds; 3 candidates x 5 rounds unless said). Returns its checks.
@@ -114,10 +126,7 @@ int main(void) {
                c.evicted == r.evicted && fabs(c.gbps - r.gbps) < 0.006, "auto after force: source %d note '%s'",
                c.source, c.note);
         // a stale entry (rate 1000x off) beside another machine's and a garbage line
-        FILE *f = fopen(path, "w");
-        CHECK(f);
-        fprintf(f, "other-machine 512 3 12.50\ngarbage\n%s 0 4 99999.00 0 0 4 1024 0\n", r.key);
-        CHECK(fclose(f) == 0);
+        write_cache(path, "other-machine 512 3 12.50\ngarbage\n%s 0 4 99999.00 0 0 4 1024 0\n", r.key);
         tune_result s = tune_gemv(TUNE_AUTO, path);
         CHECKF(s.source == TUNE_MEASURED && strstr(s.note, "measured again"), "stale entry: %d '%s'", s.source, s.note);
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == s.tu.pf && nt == s.tu.interleave &&
@@ -126,12 +135,9 @@ int main(void) {
         CHECK(lines_with(path, "garbage", &pf, &nt) == 0);  // a line without values is not a key
         // a re-tune with the cached picks as incumbents says whether they held; either way the
         // result is a candidate and the line is rewritten with it
-        f = fopen(path, "w");
-        CHECK(f);
         // (interleaves 4 and 3 as another path would cache them: AVX2 runs one tile, so its
         // result must say 1, not keep an incumbent interleave that never ran)
-        fprintf(f, "%s %d 4 99999.00 0 %d 3 %d 0\n", r.key, r.tu.pf, r.resident.pf, r.kv_pf);
-        CHECK(fclose(f) == 0);
+        write_cache(path, "%s %d 4 99999.00 0 %d 3 %d 0\n", r.key, r.tu.pf, r.resident.pf, r.kv_pf);
         tune_result h = tune_gemv(TUNE_AUTO, path);
         CHECKF(gemv_isa_id() == GEMV_AVX512 || (h.tu.interleave == 1 && h.resident.interleave == 1),
                "AVX2 re-tune kept interleave %d / %d", h.tu.interleave, h.resident.interleave);
@@ -147,66 +153,43 @@ int main(void) {
         for (int i = 0; i < 4; i++) {
             char fmt[96];
             snprintf(fmt, sizeof fmt, "%%s %s\n", bad[i]);
-            f = fopen(path, "w");
-            CHECK(f);
-            fprintf(f, fmt, r.key, (long long)time(NULL));
-            CHECK(fclose(f) == 0);
+            write_cache(path, fmt, r.key, (long long)time(NULL));
             tune_result z = tune_gemv(TUNE_AUTO, path);
             CHECKF(z.source == TUNE_MEASURED && z.note[0] == 0 && valid(z.tu) && valid_kv(z.kv_pf), "bad line %d: %d '%s'",
                    i, z.source, z.note);
         }
         // a fresh line from before the resident tuning: a miss, measured, rewritten with both
-        f = fopen(path, "w");
-        CHECK(f);
-        fprintf(f, "%s %d %d %.2f %lld\n", r.key, s.tu.pf, s.tu.interleave, s.gbps, (long long)time(NULL));
-        CHECK(fclose(f) == 0);
+        write_cache(path, "%s %d %d %.2f %lld\n", r.key, s.tu.pf, s.tu.interleave, s.gbps, (long long)time(NULL));
         tune_result o5 = tune_gemv(TUNE_AUTO, path);
         CHECKF(o5.source == TUNE_MEASURED, "old-format line: source %d '%s'", o5.source, o5.note);
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && same(rt, o5.resident) && valid_resident(rt) &&
               last_kv == o5.kv_pf);
         // ... and one from before the KV tuning (resident fields, no KV prefetch)
-        f = fopen(path, "w");
-        CHECK(f);
-        fprintf(f, "%s %d %d %.2f %lld %d %d\n", r.key, s.tu.pf, s.tu.interleave, s.gbps, (long long)time(NULL), rt.pf,
-                rt.interleave);
-        CHECK(fclose(f) == 0);
+        write_cache(path, "%s %d %d %.2f %lld %d %d\n", r.key, s.tu.pf, s.tu.interleave, s.gbps, (long long)time(NULL),
+                    rt.pf, rt.interleave);
         tune_result o7 = tune_gemv(TUNE_AUTO, path);
         CHECKF(o7.source == TUNE_MEASURED, "line without the KV prefetch: source %d '%s'", o7.source, o7.note);
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && last_kv == o7.kv_pf && valid_kv(last_kv));
         // a rate that is not a finite number reads as a miss, fresh as the line is
-        f = fopen(path, "w");
-        CHECK(f);
-        fprintf(f, "%s %d %d inf %lld %d %d %d 0\n", r.key, s.tu.pf, s.tu.interleave, (long long)time(NULL), rt.pf,
-                rt.interleave, s.kv_pf);
-        CHECK(fclose(f) == 0);
+        write_cache(path, "%s %d %d inf %lld %d %d %d 0\n", r.key, s.tu.pf, s.tu.interleave, (long long)time(NULL),
+                    rt.pf, rt.interleave, s.kv_pf);
         tune_result fin = tune_gemv(TUNE_AUTO, path);
         CHECKF(fin.source == TUNE_MEASURED, "inf rate: source %d '%s'", fin.source, fin.note);
         // ... and one from before the eviction (no flag): its picks may have been made in L3
-        f = fopen(path, "w");
-        CHECK(f);
-        fprintf(f, "%s %d %d %.2f %lld %d %d %d\n", r.key, s.tu.pf, s.tu.interleave, s.gbps, (long long)time(NULL), rt.pf,
-                rt.interleave, s.kv_pf);
-        CHECK(fclose(f) == 0);
+        write_cache(path, "%s %d %d %.2f %lld %d %d %d\n", r.key, s.tu.pf, s.tu.interleave, s.gbps,
+                    (long long)time(NULL), rt.pf, rt.interleave, s.kv_pf);
         tune_result o8 = tune_gemv(TUNE_AUTO, path);
         CHECKF(o8.source == TUNE_MEASURED, "line without the eviction flag: source %d '%s'", o8.source, o8.note);
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && last_ev == o8.evicted);
         // a fresh line that says evicted is reused with the flag, and the line says so
-        f = fopen(path, "w");
-        CHECK(f);
-        fprintf(f, "%s %d %d %.2f %lld %d %d %d 1\n", r.key, o8.tu.pf, o8.tu.interleave, o8.gbps, (long long)time(NULL),
-                o8.resident.pf, o8.resident.interleave, o8.kv_pf);
-        CHECK(fclose(f) == 0);
+        write_cache(path, "%s %d %d %.2f %lld %d %d %d 1\n", r.key, o8.tu.pf, o8.tu.interleave, o8.gbps,
+                    (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.kv_pf);
         tune_result e1 = tune_gemv(TUNE_AUTO, path);
         char e1_line[512];
         tune_describe(&e1, e1_line, sizeof e1_line);
         CHECKF(e1.source == TUNE_CACHED && e1.evicted == 1 && strstr(e1_line, "evicted from the caches"), "%d %d '%s'",
                e1.source, e1.evicted, e1_line);
-        fin = o8;                                        // the entry the unchecked mode below finds
-        f = fopen(path, "w");
-        CHECK(f);
-        fprintf(f, "%s %d %d %.2f %lld %d %d %d %d\n", r.key, o8.tu.pf, o8.tu.interleave, o8.gbps, (long long)time(NULL),
-                o8.resident.pf, o8.resident.interleave, o8.kv_pf, o8.evicted);
-        CHECK(fclose(f) == 0);
+        fin = e1;                                        // the entry the unchecked mode below finds
         // an unchecked mode (-1) is auto: the line just written stands
         tune_result m1 = tune_gemv(-1, path);
         CHECKF(m1.source == TUNE_CACHED && same(m1.tu, fin.tu) && m1.kv_pf == fin.kv_pf, "mode -1: source %d '%s'",
