@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -160,15 +161,27 @@ static float dot_ref(const float *a, const void *b, uint32_t bt, int n) {
     return s;
 }
 
-// Dims [d0, d1) of o += sum_p a[p] * v[p][d] over positions [p0, p1), fmaf p ascending; p0 == 0
-// starts from 0. Chunks of positions continue each chain exactly where the last one stopped.
+// Dims [d0, d1) of o += sum_p a[p] * v[p][d] over positions [p0, p1), fmaf p ascending. Chunks
+// of positions continue each chain exactly where the last one stopped; attention zeroes o first
+// (an accumulator that starts from o = +0 has the bits of one that starts from 0).
 static void vsum_ref(float *o, const float *a, const void *v, uint32_t vt, int p0, int p1, int d0, int d1,
                      size_t stride) {
     for (int d = d0; d < d1; d++) {
-        float s = p0 == 0 ? 0.0f : o[d];
+        float s = o[d];
         for (int p = p0; p < p1; p++) s = fmaf(a[p], wtype_load(vt, v, (size_t)p * stride + (size_t)d), s);
         o[d] = s;
     }
+}
+
+// Rows per block of a call over n_pos positions: lay's, or n_pos where the cache is one block.
+static inline int kv_block_rows(kv_layout lay, int n_pos) {
+    return lay.block_rows > 0 && lay.block_rows < n_pos ? lay.block_rows : n_pos;
+}
+
+// The block that holds position b0 (a multiple of B, kv_block_rows) of a head whose first row is at
+// c: the address of its first row.
+static inline const void *kv_block_at(const void *c, uint32_t t, kv_layout lay, int b0, int B) {
+    return kv_at(c, t, (size_t)(b0 / B) * lay.block);
 }
 
 static int attn_ok(uint32_t kt, uint32_t vt, int n_pos, int n_head, int n_head_kv, int head_dim) {
@@ -211,16 +224,20 @@ size_t attention_prefetch_lines(uintptr_t c, size_t row_bytes, size_t w_bytes, i
 }
 
 void attention_ref(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
-                   int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
+                   int n_head, int n_head_kv, int head_dim, kv_layout lay, float *scratch) {
     if (!attn_ok(kt, vt, n_pos, n_head, n_head_kv, head_dim)) return;
     const float scale = 1.0f / sqrtf((float)head_dim);
-    const int grp = n_head / n_head_kv, hd = head_dim;
+    const int grp = n_head / n_head_kv, hd = head_dim, B = kv_block_rows(lay, n_pos);
     for (int h = 0; h < n_head; h++) {
-        const void *kh = kv_at(k, kt, (size_t)(h / grp) * head_stride), *vh = kv_at(v, vt, (size_t)(h / grp) * head_stride);
         for (int p = 0; p < n_pos; p++)
-            scratch[p] = dot_ref(q + (size_t)h * hd, kv_at(kh, kt, (size_t)p * kv_stride), kt, hd) * scale;
+            scratch[p] = dot_ref(q + (size_t)h * hd, kv_at(k, kt, kv_index(lay, h / grp, p)), kt, hd) * scale;
         softmax_ref(scratch, n_pos);
-        vsum_ref(out + (size_t)h * hd, scratch, vh, vt, 0, n_pos, 0, hd, kv_stride);
+        float *oh = out + (size_t)h * hd;
+        memset(oh, 0, (size_t)hd * sizeof *oh);
+        const void *vh = kv_at(v, vt, (size_t)(h / grp) * lay.head);
+        for (int b0 = 0; b0 < n_pos; b0 += B)
+            vsum_ref(oh, scratch + b0, kv_block_at(vh, vt, lay, b0, B), vt, 0, n_pos - b0 < B ? n_pos - b0 : B, 0, hd,
+                     lay.row);
     }
 }
 
@@ -372,7 +389,9 @@ static inline __attribute__((always_inline)) AVX2 __m256 kv_load8(const void *c,
 // short (a head's rows, then the next head's elsewhere) and read with FMA work between the loads;
 // at 4000 positions on a Zen 5 the hardware prefetcher alone left attention well below the DRAM
 // read rate. kv_pf_lines states which lines (attention_prefetch_lines in ops.h).
-typedef struct { int ahead, n_pos; } kvpf;   // the distance in rows (0: none) and the rows the head has
+// Within a block: its rows are one stream; the next block's lie elsewhere (a measurement build that
+// also prefetched the next block's first rows as a block ended gained nothing on a Zen 5).
+typedef struct { int ahead, n_pos; } kvpf;   // the distance in rows (0: none) and the rows the block has
 
 static inline __attribute__((always_inline)) void kv_prefetch(const void *c, uint32_t t, size_t stride, int p,
                                                               int n, int w, kvpf pf) {
@@ -381,8 +400,8 @@ static inline __attribute__((always_inline)) void kv_prefetch(const void *c, uin
 }
 
 // A cache's prefetch distance in rows for this call (attention_set_prefetch's bytes).
-static inline kvpf kv_prefetch_rows(uint32_t t, size_t kv_stride, int n_pos) {
-    return (kvpf){kv_rows_ahead(attention_get_prefetch(), kv_stride * (t == WTYPE_F16 ? 2 : 4)), n_pos};
+static inline int kv_prefetch_rows(uint32_t t, size_t row) {
+    return kv_rows_ahead(attention_get_prefetch(), row * (t == WTYPE_F16 ? 2 : 4));
 }
 
 // Groups in the batch from g0: the largest power of two <= batch still left.
@@ -441,12 +460,13 @@ static inline __attribute__((always_inline)) AVX2 void scores_head(float *s, con
         for (int j = 0; j < np; j += 4) scores_block(s, q, k, kt, stride, p + j, np - j < 4 ? np - j : 4, hd, scale);
 }
 
-// nv * 8 dims of one head over positions [p0, p1), accumulators in registers across the chunk.
+// nv * 8 dims of one head over positions [p0, p1), accumulators in registers across the chunk,
+// continued from o (vsum_ref's contract).
 static inline __attribute__((always_inline)) AVX2 void vsum_block(float *o, const float *a,
         const void *v, uint32_t vt, int p0, int p1, size_t stride, int nv, kvpf pf) {
     __m256 acc[8];
 #pragma GCC unroll 8
-    for (int j = 0; j < nv; j++) acc[j] = p0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(o + 8 * j);
+    for (int j = 0; j < nv; j++) acc[j] = _mm256_loadu_ps(o + 8 * j);
     for (int p8 = p0; p8 < p1; p8 += 8) {               // the prefetch per 8 rows, outside the row loop
         int p9 = p1 - p8 < 8 ? p1 : p8 + 8;
         kv_prefetch(v, vt, stride, p8, p9 - p8, 8 * nv, pf);
@@ -496,7 +516,7 @@ static inline __attribute__((always_inline)) AVX2 void vsum_groups(float *o, con
     for (int i = 0; i < nh; i++)
 #pragma GCC unroll 8
         for (int j = 0; j < nv; j++)
-            acc[i * nv + j] = p0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(o + (size_t)i * hd + 8 * j);
+            acc[i * nv + j] = _mm256_loadu_ps(o + (size_t)i * hd + 8 * j);
     for (int p8 = p0; p8 < p1; p8 += 8) {               // the prefetch per 8 rows, outside the row loop
         int p9 = p1 - p8 < 8 ? p1 : p8 + 8;
         for (int g = 0; g < ng; g++) kv_prefetch(kv_at(v, vt, (size_t)g * head_stride), vt, stride, p8, p9 - p8, 8 * nv, pf);
@@ -576,32 +596,42 @@ static int attention_batch(int grp, int hd) {
     return hd % 8 == 0 && (c == 1 || c == 2 || c == 4) ? 8 / c : 1;
 }
 
+// attention over a cache of position blocks: each block's rows are one stream, so the loops below
+// run per block, with positions, scores and prefetch bounds relative to the block's first row.
 static inline __attribute__((always_inline)) AVX2 void attention_body(float *out, const float *q,
         const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos, int n_head, int n_head_kv,
-        int head_dim, size_t kv_stride, size_t head_stride, float *scratch, void (*softmax_fn)(float *, int)) {
+        int head_dim, kv_layout lay, float *scratch, void (*softmax_fn)(float *, int)) {
     const float scale = 1.0f / sqrtf((float)head_dim);
-    const int grp = n_head / n_head_kv, hd = head_dim, batch = attention_batch(grp, hd);
-    const kvpf pfk = kv_prefetch_rows(kt, kv_stride, n_pos), pfv = kv_prefetch_rows(vt, kv_stride, n_pos);
+    const int grp = n_head / n_head_kv, hd = head_dim, batch = attention_batch(grp, hd), B = kv_block_rows(lay, n_pos);
+    const int ak = kv_prefetch_rows(kt, lay.row), av = kv_prefetch_rows(vt, lay.row);
+    const size_t row = lay.row;
+    memset(out, 0, (size_t)n_head * hd * sizeof *out);
     for (int g0 = 0; g0 < n_head_kv;) {
         const int ng = batch_groups(g0, batch, n_head_kv);
-        for (int g = g0; g < g0 + ng; g++) {
-            const void *kg = kv_at(k, kt, (size_t)g * head_stride);
-            const float *qg = q + (size_t)g * grp * hd;
-            float *sg = scratch + (size_t)(g - g0) * grp * n_pos;
-            for (int p = 0; p < n_pos; p += 8) {
-                kv_prefetch(kg, kt, kv_stride, p, n_pos - p < 8 ? n_pos - p : 8, hd, pfk);
-                for (int h = 0; h < grp; h++)
-                    scores_head(sg + (size_t)h * n_pos, qg + (size_t)h * hd, kg, kt, kv_stride, p,
-                                n_pos - p < 8 ? n_pos - p : 8, hd, scale);
+        for (int g = g0; g < g0 + ng; g++)
+            for (int b0 = 0; b0 < n_pos; b0 += B) {
+                const int nb = n_pos - b0 < B ? n_pos - b0 : B;
+                const void *kb = kv_block_at(kv_at(k, kt, (size_t)g * lay.head), kt, lay, b0, B);
+                const float *qg = q + (size_t)g * grp * hd;
+                float *sg = scratch + (size_t)(g - g0) * grp * n_pos + b0;
+                for (int p = 0; p < nb; p += 8) {
+                    kv_prefetch(kb, kt, row, p, nb - p < 8 ? nb - p : 8, hd, (kvpf){ak, nb});
+                    for (int h = 0; h < grp; h++)
+                        scores_head(sg + (size_t)h * n_pos, qg + (size_t)h * hd, kb, kt, row, p, nb - p < 8 ? nb - p : 8,
+                                    hd, scale);
+                }
             }
-        }
         for (int h = 0; h < ng * grp; h++) softmax_fn(scratch + (size_t)h * n_pos, n_pos);
-        const void *vg = kv_at(v, vt, (size_t)g0 * head_stride);
         float *og = out + (size_t)g0 * grp * hd;
-        for (int p0 = 0; p0 < n_pos; p0 += VCHUNK) {
-            int p1 = n_pos - p0 < VCHUNK ? n_pos : p0 + VCHUNK;
-            if (ng > 1) vsum_chains(og, scratch, n_pos, vg, vt, head_stride, p0, p1, kv_stride, hd, ng, grp, pfv);
-            else vsum_group(og, scratch, n_pos, vg, vt, p0, p1, hd, kv_stride, grp, pfv);
+        for (int b0 = 0; b0 < n_pos; b0 += B) {
+            const int nb = n_pos - b0 < B ? n_pos - b0 : B;
+            const void *vb = kv_block_at(kv_at(v, vt, (size_t)g0 * lay.head), vt, lay, b0, B);
+            const kvpf pfv = {av, nb};
+            for (int p0 = 0; p0 < nb; p0 += VCHUNK) {
+                int p1 = nb - p0 < VCHUNK ? nb : p0 + VCHUNK;
+                if (ng > 1) vsum_chains(og, scratch + b0, n_pos, vb, vt, lay.head, p0, p1, row, hd, ng, grp, pfv);
+                else vsum_group(og, scratch + b0, n_pos, vb, vt, p0, p1, hd, row, grp, pfv);
+            }
         }
         g0 += ng;
     }
@@ -679,7 +709,7 @@ INL5 void scores_pair8(float *s0, float *s1, const float *qq, const void *k, uin
 // Dims [0, 16 * NZ) of H heads over [p0, p1) (the last block's lanes m; w elements read a row):
 // head j's output at o + j * hd, its scores at a + j * a_stride. SHARED: the heads are one group's
 // and read the V rows at v; else head j reads its own at v + j * head_stride. One fma chain per
-// output, p ascending, continued from o when p0 > 0.
+// output, p ascending, continued from o (attention zeroes it first).
 INL5 void vsum16(float *o, const float *a, int a_stride, const void *v, uint32_t vt, size_t head_stride, int p0,
                  int p1, size_t stride, int hd, int w, __mmask16 m, kvpf pf, int H, int NZ, int SHARED) {
     __m512 acc[16];
@@ -687,8 +717,7 @@ INL5 void vsum16(float *o, const float *a, int a_stride, const void *v, uint32_t
     for (int j = 0; j < H; j++)
 #pragma GCC unroll 4
         for (int z = 0; z < NZ; z++)
-            acc[j * NZ + z] = p0 == 0 ? _mm512_setzero_ps()
-                                      : _mm512_maskz_loadu_ps(z == NZ - 1 ? m : 0xffff, o + (size_t)j * hd + 16 * z);
+            acc[j * NZ + z] = _mm512_maskz_loadu_ps(z == NZ - 1 ? m : 0xffff, o + (size_t)j * hd + 16 * z);
     for (int p8 = p0; p8 < p1; p8 += 8) {               // the prefetch per 8 rows, outside the row loop
         int p9 = p1 - p8 < 8 ? p1 : p8 + 8;
         for (int g = 0; g < (SHARED ? 1 : H); g++)
@@ -767,40 +796,49 @@ INL5 void vsum_batch16(float *o, const float *a, int n_pos, const void *v, uint3
 // scores); the V sums in zmm from hd 16 on, AVX2's below. With grp 1 up to 8 groups a batch (the
 // scratch of ops.h), so that the V sums have chains enough.
 INL5 void attention_body512(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt,
-                            int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride,
-                            float *scratch) {
+                            int n_pos, int n_head, int n_head_kv, int head_dim, kv_layout lay, float *scratch) {
     const float scale = 1.0f / sqrtf((float)head_dim);
-    const int grp = n_head / n_head_kv, hd = head_dim, wide = hd >= 16;
+    const int grp = n_head / n_head_kv, hd = head_dim, wide = hd >= 16, B = kv_block_rows(lay, n_pos);
     const int batch = wide ? (grp == 1 ? 8 : 1) : attention_batch(grp, hd);
     const int npairs = hd % 8 == 0 && (size_t)grp * hd <= PAIR_Q_MAX ? grp / 2 : 0;
-    const kvpf pfk = kv_prefetch_rows(kt, kv_stride, n_pos), pfv = kv_prefetch_rows(vt, kv_stride, n_pos);
+    const int ak = kv_prefetch_rows(kt, lay.row), av = kv_prefetch_rows(vt, lay.row);
+    const size_t row = lay.row;
     float qq[PAIR_Q_MAX];
+    memset(out, 0, (size_t)n_head * hd * sizeof *out);
     for (int g0 = 0; g0 < n_head_kv;) {
         const int ng = batch_groups(g0, batch, n_head_kv);
         for (int g = g0; g < g0 + ng; g++) {
-            const void *kg = kv_at(k, kt, (size_t)g * head_stride);
             const float *qg = q + (size_t)g * grp * hd;
-            float *sg = scratch + (size_t)(g - g0) * grp * n_pos;
             if (n_pos >= 8) pair_q(qq, qg, npairs, hd);
-            for (int p = 0; p < n_pos; p += 8) {
-                int np = n_pos - p < 8 ? n_pos - p : 8, h = 0;
-                kv_prefetch(kg, kt, kv_stride, p, np, hd, pfk);
-                if (np == 8)
-                    for (; h < 2 * npairs; h += 2)
-                        scores_pair8(sg + (size_t)h * n_pos + p, sg + (size_t)(h + 1) * n_pos + p, qq + (size_t)h * hd,
-                                     kv_at(kg, kt, (size_t)p * kv_stride), kt, kv_stride, hd, scale);
-                for (; h < grp; h++)
-                    scores_head(sg + (size_t)h * n_pos, qg + (size_t)h * hd, kg, kt, kv_stride, p, np, hd, scale);
+            for (int b0 = 0; b0 < n_pos; b0 += B) {
+                const int nb = n_pos - b0 < B ? n_pos - b0 : B;
+                const void *kb = kv_block_at(kv_at(k, kt, (size_t)g * lay.head), kt, lay, b0, B);
+                float *sg = scratch + (size_t)(g - g0) * grp * n_pos + b0;
+                for (int p = 0; p < nb; p += 8) {
+                    int np = nb - p < 8 ? nb - p : 8, h = 0;
+                    kv_prefetch(kb, kt, row, p, np, hd, (kvpf){ak, nb});
+                    if (np == 8)
+                        for (; h < 2 * npairs; h += 2)
+                            scores_pair8(sg + (size_t)h * n_pos + p, sg + (size_t)(h + 1) * n_pos + p,
+                                         qq + (size_t)h * hd, kv_at(kb, kt, (size_t)p * row), kt, row, hd, scale);
+                    for (; h < grp; h++)
+                        scores_head(sg + (size_t)h * n_pos, qg + (size_t)h * hd, kb, kt, row, p, np, hd, scale);
+                }
             }
         }
         for (int h = 0; h < ng * grp; h++) softmax_avx512(scratch + (size_t)h * n_pos, n_pos);
-        const void *vg = kv_at(v, vt, (size_t)g0 * head_stride);
         float *og = out + (size_t)g0 * grp * hd;
-        for (int p0 = 0; p0 < n_pos; p0 += VCHUNK) {
-            int p1 = n_pos - p0 < VCHUNK ? n_pos : p0 + VCHUNK;
-            if (wide) vsum_batch16(og, scratch, n_pos, vg, vt, head_stride, p0, p1, kv_stride, hd, ng * grp, grp, pfv);
-            else if (ng > 1) vsum_chains(og, scratch, n_pos, vg, vt, head_stride, p0, p1, kv_stride, hd, ng, grp, pfv);
-            else vsum_group(og, scratch, n_pos, vg, vt, p0, p1, hd, kv_stride, grp, pfv);
+        for (int b0 = 0; b0 < n_pos; b0 += B) {
+            const int nb = n_pos - b0 < B ? n_pos - b0 : B;
+            const void *vb = kv_block_at(kv_at(v, vt, (size_t)g0 * lay.head), vt, lay, b0, B);
+            const float *ab = scratch + b0;
+            const kvpf pfv = {av, nb};
+            for (int p0 = 0; p0 < nb; p0 += VCHUNK) {
+                int p1 = nb - p0 < VCHUNK ? nb : p0 + VCHUNK;
+                if (wide) vsum_batch16(og, ab, n_pos, vb, vt, lay.head, p0, p1, row, hd, ng * grp, grp, pfv);
+                else if (ng > 1) vsum_chains(og, ab, n_pos, vb, vt, lay.head, p0, p1, row, hd, ng, grp, pfv);
+                else vsum_group(og, ab, n_pos, vb, vt, p0, p1, hd, row, grp, pfv);
+            }
         }
         g0 += ng;
     }
@@ -816,18 +854,16 @@ INL5 void attention_body512(float *out, const float *q, const void *k, uint32_t 
     } while (0)
 
 static A512BW void attention_avx512(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt,
-        int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
-#define BODY(KT, VT) attention_body512(out, q, k, KT, v, VT, n_pos, n_head, n_head_kv, head_dim, kv_stride, \
-                                        head_stride, scratch)
+        int n_pos, int n_head, int n_head_kv, int head_dim, kv_layout lay, float *scratch) {
+#define BODY(KT, VT) attention_body512(out, q, k, KT, v, VT, n_pos, n_head, n_head_kv, head_dim, lay, scratch)
     CACHE_TYPES(BODY);
 #undef BODY
 }
 
 // attention_body with the widest softmax the machine has (the same bits either way).
 static AVX2 void attention_avx2(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt,
-        int n_pos, int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
-#define BODY(KT, VT) attention_body(out, q, k, KT, v, VT, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, \
-                                     scratch, softmax_simd())
+        int n_pos, int n_head, int n_head_kv, int head_dim, kv_layout lay, float *scratch) {
+#define BODY(KT, VT) attention_body(out, q, k, KT, v, VT, n_pos, n_head, n_head_kv, head_dim, lay, scratch, softmax_simd())
     CACHE_TYPES(BODY);
 #undef BODY
 }
@@ -893,19 +929,19 @@ void softmax(float *x, int n) {
 }
 
 void attention(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
-               int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch) {
+               int n_head, int n_head_kv, int head_dim, kv_layout lay, float *scratch) {
     if (!attn_ok(kt, vt, n_pos, n_head, n_head_kv, head_dim)) return;
 #if defined(__x86_64__)
     if (cpu_isa() >= CPU_ISA_AVX512) {
-        attention_avx512(out, q, k, kt, v, vt, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, scratch);
+        attention_avx512(out, q, k, kt, v, vt, n_pos, n_head, n_head_kv, head_dim, lay, scratch);
         return;
     }
     if (cpu_simd_enabled()) {
-        attention_avx2(out, q, k, kt, v, vt, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, scratch);
+        attention_avx2(out, q, k, kt, v, vt, n_pos, n_head, n_head_kv, head_dim, lay, scratch);
         return;
     }
 #endif
-    attention_ref(out, q, k, kt, v, vt, n_pos, n_head, n_head_kv, head_dim, kv_stride, head_stride, scratch);
+    attention_ref(out, q, k, kt, v, vt, n_pos, n_head, n_head_kv, head_dim, lay, scratch);
 }
 
 // ---- row conversions: F16C / AVX2 over blocks of 8, fp.h for the tail and the scalar path ----

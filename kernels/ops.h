@@ -19,16 +19,31 @@ void rope_scaled(float *v, int n_heads, int head_dim, int n_rot, int pos, float 
 // SIMD path (same bits).
 void softmax(float *x, int n);
 void softmax_ref(float *x, int n);
+// Where a KV cache holds position p of KV head h: element
+//   h * head + (p / block_rows) * block + (p % block_rows) * row
+// (block_rows <= 0: one block, element h * head + p * row). Position-major: row = n_head_kv *
+// head_dim, head = head_dim; head-major (each head one stream): row = head_dim, head = n_ctx *
+// head_dim; position blocks (each head's rows in runs of block_rows, the blocks of every head
+// and layer side by side): row = head_dim, head = block_rows * head_dim, block = the bytes of
+// one block of all of them. kv_index states it.
+typedef struct {
+    size_t row, head, block;
+    int block_rows;
+} kv_layout;
+static inline size_t kv_index(kv_layout l, int h, int p) {
+    size_t b = l.block_rows > 0 ? (size_t)(p / l.block_rows) : 0, r = l.block_rows > 0 ? (size_t)(p % l.block_rows) : (size_t)p;
+    return (size_t)h * l.head + b * l.block + r * l.row;
+}
 // Causal GQA attention for one query at position n_pos - 1 over positions [0, n_pos).
 // q: (n_head, head_dim). k, v: caches of type kt, vt (WTYPE_F32, or WTYPE_F16: each element
 // widened exactly to f32 where it is read, the arithmetic then that of an f32 cache holding the
-// widened values); position p of kv head h at element h*head_stride + p*kv_stride (position-major:
-// head_stride = head_dim; head-major, each head one stream: kv_stride = head_dim).
+// widened values), both laid out as lay says. The layout decides where a row is read, never the
+// arithmetic: the same rows in any layout give the same bits.
 // out: (n_head, head_dim). scratch: n_pos * max(n_head / n_head_kv, min(n_head, 8)) floats (the
 // scores of one KV head's group of query heads, or of up to 8 query heads of several small
 // groups at once). Query head i reads kv head i / (n_head/n_head_kv).
 void attention(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
-               int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch);
+               int n_head, int n_head_kv, int head_dim, kv_layout lay, float *scratch);
 // Bytes attention's SIMD path prefetches its K and V rows ahead (0, the initial value: none;
 // clamped to [0, 1 MiB]). A free choice that leaves the arithmetic alone, measured per machine by
 // the tuner (runtime/tune.h); set it before the threads that call attention start a job.
@@ -58,7 +73,7 @@ void f32_to_bf16_row(const float *src, uint16_t *dst, size_t n);
 // fmaf, p ascending. Both return without writing when n_pos, n_head, n_head_kv or head_dim is not
 // positive, n_head % n_head_kv != 0, or a cache type is neither WTYPE_F32 nor WTYPE_F16.
 void attention_ref(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
-                   int n_head, int n_head_kv, int head_dim, size_t kv_stride, size_t head_stride, float *scratch);
+                   int n_head, int n_head_kv, int head_dim, kv_layout lay, float *scratch);
 // Scalar reference of argmax_f32 (same index).
 int argmax_ref(const float *x, int n);
 

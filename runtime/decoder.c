@@ -69,6 +69,8 @@ static void *zalloc_lines(size_t bytes) {
 // on 16 threads of an Intel Xeon it gave 8-12% more tok/s, on 8 0.6-2%, on 2 it cost 1-4%
 // (docs/runtime.md). Measured on that one CPU; a guess elsewhere.
 #define TAIL_SPLIT_TAKERS 8
+// Bytes of a head's rows in one KV cache block (kv_layout_for).
+#define KV_RUN_BYTES ((size_t)128 << 10)
 #define SPIN_ITERS 20000          // pauses before a waiting thread sleeps: ~0.4 ms on the Zen 5 here (pool.c)
 
 decoder_opts decoder_default_opts(int n_threads) {
@@ -158,6 +160,25 @@ static void *kv_alloc(size_t n, uint32_t t) {
     return n > SIZE_MAX / es ? NULL : hugepage_alloc(n * es);
 }
 
+// The cache's position blocks: a head's rows of a block take KV_RUN_BYTES (rows a multiple of 8,
+// so that attention's groups of 8 positions stay whole), or one block holds all n_ctx. The first
+// token then touches (and the kernel zeroes) one block of every layer, not a page of every head's
+// stream: for the TinyLlama shape at 2048 positions, f32, 22 MiB instead of 88; an 8B model at
+// 4096, 64 MiB instead of 1 GiB. Each run is one stream for attention: in an attention-only
+// harness at depth on a Zen 5, 64 KiB runs were 1-3% behind one stream a head, 128 KiB within
+// -2..+3% (docs/performance.md).
+static kv_layout kv_layout_for(const llama_hparams *h, int n_ctx, int rows, uint32_t kt, uint32_t vt) {
+    size_t es = wtype_get(kt)->size > wtype_get(vt)->size ? wtype_get(kt)->size : wtype_get(vt)->size;
+    if (rows <= 0) {
+        rows = (int)(KV_RUN_BYTES / (es * (size_t)h->head_dim)) / 8 * 8;
+        if (rows < 8) rows = 8;
+    }
+    if (rows > n_ctx) rows = n_ctx;
+    size_t head = (size_t)rows * h->head_dim;
+    return (kv_layout){.row = (size_t)h->head_dim, .head = head, .block = head * h->n_head_kv * h->n_layer,
+                       .block_rows = rows};
+}
+
 int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder_opts *o, char err[GGUF_ERR_MAX]) {
     memset(d, 0, sizeof *d);
     d->model = m;
@@ -165,7 +186,8 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
     d->n_ctx = n_ctx;
     const llama_hparams *h = &d->hp;
     size_t q_dim = (size_t)h->n_head * h->head_dim, kv_dim = (size_t)h->n_head_kv * h->head_dim;
-    size_t cache = (size_t)h->n_layer * (size_t)n_ctx * kv_dim;
+    d->kv = kv_layout_for(h, n_ctx, o->kv_block_rows, o->cache_type_k, o->cache_type_v);
+    size_t cache = (size_t)((n_ctx + d->kv.block_rows - 1) / d->kv.block_rows) * d->kv.block;   // whole blocks
     if (kv_pair_bytes(o->cache_type_k, o->cache_type_v) == 0) {
         snprintf(err, GGUF_ERR_MAX, "KV cache types must be f32 or f16");
         decoder_free(d);
@@ -590,7 +612,7 @@ void decoder_print_stealing(const decoder *d, FILE *f) {
 
 void *decoder_kv_head(const decoder *d, int v, int layer, int g) {
     size_t es = wtype_get(v ? d->cache_type_v : d->cache_type_k)->size;
-    size_t i = ((size_t)layer * d->hp.n_head_kv + (size_t)g) * d->n_ctx * d->hp.head_dim;
+    size_t i = ((size_t)layer * d->hp.n_head_kv + (size_t)g) * d->kv.head;
     return (char *)(v ? d->value_cache : d->key_cache) + i * es;
 }
 
@@ -603,8 +625,8 @@ static void store_row(void *cache, uint32_t t, size_t i, const float *src, size_
 void decoder_store_kv(decoder *d, int layer, int g0, int g1, int pos, const float *k, const float *v) {
     size_t hd = (size_t)d->hp.head_dim;
     for (int g = g0; g < g1; g++) {
-        store_row(decoder_kv_head(d, 0, layer, g), d->cache_type_k, (size_t)pos * hd, k + (size_t)(g - g0) * hd, hd);
-        store_row(decoder_kv_head(d, 1, layer, g), d->cache_type_v, (size_t)pos * hd, v + (size_t)(g - g0) * hd, hd);
+        store_row(decoder_kv_head(d, 0, layer, g), d->cache_type_k, kv_index(d->kv, 0, pos), k + (size_t)(g - g0) * hd, hd);
+        store_row(decoder_kv_head(d, 1, layer, g), d->cache_type_v, kv_index(d->kv, 0, pos), v + (size_t)(g - g0) * hd, hd);
     }
 }
 
@@ -625,7 +647,7 @@ static void attention_share(decoder *d, thread_ctx *c, int layer, int pos) {
     decoder_store_kv(d, layer, kv0, kv1, pos, new_key, new_value);
     attention(d->att_out + (size_t)kv0 * q_per_kv * head_dim, q, decoder_kv_head(d, 0, layer, kv0), d->cache_type_k,
               decoder_kv_head(d, 1, layer, kv0), d->cache_type_v, pos + 1, (kv1 - kv0) * q_per_kv, kv1 - kv0,
-              head_dim, (size_t)head_dim, (size_t)d->n_ctx * head_dim, c->att_scores);
+              head_dim, d->kv, c->att_scores);
 }
 
 // ---- one thread's forward pass ----
@@ -730,7 +752,7 @@ static void embed(float *x, const void *table, uint32_t type, int32_t token, siz
 }
 
 float *decoder_forward(decoder *d, int32_t token, int pos) {
-    assert(pos >= 0 && pos < d->n_ctx);   // the callers check; past the end a head-major row lands in the next head
+    assert(pos >= 0 && pos < d->n_ctx);   // the callers check; past the end a row lands in another head's
     weights_move(&d->w, d->pool, &d->sched, &d->topo);   // mapped weights: the next group into memory
     // the token's embedding starts the residual stream
     embed(d->x, d->w.token_embd, d->w.embd_type, token, d->hp.n_embd);

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "kernels/gemv.h"
+#include "kernels/ops.h"
 #include "model/llama.h"
 #include "platform/numa.h"
 #include "runtime/pool.h"
@@ -44,6 +45,8 @@ typedef struct {
     packcache_opts pack_cache;    // the packed-weight cache file (runtime/packcache.h); default off
     uint32_t cache_type_k;        // the KV cache's element types: WTYPE_F32 (default) or WTYPE_F16
     uint32_t cache_type_v;        // (rows rounded to nearest even as they are stored; see ops.h)
+    int kv_block_rows;            // positions per KV cache block (below); 0: the default, blocks of
+                                  // KV_RUN_BYTES a head (decoder.c)
 } decoder_opts;
 
 // Each thread's own state: its buffers allocated (and so placed) by that thread, the struct on
@@ -97,9 +100,12 @@ typedef struct decoder_s {
     decoder_trace_fn trace;       // NULL, or a test's recorder
     void *trace_arg;
     model_weights w;
-    // KV cache, head-major: each KV head's positions are one stream for attention to read
-    void *key_cache;              // (n_layer, n_head_kv, n_ctx, head_dim) of cache_type_k
-    void *value_cache;            // (n_layer, n_head_kv, n_ctx, head_dim) of cache_type_v
+    // KV cache in position blocks: each KV head's rows of a block are one stream for attention to
+    // read, and a block holds every layer's, so the first token touches (and the kernel zeroes)
+    // one block's pages, not one page of every head's stream
+    void *key_cache;              // (n_kv_block, n_layer, n_head_kv, kv.block_rows, head_dim) of cache_type_k
+    void *value_cache;            // the same of cache_type_v
+    kv_layout kv;                 // where decoder_kv_head's head holds a position (ops.h)
     uint32_t cache_type_k, cache_type_v;   // WTYPE_F32 or WTYPE_F16
     float *k_new, *v_new;         // (n_head_kv * head_dim) this step's K and V rows, before the cache
     // activations of the current token (llama2.c's RunState)
@@ -168,8 +174,9 @@ const packed_matrix *decoder_matrix(const decoder *d, int layer, int m);
 double decoder_bytes_per_token(const decoder *d, int pos);
 // The packed matrices alone, counted the same way: what one step streams of weights.
 double decoder_weight_bytes(const decoder *d);
-// Position 0 of KV head g of layer l in the value cache (v = 1) or the key cache (v = 0);
-// positions follow head_dim elements (of cache_type_v or cache_type_k) apart.
+// Position 0 of KV head g of layer l in the value cache (v = 1) or the key cache (v = 0); position
+// p at element kv_index(d->kv, 0, p) from there (of cache_type_v or cache_type_k), the heads after
+// g at kv.head elements apart.
 void *decoder_kv_head(const decoder *d, int v, int layer, int g);
 // Copies the K and V rows of heads [g0, g1) at position pos into the cache (rounded to f16 for an
 // f16 cache); k and v hold those heads' rows one after another (the layout a projection writes).

@@ -107,8 +107,8 @@ static void attn_batch_job(void *ctx, int tid, int nth) {
             decoder_store_kv(d, j->l, g, g + 1, pos, k, v);
         } else {
             attention(j->b->att + i * Q + (size_t)g * grp * hd, q, decoder_kv_head(d, 0, j->l, g), d->cache_type_k,
-                      decoder_kv_head(d, 1, j->l, g), d->cache_type_v, pos + 1, grp, 1, hd, (size_t)hd,
-                      (size_t)d->n_ctx * hd, d->threads[tid].att_scores);
+                      decoder_kv_head(d, 1, j->l, g), d->cache_type_v, pos + 1, grp, 1, hd, d->kv,
+                      d->threads[tid].att_scores);
         }
     }
 }

@@ -306,8 +306,8 @@ static double attention_time(void *ctx, int i) {
     size_t half = (size_t)j->n_pos * KV_HEADS * KV_HD * sizeof(float);
     if (j->cold) cpu_evict(j->k, half), cpu_evict(j->v, half);
     double t = monotonic_seconds();
-    attention(out, q, j->k, WTYPE_F32, j->v, WTYPE_F32, j->n_pos, KV_HEADS, KV_HEADS, KV_HD, KV_HD,
-              (size_t)j->n_pos * KV_HD, j->scratch);
+    attention(out, q, j->k, WTYPE_F32, j->v, WTYPE_F32, j->n_pos, KV_HEADS, KV_HEADS, KV_HD,
+              (kv_layout){.row = KV_HD, .head = (size_t)j->n_pos * KV_HD}, j->scratch);
     return monotonic_seconds() - t;
 }
 

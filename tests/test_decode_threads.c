@@ -10,10 +10,12 @@
 // (more threads than this machine's CPUs make some thread late often) and cut some shares' last
 // tiles into segments among the threads, with the same logits; CLI
 // dumps at -t 3 under DECODE_ISA=avx2|scalar check those paths too. An f16 KV cache gets its own
-// reference and must match it at 2 and 4 threads, split and on two pretend nodes; a cache type
-// the kernels do not read is refused at init.
+// reference and must match it at 2 and 4 threads, split and on two pretend nodes; a KV cache in
+// blocks of 3 and 8 positions must give the logits of the one-block cache, batched and one token
+// at a time; a cache type the kernels do not read is refused at init.
 #include "model/llama.h"
 #include "runtime/decoder.h"
+#include "runtime/prefill.h"
 #include "tests/check.h"
 #include "tools/util.h"
 #include "tests/tool_util.h"
@@ -189,6 +191,39 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
     return out;
 }
 
+// The KV cache in position blocks of 3 and 8 rows (attention and the stores cross a block every few
+// positions) against the one block the 64 positions of init_on make by default (ref, ref16): six
+// tokens batched (prefill), then four one at a time, at 1 and 2 threads (2 on pretend nodes), f32
+// and f16 caches.
+static int block_cases(const llama_model *m, const float *ref, const float *ref16) {
+    const int nv = m->hp.n_vocab;
+    int32_t tok[N_TOK];
+    for (int i = 0; i < N_TOK; i++) tok[i] = (int32_t)((i * 37 + 1) % nv);
+    int cases = 0;
+    for (int c = 0; c < 8; c++, cases++) {
+        int rows = c & 1 ? 8 : 3, T = c & 2 ? 2 : 1, f16 = c >> 2 & 1;
+        const float *want = f16 ? ref16 : ref;
+        decoder d;
+        decoder_opts o = decoder_default_opts(T);
+        o.cache_type_k = o.cache_type_v = f16 ? WTYPE_F16 : WTYPE_F32;
+        o.kv_block_rows = rows;
+        init_on(&d, m, &o, T == 2 ? "2" : NULL);
+        CHECK(d.kv.block_rows == rows);
+        prefill b;
+        char err[GGUF_ERR_MAX];
+        CHECKF(prefill_init(&b, &d, 6, 6, err) == 0, "%s", err);
+        const float *lg = prefill_forward(&b, tok, 6, 0, 6);
+        CHECKF(lg && !memcmp(lg, want, sizeof(float) * nv * 6), "blocks of %d, T=%d, f16 %d: batched logits differ",
+               rows, T, f16);
+        for (int i = 6; i < N_TOK; i++)
+            CHECKF(!memcmp(decoder_forward(&d, tok[i], i), want + (size_t)i * nv, sizeof(float) * nv),
+                   "blocks of %d, T=%d, f16 %d: token %d's logits differ", rows, T, f16, i);
+        prefill_free(&b);
+        decoder_free(&d);
+    }
+    return cases;
+}
+
 static int api_cases(const char *path) {
     llama_model m;
     char err[GGUF_ERR_MAX];
@@ -196,6 +231,11 @@ static int api_cases(const char *path) {
     size_t bytes = sizeof(float) * m.hp.n_vocab * N_TOK;
     float *ref = run_tokens(&m, 1, 0, NULL, 1, 1, WTYPE_F32);
     int cases = 0;
+    decoder d;   // n_ctx 64: the default's one block here, so ref is the head-major cache's
+    decoder_opts o = decoder_default_opts(1);
+    init_on(&d, &m, &o, NULL);
+    CHECK(d.kv.block_rows == 64 && d.kv.head == (size_t)64 * m.hp.head_dim);
+    decoder_free(&d);
     for (int T = 1; T <= 4; T++)
         for (int split = 0; split <= 4; split += 4)
             for (int f = 0; f < 2; f++)
@@ -222,6 +262,7 @@ static int api_cases(const char *path) {
             CHECKF(!memcmp(got, ref16, bytes), "%s: f16 cache T=%d fake=%d: logits differ", path, T, f);
             free(got);
         }
+    cases += block_cases(&m, ref, ref16);
     free(ref), free(ref16);
     llama_model_free(&m);
     return cases;
@@ -300,7 +341,7 @@ int main(void) {
     check_placement(a);
     check_tail_auto(a);
     int api = api_cases(stories) + api_cases(a) + api_cases(b) + api_cases(c);
-    CHECK(api == 4 * 38);
+    CHECK(api == 4 * 46);
     llama_model m;                    // a cache type the kernels do not read: refused at init
     decoder d;
     char err[GGUF_ERR_MAX];
@@ -311,7 +352,9 @@ int main(void) {
     llama_model_free(&m);
     CHECKF(split_runs >= 4, "split-K ran in %d runs only", split_runs);
     CHECKF(stolen > 0, "no tile was ever stolen in %d runs", api);
-    CHECKF(wait_checks >= api && waited_runs > 0, "wait by step checked in %d runs, %d waited", wait_checks, waited_runs);
+    // every run but block_cases' 8 a model
+    CHECKF(wait_checks >= api - 4 * 8 && waited_runs > 0, "wait by step checked in %d runs, %d waited", wait_checks,
+           waited_runs);
     CHECKF(tail_shared > 0, "no tail tile was ever shared by threads in %d runs (%zu segments)", api, tail_segs);
     CHECK(node_checks >= 2 * 8);   // model a: every matrix, 2 split settings
     printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %zu tiles stolen, %zu tail segments,"

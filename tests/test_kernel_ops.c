@@ -215,11 +215,78 @@ static size_t test_argmax(void) {
 // Attention: the SIMD path (AVX-512, or AVX2 under DECODE_ISA=avx2) vs attention_ref bit for bit,
 // then float64. Scores carry (hd + 4) u scale
 // sum|q k| (E); softmax weights move by 2E + (6 + 2 spread) u relative; the V sum adds n_pos u.
-// Both cache layouts: position-major (rows of every head, padded or not) and head-major (each
-// head's positions one stream, heads padded apart); K and V each f32 or f16, where the reference
-// must also equal the f32 reference on the widened values (the f16 contract in ops.h). The SIMD
-// path also runs with its KV prefetch on (attention_set_prefetch), whose addresses
-// test_prefetch_lines checks.
+// One set of rows in every cache layout (ops.h kv_layout): position-major (rows of every head,
+// padded or not), head-major (each head's positions one stream, heads padded apart) and position
+// blocks of 5, 8 and 72 rows (blocks that split attention's 8-position groups and V chunks, or
+// hold whole ones; heads and blocks padded apart or not), the padding NaN: every layout must give
+// the first one's bits. K and V each f32 or f16, where the reference must also equal the f32
+// reference on the widened values (the f16 contract in ops.h). The SIMD path also runs with its
+// KV prefetch on (attention_set_prefetch), whose addresses test_prefetch_lines checks.
+typedef struct { float *k, *v; uint16_t *k16, *v16; size_t len, cap; } kv_bufs;
+
+// The rows (nkv, np, hd) of rk and rv in layout number L of test_attention (padded when pad),
+// in b's buffers of f32 (the widened values) and f16 (grown as needed), NaN between the rows.
+static kv_layout place_kv(kv_bufs *b, const float *rk, const float *rv, int L, int pad, int nkv, int np, int hd) {
+    const int brows[] = {5, 8, 72};
+    kv_layout lay;
+    if (L == 0) {
+        lay = (kv_layout){.row = (size_t)nkv * hd + pad * 3, .head = (size_t)hd};
+        b->len = np * lay.row;
+    } else if (L == 1) {
+        lay = (kv_layout){.row = (size_t)hd, .head = (size_t)np * hd + pad * 5};
+        b->len = nkv * lay.head;
+    } else {
+        int br = brows[L - 2];
+        lay = (kv_layout){.row = (size_t)hd, .head = (size_t)br * hd + pad * 5, .block_rows = br};
+        lay.block = nkv * lay.head + pad * 3;
+        b->len = (size_t)(np + br - 1) / br * lay.block;
+    }
+    if (b->len > b->cap) {
+        free(b->k), free(b->v), free(b->k16), free(b->v16);
+        b->k = malloc(b->len * 4), b->v = malloc(b->len * 4), b->k16 = malloc(b->len * 2), b->v16 = malloc(b->len * 2);
+        CHECK(b->k && b->v && b->k16 && b->v16);
+        b->cap = b->len;
+    }
+    for (size_t i = 0; i < b->len; i++) b->k[i] = b->v[i] = NAN, b->k16[i] = b->v16[i] = 0x7e00;
+    for (int g = 0; g < nkv; g++)
+        for (int p = 0; p < np; p++)
+            for (int i = 0; i < hd; i++) {
+                size_t at = kv_index(lay, g, p) + i, r = ((size_t)g * np + p) * hd + i;
+                b->k[at] = rk[r], b->v[at] = rv[r], b->k16[at] = f32_to_f16(rk[r]), b->v16[at] = f32_to_f16(rv[r]);
+            }
+    return lay;
+}
+
+// Float64 attention of head h over the rows (nkv, np, hd), within the error bound above.
+static void check_attention64(const float *o, const float *q, const float *rk, const float *rv, int h, int grp,
+                              int np, int hd, double *s) {
+    const float *kh = rk + (size_t)(h / grp) * np * hd, *vh = rv + (size_t)(h / grp) * np * hd;
+    double m = -INFINITY, E = 0, sum = 0, spread = 0;
+    for (int p = 0; p < np; p++) {
+        double d = 0, ad = 0;
+        for (int i = 0; i < hd; i++) {
+            double t = (double)q[h * hd + i] * kh[p * hd + i];
+            d += t, ad += fabs(t);
+        }
+        s[p] = d / sqrt(hd);
+        E = fmax(E, (hd + 4) * U * ad / sqrt(hd));
+        m = fmax(m, s[p]);
+    }
+    for (int p = 0; p < np; p++) sum += exp(s[p] - m), spread = fmax(spread, m - s[p]);
+    double dw = 2 * E + (6 + 2 * spread) * U;
+    for (int p = 0; p < np; p++) s[p] = exp(s[p] - m) / sum;   // the weights, once per head
+    for (int i = 0; i < hd; i++) {
+        double o64 = 0, mag = 0;
+        for (int p = 0; p < np; p++) {
+            double w = s[p], vv = vh[p * hd + i];
+            o64 += w * vv, mag += w * fabs(vv);
+        }
+        double tol = 1.1 * (dw + np * U) * mag + 1e-30;
+        CHECKF(fabs(o[h * hd + i] - o64) <= tol, "hd=%d np=%d h=%d i=%d: %.9g vs %.17g tol %g", hd, np, h, i,
+               o[h * hd + i], o64, tol);
+    }
+}
+
 static size_t test_attention(void) {
     // head_dim: every count of 8-dim blocks past a 64-block (1..8), 32, tails, and zmm blocks of 4,
     // 1 and 8 lanes past 16 (20, 33, 264: also past the AVX-512 path's paired-q buffer with 16
@@ -232,82 +299,62 @@ static size_t test_attention(void) {
     const int heads[][2] = {{1, 1}, {4, 1}, {6, 2}, {8, 8}, {8, 1}, {8, 4}, {6, 6}, {12, 6}, {8, 2}, {7, 7},
                             {5, 1}, {16, 1}};
     size_t cases = 0;
+    kv_bufs kb = {0};
     for (int a = 0; a < 16; a++)
         for (int b = 0; b < 4; b++)
-            for (int c = 0; c < 192; c++, cases++) {   // 12 head shapes x 4 layouts x 4 cache types
-                int hd = hds[a], np = nps[b], nh = heads[c / 16][0], nkv = heads[c / 16][1];
-                int head_major = c >> 1 & 1, pad = c & 1;
-                uint32_t kt = c >> 2 & 1 ? WTYPE_F16 : WTYPE_F32, vt = c >> 3 & 1 ? WTYPE_F16 : WTYPE_F32;
-                size_t stride = head_major ? (size_t)hd : (size_t)nkv * hd + pad * 3;
-                size_t hstride = head_major ? (size_t)np * hd + pad * 5 : (size_t)hd;
-                size_t len = head_major ? nkv * hstride : np * stride;
-                float *q = malloc(nh * hd * 4), *k = malloc(len * 4), *v = malloc(len * 4);
-                float *o = malloc(nh * hd * 4), *or = malloc(nh * hd * 4), *o32 = malloc(nh * hd * 4), *opf = malloc(nh * hd * 4);
-                size_t nsc = (size_t)np * (nh / nkv > (nh < 8 ? nh : 8) ? nh / nkv : nh < 8 ? nh : 8);   // ops.h's scratch
-                float *sc = malloc((nsc + 16) * 4);                 // and a guard after it
-                uint16_t *k16 = malloc(len * 2), *v16 = malloc(len * 2);
-                CHECK(q && k && v && o && or && o32 && opf && sc && k16 && v16);
+            for (int c = 0; c < 48; c++) {   // 12 head shapes x 4 cache types, each in 10 layouts
+                int hd = hds[a], np = nps[b], nh = heads[c / 4][0], nkv = heads[c / 4][1];
+                uint32_t kt = c & 1 ? WTYPE_F16 : WTYPE_F32, vt = c >> 1 & 1 ? WTYPE_F16 : WTYPE_F32;
+                size_t nr = (size_t)nkv * np * hd, nsc = (size_t)np * (nh / nkv > (nh < 8 ? nh : 8) ? nh / nkv : nh < 8 ? nh : 8);
+                float *q = malloc(nh * hd * 4), *rk = malloc(nr * 4), *rv = malloc(nr * 4), *o0 = malloc(nh * hd * 4);
+                float *o = malloc(nh * hd * 4), *or = malloc(nh * hd * 4), *opf = malloc(nh * hd * 4);
+                float *sc = malloc((nsc + 16) * 4);                 // ops.h's scratch and a guard after it
+                double *s64 = malloc(np * sizeof(double));
+                CHECK(q && rk && rv && o0 && o && or && opf && sc && s64);
                 for (int i = 0; i < nh * hd; i++) q[i] = rng_sym(1.0f);
-                for (size_t i = 0; i < len; i++) {    // an f16 cache holds k16; k then its widened values
-                    k[i] = rng_sym(1.0f), v[i] = rng_sym(1.0f);
-                    k16[i] = f32_to_f16(k[i]), v16[i] = f32_to_f16(v[i]);
-                    if (kt == WTYPE_F16) k[i] = f16_to_f32(k16[i]);
-                    if (vt == WTYPE_F16) v[i] = f16_to_f32(v16[i]);
+                for (size_t i = 0; i < nr; i++) {    // the rows an f16 cache holds: their widened values
+                    rk[i] = rng_sym(1.0f), rv[i] = rng_sym(1.0f);
+                    if (kt == WTYPE_F16) rk[i] = f16_to_f32(f32_to_f16(rk[i]));
+                    if (vt == WTYPE_F16) rv[i] = f16_to_f32(f32_to_f16(rv[i]));
                 }
-                const void *kc = kt == WTYPE_F16 ? (const void *)k16 : k, *vc = vt == WTYPE_F16 ? (const void *)v16 : v;
-                for (int i = 0; i < 16; i++) sc[nsc + i] = 12345.0f;
-                attention_set_prefetch(0);
-                attention(o, q, kc, kt, vc, vt, np, nh, nkv, hd, stride, hstride, sc);
-                attention_set_prefetch(c & 16 ? 64 : 2048);   // a few rows ahead, or many
-                attention(opf, q, kc, kt, vc, vt, np, nh, nkv, hd, stride, hstride, sc);
-                attention_set_prefetch(0);
-                for (int i = 0; i < 16; i++) CHECKF(sc[nsc + i] == 12345.0f, "hd=%d np=%d nh=%d: scratch overrun", hd, np, nh);
-                for (int i = 0; i < nh * hd; i++)
-                    CHECKF(same_f32(o[i], opf[i]), "hd=%d np=%d nh=%d i=%d: %.9g, with the KV prefetch %.9g", hd, np,
-                           nh, i, o[i], opf[i]);
-                attention_ref(or, q, kc, kt, vc, vt, np, nh, nkv, hd, stride, hstride, sc);
-                attention_ref(o32, q, k, WTYPE_F32, v, WTYPE_F32, np, nh, nkv, hd, stride, hstride, sc);
-                for (int i = 0; i < nh * hd; i++) {
-                    CHECKF(same_f32(o[i], or[i]), "hd=%d np=%d nh=%d kt=%u vt=%u i=%d: %.9g vs ref %.9g", hd, np, nh,
-                           kt, vt, i, o[i], or[i]);
-                    CHECKF(same_f32(or[i], o32[i]), "hd=%d np=%d nh=%d kt=%u vt=%u i=%d: ref %.9g vs f32 ref %.9g",
-                           hd, np, nh, kt, vt, i, or[i], o32[i]);
-                }
-                double *s = malloc(np * sizeof(double));
-                for (int h = 0; h < nh; h++) {
-                    size_t kv = (size_t)(h / (nh / nkv)) * hstride;
-                    double m = -INFINITY, E = 0, sum = 0, spread = 0;
-                    for (int p = 0; p < np; p++) {
-                        double d = 0, ad = 0;
-                        for (int i = 0; i < hd; i++) {
-                            double t = (double)q[h * hd + i] * k[p * stride + kv + i];
-                            d += t, ad += fabs(t);
-                        }
-                        s[p] = d / sqrt(hd);
-                        E = fmax(E, (hd + 4) * U * ad / sqrt(hd));
-                        m = fmax(m, s[p]);
+                for (int L = 0; L < 10; L++, cases++) {
+                    kv_layout lay = place_kv(&kb, rk, rv, L / 2, L & 1, nkv, np, hd);
+                    const void *kc = kt == WTYPE_F16 ? (const void *)kb.k16 : kb.k;
+                    const void *vc = vt == WTYPE_F16 ? (const void *)kb.v16 : kb.v;
+                    for (int i = 0; i < 16; i++) sc[nsc + i] = 12345.0f;
+                    attention_set_prefetch(0);
+                    attention(o, q, kc, kt, vc, vt, np, nh, nkv, hd, lay, sc);
+                    attention_set_prefetch(L & 1 ? 64 : 2048);   // a few rows ahead, or many
+                    attention(opf, q, kc, kt, vc, vt, np, nh, nkv, hd, lay, sc);
+                    attention_set_prefetch(0);
+                    for (int i = 0; i < 16; i++) CHECKF(sc[nsc + i] == 12345.0f, "hd=%d np=%d nh=%d: scratch overrun", hd, np, nh);
+                    attention_ref(or, q, kc, kt, vc, vt, np, nh, nkv, hd, lay, sc);
+                    if (L == 0) memcpy(o0, or, nh * hd * 4);
+                    for (int i = 0; i < nh * hd; i++) {
+                        CHECKF(same_f32(o[i], opf[i]), "hd=%d np=%d nh=%d L=%d i=%d: %.9g, with the KV prefetch %.9g",
+                               hd, np, nh, L, i, o[i], opf[i]);
+                        CHECKF(same_f32(o[i], or[i]), "hd=%d np=%d nh=%d kt=%u vt=%u L=%d i=%d: %.9g vs ref %.9g", hd,
+                               np, nh, kt, vt, L, i, o[i], or[i]);
+                        CHECKF(same_f32(or[i], o0[i]), "hd=%d np=%d nh=%d kt=%u vt=%u L=%d i=%d: ref %.9g, layout 0's %.9g",
+                               hd, np, nh, kt, vt, L, i, or[i], o0[i]);
                     }
-                    for (int p = 0; p < np; p++) sum += exp(s[p] - m), spread = fmax(spread, m - s[p]);
-                    double dw = 2 * E + (6 + 2 * spread) * U;
-                    for (int p = 0; p < np; p++) s[p] = exp(s[p] - m) / sum;   // the weights, once per head
-                    for (int i = 0; i < hd; i++) {
-                        double o64 = 0, mag = 0;
-                        for (int p = 0; p < np; p++) {
-                            double w = s[p], vv = v[p * stride + kv + i];
-                            o64 += w * vv, mag += w * fabs(vv);
-                        }
-                        double tol = 1.1 * (dw + np * U) * mag + 1e-30;
-                        CHECKF(fabs(o[h * hd + i] - o64) <= tol, "hd=%d np=%d h=%d i=%d: %.9g vs %.17g tol %g", hd,
-                               np, h, i, o[h * hd + i], o64, tol);
+                    if (L == 0 && (kt == WTYPE_F16 || vt == WTYPE_F16)) {   // the f16 contract: the f32 reference's bits
+                        attention_ref(opf, q, kb.k, WTYPE_F32, kb.v, WTYPE_F32, np, nh, nkv, hd, lay, sc);
+                        for (int i = 0; i < nh * hd; i++)
+                            CHECKF(same_f32(or[i], opf[i]), "hd=%d np=%d nh=%d kt=%u vt=%u i=%d: ref %.9g vs f32 ref %.9g",
+                                   hd, np, nh, kt, vt, i, or[i], opf[i]);
                     }
                 }
-                free(s), free(q), free(k), free(v), free(o), free(or), free(o32), free(opf), free(sc), free(k16), free(v16);
+                for (int h = 0; h < nh; h++) check_attention64(o0, q, rk, rv, h, nh / nkv, np, hd, s64);
+                free(q), free(rk), free(rv), free(o0), free(o), free(or), free(opf), free(sc), free(s64);
             }
+    free(kb.k), free(kb.v), free(kb.k16), free(kb.v16);
     float sentinel[8] = {7, 7, 7, 7, 7, 7, 7, 7}, z[8] = {0}, scr[8];
-    attention(sentinel, z, z, WTYPE_F32, z, WTYPE_F32, 1, 3, 2, 1, 2, 1, scr);   // 3 % 2 != 0: untouched
-    attention(sentinel, z, z, WTYPE_F32, z, WTYPE_F32, 0, 1, 1, 8, 8, 8, scr);   // no positions: untouched
-    attention(sentinel, z, z, WTYPE_BF16, z, WTYPE_F32, 1, 1, 1, 8, 8, 8, scr);  // a bf16 cache: untouched
-    attention_ref(sentinel, z, z, WTYPE_F32, z, WTYPE_BF16, 1, 1, 1, 8, 8, 8, scr);
+    const kv_layout l2 = {.row = 2, .head = 1}, l8 = {.row = 8, .head = 8};
+    attention(sentinel, z, z, WTYPE_F32, z, WTYPE_F32, 1, 3, 2, 1, l2, scr);   // 3 % 2 != 0: untouched
+    attention(sentinel, z, z, WTYPE_F32, z, WTYPE_F32, 0, 1, 1, 8, l8, scr);   // no positions: untouched
+    attention(sentinel, z, z, WTYPE_BF16, z, WTYPE_F32, 1, 1, 1, 8, l8, scr);  // a bf16 cache: untouched
+    attention_ref(sentinel, z, z, WTYPE_F32, z, WTYPE_BF16, 1, 1, 1, 8, l8, scr);
     for (int i = 0; i < 8; i++) CHECK(sentinel[i] == 7);
     return cases + 1;
 }
@@ -366,7 +413,7 @@ static size_t test_prefetch_lines(void) {
 int main(void) {
     size_t n[7] = {test_rmsnorm(), test_rope(),   test_softmax(),  test_swiglu(),
                    test_argmax(),  test_attention(), test_prefetch_lines()};
-    const size_t want[7] = {18, 481, 15 + 71 * 4, 14 + 71 * 4, 8 + 71 * 4 * 6, 16 * 4 * 192 + 1, 8 * 4 * 5 + 1};
+    const size_t want[7] = {18, 481, 15 + 71 * 4, 14 + 71 * 4, 8 + 71 * 4 * 6, 16 * 4 * 48 * 10 + 1, 8 * 4 * 5 + 1};
     const char *names[7] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention", "prefetch lines"};
     int isa = cpu_isa();   // the SIMD paths compared with the references (ctest runs this under avx2 too)
     printf("paths: %s\n", isa >= CPU_ISA_AVX512 ? "softmax and attention avx512, the rest avx2"
