@@ -150,6 +150,61 @@ static int expected(const llama_model *m, size_t n_regions, size_t total, header
 #define MADV_POPULATE_WRITE 23
 #endif
 
+long long packcache_pmd_bytes(const void *p) {
+    FILE *f = fopen("/proc/self/smaps", "re");
+    if (!f) return -1;
+    char line[512];
+    long long kb = -1;
+    int in = 0;
+    while (kb < 0 && fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char c;
+        if (sscanf(line, "%lx-%lx %c", &lo, &hi, &c) == 3 && strchr(line, '-') < strchr(line, ' '))
+            in = lo == (uintptr_t)p;               // an entry's first line
+        else if (in) sscanf(line, "FilePmdMapped: %lld kB", &kb);
+    }
+    fclose(f);
+    return kb < 0 ? -1 : kb << 10;
+}
+
+// Maps the file whole, read-only: huge pages advised before the first fault, so that pages read
+// back from disk come as 2 MiB folios too; then every page mapped in one pass instead of a fault
+// per page (MAP_POPULATE's job, which would run before the madvise). MAP_FAILED with errno.
+static void *map_populated(int fd, size_t total) {
+    void *map = mmap(NULL, total, PROT_READ, MAP_SHARED, fd, 0);
+    if (map != MAP_FAILED && (madvise(map, total, MADV_HUGEPAGE), madvise(map, total, MADV_POPULATE_READ))) {
+        int e = errno;
+        munmap(map, total);
+        // A kernel before 5.14: MAP_POPULATE, in 4 KiB folios. Any other error (an unreadable
+        // page) would be a SIGBUS later: pack in memory instead.
+        map = e == EINVAL ? mmap(NULL, total, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0) : MAP_FAILED;
+        errno = e;
+    }
+    return map;
+}
+
+// A file partly in 4 KiB page-cache folios (read by another program, or split under memory
+// pressure) costs every process that maps it a first touch per 4 KiB page: on the Zen 5 VM of
+// 2026-12-04 the first token of the TinyLlama shape took 0.55-0.66 s with half the file so,
+// against 0.12 s with all of it in 2 MiB pages (docs/performance.md). Where some of the file
+// maps as 2 MiB pages (the file system and the kernel can give them) but under REREAD_SHARE of
+// it, the file's cached pages are dropped and read back through the huge-page mapping: one
+// read of the file from disk, once. Pages another process maps stay (and the share with them).
+#define REREAD_SHARE 0.9
+static void *map_huge(int fd, size_t total, char *note, size_t n) {
+    note[0] = 0;
+    void *map = map_populated(fd, total);
+    long long pmd = map == MAP_FAILED ? -1 : packcache_pmd_bytes(map);
+    if (pmd <= 0 || pmd >= REREAD_SHARE * (double)total) return map;
+    munmap(map, total);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    map = map_populated(fd, total);
+    long long now = map == MAP_FAILED ? -1 : packcache_pmd_bytes(map);
+    snprintf(note, n, "read back from disk into 2 MiB pages: %.0f%% of it was in them, now %.0f%%",
+             100.0 * (double)pmd / (double)total, 100.0 * (double)now / (double)total);
+    return map;
+}
+
 int packcache_map(const char *path, const llama_model *m, model_weights *w, char *note, size_t n) {
     region *r = malloc(((size_t)m->hp.n_layer * LAYER_N_MAT + 2) * sizeof *r);
     if (!r) return snprintf(note, n, "out of memory"), -1;
@@ -165,18 +220,7 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
              memcmp(&got, &want, sizeof got))
         snprintf(note, n, "%s: made from another file or version; rebuilding it", path);
     else {
-        // Huge pages before the first fault, so pages read back from disk come as 2 MiB folios
-        // too; then every page mapped in one pass instead of a fault per page (MAP_POPULATE's
-        // job, which would run before the madvise).
-        void *map = mmap(NULL, total, PROT_READ, MAP_SHARED, fd, 0);
-        if (map != MAP_FAILED && (madvise(map, total, MADV_HUGEPAGE), madvise(map, total, MADV_POPULATE_READ))) {
-            int e = errno;
-            munmap(map, total);
-            // A kernel before 5.14: MAP_POPULATE, in 4 KiB folios. Any other error (an unreadable
-            // page) would be a SIGBUS later: pack in memory instead.
-            map = e == EINVAL ? mmap(NULL, total, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0) : MAP_FAILED;
-            errno = e;
-        }
+        void *map = map_huge(fd, total, w->map_note, sizeof w->map_note);
         if (map == MAP_FAILED) snprintf(note, n, "%s: cannot map: %s", path, strerror(errno));
         else {
             for (size_t i = 0; i < nr; i++) *r[i].ptr = (char *)map + r[i].off;

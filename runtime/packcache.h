@@ -40,8 +40,13 @@ int packcache_path(const packcache_opts *o, const gguf_file *f, char *buf, size_
 
 typedef struct model_weights model_weights;
 // Maps the cache file at path read-only and points w's packed matrices and embedding table into
-// it (w->layers allocated, 1-D tensors not touched). 0 ok; -1 with why not in note.
+// it (w->layers allocated, 1-D tensors not touched). 0 ok; -1 with why not in note. Where only
+// part of the file maps as 2 MiB pages, its cached pages are read back from disk first (once,
+// said in w->map_note; packcache.c map_huge).
 int packcache_map(const char *path, const llama_model *m, model_weights *w, char *note, size_t n);
+// Bytes of the file mapping that starts at p mapped by 2 MiB page-table entries (its FilePmdMapped
+// in /proc/self/smaps); -1 when that cannot be read.
+long long packcache_pmd_bytes(const void *p);
 // Writing a cache file: the load packs straight into it. packcache_begin creates the temporary
 // file (after removing the old file at path, stale files and orphaned temporary files from its
 // directory), reserves its blocks, maps it shared, faults it in writable and points w's packed

@@ -487,8 +487,8 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
         fprintf(stderr, "decode-bench: %s: loading for %d thread(s), split-k %d\n", path, T, o->split_ks[s]);
         if (decoder_init_opts(&d[s], m, max_len, &dopt, err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; }
         else if (d[s].w.cache_state != PACKCACHE_UNUSED) {
-            fprintf(stderr, "decode-bench: packed weights %s %s\n", d[s].w.cache_state == PACKCACHE_MAPPED ? "mapped from"
-                    : "packed into a new cache file,", d[s].w.cache_file);
+            fprintf(stderr, "decode-bench: packed weights %s %s%s%s\n", d[s].w.cache_state == PACKCACHE_MAPPED ? "mapped from"
+                    : "packed into a new cache file,", d[s].w.cache_file, d[s].w.map_note[0] ? "; " : "", d[s].w.map_note);
             settle(&d[s]);
         }
         else fprintf(stderr, "decode-bench: packed weights in memory%s%s\n", d[s].w.cache_note[0] ? "; cache " : "",
