@@ -24,8 +24,8 @@ void softmax_ref(float *x, int n);
 // (block_rows <= 0: one block, element h * head + p * row). Position-major: row = n_head_kv *
 // head_dim, head = head_dim; head-major (each head one stream): row = head_dim, head = n_ctx *
 // head_dim; position blocks (each head's rows in runs of block_rows, the blocks of every head
-// and layer side by side): row = head_dim, head = block_rows * head_dim, block = the bytes of
-// one block of all of them. kv_index states it.
+// and layer side by side): row = head_dim, head = block_rows * head_dim, block = the elements
+// of one block of all of them. All three in elements; kv_index states it.
 typedef struct {
     size_t row, head, block;
     int block_rows;

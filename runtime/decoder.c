@@ -186,13 +186,15 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
     d->n_ctx = n_ctx;
     const llama_hparams *h = &d->hp;
     size_t q_dim = (size_t)h->n_head * h->head_dim, kv_dim = (size_t)h->n_head_kv * h->head_dim;
-    d->kv = kv_layout_for(h, n_ctx, o->kv_block_rows, o->cache_type_k, o->cache_type_v);
-    size_t cache = (size_t)((n_ctx + d->kv.block_rows - 1) / d->kv.block_rows) * d->kv.block;   // whole blocks
-    if (kv_pair_bytes(o->cache_type_k, o->cache_type_v) == 0) {
-        snprintf(err, GGUF_ERR_MAX, "KV cache types must be f32 or f16");
+    if (kv_pair_bytes(o->cache_type_k, o->cache_type_v) == 0 || n_ctx < 1) {
+        if (n_ctx < 1) snprintf(err, GGUF_ERR_MAX, "context size %d must be at least 1", n_ctx);
+        else snprintf(err, GGUF_ERR_MAX, "KV cache types must be f32 or f16");
         decoder_free(d);
         return -1;
     }
+    d->kv = kv_layout_for(h, n_ctx, o->kv_block_rows, o->cache_type_k, o->cache_type_v);
+    size_t rows = (size_t)n_ctx + (size_t)d->kv.block_rows - 1;
+    size_t cache = rows / (size_t)d->kv.block_rows * d->kv.block;   // whole blocks
     int *cpu = calloc((size_t)o->n_threads, sizeof *cpu);
     if (!cpu) goto oom;
     err[0] = 0;

@@ -1,6 +1,7 @@
 // The packed-weight cache file: layout, header check, mapping and writing (runtime/packcache.h).
 #include "runtime/packcache.h"
 #include "kernels/gemv.h"
+#include "platform/hugepage.h"
 #include "runtime/cachedir.h"
 #include "runtime/weights.h"
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #define PACKCACHE_VERSION 2
@@ -153,7 +155,7 @@ static int expected(const llama_model *m, size_t n_regions, size_t total, header
 long long packcache_pmd_bytes(const void *p) {
     FILE *f = fopen("/proc/self/smaps", "re");
     if (!f) return -1;
-    char line[512];
+    char line[8192];                           // a mapping's line holds its path
     long long kb = -1;
     int in = 0;
     while (kb < 0 && fgets(line, sizeof line, f)) {
@@ -185,23 +187,33 @@ static void *map_populated(int fd, size_t total) {
 
 // A file partly in 4 KiB page-cache folios (read by another program, or split under memory
 // pressure) costs every process that maps it a first touch per 4 KiB page: on the Zen 5 VM of
-// 2026-12-04 the first token of the TinyLlama shape took 0.55-0.66 s with half the file so,
-// against 0.12 s with all of it in 2 MiB pages (docs/performance.md). Where some of the file
-// maps as 2 MiB pages (the file system and the kernel can give them) but under REREAD_SHARE of
-// it, the file's cached pages are dropped and read back through the huge-page mapping: one
-// read of the file from disk, once. Pages another process maps stay (and the share with them).
+// 2026-12-04 the first token of the TinyLlama shape took 0.47 s with half the file so, against
+// 0.10 s with all of it in 2 MiB pages (docs/performance.md). Where some of the file maps as 2 MiB
+// pages (the file system and the kernel can give them) but under REREAD_SHARE of its whole 2 MiB
+// pages, the file's cached pages are dropped and read back through the huge-page mapping: one
+// read of the file from disk. Pages another process maps stay (and the share with them). Once:
+// the file's attribute REREAD_XATTR marks a read-back until a load finds the file in 2 MiB pages
+// again, so memory too fragmented for 2 MiB folios is not read from disk on every run; where
+// the file system keeps no user attributes there is no read-back.
 #define REREAD_SHARE 0.9
+#define REREAD_XATTR "user.decode.reread"
 static void *map_huge(int fd, size_t total, char *note, size_t n) {
     note[0] = 0;
     void *map = map_populated(fd, total);
     long long pmd = map == MAP_FAILED ? -1 : packcache_pmd_bytes(map);
-    if (pmd <= 0 || pmd >= REREAD_SHARE * (double)total) return map;
+    if (pmd < 0) return map;
+    if (pmd >= REREAD_SHARE * (double)(total / HUGEPAGE_BYTES * HUGEPAGE_BYTES)) {
+        fremovexattr(fd, REREAD_XATTR);            // as it should be; a later split may be read back
+        return map;
+    }
+    if (pmd == 0 || fgetxattr(fd, REREAD_XATTR, NULL, 0) >= 0 || fsetxattr(fd, REREAD_XATTR, "1", 1, 0)) return map;
     munmap(map, total);
     posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     map = map_populated(fd, total);
     long long now = map == MAP_FAILED ? -1 : packcache_pmd_bytes(map);
-    snprintf(note, n, "read back from disk into 2 MiB pages: %.0f%% of it was in them, now %.0f%%",
-             100.0 * (double)pmd / (double)total, 100.0 * (double)now / (double)total);
+    if (now >= 0)
+        snprintf(note, n, "dropped from the page cache and read back into 2 MiB pages: %.0f%% of it was in them, now %.0f%%",
+                 100.0 * (double)pmd / (double)total, 100.0 * (double)now / (double)total);
     return map;
 }
 

@@ -2,9 +2,11 @@
 // writes the file; then half of its cached pages are made 4 KiB folios (dropped, then read 4 KiB at
 // a time with readahead off) and the other half 2 MiB ones (mapped with MADV_HUGEPAGE). The next
 // load must read the file back, say so, and map at least 90% of it in 2 MiB pages, with the
-// logits of the first load; the load after it has nothing to read back. Where the kernel or the
-// file system gives this file no 2 MiB pages, or the 4 KiB reads did not leave small folios,
-// there is nothing to test: skipped (exit 77), saying which.
+// logits of the first load; the load after it has nothing to read back and clears the file's
+// read-back mark. Split again with the mark set (a read-back that did not help), the next load
+// must not read back. Where the kernel or the file system gives this file no 2 MiB pages, keeps
+// no user attributes, or the 4 KiB reads did not leave small folios, there is nothing to test:
+// skipped (exit 77), saying which.
 #include "model/llama.h"
 #include "runtime/decoder.h"
 #include "tests/check.h"
@@ -16,12 +18,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
 #endif
 #define N_TOK 4
+#define MARK "user.decode.reread"        // runtime/packcache.c REREAD_XATTR
 
 // One load from the cache directory cdir: the logits of N_TOK tokens; w's state, file and map
 // note copied out.
@@ -80,9 +84,11 @@ int main(void) {
     float *ref = load_run(&m, cdir, &state, file, note);
     CHECKF(state == PACKCACHE_WRITTEN, "the first load did not write the cache (state %d)", state);
     double share = split_cache(file);
-    if (share <= 0 || share >= 0.9) {
+    int attrs = setxattr(file, "user.decode.test", "1", 1, 0) == 0 && removexattr(file, "user.decode.test") == 0;
+    if (share <= 0 || share >= 0.9 || !attrs) {
         printf("skipped: %s\n", share < 0 ? "the 2 MiB share of a mapping cannot be read here"
                                 : share == 0 ? "this kernel or file system gives the file no 2 MiB pages"
+                                : !attrs     ? "the file system keeps no user attributes"
                                              : "reading 4 KiB at a time left no small folios");
         rc = 77;
     } else {
@@ -90,7 +96,7 @@ int main(void) {
         float *got = load_run(&m, cdir, &state, file, note);
         CHECKF(state == PACKCACHE_MAPPED, "state %d after the split", state);
         double was, now;
-        CHECKF(sscanf(note, "read back from disk into 2 MiB pages: %lf%% of it was in them, now %lf%%", &was, &now) == 2,
+        CHECKF(sscanf(note, "dropped from the page cache and read back into 2 MiB pages: %lf%% of it was in them, now %lf%%", &was, &now) == 2,
                "no read-back note with %.0f%% of the file in 2 MiB pages: '%s'", 100 * share, note);
         CHECKF(now >= 90 && was < 90, "read back: %.0f%% before, %.0f%% after", was, now);
         CHECKF(!memcmp(got, ref, bytes), "logits differ after the read-back");
@@ -98,6 +104,13 @@ int main(void) {
         got = load_run(&m, cdir, &state, file, note);
         CHECKF(state == PACKCACHE_MAPPED && !note[0], "the load after the read-back: state %d, note '%s'", state, note);
         CHECKF(!memcmp(got, ref, bytes), "logits differ on the load after the read-back");
+        CHECKF(getxattr(file, MARK, NULL, 0) < 0, "the mark survived a load that found 2 MiB pages");
+        free(got);
+        double again = split_cache(file);
+        CHECK(setxattr(file, MARK, "1", 1, 0) == 0);
+        got = load_run(&m, cdir, &state, file, note);
+        CHECKF(state == PACKCACHE_MAPPED && !note[0], "read back again under the mark (split to %.0f%%): '%s'", 100 * again, note);
+        CHECKF(!memcmp(got, ref, bytes) && getxattr(file, MARK, NULL, 0) >= 0, "marked load: logits differ or mark gone");
         free(got);
         printf("pack re-read: %.0f%% of the file in 2 MiB pages after the split, %.0f%% after the read-back\n", was, now);
     }
