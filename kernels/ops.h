@@ -30,6 +30,9 @@ typedef struct {
     size_t row, head, block;
     int block_rows;
 } kv_layout;
+// Bytes of a head's rows in one block of the decoder's cache (runtime/decoder.c kv_layout_for),
+// and of the cache the tuner times attention on.
+#define KV_RUN_BYTES ((size_t)128 << 10)
 static inline size_t kv_index(kv_layout l, int h, int p) {
     size_t b = l.block_rows > 0 ? (size_t)(p / l.block_rows) : 0, r = l.block_rows > 0 ? (size_t)(p % l.block_rows) : (size_t)p;
     return (size_t)h * l.head + b * l.block + r * l.row;

@@ -69,8 +69,6 @@ static void *zalloc_lines(size_t bytes) {
 // on 16 threads of an Intel Xeon it gave 8-12% more tok/s, on 8 0.6-2%, on 2 it cost 1-4%
 // (docs/runtime.md). Measured on that one CPU; a guess elsewhere.
 #define TAIL_SPLIT_TAKERS 8
-// Bytes of a head's rows in one KV cache block (kv_layout_for).
-#define KV_RUN_BYTES ((size_t)128 << 10)
 #define SPIN_ITERS 20000          // pauses before a waiting thread sleeps: ~0.4 ms on the Zen 5 here (pool.c)
 
 decoder_opts decoder_default_opts(int n_threads) {

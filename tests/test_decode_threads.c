@@ -194,7 +194,7 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
 // The KV cache in position blocks of 3 and 8 rows (attention and the stores cross a block every few
 // positions) against the one block the 64 positions of init_on make by default (ref, ref16): six
 // tokens batched (prefill), then four one at a time, at 1 and 2 threads (2 on pretend nodes), f32
-// and f16 caches.
+// and f16 caches; then a cache of N_TOK positions whose last block is partial, filled to the end.
 static int block_cases(const llama_model *m, const float *ref, const float *ref16) {
     const int nv = m->hp.n_vocab;
     int32_t tok[N_TOK];
@@ -221,7 +221,17 @@ static int block_cases(const llama_model *m, const float *ref, const float *ref1
         prefill_free(&b);
         decoder_free(&d);
     }
-    return cases;
+    // n_ctx = N_TOK in blocks of 4: the last block partial, its last row position n_ctx - 1
+    decoder d;
+    char err[GGUF_ERR_MAX];
+    decoder_opts o = decoder_default_opts(1);
+    o.kv_block_rows = 4;
+    CHECKF(decoder_init_opts(&d, m, N_TOK, &o, err) == 0, "%s", err);
+    for (int i = 0; i < N_TOK; i++)
+        CHECKF(!memcmp(decoder_forward(&d, tok[i], i), ref + (size_t)i * nv, sizeof(float) * nv),
+               "n_ctx %d in blocks of 4: token %d's logits differ", N_TOK, i);
+    decoder_free(&d);
+    return cases + 1;
 }
 
 static int api_cases(const char *path) {
@@ -341,7 +351,7 @@ int main(void) {
     check_placement(a);
     check_tail_auto(a);
     int api = api_cases(stories) + api_cases(a) + api_cases(b) + api_cases(c);
-    CHECK(api == 4 * 46);
+    CHECK(api == 4 * 47);
     llama_model m;                    // a cache type the kernels do not read: refused at init
     decoder d;
     char err[GGUF_ERR_MAX];
@@ -352,8 +362,8 @@ int main(void) {
     llama_model_free(&m);
     CHECKF(split_runs >= 4, "split-K ran in %d runs only", split_runs);
     CHECKF(stolen > 0, "no tile was ever stolen in %d runs", api);
-    // every run but block_cases' 8 a model
-    CHECKF(wait_checks >= api - 4 * 8 && waited_runs > 0, "wait by step checked in %d runs, %d waited", wait_checks,
+    // every run but block_cases' 9 a model
+    CHECKF(wait_checks >= api - 4 * 9 && waited_runs > 0, "wait by step checked in %d runs, %d waited", wait_checks,
            waited_runs);
     CHECKF(tail_shared > 0, "no tail tile was ever shared by threads in %d runs (%zu segments)", api, tail_segs);
     CHECK(node_checks >= 2 * 8);   // model a: every matrix, 2 split settings
