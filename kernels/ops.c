@@ -184,6 +184,17 @@ static inline const void *kv_block_at(const void *c, uint32_t t, kv_layout lay, 
     return kv_at(c, t, (size_t)(b0 / B) * lay.block);
 }
 
+kv_layout kv_blocks(int head_dim, size_t elem, int n_heads, int n_ctx, int block_rows) {
+    int rows = block_rows;
+    if (rows <= 0) {
+        rows = (int)(KV_RUN_BYTES / (elem * (size_t)head_dim)) / 8 * 8;
+        if (rows < 8) rows = 8;
+    }
+    if (rows > n_ctx) rows = n_ctx;
+    size_t head = (size_t)rows * (size_t)head_dim;
+    return (kv_layout){.row = (size_t)head_dim, .head = head, .block = head * (size_t)n_heads, .block_rows = rows};
+}
+
 static int attn_ok(uint32_t kt, uint32_t vt, int n_pos, int n_head, int n_head_kv, int head_dim) {
     return (kt == WTYPE_F32 || kt == WTYPE_F16) && (vt == WTYPE_F32 || vt == WTYPE_F16) && n_pos > 0 &&
            n_head > 0 && n_head_kv > 0 && head_dim > 0 && n_head % n_head_kv == 0;

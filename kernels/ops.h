@@ -30,13 +30,18 @@ typedef struct {
     size_t row, head, block;
     int block_rows;
 } kv_layout;
-// Bytes of a head's rows in one block of the decoder's cache (runtime/decoder.c kv_layout_for),
-// and of the cache the tuner times attention on.
-#define KV_RUN_BYTES ((size_t)128 << 10)
 static inline size_t kv_index(kv_layout l, int h, int p) {
     size_t b = l.block_rows > 0 ? (size_t)(p / l.block_rows) : 0, r = l.block_rows > 0 ? (size_t)(p % l.block_rows) : (size_t)p;
     return (size_t)h * l.head + b * l.block + r * l.row;
 }
+// Bytes of a head's rows in one block of kv_blocks' layout (the decoder's cache, and the one the
+// tuner times attention on).
+#define KV_RUN_BYTES ((size_t)128 << 10)
+// The position-block layout of a cache whose blocks hold the rows of n_heads heads (every KV head
+// of every layer), head_dim elements of elem bytes a row, over n_ctx >= 1 positions: block_rows
+// rows a block, or where that is 0 as many as make a head's rows of a block KV_RUN_BYTES (a
+// multiple of 8, at least 8, so that attention's groups of 8 positions stay whole); at most n_ctx.
+kv_layout kv_blocks(int head_dim, size_t elem, int n_heads, int n_ctx, int block_rows);
 // Causal GQA attention for one query at position n_pos - 1 over positions [0, n_pos).
 // q: (n_head, head_dim). k, v: caches of type kt, vt (WTYPE_F32, or WTYPE_F16: each element
 // widened exactly to f32 where it is read, the arithmetic then that of an f32 cache holding the

@@ -158,25 +158,6 @@ static void *kv_alloc(size_t n, uint32_t t) {
     return n > SIZE_MAX / es ? NULL : hugepage_alloc(n * es);
 }
 
-// The cache's position blocks: a head's rows of a block take KV_RUN_BYTES (rows a multiple of 8,
-// so that attention's groups of 8 positions stay whole), or one block holds all n_ctx. The first
-// token then touches (and the kernel zeroes) one block of every layer, not a page of every head's
-// stream: for the TinyLlama shape at 2048 positions, f32, 22 MiB instead of 88; an 8B model at
-// 4096, 64 MiB instead of 1 GiB. Each run is one stream for attention: in an attention-only
-// harness at depth on a Zen 5, 64 KiB runs were 1-3% behind one stream a head, 128 KiB within
-// -2..+3% (docs/performance.md).
-static kv_layout kv_layout_for(const llama_hparams *h, int n_ctx, int rows, uint32_t kt, uint32_t vt) {
-    size_t es = wtype_get(kt)->size > wtype_get(vt)->size ? wtype_get(kt)->size : wtype_get(vt)->size;
-    if (rows <= 0) {
-        rows = (int)(KV_RUN_BYTES / (es * (size_t)h->head_dim)) / 8 * 8;
-        if (rows < 8) rows = 8;
-    }
-    if (rows > n_ctx) rows = n_ctx;
-    size_t head = (size_t)rows * h->head_dim;
-    return (kv_layout){.row = (size_t)h->head_dim, .head = head, .block = head * h->n_head_kv * h->n_layer,
-                       .block_rows = rows};
-}
-
 int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder_opts *o, char err[GGUF_ERR_MAX]) {
     memset(d, 0, sizeof *d);
     d->model = m;
@@ -190,7 +171,14 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
         decoder_free(d);
         return -1;
     }
-    d->kv = kv_layout_for(h, n_ctx, o->kv_block_rows, o->cache_type_k, o->cache_type_v);
+    // Position blocks of every layer's rows (ops.h kv_blocks), runs of KV_RUN_BYTES a head in the
+    // wider of the two types: the first token touches (and the kernel zeroes) one block of every
+    // layer, not a page of every head's stream; for the TinyLlama shape at 2048 positions, f32,
+    // 22 MiB instead of 88, for an 8B model at 4096 64 MiB instead of 1 GiB. In an attention-only
+    // harness at depth on a Zen 5, 64 KiB runs were 1-3% behind one stream a head, 128 KiB within
+    // -2..+3% (docs/performance.md).
+    size_t kes = wtype_get(o->cache_type_k)->size, ves = wtype_get(o->cache_type_v)->size;
+    d->kv = kv_blocks(h->head_dim, kes > ves ? kes : ves, h->n_head_kv * h->n_layer, n_ctx, o->kv_block_rows);
     size_t rows = (size_t)n_ctx + (size_t)d->kv.block_rows - 1;
     size_t cache = rows / (size_t)d->kv.block_rows * d->kv.block;   // whole blocks
     int *cpu = calloc((size_t)o->n_threads, sizeof *cpu);
@@ -623,10 +611,10 @@ static void store_row(void *cache, uint32_t t, size_t i, const float *src, size_
 }
 
 void decoder_store_kv(decoder *d, int layer, int g0, int g1, int pos, const float *k, const float *v) {
-    size_t hd = (size_t)d->hp.head_dim;
+    size_t hd = (size_t)d->hp.head_dim, at = kv_index(d->kv, 0, pos);
     for (int g = g0; g < g1; g++) {
-        store_row(decoder_kv_head(d, 0, layer, g), d->cache_type_k, kv_index(d->kv, 0, pos), k + (size_t)(g - g0) * hd, hd);
-        store_row(decoder_kv_head(d, 1, layer, g), d->cache_type_v, kv_index(d->kv, 0, pos), v + (size_t)(g - g0) * hd, hd);
+        store_row(decoder_kv_head(d, 0, layer, g), d->cache_type_k, at, k + (size_t)(g - g0) * hd, hd);
+        store_row(decoder_kv_head(d, 1, layer, g), d->cache_type_v, at, v + (size_t)(g - g0) * hd, hd);
     }
 }
 

@@ -295,8 +295,8 @@ static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *
 }
 
 // A KV candidate's time: one attention over the cache k, v (f32, KV_HEADS heads of KV_HD, n_pos
-// positions, laid out as the decoder's: blocks of KV_BLOCK rows) with the prefetch c[i].
-enum { KV_HEADS = 8, KV_HD = 64, KV_BLOCK = (int)(KV_RUN_BYTES / (KV_HD * sizeof(float))) };
+// positions in the decoder's position blocks, ops.h kv_blocks) with the prefetch c[i].
+enum { KV_HEADS = 8, KV_HD = 64 };
 typedef struct { const float *k, *v; int n_pos, cold; float *scratch; const int *c; } kv_job;
 static double attention_time(void *ctx, int i) {
     const kv_job *j = ctx;
@@ -306,9 +306,8 @@ static double attention_time(void *ctx, int i) {
     size_t half = (size_t)j->n_pos * KV_HEADS * KV_HD * sizeof(float);
     if (j->cold) cpu_evict(j->k, half), cpu_evict(j->v, half);
     double t = monotonic_seconds();
-    const size_t head = KV_BLOCK * KV_HD;   // the decoder's layout: blocks of KV_RUN_BYTES a head
     attention(out, q, j->k, WTYPE_F32, j->v, WTYPE_F32, j->n_pos, KV_HEADS, KV_HEADS, KV_HD,
-              (kv_layout){.row = KV_HD, .head = head, .block = head * KV_HEADS, .block_rows = KV_BLOCK}, j->scratch);
+              kv_blocks(KV_HD, sizeof(float), KV_HEADS, j->n_pos, 0), j->scratch);
     return monotonic_seconds() - t;
 }
 
@@ -317,7 +316,8 @@ static double attention_time(void *ctx, int i) {
 // time_rounds, tune_choose by the median of ROUNDS. 0 ok (*kv set), -1 no memory.
 static int measure_kv(const mat *m, int inc, int *kv) {
     const size_t half = gemv_packed_bytes(m->dt, m->k, m->n) / 2;
-    const int n_pos = (int)(half / sizeof(float) / KV_HEADS / KV_HD) / KV_BLOCK * KV_BLOCK;   // whole blocks
+    int n_pos = (int)(half / sizeof(float) / KV_HEADS / KV_HD);
+    n_pos -= n_pos % kv_blocks(KV_HD, sizeof(float), KV_HEADS, n_pos, 0).block_rows;   // whole blocks
     const float *k = (const float *)m->P, *v = (const float *)((const char *)m->P + half);
     int c[NKPF + 1], nc = NKPF, ii = -1;
     for (int i = 0; i < NKPF; i++) c[i] = KPF[i], ii = KPF[i] == inc ? i : ii;
