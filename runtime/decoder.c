@@ -158,6 +158,42 @@ static void *kv_alloc(size_t n, uint32_t t) {
     return n > SIZE_MAX / es ? NULL : hugepage_alloc(n * es);
 }
 
+// The KV cache's arenas (decoder.h kv_arena): one for each run of KV heads whose owners in the
+// decode schedule are on one node (a thread's groups are one run), bound to that node before
+// anything touches it. Position blocks of every layer's rows (ops.h kv_blocks), runs of
+// KV_RUN_BYTES a head in the wider of the two types: the first token touches (and the kernel
+// zeroes) one block of every layer, not a page of every head's stream; for the TinyLlama shape at
+// 2048 positions, f32, 22 MiB instead of 88, for an 8B model at 4096 64 MiB instead of 1 GiB. In an
+// attention-only harness at depth on a Zen 5, 64 KiB runs were 1-3% behind one stream a head, 128
+// KiB within -2..+3% (docs/performance.md). 0 ok, -1 out of memory.
+static int kv_arenas(decoder *d, int n_ctx, int block_rows) {
+    const llama_hparams *h = &d->hp;
+    int G = h->n_head_kv;
+    size_t kes = wtype_get(d->cache_type_k)->size, ves = wtype_get(d->cache_type_v)->size;
+    int *node = calloc((size_t)G, sizeof *node);
+    if (!node || !(d->kv_arena_of = calloc((size_t)G, sizeof *d->kv_arena_of)) || !(d->kv = calloc((size_t)G, sizeof *d->kv))) {
+        free(node);
+        return -1;
+    }
+    for (int t = 0; t < d->sched.n_threads; t++)
+        for (uint32_t g = d->sched.share[t].g0; g < d->sched.share[t].g1; g++) node[g] = d->sched.node[t];
+    for (int g = 0; g < G; g++) {
+        if (g == 0 || node[g] != node[g - 1]) d->kv[d->n_kv_arena++] = (kv_arena){.h0 = g, .node = node[g]};
+        d->kv[d->n_kv_arena - 1].h1 = g + 1;
+        d->kv_arena_of[g] = d->n_kv_arena - 1;
+    }
+    free(node);
+    for (int i = 0; i < d->n_kv_arena; i++) {
+        kv_arena *a = &d->kv[i];
+        a->lay = kv_blocks(h->head_dim, kes > ves ? kes : ves, (a->h1 - a->h0) * h->n_layer, n_ctx, block_rows);
+        size_t n = ((size_t)n_ctx + (size_t)a->lay.block_rows - 1) / (size_t)a->lay.block_rows * a->lay.block;
+        if (!(a->k = kv_alloc(n, d->cache_type_k)) || !(a->v = kv_alloc(n, d->cache_type_v))) return -1;
+        topo_bind(&d->topo, a->k, n * kes, a->node);
+        topo_bind(&d->topo, a->v, n * ves, a->node);
+    }
+    return 0;
+}
+
 int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder_opts *o, char err[GGUF_ERR_MAX]) {
     memset(d, 0, sizeof *d);
     d->model = m;
@@ -171,16 +207,6 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
         decoder_free(d);
         return -1;
     }
-    // Position blocks of every layer's rows (ops.h kv_blocks), runs of KV_RUN_BYTES a head in the
-    // wider of the two types: the first token touches (and the kernel zeroes) one block of every
-    // layer, not a page of every head's stream; for the TinyLlama shape at 2048 positions, f32,
-    // 22 MiB instead of 88, for an 8B model at 4096 64 MiB instead of 1 GiB. In an attention-only
-    // harness at depth on a Zen 5, 64 KiB runs were 1-3% behind one stream a head, 128 KiB within
-    // -2..+3% (docs/performance.md).
-    size_t kes = wtype_get(o->cache_type_k)->size, ves = wtype_get(o->cache_type_v)->size;
-    d->kv = kv_blocks(h->head_dim, kes > ves ? kes : ves, h->n_head_kv * h->n_layer, n_ctx, o->kv_block_rows);
-    size_t rows = (size_t)n_ctx + (size_t)d->kv.block_rows - 1;
-    size_t cache = rows / (size_t)d->kv.block_rows * d->kv.block;   // whole blocks
     int *cpu = calloc((size_t)o->n_threads, sizeof *cpu);
     if (!cpu) goto oom;
     err[0] = 0;
@@ -214,8 +240,7 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
         return -1;
     }
     d->cache_type_k = o->cache_type_k, d->cache_type_v = o->cache_type_v;
-    if (!(d->key_cache = kv_alloc(cache, d->cache_type_k)) || !(d->value_cache = kv_alloc(cache, d->cache_type_v)) ||
-        !ALLOC(d->k_new, kv_dim) ||
+    if (kv_arenas(d, n_ctx, o->kv_block_rows) || !ALLOC(d->k_new, kv_dim) ||
         !ALLOC(d->v_new, kv_dim) || !ALLOC_LINES(d->x, h->n_embd) ||
         !ALLOC_LINES(d->xb2, h->n_embd) || !ALLOC(d->q, q_dim) ||
         !ALLOC(d->att_out, q_dim) || !ALLOC_LINES(d->hb, h->n_ff) || !ALLOC_LINES(d->hb2, h->n_ff) ||
@@ -238,7 +263,8 @@ int decoder_set_l4(decoder *d, int mode, char err[256]) {
 void decoder_free(decoder *d) {
     l4run_free(d->l4);
     weights_free(&d->w);
-    free(d->key_cache); free(d->value_cache); free(d->k_new); free(d->v_new);
+    for (int i = 0; i < d->n_kv_arena; i++) free(d->kv[i].k), free(d->kv[i].v);
+    free(d->kv); free(d->kv_arena_of); free(d->k_new); free(d->v_new);
     free(d->x); free(d->xb2); free(d->q); free(d->att_out);
     free(d->hb); free(d->hb2); free(d->logits);
     for (int t = 0; d->threads && d->pool && t < pool_size(d->pool); t++) {
@@ -599,9 +625,10 @@ void decoder_print_stealing(const decoder *d, FILE *f) {
 }
 
 void *decoder_kv_head(const decoder *d, int v, int layer, int g) {
+    const kv_arena *a = &d->kv[d->kv_arena_of[g]];
     size_t es = wtype_get(v ? d->cache_type_v : d->cache_type_k)->size;
-    size_t i = ((size_t)layer * d->hp.n_head_kv + (size_t)g) * d->kv.head;
-    return (char *)(v ? d->value_cache : d->key_cache) + i * es;
+    size_t i = ((size_t)layer * (size_t)(a->h1 - a->h0) + (size_t)(g - a->h0)) * a->lay.head;
+    return (char *)(v ? a->v : a->k) + i * es;
 }
 
 // One row of hd values into a cache of type t at element offset i.
@@ -611,8 +638,9 @@ static void store_row(void *cache, uint32_t t, size_t i, const float *src, size_
 }
 
 void decoder_store_kv(decoder *d, int layer, int g0, int g1, int pos, const float *k, const float *v) {
-    size_t hd = (size_t)d->hp.head_dim, at = kv_index(d->kv, 0, pos);
+    size_t hd = (size_t)d->hp.head_dim;
     for (int g = g0; g < g1; g++) {
+        size_t at = kv_index(*decoder_kv_layout(d, g), 0, pos);
         store_row(decoder_kv_head(d, 0, layer, g), d->cache_type_k, at, k + (size_t)(g - g0) * hd, hd);
         store_row(decoder_kv_head(d, 1, layer, g), d->cache_type_v, at, v + (size_t)(g - g0) * hd, hd);
     }
@@ -635,7 +663,7 @@ static void attention_share(decoder *d, thread_ctx *c, int layer, int pos) {
     decoder_store_kv(d, layer, kv0, kv1, pos, new_key, new_value);
     attention(d->att_out + (size_t)kv0 * q_per_kv * head_dim, q, decoder_kv_head(d, 0, layer, kv0), d->cache_type_k,
               decoder_kv_head(d, 1, layer, kv0), d->cache_type_v, pos + 1, (kv1 - kv0) * q_per_kv, kv1 - kv0,
-              head_dim, d->kv, c->att_scores);
+              head_dim, *decoder_kv_layout(d, kv0), c->att_scores);
 }
 
 // ---- one thread's forward pass ----

@@ -64,6 +64,18 @@ typedef struct thread_ctx_s {
     size_t tail_shared;           // tail tiles it folded whose segments several threads ran
 } thread_ctx;
 
+// The KV cache of KV heads [h0, h1) of every layer, in position blocks: each head's rows of a
+// block are one stream for attention to read, and a block holds every layer's, so the first token
+// touches (and the kernel zeroes) one block's pages, not one page of every head's stream. There is
+// one arena for each node whose threads own KV-head groups, bound to that node, so attention
+// reads its rows from local memory; one node, one arena: every head.
+typedef struct {
+    void *k, *v;                  // (n_kv_block, n_layer, h1 - h0, lay.block_rows, head_dim) of cache_type_k, _v
+    kv_layout lay;                // where a head of this arena holds a position (ops.h)
+    int h0, h1;                   // its KV heads
+    int node;                     // the topology's node index it is meant for
+} kv_arena;
+
 // Called from each thread for every range a kernel reads (write 0: packed tiles, byte offsets in
 // the matrix's tiles) or writes (write 1: segment partials, offsets in the matrix's partial block).
 typedef void (*decoder_trace_fn)(void *arg, int tid, int layer, int mat, int write, size_t lo, size_t hi);
@@ -100,12 +112,10 @@ typedef struct decoder_s {
     decoder_trace_fn trace;       // NULL, or a test's recorder
     void *trace_arg;
     model_weights w;
-    // KV cache in position blocks: each KV head's rows of a block are one stream for attention to
-    // read, and a block holds every layer's, so the first token touches (and the kernel zeroes)
-    // one block's pages, not one page of every head's stream
-    void *key_cache;              // (n_kv_block, n_layer, n_head_kv, kv.block_rows, head_dim) of cache_type_k
-    void *value_cache;            // the same of cache_type_v
-    kv_layout kv;                 // where decoder_kv_head's head holds a position (ops.h)
+    // The KV cache, one arena per node whose threads own KV-head groups (kv_arena)
+    kv_arena *kv;                 // (n_kv_arena)
+    int n_kv_arena;
+    int *kv_arena_of;             // (n_head_kv) the arena holding each KV head
     uint32_t cache_type_k, cache_type_v;   // WTYPE_F32 or WTYPE_F16
     float *k_new, *v_new;         // (n_head_kv * head_dim) this step's K and V rows, before the cache
     // activations of the current token (llama2.c's RunState)
@@ -175,9 +185,11 @@ double decoder_bytes_per_token(const decoder *d, int pos);
 // The packed matrices alone, counted the same way: what one step streams of weights.
 double decoder_weight_bytes(const decoder *d);
 // Position 0 of KV head g of layer l in the value cache (v = 1) or the key cache (v = 0); position
-// p at element kv_index(d->kv, 0, p) from there (of cache_type_v or cache_type_k), the heads after
-// g at kv.head elements apart.
+// p at element kv_index(*decoder_kv_layout(d, g), 0, p) from there (of cache_type_v or
+// cache_type_k), the heads after g in its arena (kv_arena: up to h1) at layout.head elements apart.
 void *decoder_kv_head(const decoder *d, int v, int layer, int g);
+// The layout of KV head g's arena.
+static inline const kv_layout *decoder_kv_layout(const decoder *d, int g) { return &d->kv[d->kv_arena_of[g]].lay; }
 // Copies the K and V rows of heads [g0, g1) at position pos into the cache (rounded to f16 for an
 // f16 cache); k and v hold those heads' rows one after another (the layout a projection writes).
 void decoder_store_kv(decoder *d, int layer, int g0, int g1, int pos, const float *k, const float *v);

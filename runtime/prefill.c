@@ -107,7 +107,7 @@ static void attn_batch_job(void *ctx, int tid, int nth) {
             decoder_store_kv(d, j->l, g, g + 1, pos, k, v);
         } else {
             attention(j->b->att + i * Q + (size_t)g * grp * hd, q, decoder_kv_head(d, 0, j->l, g), d->cache_type_k,
-                      decoder_kv_head(d, 1, j->l, g), d->cache_type_v, pos + 1, grp, 1, hd, d->kv,
+                      decoder_kv_head(d, 1, j->l, g), d->cache_type_v, pos + 1, grp, 1, hd, *decoder_kv_layout(d, g),
                       d->threads[tid].att_scores);
         }
     }

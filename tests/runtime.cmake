@@ -1,7 +1,7 @@
 # runtime (tests): the schedule, NUMA topology and placement, and the threaded decoder.
 decode_test(test_schedule runtime test_schedule.c)
 decode_test(test_numa runtime test_numa.c)
-decode_test(test_numa_bind runtime test_numa_bind.c)
+decode_test(test_numa_bind runtime test_numa_bind.c tool_util.c)
 set_tests_properties(test_numa_bind PROPERTIES SKIP_RETURN_CODE 77)
 decode_test(test_affinity runtime test_affinity.c)
 decode_test(test_numa_lib runtime test_numa_lib.c)

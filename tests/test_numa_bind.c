@@ -1,11 +1,51 @@
 // Physical placement: pages bound with topo_bind to each real node are found on that node by
 // move_pages. Needs two real NUMA nodes; exits 77 (reported by ctest as skipped) where there are
 // fewer, saying so.
+#include "model/llama.h"
 #include "platform/numa.h"
+#include "runtime/decoder.h"
 #include "tests/check.h"
+#include "tests/tool_util.h"
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+// The KV cache: two threads on two nodes (distribute), KV heads split between them, an arena for
+// each. Where memory binds (real nodes), once a token has written position 0 each arena's first K
+// and V pages are on its node; on pretend nodes only the arenas are checked. The model has 4 MiB
+// arenas, so each is a mapping of its own (a small one would share heap pages). Returns the
+// arenas whose pages were checked.
+static int kv_pages(const topo *t) {
+    char *dir = scratch_dir(), *model = path_join(dir, "kv.gguf"), *out = path_join(dir, "out.txt");
+    const char *argv[] = {bin_path("gguf-synth", 0), model, "--n-embd", "256", "--n-layer", "4", "--n-head", "4",
+                          "--n-kv-head", "2", "--n-ff", "512", "--n-vocab", "300", "--ctx", "4096", "--dtype", "f16",
+                          NULL};
+    CHECKF(run_capture(argv, out, out) == 0, "%s", argv_text(argv));
+    llama_model m;
+    decoder d;
+    char err[GGUF_ERR_MAX];
+    CHECKF(llama_model_load(&m, model, err) == 0, "%s", err);
+    decoder_opts o = decoder_default_opts(2);
+    o.numa = TOPO_NUMA_DISTRIBUTE;
+    o.min_stage_bytes = o.min_step_bytes = o.min_claim_bytes = 0;   // both threads own KV heads
+    CHECKF(decoder_init_opts(&d, &m, 4096, &o, err) == 0, "%s", err);
+    decoder_forward(&d, 1, 0);
+    CHECKF(d.n_kv_arena == 2 && d.kv[0].node != d.kv[1].node, "%d KV arenas", d.n_kv_arena);
+    int checked = 0;
+    for (int i = 0; i < d.n_kv_arena; i++) {
+        const kv_arena *a = &d.kv[i];
+        if (!t->bindable || !t->mem_ok[a->node]) continue;
+        CHECKF(topo_node_of(t, a->k) == a->node && topo_node_of(t, a->v) == a->node,
+               "KV arena %d (heads %d-%d): K on node %d, V on node %d, meant for %d", i, a->h0, a->h1 - 1,
+               topo_node_of(t, a->k), topo_node_of(t, a->v), a->node);
+        checked++;
+    }
+    decoder_free(&d);
+    llama_model_free(&m);
+    CHECK(scratch_remove(dir) == 0);
+    free(out), free(model);   // scratch_remove freed dir
+    return checked;
+}
 
 int main(void) {
     char err[256];
@@ -13,6 +53,11 @@ int main(void) {
     unsetenv("DECODE_FAKE_NUMA");
     CHECK(topo_discover(&t, err) == 0);
     if (!t.bindable) {
+        topo fake;                    // the arenas, on two pretend nodes
+        setenv("DECODE_FAKE_NUMA", "2", 1);
+        CHECK(topo_discover(&fake, err) == 0 && kv_pages(&fake) == 0);
+        unsetenv("DECODE_FAKE_NUMA");
+        topo_free(&fake);
         printf("SKIP: %d NUMA node(s) usable here; physical placement needs two\n", t.n_nodes);
         topo_free(&t);
         return 77;
@@ -37,7 +82,8 @@ int main(void) {
         topo_free(&t);
         return 77;
     }
-    printf("numa bind: %d nodes checked\n", checked);
+    int kv = kv_pages(&t);
+    printf("numa bind: %d nodes checked, the pages of %d KV arenas\n", checked, kv);
     topo_free(&t);
     return 0;
 }
