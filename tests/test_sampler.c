@@ -5,6 +5,7 @@
 #include "runtime/sampler.h"
 #include "tests/check.h"
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int draw(sampler_params p, const float *logits, int n) {
@@ -15,6 +16,41 @@ static int draw(sampler_params p, const float *logits, int n) {
     int t = sampler_sample(&s, l);
     sampler_free(&s);
     return t;
+}
+
+static int by_desc(const void *a, const void *b) {   // the reference order: logit desc, id asc
+    const candidate *x = a, *y = b;
+    return x->logit != y->logit ? (x->logit < y->logit ? 1 : -1) : (x->id > y->id) - (x->id < y->id);
+}
+
+// sampler_top_k against a sort of every candidate (NaN as -inf): vocabularies from 1 to 3000
+// with heavy ties (values from a few levels), NaNs and infinities, rising and falling runs (a
+// rising one replaces the worst kept at every step), k from 1 to past n; logit bits and ids.
+static int top_k_cases(void) {
+    enum { N = 3000 };
+    static float lg[N];
+    static candidate want[N], got[N];
+    const int ns[] = {1, 7, 64, 65, 1000, N}, ks[] = {1, 2, 5, 40, 63, 64, 999, N + 1};
+    uint64_t x = 99;
+    int cases = 0;
+    for (size_t a = 0; a < sizeof ns / sizeof *ns; a++)
+        for (size_t b = 0; b < sizeof ks / sizeof *ks; b++, cases++) {
+            int n = ns[a], k = ks[b], m = k < n ? k : n;
+            for (int i = 0; i < n; i++) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                int r = (int)(x >> 40) % 100;
+                lg[i] = r < 3 ? NAN : r < 5 ? -INFINITY : r < 6 ? INFINITY : r < 30 ? (float)(i % 97) * 0.25f
+                      : r < 50 ? (float)(n - i) : (float)(r % 7) - 3.0f;
+                want[i] = (candidate){lg[i] == lg[i] ? lg[i] : -INFINITY, i};
+            }
+            qsort(want, (size_t)n, sizeof *want, by_desc);
+            sampler_top_k(got, lg, n, k);
+            for (int i = 0; i < m; i++)
+                CHECKF(!memcmp(&got[i].logit, &want[i].logit, sizeof(float)) && got[i].id == want[i].id,
+                       "n %d k %d: #%d is %d (%g), want %d (%g)", n, k, i, got[i].id, got[i].logit, want[i].id,
+                       want[i].logit);
+        }
+    return cases;
 }
 
 int main(void) {
@@ -108,7 +144,8 @@ int main(void) {
         sampler_free(&s);
     }
     CHECK(memcmp(a, b, sizeof a) == 0); cases++;
-    CHECK(cases == 222);
+    cases += top_k_cases();
+    CHECK(cases == 222 + 6 * 8);
     printf("sampler: %d cases\n", cases);
     return 0;
 }
