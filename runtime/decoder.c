@@ -149,18 +149,22 @@ static int alloc_partials(decoder *d) {
     return 0;
 }
 
-// A KV cache of n elements of type t, on transparent huge pages: a head's stream of rows is then
-// read with one TLB entry per 2 MiB. Attention over 4000 positions of a stories15M-shaped cache
-// read from DRAM ran ~40% faster so than on 4 KiB pages (Zen 5). Uninitialised: attention reads
-// only rows already written.
-static void *kv_alloc(size_t n, uint32_t t) {
+// A KV cache of n elements of type t: a mapping of its own (so the node binding before its first
+// write holds) on transparent huge pages: a head's stream of rows is then read with one TLB
+// entry per 2 MiB. Attention over 4000 positions of a stories15M-shaped cache read from DRAM ran
+// ~40% faster so than on 4 KiB pages (Zen 5). Uninitialised: attention reads only rows already
+// written. Its bytes into *bytes (for hugepage_unmap).
+static void *kv_alloc(size_t n, uint32_t t, size_t *bytes) {
     size_t es = wtype_get(t)->size;
-    return n > SIZE_MAX / es ? NULL : hugepage_alloc(n * es);
+    *bytes = 0;
+    if (n > SIZE_MAX / es) return NULL;
+    *bytes = n * es;
+    return hugepage_map(*bytes);
 }
 
 // The KV cache's arenas (decoder.h kv_arena): one for each run of KV heads whose owners in the
 // decode schedule are on one node (a thread's groups are one run), bound to that node before
-// anything touches it. Position blocks of every layer's rows (ops.h kv_blocks), runs of
+// its first write. Position blocks of every layer's rows (ops.h kv_blocks), runs of
 // KV_RUN_BYTES a head in the wider of the two types: the first token touches (and the kernel
 // zeroes) one block of every layer, not a page of every head's stream; for the TinyLlama shape at
 // 2048 positions, f32, 22 MiB instead of 88, for an 8B model at 4096 64 MiB instead of 1 GiB. In an
@@ -171,7 +175,8 @@ static int kv_arenas(decoder *d, int n_ctx, int block_rows) {
     int G = h->n_head_kv;
     size_t kes = wtype_get(d->cache_type_k)->size, ves = wtype_get(d->cache_type_v)->size;
     int *node = calloc((size_t)G, sizeof *node);
-    if (!node || !(d->kv_arena_of = calloc((size_t)G, sizeof *d->kv_arena_of)) || !(d->kv = calloc((size_t)G, sizeof *d->kv))) {
+    if (!node || !(d->kv_arena_of = calloc((size_t)G, sizeof *d->kv_arena_of)) ||
+        !(d->kv = calloc((size_t)G, sizeof *d->kv))) {
         free(node);
         return -1;
     }
@@ -187,9 +192,10 @@ static int kv_arenas(decoder *d, int n_ctx, int block_rows) {
         kv_arena *a = &d->kv[i];
         a->lay = kv_blocks(h->head_dim, kes > ves ? kes : ves, (a->h1 - a->h0) * h->n_layer, n_ctx, block_rows);
         size_t n = ((size_t)n_ctx + (size_t)a->lay.block_rows - 1) / (size_t)a->lay.block_rows * a->lay.block;
-        if (!(a->k = kv_alloc(n, d->cache_type_k)) || !(a->v = kv_alloc(n, d->cache_type_v))) return -1;
-        topo_bind(&d->topo, a->k, n * kes, a->node);
-        topo_bind(&d->topo, a->v, n * ves, a->node);
+        if (!(a->k = kv_alloc(n, d->cache_type_k, &a->bytes_k)) || !(a->v = kv_alloc(n, d->cache_type_v, &a->bytes_v)))
+            return -1;
+        topo_bind(&d->topo, a->k, a->bytes_k, a->node);
+        topo_bind(&d->topo, a->v, a->bytes_v, a->node);
     }
     return 0;
 }
@@ -263,7 +269,7 @@ int decoder_set_l4(decoder *d, int mode, char err[256]) {
 void decoder_free(decoder *d) {
     l4run_free(d->l4);
     weights_free(&d->w);
-    for (int i = 0; i < d->n_kv_arena; i++) free(d->kv[i].k), free(d->kv[i].v);
+    for (int i = 0; i < d->n_kv_arena; i++) hugepage_unmap(d->kv[i].k, d->kv[i].bytes_k), hugepage_unmap(d->kv[i].v, d->kv[i].bytes_v);
     free(d->kv); free(d->kv_arena_of); free(d->k_new); free(d->v_new);
     free(d->x); free(d->xb2); free(d->q); free(d->att_out);
     free(d->hb); free(d->hb2); free(d->logits);

@@ -67,10 +67,12 @@ typedef struct thread_ctx_s {
 // The KV cache of KV heads [h0, h1) of every layer, in position blocks: each head's rows of a
 // block are one stream for attention to read, and a block holds every layer's, so the first token
 // touches (and the kernel zeroes) one block's pages, not one page of every head's stream. There is
-// one arena for each node whose threads own KV-head groups, bound to that node, so attention
-// reads its rows from local memory; one node, one arena: every head.
+// one arena for each run of heads whose owners (the decode schedule's attention groups) are on
+// one node, bound to that node, so attention reads its rows from local memory; on one node, one
+// arena holds every head.
 typedef struct {
     void *k, *v;                  // (n_kv_block, n_layer, h1 - h0, lay.block_rows, head_dim) of cache_type_k, _v
+    size_t bytes_k, bytes_v;      // their sizes (hugepage_unmap)
     kv_layout lay;                // where a head of this arena holds a position (ops.h)
     int h0, h1;                   // its KV heads
     int node;                     // the topology's node index it is meant for
@@ -112,7 +114,7 @@ typedef struct decoder_s {
     decoder_trace_fn trace;       // NULL, or a test's recorder
     void *trace_arg;
     model_weights w;
-    // The KV cache, one arena per node whose threads own KV-head groups (kv_arena)
+    // The KV cache, an arena per run of KV heads owned on one node (kv_arena)
     kv_arena *kv;                 // (n_kv_arena)
     int n_kv_arena;
     int *kv_arena_of;             // (n_head_kv) the arena holding each KV head

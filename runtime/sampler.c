@@ -62,6 +62,8 @@ static int by_logit_desc(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+// Restores the heap of k candidates below i: a min-heap in by_logit_desc's order, the worst
+// candidate kept at the root.
 static void heap_sift(candidate *h, int k, int i) {
     for (;;) {
         int w = i, l = 2 * i + 1, r = l + 1;
@@ -77,13 +79,13 @@ static candidate cand_of(const float *logits, int i) {   // NaN sorts last, keep
     return (candidate){logits[i] == logits[i] ? logits[i] : -INFINITY, i};
 }
 
-// k < n: a size-k min-heap (worst on top) over one pass. With ids ascending a later logit beats
+// k < n (else a sort of all): a size-k min-heap (worst on top) over one pass. With ids ascending a later logit beats
 // the worst kept only by being larger (a NaN, as -inf, never), so a block of 64 logits none of
 // which is larger costs one compare each and no heap work. With a full compare per logit (and a
 // copy of all of them first) sampling 32000 logits at k = 40 took ~50 us a token, 13% of a
 // stories15M-shaped token at -t 2 on a Zen 5; the whole chain now takes ~17 us (docs/performance.md).
 void sampler_top_k(candidate *c, const float *logits, int n, int k) {
-    if (k >= n) {
+    if (k <= 0 || k >= n) {
         for (int i = 0; i < n; i++) c[i] = cand_of(logits, i);
         qsort(c, (size_t)n, sizeof *c, by_logit_desc);
         return;

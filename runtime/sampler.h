@@ -30,8 +30,8 @@ int sampler_init(sampler *s, const sampler_params *p, int n_vocab);   // 0 ok, -
 void sampler_free(sampler *s);
 // Picks the next token; applies the repeat penalty to logits in place.
 int32_t sampler_sample(sampler *s, float *logits);
-// The k best of n logits (1 <= k; k >= n: all) into c[0..min(k, n)), best first: larger logit,
-// then lower id; a NaN counts as -inf. What top-k keeps (exposed for tests).
+// The k best of n logits into c[0..min(k, n)) (k <= 0 or k >= n: all n), best first: larger
+// logit, then lower id; a NaN counts as -inf. What top-k keeps (exposed for tests).
 void sampler_top_k(candidate *c, const float *logits, int n, int k);
 // Records a token (prompt or generated) for the repeat penalty.
 void sampler_accept(sampler *s, int32_t token);

@@ -29,6 +29,7 @@
 static char *dir;
 static int node_checks;       // matrices whose tile placement was checked on two pretend nodes
 static int kv_node_checks;    // runs whose KV heads were split between two pretend nodes' arenas
+static int block_arenas;      // block_cases' runs with the KV cache in two arenas
 static int split_runs;        // in-process runs in which some matrix was cut into segments
 static size_t stolen;         // tiles run by a thread other than their planned one, all runs
 static size_t tail_segs;      // segments of tail tiles (a share's last tile cut among threads), all runs
@@ -173,15 +174,19 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
             for (size_t t = 1; t < nt; t++) CHECK(d.sched.owner[mat][t] >= d.sched.owner[mat][t - 1]);
             node_checks++;
         }
-        // each KV head in the cache arena of its owner's node, one arena for each such node
+        // each KV head in the cache arena of its owner's node, one arena for each such node, and a
+        // thread's heads in one arena (attention steps through them at its layout's head stride)
         int nodes = 0, last = -1;
-        for (int t = 0; t < T; t++)
-            for (uint32_t g = d.sched.share[t].g0; g < d.sched.share[t].g1; g++) {
+        for (int t = 0; t < T; t++) {
+            const sched_share *sh = &d.sched.share[t];
+            CHECK(sh->g0 == sh->g1 || d.kv_arena_of[sh->g0] == d.kv_arena_of[sh->g1 - 1]);
+            for (uint32_t g = sh->g0; g < sh->g1; g++) {
                 const kv_arena *a = &d.kv[d.kv_arena_of[g]];
                 CHECKF(a->node == d.sched.node[t] && a->h0 <= (int)g && (int)g < a->h1,
                        "KV head %u: in the arena of node %d, its owner on node %d", g, a->node, d.sched.node[t]);
                 if (d.sched.node[t] != last) nodes++, last = d.sched.node[t];
             }
+        }
         CHECKF(d.n_kv_arena == nodes, "%d KV arenas for heads owned on %d nodes", d.n_kv_arena, nodes);
         kv_node_checks += nodes == 2;
     }
@@ -221,6 +226,7 @@ static int block_cases(const llama_model *m, const float *ref, const float *ref1
         o.kv_block_rows = rows;
         init_on(&d, m, &o, T == 2 ? "2" : NULL);
         CHECK(decoder_kv_layout(&d, 0)->block_rows == rows);
+        block_arenas += d.n_kv_arena == 2;   // the batched attention then reads both
         prefill b;
         char err[GGUF_ERR_MAX];
         CHECKF(prefill_init(&b, &d, 6, 6, err) == 0, "%s", err);
@@ -380,6 +386,7 @@ int main(void) {
     CHECKF(tail_shared > 0, "no tail tile was ever shared by threads in %d runs (%zu segments)", api, tail_segs);
     CHECK(node_checks >= 2 * 8);   // model a: every matrix, 2 split settings
     CHECKF(kv_node_checks >= 3 * 2, "KV arenas on two nodes in %d runs", kv_node_checks);   // stories260K, a, c
+    CHECKF(block_arenas >= 3 * 4, "block cases in two KV arenas: %d", block_arenas);       // a, b, c at T=2
     printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %zu tiles stolen, %zu tail segments,"
            " %zu tails shared) byte-identical, key streams checked\n", cli, api, split_runs, stolen, tail_segs, tail_shared);
     free(stories); free(a); free(b); free(c);

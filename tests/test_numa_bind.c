@@ -2,19 +2,30 @@
 // move_pages. Needs two real NUMA nodes; exits 77 (reported by ctest as skipped) where there are
 // fewer, saying so.
 #include "model/llama.h"
+#include "platform/affinity.h"
+#include "platform/hugepage.h"
 #include "platform/numa.h"
 #include "runtime/decoder.h"
 #include "tests/check.h"
 #include "tests/tool_util.h"
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+// A CPU of a node other than `node`, or -1.
+static int cpu_off(const topo *t, int node) {
+    for (int i = 0; i < t->n_cpus; i++)
+        if (t->node[i] != node) return t->cpu[i];
+    return -1;
+}
+
 // The KV cache: two threads on two nodes (distribute), KV heads split between them, an arena for
-// each. Where memory binds (real nodes), once a token has written position 0 each arena's first K
-// and V pages are on its node; on pretend nodes only the arenas are checked. The model has 4 MiB
-// arenas, so each is a mapping of its own (a small one would share heap pages). Returns the
-// arenas whose pages were checked.
+// each. Where memory binds (real nodes), each arena's last K and V pages are written first from a
+// CPU of the other node, so first touch alone would put them there, and must be on the arena's
+// node; so must its first pages once a token has written position 0. On pretend nodes only the
+// arenas are checked. The model has 4 MiB arenas (2 MiB pages). Returns the arenas whose pages
+// were checked.
 static int kv_pages(const topo *t) {
     char *dir = scratch_dir(), *model = path_join(dir, "kv.gguf"), *out = path_join(dir, "out.txt");
     const char *argv[] = {bin_path("gguf-synth", 0), model, "--n-embd", "256", "--n-layer", "4", "--n-head", "4",
@@ -29,16 +40,30 @@ static int kv_pages(const topo *t) {
     o.numa = TOPO_NUMA_DISTRIBUTE;
     o.min_stage_bytes = o.min_step_bytes = o.min_claim_bytes = 0;   // both threads own KV heads
     CHECKF(decoder_init_opts(&d, &m, 4096, &o, err) == 0, "%s", err);
-    decoder_forward(&d, 1, 0);
     CHECKF(d.n_kv_arena == 2 && d.kv[0].node != d.kv[1].node, "%d KV arenas", d.n_kv_arena);
+    for (int i = 0; i < d.n_kv_arena; i++)   // mappings of their own, on 2 MiB pages
+        CHECK((uintptr_t)d.kv[i].k % HUGEPAGE_BYTES == 0 && (uintptr_t)d.kv[i].v % HUGEPAGE_BYTES == 0);
     int checked = 0;
-    for (int i = 0; i < d.n_kv_arena; i++) {
+    for (int i = 0; t->bindable && i < d.n_kv_arena; i++) {
         const kv_arena *a = &d.kv[i];
-        if (!t->bindable || !t->mem_ok[a->node]) continue;
-        CHECKF(topo_node_of(t, a->k) == a->node && topo_node_of(t, a->v) == a->node,
-               "KV arena %d (heads %d-%d): K on node %d, V on node %d, meant for %d", i, a->h0, a->h1 - 1,
-               topo_node_of(t, a->k), topo_node_of(t, a->v), a->node);
+        int cpu = cpu_off(t, a->node);
+        if (!t->mem_ok[a->node] || cpu < 0) continue;
+        CHECK(affinity_pin_self(cpu) == 0);
+        char *k = (char *)a->k + a->bytes_k - 1, *v = (char *)a->v + a->bytes_v - 1;
+        *(volatile char *)k = 0, *(volatile char *)v = 0;
+        affinity_unpin_self(cpu);
+        CHECKF(topo_node_of(t, k) == a->node && topo_node_of(t, v) == a->node,
+               "KV arena %d (heads %d-%d): last K page on node %d, V on %d, meant for %d", i, a->h0, a->h1 - 1,
+               topo_node_of(t, k), topo_node_of(t, v), a->node);
         checked++;
+    }
+    decoder_forward(&d, 1, 0);
+    for (int i = 0; checked && i < d.n_kv_arena; i++) {
+        const kv_arena *a = &d.kv[i];
+        if (t->mem_ok[a->node])
+            CHECKF(topo_node_of(t, a->k) == a->node && topo_node_of(t, a->v) == a->node,
+                   "KV arena %d: first K page on node %d, V on %d, meant for %d", i, topo_node_of(t, a->k),
+                   topo_node_of(t, a->v), a->node);
     }
     decoder_free(&d);
     llama_model_free(&m);
