@@ -1,6 +1,7 @@
 #include "runtime/sampler.h"
 #include "kernels/ops.h"
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,13 +16,15 @@ int sampler_init(sampler *s, const sampler_params *p, int n_vocab) {
     s->n_vocab = n_vocab;
     s->rng = p->seed ^ 0x9e3779b97f4a7c15ull;
     s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
+    s->keys = malloc(2 * (size_t)n_vocab * sizeof *s->keys);
+    s->ex = malloc((size_t)n_vocab * sizeof *s->ex);
     s->seen = calloc((size_t)n_vocab, 1);
-    if (s->cand && s->seen) return 0;
+    if (s->cand && s->keys && s->ex && s->seen) return 0;
     sampler_free(s);
     return -1;
 }
 
-void sampler_free(sampler *s) { free(s->cand); free(s->seen); free(s->hist); memset(s, 0, sizeof *s); }
+void sampler_free(sampler *s) { free(s->cand); free(s->keys); free(s->ex); free(s->seen); free(s->hist); memset(s, 0, sizeof *s); }
 
 void sampler_accept(sampler *s, int32_t token) {
     if (s->n_hist == s->hist_cap) {
@@ -79,15 +82,41 @@ static candidate cand_of(const float *logits, int i) {   // NaN sorts last, keep
     return (candidate){logits[i] == logits[i] ? logits[i] : -INFINITY, i};
 }
 
-// k < n (else a sort of all): a size-k min-heap (worst on top) over one pass. With ids ascending a later logit beats
-// the worst kept only by being larger (a NaN, as -inf, never), so a block of 64 logits none of
-// which is larger costs one compare each and no heap work. With a full compare per logit (and a
-// copy of all of them first) sampling 32000 logits at k = 40 took ~50 us a token, 13% of a
-// stories15M-shaped token at -t 2 on a Zen 5; the whole chain now takes ~17 us (docs/performance.md).
-void sampler_top_k(candidate *c, const float *logits, int n, int k) {
+// A key whose ascending unsigned order is by_logit_desc's order of the logits (no NaN here):
+// the float's bits made monotone and inverted, -0 with +0.
+static uint32_t desc_key(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if (u == 0x80000000u) u = 0;
+    return ~(u & 0x80000000u ? ~u : u | 0x80000000u);
+}
+
+// All n candidates best first into c, through keys (2n): key << 32 | id radix-sorted on the key,
+// 11 bits a pass from the lowest; the sort is stable and ids arrive ascending, so equal logits keep
+// them so: qsort's by_logit_desc order, for 32000 logits in ~160 us against qsort's ~3000 (Zen 5;
+// the whole vocabulary is sorted every token with --top-k 0).
+static void sort_all(candidate *c, uint64_t *keys, const float *logits, int n) {
+    uint64_t *a = keys, *b = keys + n;
+    for (int i = 0; i < n; i++) a[i] = (uint64_t)desc_key(cand_of(logits, i).logit) << 32 | (uint32_t)i;
+    for (int shift = 32; shift < 64; shift += 11) {
+        int at[2049] = {0};
+        for (int i = 0; i < n; i++) at[(a[i] >> shift & 2047) + 1]++;
+        for (int d = 0; d < 2048; d++) at[d + 1] += at[d];
+        for (int i = 0; i < n; i++) b[at[a[i] >> shift & 2047]++] = a[i];
+        uint64_t *t = a; a = b, b = t;
+    }
+    for (int i = 0; i < n; i++) c[i] = cand_of(logits, (int)(uint32_t)a[i]);
+}
+
+// k < n (else sort_all): a size-k min-heap (worst on top) over one pass. With ids ascending a
+// later logit beats the worst kept only by being larger (a NaN, as -inf, never), so a block of
+// 64 logits none of which is larger costs one compare each and no heap work. With a full compare
+// per logit (and a copy of all of them first) sampling 32000 logits at k = 40 took ~50 us a
+// token, 13% of a stories15M-shaped token at -t 2 on a Zen 5; the whole chain now takes ~17 us
+// (docs/performance.md).
+void sampler_top_k(candidate *c, uint64_t *keys, const float *logits, int n, int k) {
     if (k <= 0 || k >= n) {
-        for (int i = 0; i < n; i++) c[i] = cand_of(logits, i);
-        qsort(c, (size_t)n, sizeof *c, by_logit_desc);
+        sort_all(c, keys, logits, n);
         return;
     }
     for (int i = 0; i < k; i++) c[i] = cand_of(logits, i);
@@ -106,14 +135,15 @@ int32_t sampler_sample(sampler *s, float *logits) {
     if (s->p.repeat_penalty != 1.0f && s->p.repeat_last_n != 0) repeat_penalty(s, logits);
     if (s->p.temp <= 0) return argmax_f32(logits, s->n_vocab);
     int n = s->p.top_k > 0 && s->p.top_k < s->n_vocab ? s->p.top_k : s->n_vocab;
-    sampler_top_k(s->cand, logits, s->n_vocab, n);
-    // Probabilities of the remaining candidates at temperature 1 drive top-p and min-p.
-    double max = s->cand[0].logit, sum = 0;
-    for (int i = 0; i < n; i++) sum += exp(s->cand[i].logit - max);
+    sampler_top_k(s->cand, s->keys, logits, s->n_vocab, n);
+    // Probabilities of the remaining candidates at temperature 1 drive top-p and min-p; each
+    // e^x is computed once (e) and summed in the candidates' order.
+    double max = s->cand[0].logit, *e = s->ex;
     if (s->p.top_p < 1.0f) {
-        double cum = 0;
+        double sum = 0, cum = 0;
+        for (int i = 0; i < n; i++) sum += e[i] = exp(s->cand[i].logit - max);
         for (int i = 0; i < n; i++) {
-            cum += exp(s->cand[i].logit - max) / sum;
+            cum += e[i] / sum;
             if (cum >= s->p.top_p) { n = i + 1; break; }
         }
     }
@@ -124,10 +154,10 @@ int32_t sampler_sample(sampler *s, float *logits) {
         n = keep;
     }
     double total = 0;
-    for (int i = 0; i < n; i++) total += exp((s->cand[i].logit - max) / s->p.temp);
+    for (int i = 0; i < n; i++) total += e[i] = exp((s->cand[i].logit - max) / s->p.temp);
     double r = (double)(splitmix64(&s->rng) >> 11) * 0x1.0p-53 * total, acc = 0;
     for (int i = 0; i < n; i++) {
-        acc += exp((s->cand[i].logit - max) / s->p.temp);
+        acc += e[i];
         if (r < acc) return s->cand[i].id;
     }
     return s->cand[n - 1].id;

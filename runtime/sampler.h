@@ -21,6 +21,8 @@ typedef struct {
     int n_vocab;
     uint64_t rng;
     candidate *cand;              // (n_vocab)
+    uint64_t *keys;               // (2, n_vocab) the whole-vocabulary sort's keys
+    double *ex;                   // (n_vocab) each candidate's e^x, computed once a draw
     uint8_t *seen;                // (n_vocab) all 0 between calls: the penalty's distinct-token marks
     int32_t *hist; int n_hist, hist_cap;  // accepted tokens, newest last
 } sampler;
@@ -31,7 +33,8 @@ void sampler_free(sampler *s);
 // Picks the next token; applies the repeat penalty to logits in place.
 int32_t sampler_sample(sampler *s, float *logits);
 // The k best of n logits into c[0..min(k, n)) (k <= 0 or k >= n: all n), best first: larger
-// logit, then lower id; a NaN counts as -inf. What top-k keeps (exposed for tests).
-void sampler_top_k(candidate *c, const float *logits, int n, int k);
+// logit, then lower id; a NaN counts as -inf; keys (2n) is scratch. What top-k keeps (exposed
+// for tests).
+void sampler_top_k(candidate *c, uint64_t *keys, const float *logits, int n, int k);
 // Records a token (prompt or generated) for the repeat penalty.
 void sampler_accept(sampler *s, int32_t token);

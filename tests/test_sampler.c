@@ -23,13 +23,15 @@ static int by_desc(const void *a, const void *b) {   // the reference order: log
     return x->logit != y->logit ? (x->logit < y->logit ? 1 : -1) : (x->id > y->id) - (x->id < y->id);
 }
 
-// sampler_top_k against a sort of every candidate (NaN as -inf): vocabularies from 1 to 3000
-// with heavy ties (values from a few levels), NaNs and infinities, rising and falling runs (a
-// rising one replaces the worst kept at every step), k from 1 to past n; logit bits and ids.
+// sampler_top_k against qsort of every candidate (NaN as -inf): vocabularies from 1 to 3000
+// with heavy ties (values from a few levels, -0 among the +0s), NaNs and infinities, rising and
+// falling runs (a rising one replaces the worst kept at every step), k from 1 to past n (the
+// radix sort of all); logit bits and ids.
 static int top_k_cases(void) {
     enum { N = 3000 };
     static float lg[N];
     static candidate want[N], got[N];
+    static uint64_t keys[2 * N];
     const int ns[] = {1, 7, 64, 65, 1000, N}, ks[] = {1, 2, 5, 40, 63, 64, 999, N + 1};
     uint64_t x = 99;
     int cases = 0;
@@ -39,12 +41,12 @@ static int top_k_cases(void) {
             for (int i = 0; i < n; i++) {
                 x = x * 6364136223846793005ull + 1442695040888963407ull;
                 int r = (int)(x >> 40) % 100;
-                lg[i] = r < 3 ? NAN : r < 5 ? -INFINITY : r < 6 ? INFINITY : r < 30 ? (float)(i % 97) * 0.25f
+                lg[i] = r < 3 ? NAN : r < 5 ? -INFINITY : r < 6 ? INFINITY : r < 9 ? -0.0f : r < 30 ? (float)(i % 97) * 0.25f
                       : r < 50 ? (float)(n - i) : (float)(r % 7) - 3.0f;
                 want[i] = (candidate){lg[i] == lg[i] ? lg[i] : -INFINITY, i};
             }
             qsort(want, (size_t)n, sizeof *want, by_desc);
-            sampler_top_k(got, lg, n, k);
+            sampler_top_k(got, keys, lg, n, k);
             for (int i = 0; i < m; i++)
                 CHECKF(!memcmp(&got[i].logit, &want[i].logit, sizeof(float)) && got[i].id == want[i].id,
                        "n %d k %d: #%d is %d (%g), want %d (%g)", n, k, i, got[i].id, got[i].logit, want[i].id,
