@@ -192,8 +192,8 @@ static int kv_arenas(decoder *d, int n_ctx, int block_rows) {
         kv_arena *a = &d->kv[i];
         a->lay = kv_blocks(h->head_dim, kes > ves ? kes : ves, (a->h1 - a->h0) * h->n_layer, n_ctx, block_rows);
         size_t n = ((size_t)n_ctx + (size_t)a->lay.block_rows - 1) / (size_t)a->lay.block_rows * a->lay.block;
-        if (!(a->k = kv_alloc(n, d->cache_type_k, &a->bytes_k)) || !(a->v = kv_alloc(n, d->cache_type_v, &a->bytes_v)))
-            return -1;
+        a->k = kv_alloc(n, d->cache_type_k, &a->bytes_k), a->v = kv_alloc(n, d->cache_type_v, &a->bytes_v);
+        if (!a->k || !a->v) return -1;
         topo_bind(&d->topo, a->k, a->bytes_k, a->node);
         topo_bind(&d->topo, a->v, a->bytes_v, a->node);
     }
@@ -269,7 +269,8 @@ int decoder_set_l4(decoder *d, int mode, char err[256]) {
 void decoder_free(decoder *d) {
     l4run_free(d->l4);
     weights_free(&d->w);
-    for (int i = 0; i < d->n_kv_arena; i++) hugepage_unmap(d->kv[i].k, d->kv[i].bytes_k), hugepage_unmap(d->kv[i].v, d->kv[i].bytes_v);
+    for (int i = 0; i < d->n_kv_arena; i++)
+        hugepage_unmap(d->kv[i].k, d->kv[i].bytes_k), hugepage_unmap(d->kv[i].v, d->kv[i].bytes_v);
     free(d->kv); free(d->kv_arena_of); free(d->k_new); free(d->v_new);
     free(d->x); free(d->xb2); free(d->q); free(d->att_out);
     free(d->hb); free(d->hb2); free(d->logits);

@@ -191,7 +191,9 @@ double decoder_weight_bytes(const decoder *d);
 // cache_type_k), the heads after g in its arena (kv_arena: up to h1) at layout.head elements apart.
 void *decoder_kv_head(const decoder *d, int v, int layer, int g);
 // The layout of KV head g's arena.
-static inline const kv_layout *decoder_kv_layout(const decoder *d, int g) { return &d->kv[d->kv_arena_of[g]].lay; }
+static inline const kv_layout *decoder_kv_layout(const decoder *d, int g) {
+    return &d->kv[d->kv_arena_of[g]].lay;
+}
 // Copies the K and V rows of heads [g0, g1) at position pos into the cache (rounded to f16 for an
 // f16 cache); k and v hold those heads' rows one after another (the layout a projection writes).
 void decoder_store_kv(decoder *d, int layer, int g0, int g1, int pos, const float *k, const float *v);

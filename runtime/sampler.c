@@ -24,7 +24,10 @@ int sampler_init(sampler *s, const sampler_params *p, int n_vocab) {
     return -1;
 }
 
-void sampler_free(sampler *s) { free(s->cand); free(s->keys); free(s->ex); free(s->seen); free(s->hist); memset(s, 0, sizeof *s); }
+void sampler_free(sampler *s) {
+    free(s->cand); free(s->keys); free(s->ex); free(s->seen); free(s->hist);
+    memset(s, 0, sizeof *s);
+}
 
 void sampler_accept(sampler *s, int32_t token) {
     if (s->n_hist == s->hist_cap) {

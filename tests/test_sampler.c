@@ -41,8 +41,8 @@ static int top_k_cases(void) {
             for (int i = 0; i < n; i++) {
                 x = x * 6364136223846793005ull + 1442695040888963407ull;
                 int r = (int)(x >> 40) % 100;
-                lg[i] = r < 3 ? NAN : r < 5 ? -INFINITY : r < 6 ? INFINITY : r < 9 ? -0.0f : r < 30 ? (float)(i % 97) * 0.25f
-                      : r < 50 ? (float)(n - i) : (float)(r % 7) - 3.0f;
+                lg[i] = r < 3 ? NAN : r < 5 ? -INFINITY : r < 6 ? INFINITY : r < 9 ? -0.0f
+                      : r < 30 ? (float)(i % 97) * 0.25f : r < 50 ? (float)(n - i) : (float)(r % 7) - 3.0f;
                 want[i] = (candidate){lg[i] == lg[i] ? lg[i] : -INFINITY, i};
             }
             qsort(want, (size_t)n, sizeof *want, by_desc);
