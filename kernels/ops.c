@@ -178,12 +178,6 @@ static inline int kv_block_rows(kv_layout lay, int n_pos) {
     return lay.block_rows > 0 && lay.block_rows < n_pos ? lay.block_rows : n_pos;
 }
 
-// The block that holds position b0 (a multiple of B, kv_block_rows) of a head whose first row is at
-// c: the address of its first row.
-static inline const void *kv_block_at(const void *c, uint32_t t, kv_layout lay, int b0, int B) {
-    return kv_at(c, t, (size_t)(b0 / B) * lay.block);
-}
-
 kv_layout kv_blocks(int head_dim, size_t elem, int n_heads, int n_ctx, int block_rows) {
     int rows = block_rows;
     if (rows <= 0) {
@@ -245,10 +239,9 @@ void attention_ref(float *out, const float *q, const void *k, uint32_t kt, const
         softmax_ref(scratch, n_pos);
         float *oh = out + (size_t)h * hd;
         memset(oh, 0, (size_t)hd * sizeof *oh);
-        const void *vh = kv_at(v, vt, (size_t)(h / grp) * lay.head);
-        for (int b0 = 0; b0 < n_pos; b0 += B)
-            vsum_ref(oh, scratch + b0, kv_block_at(vh, vt, lay, b0, B), vt, 0, n_pos - b0 < B ? n_pos - b0 : B, 0, hd,
-                     lay.row);
+        for (int b0 = 0; b0 < n_pos; b0 += B)   // a block's first row: kv_index of its first position
+            vsum_ref(oh, scratch + b0, kv_at(v, vt, kv_index(lay, h / grp, b0)), vt, 0, n_pos - b0 < B ? n_pos - b0 : B,
+                     0, hd, lay.row);
     }
 }
 
@@ -622,7 +615,7 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
         for (int g = g0; g < g0 + ng; g++)
             for (int b0 = 0; b0 < n_pos; b0 += B) {
                 const int nb = n_pos - b0 < B ? n_pos - b0 : B;
-                const void *kb = kv_block_at(kv_at(k, kt, (size_t)g * lay.head), kt, lay, b0, B);
+                const void *kb = kv_at(k, kt, kv_index(lay, g, b0));
                 const float *qg = q + (size_t)g * grp * hd;
                 float *sg = scratch + (size_t)(g - g0) * grp * n_pos + b0;
                 for (int p = 0; p < nb; p += 8) {
@@ -636,7 +629,7 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
         float *og = out + (size_t)g0 * grp * hd;
         for (int b0 = 0; b0 < n_pos; b0 += B) {
             const int nb = n_pos - b0 < B ? n_pos - b0 : B;
-            const void *vb = kv_block_at(kv_at(v, vt, (size_t)g0 * lay.head), vt, lay, b0, B);
+            const void *vb = kv_at(v, vt, kv_index(lay, g0, b0));
             const kvpf pfv = {av, nb};
             for (int p0 = 0; p0 < nb; p0 += VCHUNK) {
                 int p1 = nb - p0 < VCHUNK ? nb : p0 + VCHUNK;
@@ -823,7 +816,7 @@ INL5 void attention_body512(float *out, const float *q, const void *k, uint32_t 
             if (n_pos >= 8) pair_q(qq, qg, npairs, hd);
             for (int b0 = 0; b0 < n_pos; b0 += B) {
                 const int nb = n_pos - b0 < B ? n_pos - b0 : B;
-                const void *kb = kv_block_at(kv_at(k, kt, (size_t)g * lay.head), kt, lay, b0, B);
+                const void *kb = kv_at(k, kt, kv_index(lay, g, b0));
                 float *sg = scratch + (size_t)(g - g0) * grp * n_pos + b0;
                 for (int p = 0; p < nb; p += 8) {
                     int np = nb - p < 8 ? nb - p : 8, h = 0;
@@ -841,7 +834,7 @@ INL5 void attention_body512(float *out, const float *q, const void *k, uint32_t 
         float *og = out + (size_t)g0 * grp * hd;
         for (int b0 = 0; b0 < n_pos; b0 += B) {
             const int nb = n_pos - b0 < B ? n_pos - b0 : B;
-            const void *vb = kv_block_at(kv_at(v, vt, (size_t)g0 * lay.head), vt, lay, b0, B);
+            const void *vb = kv_at(v, vt, kv_index(lay, g0, b0));
             const float *ab = scratch + b0;
             const kvpf pfv = {av, nb};
             for (int p0 = 0; p0 < nb; p0 += VCHUNK) {
