@@ -12,15 +12,15 @@
 #include "tests/check.h"
 #include "tests/tool_util.h"
 
-#define MAX_EXTRA 6
-typedef struct { const char *embd, *layer, *head, *kv, *ff, *vocab, *dtype, *extra[MAX_EXTRA]; } synth;
-static const synth models[] = {
-    {"96", "2", "4", "2", "256", "517", "f16", {"--tie"}},
-    {"120", "3", "5", "5", "328", "777", "bf16", {"--bias"}},
-    {"160", "2", "2", "1", "432", "333", "f32", {NULL}},
-    {"64", "2", "4", "2", "200", "449", "f16", {"--arch", "qwen3", "--head-dim", "32"}},
-    {"96", "2", "4", "2", "256", "333", "bf16", {"--arch", "qwen2", "--tie", "--rope-scaling", "linear"}},
-    {"160", "2", "4", "2", "432", "555", "f32", {"--rope-scaling", "llama3", "--rope-base", "500000"}},
+static const char *const models[] = {     // gguf-synth shapes, context 256, seed 7
+    "--n-embd 96 --n-layer 2 --n-head 4 --n-kv-head 2 --n-ff 256 --n-vocab 517 --dtype f16 --tie",
+    "--n-embd 120 --n-layer 3 --n-head 5 --n-kv-head 5 --n-ff 328 --n-vocab 777 --dtype bf16 --bias",
+    "--n-embd 160 --n-layer 2 --n-head 2 --n-kv-head 1 --n-ff 432 --n-vocab 333 --dtype f32",
+    "--n-embd 64 --n-layer 2 --n-head 4 --n-kv-head 2 --n-ff 200 --n-vocab 449 --dtype f16 --arch qwen3 --head-dim 32",
+    "--n-embd 96 --n-layer 2 --n-head 4 --n-kv-head 2 --n-ff 256 --n-vocab 333 --dtype bf16 --arch qwen2 --tie "
+    "--rope-scaling linear",
+    "--n-embd 160 --n-layer 2 --n-head 4 --n-kv-head 2 --n-ff 432 --n-vocab 555 --dtype f32 --rope-scaling llama3 "
+    "--rope-base 500000",
 };
 #define N_SYNTH (int)(sizeof models / sizeof *models)
 static const char *batches[] = {"2", "5", "16", "4096"};
@@ -87,20 +87,11 @@ int main(void) {
     CHECK((dir = scratch_dir()));
     int runs = 0;
     for (int i = 0; i < N_SYNTH; i++) {
-        const synth *s = &models[i];
-        char name[32];
+        char name[32], spec[256], tag[300];
         snprintf(name, sizeof name, "m%d.gguf", i);
-        char *model = path_join(dir, name);
-        const char *sv[21 + MAX_EXTRA] = {bin_path("gguf-synth", 1), model, "--n-embd", s->embd, "--n-layer",
-            s->layer, "--n-head", s->head, "--n-kv-head", s->kv, "--n-ff", s->ff, "--n-vocab", s->vocab, "--ctx",
-            "256", "--dtype", s->dtype, "--seed", "7"};
-        char tag[128];
-        int at = snprintf(tag, sizeof tag, "synth e%s kv%s/%s %s", s->embd, s->kv, s->head, s->dtype);
-        for (int e = 0; e < MAX_EXTRA && s->extra[e]; e++) {
-            sv[20 + e] = s->extra[e];
-            at += snprintf(tag + at, sizeof tag - (size_t)at, " %s", s->extra[e]);
-        }
-        CHECKF(run_capture(sv, NULL, NULL) == 0, "gguf-synth failed: %s", argv_text(sv));
+        snprintf(spec, sizeof spec, "%s --ctx 256 --seed 7", models[i]);
+        snprintf(tag, sizeof tag, "synth %s", models[i]);
+        char *model = synth_model(dir, name, spec);
         runs += check_model(model, tag);
         unlink(model);
         free(model);

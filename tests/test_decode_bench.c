@@ -169,11 +169,8 @@ int main(void) {
 
     // at 2 threads on a model both use, stderr breaks the sync wait down by the step waited
     // before: names from the schedule's, percentages summing to the total, which is the JSON's
-    char *synth = path_join(dir, "two.gguf"), *stories = model, *out = path_join(dir, "synth.txt");
-    const char *sargv[] = {bin_path("gguf-synth", 0), synth, "--n-embd", "512", "--n-layer", "2", "--n-head", "8",
-                           "--n-kv-head", "4", "--n-ff", "1376", "--n-vocab", "2000", "--ctx", "64", "--dtype", "f16",
-                           "--seed", "7", NULL};
-    CHECKF(run_capture(sargv, out, out) == 0, "%s", argv_text(sargv));
+    char *stories = model, *synth = synth_model(dir, "two.gguf", "--n-embd 512 --n-layer 2 --n-head 8 --n-kv-head 4 "
+                                                               "--n-ff 1376 --n-vocab 2000 --ctx 64 --dtype f16 --seed 7");
     model = synth;
     r = bench((const char *[]){"-t", "2", "-p", "0", "-n", "8", "-o", "json", NULL});
     model = stories;
@@ -197,7 +194,7 @@ int main(void) {
            "%d steps summing to %g, total %g, JSON %g: %s", n_steps, sum, total, json_wait, r.err);
     cJSON_Delete(arr);
     tool_run_free(&r);
-    free(synth), free(out);
+    free(synth);
     cases++;
 
     const char *const bad[][4] = {{"-o", "xml", NULL}, {"-t", "0", NULL}, {"-t", "1,x", NULL}, {"--frobnicate", "1", NULL}, {"-n", NULL}, {"-b", "0", NULL}, {"-d", "-1", NULL}, {"-ctk", "q8_0", NULL}, {"-ctv", "bf16", NULL},

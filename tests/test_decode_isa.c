@@ -14,10 +14,9 @@
 static const char *const ISA[] = {"scalar", "avx2", "avx512"};
 static const int ISA_ID[] = {GEMV_SCALAR, GEMV_AVX2, GEMV_AVX512};
 
-typedef struct { const char *embd, *head, *kv, *ff, *vocab, *dtype, *extra; } synth;
-static const synth MODELS[] = {
-    {"200", "5", "1", "333", "517", "f16", "--bias"},
-    {"136", "4", "2", "390", "701", "bf16", "--tie"},
+static const char *const MODELS[] = {     // gguf-synth shapes, two layers, context 64, seed 7
+    "--n-embd 200 --n-head 5 --n-kv-head 1 --n-ff 333 --n-vocab 517 --dtype f16 --bias",
+    "--n-embd 136 --n-head 4 --n-kv-head 2 --n-ff 390 --n-vocab 701 --dtype bf16 --tie",
 };
 #define N_SYNTH (int)(sizeof MODELS / sizeof *MODELS)
 
@@ -68,12 +67,9 @@ int main(void) {
     }
     int runs = compare_model(SHARED_DIR "/testdata/models/stories260K.gguf"), models = 1;
     for (int m = 0; m < N_SYNTH; m++, models++) {
-        const synth *s = &MODELS[m];
-        char *model = path_join(dir, "m.gguf");
-        const char *sv[] = {bin_path("gguf-synth", 1), model, "--n-embd", s->embd, "--n-layer", "2", "--n-head",
-            s->head, "--n-kv-head", s->kv, "--n-ff", s->ff, "--n-vocab", s->vocab, "--ctx", "64", "--dtype",
-            s->dtype, "--seed", "7", s->extra, NULL};
-        CHECKF(run_capture(sv, NULL, NULL) == 0, "gguf-synth failed for model %d", m);
+        char spec[256];
+        snprintf(spec, sizeof spec, "%s --n-layer 2 --ctx 64 --seed 7", MODELS[m]);
+        char *model = synth_model(dir, "m.gguf", spec);
         runs += compare_model(model);
         unlink(model);
         free(model);

@@ -205,11 +205,8 @@ static int key_cases(const char *path) {
 int main(void) {
     dir = scratch_dir();
     char *stories = path_join(SHARED_DIR, "testdata/models/stories260K.gguf");
-    char *c = path_join(dir, "c.gguf"), *out = path_join(dir, "synth.txt");
-    const char *argv[] = {bin_path("gguf-synth", 0), c, "--n-embd", "1024", "--n-layer", "2", "--n-head", "16",
-                          "--n-kv-head", "1", "--n-ff", "2816", "--n-vocab", "3000", "--ctx", "128", "--dtype", "f16",
-                          "--seed", "7", NULL};
-    CHECKF(run_capture(argv, out, out) == 0, "%s", argv_text(argv));
+    char *c = synth_model(dir, "c.gguf", "--n-embd 1024 --n-layer 2 --n-head 16 --n-kv-head 1 --n-ff 2816 "
+                                         "--n-vocab 3000 --ctx 128 --dtype f16 --seed 7");
     // Under sanitizers (SLOW) the CLI sweep runs model c only (it is the one that splits and
     // crosses nodes); the in-process key checks cover both models.
     int cli = cli_cases(c), cli_models = 1;
@@ -225,7 +222,7 @@ int main(void) {
     CHECK(mixed == 2 * 3);
     printf("decode l4: %d CLI dumps byte-identical (%d buffer-mode runs wrote back, %d prefetched across pretend nodes), "
            "%d in-process key-stream checks, %d mixed-type dumps\n", cli, writeback_runs, prefetch_runs, keys, mixed);
-    free(stories); free(c); free(out);
+    free(stories); free(c);
     CHECK(scratch_remove(dir) == 0);
     return 0;
 }

@@ -51,20 +51,12 @@ static char *dir;
 // Returns the number of rows checked.
 static int run_case(int ci, row_stats *st) {
     const model_case *c = &cases[ci];
-    char name[64], tag[160];
+    char name[64], tag[160], spec[300];
     snprintf(name, sizeof name, "m%d.gguf", ci);
-    char *model = path_join(dir, name);
-    char seed[16];
-    snprintf(seed, sizeof seed, "%d", 100 + ci);
-    const char *sv[32] = {bin_path("gguf-synth", 0), model, "--n-embd", c->embd, "--n-layer", c->layer,
-        "--n-head", c->head, "--n-kv-head", c->kv, "--n-ff", c->ff, "--n-vocab", c->vocab, "--ctx", "128",
-        "--dtype", c->dtype, "--seed", seed};
-    int n = 20;
-    char extra[128];
-    snprintf(extra, sizeof extra, "%s", c->extra ? c->extra : "");
-    for (char *tok = strtok(extra, " "); tok && n < 31; tok = strtok(NULL, " ")) sv[n++] = tok;
-    sv[n] = NULL;
-    CHECKF(run_capture(sv, NULL, NULL) == 0, "case %d: gguf-synth failed", ci);
+    snprintf(spec, sizeof spec, "--n-embd %s --n-layer %s --n-head %s --n-kv-head %s --n-ff %s --n-vocab %s --ctx 128 "
+             "--dtype %s --seed %d %s", c->embd, c->layer, c->head, c->kv, c->ff, c->vocab, c->dtype, 100 + ci,
+             c->extra ? c->extra : "");
+    char *model = synth_model(dir, name, spec);
     snprintf(tag, sizeof tag, "case %d (e%s hd%d gqa%d %s%s %s)", ci, c->embd, c->hd, c->gqa, c->dtype,
              c->tie ? " tied" : "", c->extra ? c->extra : "");
 

@@ -296,18 +296,11 @@ static int api_cases(const char *path) {
     return cases;
 }
 
-// arch: NULL for llama, or qwen3 with head_dim 128 and linear RoPE scaling (per-head Q/K norms).
-static char *synth(const char *name, const char *embd, const char *head, const char *kv, const char *ff,
-                   const char *vocab, const char *dtype, const char *arch) {
-    char *model = path_join(dir, name);
-    const char *argv[] = {bin_path("gguf-synth", 0), model, "--n-embd", embd, "--n-layer", "2", "--n-head", head,
-                          "--n-kv-head", kv, "--n-ff", ff, "--n-vocab", vocab, "--ctx", "128", "--dtype", dtype,
-                          "--seed", "7", arch ? "--arch" : NULL, arch, "--head-dim", "128", "--rope-scaling",
-                          "linear", NULL};
-    char *out = path_join(dir, "out.txt");
-    CHECKF(run_capture(argv, out, out) == 0, "%s", argv_text(argv));
-    free(out);
-    return model;
+// Two layers of shape `shape` (gguf-synth options), context 128, seed 7.
+static char *synth(const char *name, const char *shape) {
+    char spec[512];
+    snprintf(spec, sizeof spec, "%s --n-layer 2 --ctx 128 --seed 7", shape);
+    return synth_model(dir, name, spec);
 }
 
 // Tail tiles a decoder cuts (shares with tail units) at T threads (no thresholds), tail split
@@ -359,9 +352,13 @@ static void check_placement(const char *path) {
 int main(void) {
     dir = scratch_dir();
     char *stories = path_join(SHARED_DIR, "testdata/models/stories260K.gguf");
-    char *a = synth("a.gguf", "512", "8", "4", "1376", "2000", "f16", NULL);   // 4 threads at the default thresholds
-    char *b = synth("b.gguf", "384", "6", "2", "1000", "1500", "bf16", NULL);  // head_dim 64, 2 KV heads
-    char *c = synth("c.gguf", "512", "8", "4", "1376", "2000", "f16", "qwen3"); // Q/K norm, scaled NeoX RoPE
+    // a: 4 threads at the default thresholds; b: head_dim 64, 2 KV heads; c: qwen3 with head_dim
+    // 128 and linear RoPE scaling (per-head Q/K norms, scaled NeoX RoPE)
+    const char *ac = "--n-embd 512 --n-head 8 --n-kv-head 4 --n-ff 1376 --n-vocab 2000 --dtype f16";
+    char *a = synth("a.gguf", ac), c_shape[256];
+    char *b = synth("b.gguf", "--n-embd 384 --n-head 6 --n-kv-head 2 --n-ff 1000 --n-vocab 1500 --dtype bf16");
+    snprintf(c_shape, sizeof c_shape, "%s --arch qwen3 --head-dim 128 --rope-scaling linear", ac);
+    char *c = synth("c.gguf", c_shape);
     // Under sanitizers (SLOW) the CLI runs stories260K only; the in-process runs cover the rest.
     int cli = cli_cases(stories), cli_models = 1;
     if (SLOW == 1.0) cli += cli_cases(a) + cli_cases(b), cli_models = 3;

@@ -27,11 +27,8 @@ static int cpu_off(const topo *t, int node) {
 // arenas are checked. The model has 4 MiB arenas (2 MiB pages). Returns the arenas whose pages
 // were checked.
 static int kv_pages(const topo *t) {
-    char *dir = scratch_dir(), *model = path_join(dir, "kv.gguf"), *out = path_join(dir, "out.txt");
-    const char *argv[] = {bin_path("gguf-synth", 0), model, "--n-embd", "256", "--n-layer", "4", "--n-head", "4",
-                          "--n-kv-head", "2", "--n-ff", "512", "--n-vocab", "300", "--ctx", "4096", "--dtype", "f16",
-                          NULL};
-    CHECKF(run_capture(argv, out, out) == 0, "%s", argv_text(argv));
+    char *dir = scratch_dir(), *model = synth_model(dir, "kv.gguf", "--n-embd 256 --n-layer 4 --n-head 4 "
+                                                    "--n-kv-head 2 --n-ff 512 --n-vocab 300 --ctx 4096 --dtype f16");
     llama_model m;
     decoder d;
     char err[GGUF_ERR_MAX];
@@ -68,7 +65,7 @@ static int kv_pages(const topo *t) {
     decoder_free(&d);
     llama_model_free(&m);
     CHECK(scratch_remove(dir) == 0);
-    free(out), free(model);   // scratch_remove freed dir
+    free(model);   // scratch_remove freed dir
     return checked;
 }
 

@@ -70,13 +70,10 @@ static double split_cache(const char *file) {
 }
 
 int main(void) {
-    char *dir = scratch_dir(), *model = path_join(dir, "m.gguf"), *cdir = path_join(dir, "packed");
+    char *dir = scratch_dir(), *cdir = path_join(dir, "packed");
     // 8 layers of 2 MiB matrices: a file of about 70 MB, most of it in whole 2 MiB pages
-    const char *argv[] = {bin_path("gguf-synth", 0), model, "--n-embd", "1024", "--n-layer", "8", "--n-head", "8",
-                          "--n-kv-head", "8", "--n-ff", "1024", "--n-vocab", "1000", "--ctx", "64", "--dtype", "f16",
-                          "--seed", "3", NULL};
-    char *out = path_join(dir, "out.txt");
-    CHECKF(run_capture(argv, out, out) == 0, "%s", argv_text(argv));
+    char *model = synth_model(dir, "m.gguf", "--n-embd 1024 --n-layer 8 --n-head 8 --n-kv-head 8 --n-ff 1024 "
+                                             "--n-vocab 1000 --ctx 64 --dtype f16 --seed 3");
     llama_model m;
     char err[GGUF_ERR_MAX], file[4200], note[128];
     CHECKF(llama_model_load(&m, model, err) == 0, "%s", err);
@@ -118,6 +115,6 @@ int main(void) {
     llama_model_free(&m);
     CHECK(unlink(file) == 0 && rmdir(cdir) == 0);   // the one cache file, then scratch_remove's one level
     CHECK(scratch_remove(dir) == 0);
-    free(model), free(cdir), free(out);
+    free(model), free(cdir);
     return rc;
 }

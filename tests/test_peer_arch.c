@@ -127,16 +127,10 @@ static char *as_peer_text(const char *s, size_t n) {
 // Returns the rows compared.
 static int run_case(int ci, row_stats *st) {
     const peer_case *c = &cases[ci];
-    char seed[16], tag[160], flags[160];
-    snprintf(seed, sizeof seed, "%d", 300 + ci);
+    char tag[160], spec[300];
     snprintf(tag, sizeof tag, "case %d (%s)", ci, c->flags);
-    char *model = path_join(dir, "m.gguf");
-    const char *sv[40] = {bin_path("gguf-synth", 0), model, "--seed", seed, "--ctx", "128"};
-    int n = 6;
-    snprintf(flags, sizeof flags, "%s", c->flags);
-    for (char *tok = strtok(flags, " "); tok && n < 39; tok = strtok(NULL, " ")) sv[n++] = tok;
-    sv[n] = NULL;
-    CHECKF(run_capture(sv, NULL, NULL) == 0, "%s: gguf-synth failed", tag);
+    snprintf(spec, sizeof spec, "--seed %d --ctx 128 %s", 300 + ci, c->flags);
+    char *model = synth_model(dir, "m.gguf", spec);
 
     gguf_file g;
     char err[GGUF_ERR_MAX];

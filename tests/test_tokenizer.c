@@ -250,12 +250,12 @@ static char *scratch;
 // A gguf-synth BPE vocab in the scratch dir (pre NULL: no tokenizer.ggml.pre key).
 static const char *synth_bpe(const char *pre) {
     static char path[600];
-    snprintf(path, sizeof path, "%s/bpe.gguf", scratch);
-    const char *argv[16] = {bin_path("gguf-synth", 0), path, "--vocab", "bpe", "--n-vocab", "3000",
-                            "--n-embd", "16", "--n-layer", "1", "--n-head", "2"};
-    int n = 12;
-    if (pre) { argv[n++] = "--pre"; argv[n++] = pre; }
-    CHECKF(run_capture(argv, NULL, NULL) == 0, "%s", argv_text(argv));
+    char spec[160];
+    snprintf(spec, sizeof spec, "--vocab bpe --n-vocab 3000 --n-embd 16 --n-layer 1 --n-head 2%s%s", pre ? " --pre " : "",
+             pre ? pre : "");
+    char *model = synth_model(scratch, "bpe.gguf", spec);
+    snprintf(path, sizeof path, "%s", model);
+    free(model);
     return path;
 }
 

@@ -143,6 +143,26 @@ int dir_count(const char *dir, const char *part) {
 
 char *read_all(const char *path, size_t *len) { return util_read_file(path, len); }
 
+char *synth_model(const char *dir, const char *name, const char *spec) {
+    char *model = path_join(dir, name), *out = path_join(dir, "synth.txt"), words[1024];
+    const char *argv[64] = {bin_path("gguf-synth", 7), model};
+    int n = 2;
+    CHECKF(strlen(spec) < sizeof words, "gguf-synth options too long: %s", spec);
+    strcpy(words, spec);
+    for (char *save, *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+        CHECKF(n < 63, "too many gguf-synth options: %s", spec);
+        argv[n++] = w;
+    }
+    argv[n] = NULL;
+    if (run_capture(argv, out, out) != 0) {
+        size_t len;
+        char *text = read_all(out, &len);
+        CHECKF(0, "%s\n%s", argv_text(argv), text ? text : "(no output)");
+    }
+    free(out);
+    return model;
+}
+
 char *must_read(const char *path, size_t *len) {
     char *b = read_all(path, len);
     CHECKF(b, "cannot read %s", path);
