@@ -89,7 +89,7 @@ static int busy_threads(const sched *s) {
     int n = 1;
     for (int t = 0; t < s->n_threads; t++)
         for (int m = 0; m < SCHED_N_MAT; m++)
-            if (s->share[t].r[m].t0 != s->share[t].r[m].t1 || s->share[t].g0 != s->share[t].g1) n = t + 1;
+            if (s->share[t].r[m].t0 != s->share[t].r[m].t1 || s->share[t].h0 != s->share[t].h1) n = t + 1;
     return n;
 }
 
@@ -653,24 +653,29 @@ void decoder_store_kv(decoder *d, int layer, int g0, int g1, int pos, const floa
     }
 }
 
-// Q/K norm (qwen3) and RoPE on q and the new keys, the new K and V rows into the cache, then
-// attention, for this thread's KV-head groups (each with the query heads that read it): it
-// touches only those groups' heads.
-static void attention_share(decoder *d, thread_ctx *c, int layer, int pos) {
-    const llama_hparams *h = &d->hp;
+// Q/K norm (qwen3) and RoPE on this thread's query heads; for the KV-head groups it owns, on
+// their new keys too, then their new K and V rows into the cache.
+static void rope_share(decoder *d, thread_ctx *c, int layer, int pos) {
     const sched_share *sh = &d->sched.share[c->tid];
-    int kv0 = (int)sh->g0, kv1 = (int)sh->g1;
-    if (kv0 == kv1) return;
-    int head_dim = h->head_dim, q_per_kv = h->n_head / h->n_head_kv;
-    float *q = d->q + (size_t)kv0 * q_per_kv * head_dim;
-    float *new_key = d->k_new + (size_t)kv0 * head_dim, *new_value = d->v_new + (size_t)kv0 * head_dim;
     const layer_weights *w = &d->w.layers[layer];
-    decoder_norm_rope(d, q, (kv1 - kv0) * q_per_kv, w->q_norm, pos);
-    decoder_norm_rope(d, new_key, kv1 - kv0, w->k_norm, pos);
-    decoder_store_kv(d, layer, kv0, kv1, pos, new_key, new_value);
-    attention(d->att_out + (size_t)kv0 * q_per_kv * head_dim, q, decoder_kv_head(d, 0, layer, kv0), d->cache_type_k,
-              decoder_kv_head(d, 1, layer, kv0), d->cache_type_v, pos + 1, (kv1 - kv0) * q_per_kv, kv1 - kv0,
-              head_dim, *decoder_kv_layout(d, kv0), c->att_scores);
+    size_t hd = (size_t)d->hp.head_dim;
+    if (sh->h0 < sh->h1) decoder_norm_rope(d, d->q + sh->h0 * hd, (int)(sh->h1 - sh->h0), w->q_norm, pos);
+    if (sh->g0 == sh->g1) return;
+    float *new_key = d->k_new + sh->g0 * hd, *new_value = d->v_new + sh->g0 * hd;
+    decoder_norm_rope(d, new_key, (int)(sh->g1 - sh->g0), w->k_norm, pos);
+    decoder_store_kv(d, layer, (int)sh->g0, (int)sh->g1, pos, new_key, new_value);
+}
+
+// Attention for this thread's query heads: whole groups, or its part of one group's heads.
+static void attention_share(decoder *d, thread_ctx *c, int layer, int pos) {
+    const sched_share *sh = &d->sched.share[c->tid];
+    if (sh->h0 == sh->h1) return;
+    int hd = d->hp.head_dim, grp = d->hp.n_head / d->hp.n_head_kv, n = (int)(sh->h1 - sh->h0);
+    int g0 = (int)sh->h0 / grp, n_kv = n % grp == 0 && (int)sh->h0 % grp == 0 ? n / grp : 1;
+    size_t at = (size_t)sh->h0 * (size_t)hd;
+    attention(d->att_out + at, d->q + at, decoder_kv_head(d, 0, layer, g0), d->cache_type_k,
+              decoder_kv_head(d, 1, layer, g0), d->cache_type_v, pos + 1, n, n_kv, hd, *decoder_kv_layout(d, g0),
+              c->att_scores);
 }
 
 // ---- one thread's forward pass ----
@@ -711,7 +716,14 @@ static void layer_forward(decoder *d, thread_ctx *c, int l, int pos) {
     finish_share(d, c, l, SCHED_WV, v, w->bv);
     publish(d, c, l, SCHED_QKV);
 
-    // Q/K norm, RoPE and attention over its KV-head groups: waits only for the owners of their q, k, v rows
+    // Q/K norm and RoPE on its query heads and its groups' new keys, their K and V rows stored:
+    // waits only for the owners of those q, k, v rows
+    wait_for(d, c, l, SCHED_KV);
+    rope_share(d, c, l, pos);
+    if (sched_kv_waited(&d->sched, c->tid)) publish(d, c, l, SCHED_KV);   // else the next publish covers it
+
+    // attention over its query heads: waits for nobody, or (heads of a group shared with other
+    // threads) for the group's owner to have stored its rows
     wait_for(d, c, l, SCHED_ATTN);
     attention_share(d, c, l, pos);
     publish(d, c, l, SCHED_ATTN);
@@ -793,9 +805,9 @@ float *decoder_forward(decoder *d, int32_t token, int pos) {
 void decoder_set_tuning(const decoder *d, int pos) {
     gemv_set_tuning(d->tuning);           // this model's (a bench may hold decoders of other sizes)
     double kv = decoder_kv_cache_bytes(&d->hp, (int64_t)pos + 1, d->cache_type_k, d->cache_type_v);
-    int readers = 0;                      // the threads the decode schedule gives KV-head groups (a
+    int readers = 0;                      // the threads the decode schedule gives query heads (a
                                           // batched prompt spreads its attention wider: a lower bound)
-    for (int t = 0; t < d->sched.n_threads; t++) readers += d->sched.share[t].g1 > d->sched.share[t].g0;
+    for (int t = 0; t < d->sched.n_threads; t++) readers += d->sched.share[t].h1 > d->sched.share[t].h0;
     attention_set_prefetch(tune_pick_kv((size_t)kv, readers));
 }
 

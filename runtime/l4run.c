@@ -411,11 +411,10 @@ void l4run_key_check(const l4run *r, uint64_t *checked, uint64_t *mismatched) {
 // ---- bytes across nodes, counted on the schedule ----
 
 // Rows [*lo, *hi) of a vector written by thread t: the rows of matrix m it owns, or (m < 0) the
-// attention output of its KV-head groups.
+// attention output of its query heads.
 static void rows_of(const sched *s, int t, int m, size_t *lo, size_t *hi) {
     if (m >= 0) { sched_rows(s, t, m, lo, hi); return; }
-    size_t per_group = (size_t)s->shape.n_head / s->shape.n_head_kv * s->shape.head_dim;
-    *lo = s->share[t].g0 * per_group, *hi = s->share[t].g1 * per_group;
+    *lo = s->share[t].h0 * (size_t)s->shape.head_dim, *hi = s->share[t].h1 * (size_t)s->shape.head_dim;
 }
 
 static int has(const sched *s, int t, int m) { return s->share[t].r[m].t0 != s->share[t].r[m].t1; }

@@ -142,6 +142,29 @@ static int groups_on_tiles(const sched_shape *h, int G, int Pa) {
     return 1;
 }
 
+// Attention: with at least as many groups as threads, thread i owns groups [G*i/P, G*(i+1)/P)
+// and runs their heads. With fewer, each group gets a team of c = min(P / G, grp) consecutive
+// threads: the first owns the group (RoPE on the new K row, the store) and each member runs its
+// part of the group's query heads (a head's result does not depend on which heads run beside
+// it, so the bits do not either); the members wait for the owner's store.
+static void assign_heads(sched *s, int P) {
+    const sched_shape *h = &s->shape;
+    int G = h->n_head_kv, grp = h->n_head / G;
+    int c = P <= G ? 1 : P / G < grp ? P / G : grp, Pa = P < G ? P : G;
+    for (int i = 0; i < Pa * c; i++) {
+        sched_share *sh = &s->share[i];
+        if (c == 1) {
+            sh->g0 = (uint32_t)(G * i / Pa), sh->g1 = (uint32_t)(G * (i + 1) / Pa);
+            sh->h0 = sh->g0 * (uint32_t)grp, sh->h1 = sh->g1 * (uint32_t)grp;
+            continue;
+        }
+        uint32_t g = (uint32_t)(i / c), j = (uint32_t)(i % c);
+        if (j == 0) sh->g0 = g, sh->g1 = g + 1;
+        sh->h0 = g * (uint32_t)grp + (uint32_t)grp * j / (uint32_t)c;
+        sh->h1 = g * (uint32_t)grp + (uint32_t)grp * (j + 1) / (uint32_t)c;
+    }
+}
+
 // Q/K/V by KV-head groups when the groups divide evenly over the stage's threads, their cuts
 // fall on tile boundaries and nothing is split: thread i owns the rows of groups
 // [G*i/P, G*(i+1)/P) in all three. Otherwise the three are byte-balanced like any stage and
@@ -154,9 +177,8 @@ static void assign_qkv(sched *s, const sched_opts *o) {
     int P = stage_threads(o, bytes), G = h->n_head_kv, grp = h->n_head / h->n_head_kv;
     int any_split = 0;
     for (int i = 0; i < 3; i++) any_split |= split_chunks(s, qkv[i], P, o->split_k) >= 2;
-    int Pa = P < G ? P : G;                   // threads with attention groups
-    for (int i = 0; i < Pa; i++)
-        s->share[i].g0 = (uint32_t)(G * i / Pa), s->share[i].g1 = (uint32_t)(G * (i + 1) / Pa);
+    int Pa = P < G ? P : G;                   // threads owning groups
+    assign_heads(s, P);
     if (any_split || G % P != 0 || !groups_on_tiles(h, G, Pa)) {
         assign_stage(s, o, qkv, 3, 0);
         return;
@@ -228,15 +250,20 @@ static int deps_of(const sched *s, dep_list *l, int t, int st) {
     case SCHED_QKV:
         for (int m = SCHED_WQ; m <= SCHED_WV && !rc; m++) rc = add_coproducers(s, l, t, m, SCHED_QKV_PART);
         return rc;
-    case SCHED_ATTN:                         // the Q, K, V rows of its own groups
-        if (sh->g0 == sh->g1) return 0;
-        return add_row_owners(s, l, t, SCHED_WQ, (size_t)sh->g0 * grp * hd, (size_t)sh->g1 * grp * hd, SCHED_QKV) ||
+    case SCHED_KV:                           // the Q rows of its heads, the K, V rows of its groups
+        return add_row_owners(s, l, t, SCHED_WQ, (size_t)sh->h0 * hd, (size_t)sh->h1 * hd, SCHED_QKV) ||
                add_row_owners(s, l, t, SCHED_WK, (size_t)sh->g0 * hd, (size_t)sh->g1 * hd, SCHED_QKV) ||
                add_row_owners(s, l, t, SCHED_WV, (size_t)sh->g0 * hd, (size_t)sh->g1 * hd, SCHED_QKV);
+    case SCHED_ATTN:                         // the cache rows its groups' owners stored
+        for (int p = 0; p < s->n_threads && sh->h0 != sh->h1; p++)
+            if (p != t && s->share[p].g0 * (uint32_t)grp < sh->h1 && sh->h0 < s->share[p].g1 * (uint32_t)grp &&
+                dep_add(l, p, 0, SCHED_KV))
+                return -1;
+        return 0;
     case SCHED_WO_PART:                      // every head's attention output
         if (!has(s, t, SCHED_WO)) return 0;
         for (int p = 0; p < s->n_threads; p++)
-            if (p != t && s->share[p].g0 != s->share[p].g1 && dep_add(l, p, 0, SCHED_ATTN)) return -1;
+            if (p != t && s->share[p].h0 != s->share[p].h1 && dep_add(l, p, 0, SCHED_ATTN)) return -1;
         return 0;
     case SCHED_WO_DONE: return add_coproducers(s, l, t, SCHED_WO, SCHED_WO_PART);
     case SCHED_FFN_PART:                     // the residual stream after attention, whole
@@ -323,7 +350,7 @@ static void print_range(const sched *s, FILE *f, int t, int m) {
     if (!whole(s, m, r)) fprintf(f, "[seg %u-%u]", r->s0, r->s1 - 1);
 }
 
-static const char *step_names[SCHED_N_WAIT] = {"qkv", "qkv-fold", "attn", "wo", "wo-fold",
+static const char *step_names[SCHED_N_WAIT] = {"qkv", "qkv-fold", "rope", "attn", "wo", "wo-fold",
     "gate/up", "gate/up-fold", "down", "down-fold", "out", "out-fold", "logits"};
 
 const char *sched_wait_name(int w) { return w >= 0 && w < SCHED_N_WAIT ? step_names[w] : "?"; }
@@ -355,8 +382,12 @@ void sched_print(const sched *s, FILE *f) {
         const sched_share *sh = &s->share[t];
         fprintf(f, "thread %d (node %d), %.2f MiB per layer:", t, s->node[t], layer_mib(s, t));
         for (int m = SCHED_WQ; m <= SCHED_WV; m++) print_range(s, f, t, m);
-        if (sh->g0 != sh->g1) fprintf(f, " | attn groups %u-%u |", sh->g0, sh->g1 - 1);
-        else fprintf(f, " | attn - |");
+        int grp = h->n_head / h->n_head_kv;
+        if (sh->h0 == sh->h1) fprintf(f, " | attn - |");
+        else if (sh->h0 == sh->g0 * (uint32_t)grp && sh->h1 == sh->g1 * (uint32_t)grp)
+            fprintf(f, " | attn groups %u-%u |", sh->g0, sh->g1 - 1);
+        else fprintf(f, " | attn heads %u-%u of group %u%s |", sh->h0, sh->h1 - 1, sh->h0 / (uint32_t)grp,
+                     sh->g0 != sh->g1 ? ", its owner" : "");
         for (int m = SCHED_WO; m < SCHED_N_MAT; m++) print_range(s, f, t, m);
         fprintf(f, "\n  waits:");
         int any = 0;

@@ -23,8 +23,9 @@
 enum { SCHED_WQ, SCHED_WK, SCHED_WV, SCHED_WO, SCHED_GATE, SCHED_UP, SCHED_DOWN, SCHED_OUT,
        SCHED_N_MAT };
 // Steps of a layer, each ending in a publish. *_PART: tiles and segment partials written;
-// the step after it: split tiles folded by their owners (a no-op without split-K).
-enum { SCHED_QKV_PART, SCHED_QKV, SCHED_ATTN, SCHED_WO_PART, SCHED_WO_DONE, SCHED_FFN_PART,
+// the step after it: split tiles folded by their owners (a no-op without split-K). SCHED_KV:
+// RoPE on a thread's query heads, and by a group's owner on its new K row, stored with V's.
+enum { SCHED_QKV_PART, SCHED_QKV, SCHED_KV, SCHED_ATTN, SCHED_WO_PART, SCHED_WO_DONE, SCHED_FFN_PART,
        SCHED_FFN, SCHED_DOWN_PART, SCHED_DOWN_DONE, SCHED_N_STEP };
 // The lm_head stage runs as "layer n_layer" with two steps; before returning the logits thread 0
 // waits for every lm_head owner (SCHED_OUT_END: a wait, never published).
@@ -66,7 +67,9 @@ typedef struct {
 
 typedef struct {
     sched_range r[SCHED_N_MAT];   // this thread's share of each matrix
-    uint32_t g0, g1;              // KV-head groups [g0, g1) for RoPE and attention
+    uint32_t g0, g1;              // KV-head groups [g0, g1) it owns: RoPE on their new K rows, the store
+    uint32_t h0, h1;              // query heads [h0, h1) it runs attention for: its groups' heads, or,
+                                  // with more threads than groups, its part of one group's heads
 } sched_share;
 
 typedef struct {
@@ -105,6 +108,13 @@ size_t sched_partial_bytes(const sched *s, int m);
 double sched_tile_read_bytes(const sched_mat *m, size_t t);
 // The sum over matrix m's tiles.
 double sched_mat_read_bytes(const sched_mat *m);
+// 1 when another thread runs heads of a group thread t owns, and so waits for its SCHED_KV step
+// (a thread that skips publishing a step nobody waits for is covered by its next publish).
+static inline int sched_kv_waited(const sched *s, int t) {
+    const sched_share *sh = &s->share[t];
+    uint32_t grp = (uint32_t)(s->shape.n_head / s->shape.n_head_kv);
+    return sh->g0 != sh->g1 && (sh->h0 != sh->g0 * grp || sh->h1 != sh->g1 * grp);
+}
 // Rows [*lo, *hi) of matrix m whose outputs thread t owns once folded (bias, residual, SwiGLU):
 // its whole tiles, or the tile whose segment 0 it holds; empty otherwise.
 void sched_rows(const sched *s, int t, int m, size_t *lo, size_t *hi);

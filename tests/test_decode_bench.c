@@ -178,7 +178,7 @@ int main(void) {
     arr = cJSON_Parse(r.out);
     CHECK(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 1);
     double json_wait = cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "sync_wait_pct")->valuedouble;
-    const char *w = strstr(r.err, "sync wait "), *names = "|qkv|qkv-fold|attn|wo|wo-fold|gate/up|gate/up-fold|down|down-fold|out|out-fold|logits|";
+    const char *w = strstr(r.err, "sync wait "), *names = "|qkv|qkv-fold|rope|attn|wo|wo-fold|gate/up|gate/up-fold|down|down-fold|out|out-fold|logits|";
     CHECKF(w && !strstr(w + 1, "sync wait ") && strstr(r.err, "t=2 l4=stream split-k=-1 tails=auto b=1 tg8 @ d0: sync wait "),
            "%s", r.err);
     double total, sum = 0, pct;

@@ -1,7 +1,7 @@
 // The threaded decode step against itself. The logits must be byte-identical for every thread
 // count, NUMA topology (real and DECODE_FAKE_NUMA=2) and split-K setting: through the CLI
 // (--dump-logits, -t 1..4) on stories260K and on two gguf-synth models big enough to use four
-// threads; in-process on those and a qwen3 one (per-head Q/K norm, linear-scaled NeoX RoPE, in
+// threads (one with 2 KV heads, whose query heads 4 threads share); in-process on those and a qwen3 one (per-head Q/K norm, linear-scaled NeoX RoPE, in
 // each thread's own KV-head groups), with the thread thresholds off, so every thread gets a
 // share even of stories260K's tiny matrices. On the way: each thread's future-key stream equals the lines its
 // kernels then read and write (the trace hook), and on two pretend nodes every tile belongs to a
@@ -31,6 +31,7 @@ static int node_checks;       // matrices whose tile placement was checked on tw
 static int kv_node_checks;    // runs whose KV heads were split between two pretend nodes' arenas
 static int block_arenas;      // block_cases' runs with the KV cache in two arenas
 static int split_runs;        // in-process runs in which some matrix was cut into segments
+static int shared_group_runs; // in-process runs in which threads shared a KV-head group's query heads
 static size_t stolen;         // tiles run by a thread other than their planned one, all runs
 static size_t tail_segs;      // segments of tail tiles (a share's last tile cut among threads), all runs
 static size_t tail_shared;    // tail tiles whose segments two or more threads ran, all runs
@@ -154,6 +155,10 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
     for (int mat = 0; mat < SCHED_N_MAT; mat++) any_split |= d.sched.split[mat];
     CHECK(!any_split || split);
     split_runs += any_split;
+    int shared = 0;               // more threads than groups: a thread runs heads of a group it does not own
+    for (int t = 0; t < pool_size(d.pool); t++)
+        shared |= d.sched.share[t].g0 == d.sched.share[t].g1 && d.sched.share[t].h0 != d.sched.share[t].h1;
+    shared_group_runs += shared;
     int nv = m->hp.n_vocab;
     float *out = malloc(sizeof(float) * nv * N_TOK);
     CHECK(out);
@@ -376,6 +381,7 @@ int main(void) {
     CHECK(decoder_init_opts(&d, &m, 64, &o, err) != 0 && strstr(err, "f32 or f16"));
     llama_model_free(&m);
     CHECKF(split_runs >= 4, "split-K ran in %d runs only", split_runs);
+    CHECKF(shared_group_runs >= 4, "query heads of a group shared by threads in %d runs only", shared_group_runs);
     CHECKF(stolen > 0, "no tile was ever stolen in %d runs", api);
     // every run but block_cases' 9 a model
     CHECKF(wait_checks >= api - 4 * 9 && waited_runs > 0, "wait by step checked in %d runs, %d waited", wait_checks,
@@ -384,8 +390,9 @@ int main(void) {
     CHECK(node_checks >= 2 * 8);   // model a: every matrix, 2 split settings
     CHECKF(kv_node_checks >= 3 * 2, "KV arenas on two nodes in %d runs", kv_node_checks);   // stories260K, a, c
     CHECKF(block_arenas >= 3 * 4, "block cases in two KV arenas: %d", block_arenas);       // a, b, c at T=2
-    printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %zu tiles stolen, %zu tail segments,"
-           " %zu tails shared) byte-identical, key streams checked\n", cli, api, split_runs, stolen, tail_segs, tail_shared);
+    printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %d with a group's heads shared, %zu tiles"
+           " stolen, %zu tail segments, %zu tails shared) byte-identical, key streams checked\n", cli, api, split_runs,
+           shared_group_runs, stolen, tail_segs, tail_shared);
     free(stories); free(a); free(b); free(c);
     CHECK(scratch_remove(dir) == 0);
     return 0;

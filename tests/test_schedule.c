@@ -1,6 +1,7 @@
 // The static schedule (runtime/schedule.h) over a sweep of model shapes, thread counts, split-K
 // settings and stage thresholds: every tile segment computed exactly once, one owner per tile,
-// every KV-head group once, gate and up paired, whole-tile stages balanced to within one tile,
+// every KV-head group owned once and every query head run once (a group's heads cut over
+// threads where threads outnumber groups), gate and up paired, whole-tile stages balanced to within one tile,
 // deterministic, narrow waits where the groups divide evenly, and the future-key stream equal to
 // the lines of the ranges in execution order.
 #include "runtime/schedule.h"
@@ -44,6 +45,24 @@ static void check_cover(const sched *s) {
         for (uint32_t i = s->share[t].g0; i < s->share[t].g1; i++) g[i]++;
     for (int i = 0; i < s->shape.n_head_kv; i++) CHECK(g[i] == 1);
     free(g);
+    // every query head run by exactly one thread, in one group or within its groups' heads, and
+    // waiting before attention exactly for the owners of the groups it shares but does not own
+    int grp = s->shape.n_head / s->shape.n_head_kv, *q = calloc((size_t)s->shape.n_head, sizeof *q);
+    for (int t = 0; t < s->n_threads; t++) {
+        const sched_share *sh = &s->share[t];
+        CHECK(sh->h0 <= sh->h1 && sh->h1 <= (uint32_t)s->shape.n_head);
+        if (sh->g0 != sh->g1) CHECK(sh->g0 * (uint32_t)grp <= sh->h0 && sh->h1 <= sh->g1 * (uint32_t)grp);
+        else CHECK(sh->h0 == sh->h1 || sh->h0 / (uint32_t)grp == (sh->h1 - 1) / (uint32_t)grp);
+        int owner = -1, waits = (int)(s->dep_off[t][SCHED_ATTN + 1] - s->dep_off[t][SCHED_ATTN]);
+        for (int p = 0; p < s->n_threads && sh->g0 == sh->g1 && sh->h0 != sh->h1; p++)
+            if (s->share[p].g0 <= sh->h0 / (uint32_t)grp && sh->h0 / (uint32_t)grp < s->share[p].g1) owner = p;
+        CHECKF(owner < 0 ? waits == 0 : waits == 1 && s->dep[s->dep_off[t][SCHED_ATTN]].thread == owner &&
+               s->dep[s->dep_off[t][SCHED_ATTN]].step == SCHED_KV, "thread %d: %d waits before attention", t, waits);
+        CHECK(owner < 0 || sched_kv_waited(s, owner));
+        for (uint32_t h = sh->h0; h < sh->h1; h++) q[h]++;
+    }
+    for (int h = 0; h < s->shape.n_head; h++) CHECKF(q[h] == 1, "query head %d run %d times", h, q[h]);
+    free(q);
     for (int t = 0; t < s->n_threads; t++)
         CHECK(!memcmp(&s->share[t].r[SCHED_GATE], &s->share[t].r[SCHED_UP], sizeof(sched_range)));
 }
@@ -90,6 +109,7 @@ int main(void) {
         {"stories15M", 6, 6, 6, 48, 288, 768, 32000, 2},
         {"odd", 2, 6, 2, 40, 200, 333, 1000, 4},
         {"qwen-ish", 3, 14, 2, 64, 896, 4864, 1500, 2},
+        {"mqa", 2, 16, 1, 64, 1024, 2816, 3000, 2},
     };
     const size_t mins[] = {0, 1 << 16};
     int cases = 0;
@@ -112,7 +132,7 @@ int main(void) {
                     sched_free(&a); sched_free(&b);
                     cases++;
                 }
-    CHECK(cases == 5 * 9 * 3 * 2);
+    CHECK(cases == 6 * 9 * 3 * 2);
 
     // TinyLlama shape at 2 and 4 threads: each thread computes the Q/K/V tiles of its own
     // groups, so attention waits for nobody; wo waits for every other attention thread.
@@ -121,7 +141,7 @@ int main(void) {
         sched s;
         CHECK(sched_build(&s, &sh, &(sched_opts){T, NULL, 0, 0}) == 0);
         for (int t = 0; t < T; t++) {
-            CHECKF(s.dep_off[t][SCHED_ATTN] == s.dep_off[t][SCHED_ATTN + 1], "T=%d thread %d waits before attention", T, t);
+            CHECKF(s.dep_off[t][SCHED_KV] == s.dep_off[t][SCHED_ATTN + 1], "T=%d thread %d waits before attention", T, t);
             CHECKF(s.dep_off[t][SCHED_WO_PART + 1] - s.dep_off[t][SCHED_WO_PART] == (uint32_t)(T - 1), "%u", s.dep_off[t][SCHED_WO_PART + 1] - s.dep_off[t][SCHED_WO_PART]);
             CHECK(s.share[t].g1 - s.share[t].g0 == (uint32_t)(4 / T));
             CHECK(s.share[t].r[SCHED_WK].t1 - s.share[t].r[SCHED_WK].t0 == (uint32_t)(4 / T));
@@ -132,6 +152,29 @@ int main(void) {
         fclose(f);
         CHECK(strstr(text, "thread 1 (node 0)") && strstr(text, "attn groups 0-"));
         if (T == 2) printf("%s", text);
+        free(text);
+        sched_free(&s);
+    }
+    // One KV head of 16 query heads (MQA) at 2 and 4 threads: thread 0 owns the group (RoPE on
+    // the new K row, the store), each thread runs 16 / T of its heads, the others wait for thread
+    // 0's store before attention and for nothing else there; wo waits for all of them.
+    for (int T = 2; T <= 4; T += 2) {
+        sched_shape sh = make(&shapes[5]);
+        sched s;
+        CHECK(sched_build(&s, &sh, &(sched_opts){T, NULL, 0, 0}) == 0);
+        CHECK(s.share[0].g0 == 0 && s.share[0].g1 == 1 && sched_kv_waited(&s, 0));
+        for (int t = 0; t < T; t++) {
+            const sched_share *x = &s.share[t];
+            CHECK(x->h0 == (uint32_t)(16 * t / T) && x->h1 == (uint32_t)(16 * (t + 1) / T) && (t == 0 || x->g0 == x->g1));
+            uint32_t n = s.dep_off[t][SCHED_ATTN + 1] - s.dep_off[t][SCHED_ATTN];
+            CHECK(t == 0 ? n == 0 : n == 1 && s.dep[s.dep_off[t][SCHED_ATTN]].thread == 0);
+            CHECK(s.dep_off[t][SCHED_WO_PART + 1] - s.dep_off[t][SCHED_WO_PART] == (uint32_t)(T - 1));
+        }
+        char *text = NULL; size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        sched_print(&s, f);
+        fclose(f);
+        CHECK(strstr(text, "attn heads 0-") && strstr(text, "of group 0, its owner") && strstr(text, "before attn for 0:rope"));
         free(text);
         sched_free(&s);
     }
