@@ -653,16 +653,14 @@ void decoder_store_kv(decoder *d, int layer, int g0, int g1, int pos, const floa
     }
 }
 
-// Q/K norm (qwen3) and RoPE on this thread's query heads; for the KV-head groups it owns, on
-// their new keys too, then their new K and V rows into the cache.
-static void rope_share(decoder *d, thread_ctx *c, int layer, int pos) {
+// For the KV-head groups this thread owns: K norm (qwen3) and RoPE on their new keys, then their
+// new K and V rows into the cache.
+static void store_share(decoder *d, thread_ctx *c, int layer, int pos) {
     const sched_share *sh = &d->sched.share[c->tid];
-    const layer_weights *w = &d->w.layers[layer];
-    size_t hd = (size_t)d->hp.head_dim;
-    if (sh->h0 < sh->h1) decoder_norm_rope(d, d->q + sh->h0 * hd, (int)(sh->h1 - sh->h0), w->q_norm, pos);
     if (sh->g0 == sh->g1) return;
+    size_t hd = (size_t)d->hp.head_dim;
     float *new_key = d->k_new + sh->g0 * hd, *new_value = d->v_new + sh->g0 * hd;
-    decoder_norm_rope(d, new_key, (int)(sh->g1 - sh->g0), w->k_norm, pos);
+    decoder_norm_rope(d, new_key, (int)(sh->g1 - sh->g0), d->w.layers[layer].k_norm, pos);
     decoder_store_kv(d, layer, (int)sh->g0, (int)sh->g1, pos, new_key, new_value);
 }
 
@@ -716,11 +714,15 @@ static void layer_forward(decoder *d, thread_ctx *c, int l, int pos) {
     finish_share(d, c, l, SCHED_WV, v, w->bv);
     publish(d, c, l, SCHED_QKV);
 
-    // Q/K norm and RoPE on its query heads and its groups' new keys, their K and V rows stored:
-    // waits only for the owners of those q, k, v rows
+    // K norm and RoPE on its groups' new keys, their K and V rows stored (first: threads sharing
+    // its groups wait for them), then Q norm and RoPE on its query heads; waits only for the
+    // owners of those q, k, v rows
     wait_for(d, c, l, SCHED_KV);
-    rope_share(d, c, l, pos);
+    store_share(d, c, l, pos);
     if (sched_kv_waited(&d->sched, c->tid)) publish(d, c, l, SCHED_KV);   // else the next publish covers it
+    const sched_share *sh = &d->sched.share[c->tid];
+    if (sh->h0 < sh->h1)
+        decoder_norm_rope(d, d->q + sh->h0 * (size_t)h->head_dim, (int)(sh->h1 - sh->h0), w->q_norm, pos);
 
     // attention over its query heads: waits for nobody, or (heads of a group shared with other
     // threads) for the group's owner to have stored its rows
@@ -805,9 +807,10 @@ float *decoder_forward(decoder *d, int32_t token, int pos) {
 void decoder_set_tuning(const decoder *d, int pos) {
     gemv_set_tuning(d->tuning);           // this model's (a bench may hold decoders of other sizes)
     double kv = decoder_kv_cache_bytes(&d->hp, (int64_t)pos + 1, d->cache_type_k, d->cache_type_v);
-    int readers = 0;                      // the threads the decode schedule gives query heads (a
-                                          // batched prompt spreads its attention wider: a lower bound)
-    for (int t = 0; t < d->sched.n_threads; t++) readers += d->sched.share[t].h1 > d->sched.share[t].h0;
+    int readers = 0;                      // the threads owning KV-head groups: one that shares a group's
+                                          // heads streams all its rows too (a batched prompt spreads its
+                                          // attention wider: a lower bound)
+    for (int t = 0; t < d->sched.n_threads; t++) readers += d->sched.share[t].g1 > d->sched.share[t].g0;
     attention_set_prefetch(tune_pick_kv((size_t)kv, readers));
 }
 

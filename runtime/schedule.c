@@ -1,7 +1,8 @@
 // Builds the per-thread decode schedule (runtime/schedule.h). A stage's tiles are laid end to
 // end and cut into contiguous byte-balanced shares, one per participating thread; attention
 // groups follow the Q/K/V rows where the groups divide evenly on tile boundaries, so a thread
-// computes the Q, K and V tiles of its own groups and runs their attention without waiting.
+// computes the Q, K and V tiles of its own groups and runs their attention without waiting;
+// where threads outnumber groups, a group's query heads are cut over a team of threads.
 // Waits are derived from who owns the rows a step reads.
 #include "runtime/schedule.h"
 #include <stdlib.h>
@@ -143,25 +144,29 @@ static int groups_on_tiles(const sched_shape *h, int G, int Pa) {
 }
 
 // Attention: with at least as many groups as threads, thread i owns groups [G*i/P, G*(i+1)/P)
-// and runs their heads. With fewer, each group gets a team of c = min(P / G, grp) consecutive
-// threads: the first owns the group (RoPE on the new K row, the store) and each member runs its
-// part of the group's query heads (a head's result does not depend on which heads run beside
-// it, so the bits do not either); the members wait for the owner's store.
+// and runs their heads. With fewer, group g gets the team of up to c = min(P / G, grp)
+// consecutive threads from g * c that share its owner's node (the group's KV rows live there):
+// the first owns the group (RoPE on the new K row, the store) and each member runs its part of
+// the group's query heads (a head's result does not depend on which heads run beside it, so the
+// bits do not either); the members wait for the owner's store.
 static void assign_heads(sched *s, int P) {
     const sched_shape *h = &s->shape;
     int G = h->n_head_kv, grp = h->n_head / G;
     int c = P <= G ? 1 : P / G < grp ? P / G : grp, Pa = P < G ? P : G;
-    for (int i = 0; i < Pa * c; i++) {
-        sched_share *sh = &s->share[i];
-        if (c == 1) {
+    if (c == 1)
+        for (int i = 0; i < Pa; i++) {
+            sched_share *sh = &s->share[i];
             sh->g0 = (uint32_t)(G * i / Pa), sh->g1 = (uint32_t)(G * (i + 1) / Pa);
             sh->h0 = sh->g0 * (uint32_t)grp, sh->h1 = sh->g1 * (uint32_t)grp;
-            continue;
         }
-        uint32_t g = (uint32_t)(i / c), j = (uint32_t)(i % c);
-        if (j == 0) sh->g0 = g, sh->g1 = g + 1;
-        sh->h0 = g * (uint32_t)grp + (uint32_t)grp * j / (uint32_t)c;
-        sh->h1 = g * (uint32_t)grp + (uint32_t)grp * (j + 1) / (uint32_t)c;
+    for (int g = 0; c > 1 && g < G; g++) {
+        int t0 = g * c, n = 1;
+        while (n < c && s->node[t0 + n] == s->node[t0]) n++;
+        s->share[t0].g0 = (uint32_t)g, s->share[t0].g1 = (uint32_t)g + 1;
+        for (int j = 0; j < n; j++) {
+            s->share[t0 + j].h0 = (uint32_t)(g * grp + grp * j / n);
+            s->share[t0 + j].h1 = (uint32_t)(g * grp + grp * (j + 1) / n);
+        }
     }
 }
 

@@ -2,7 +2,9 @@
 // thread count, topology). Every llama layer has the same shapes, so one layer plan serves all
 // layers; the lm_head is its own final stage. For each thread the plan says which 64-output
 // tiles of which matrix it computes (and which KSEG segments of them when a matrix is split),
-// which KV-head groups it runs RoPE and attention for, and so which rows it owns for the
+// which KV-head groups it owns (RoPE on their new K rows, their KV store) and which query heads
+// it runs RoPE and attention for (where threads outnumber groups, part of a group's), and so
+// which rows it owns for the
 // elementwise work (bias, residual add, SwiGLU); every thread that computes a projection
 // recomputes the RMSNorm it reads instead of waiting for one thread to do it.
 //
@@ -80,7 +82,7 @@ typedef struct {
     sched_share *share;           // (n_threads) the layer plan (and the lm_head's range)
     uint32_t *owner[SCHED_N_MAT]; // (n_tiles of the matrix) thread that owns (folds) each tile
     int split[SCHED_N_MAT];       // 1 when that matrix's tiles are cut into segments
-    // Waits before each step: thread t, step s (layer steps 0..8, then OUT_PART, OUT_DONE,
+    // Waits before each step: thread t, step s (layer steps 0..9, then OUT_PART, OUT_DONE,
     // OUT_END at SCHED_N_STEP + 0/1/2) waits for dep[dep_off[t][s] .. dep_off[t][s + 1]).
     sched_dep *dep;
     uint32_t (*dep_off)[SCHED_N_WAIT + 1];  // (n_threads)

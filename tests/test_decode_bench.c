@@ -169,8 +169,8 @@ int main(void) {
 
     // at 2 threads on a model both use, stderr breaks the sync wait down by the step waited
     // before: names from the schedule's, percentages summing to the total, which is the JSON's
-    char *stories = model, *synth = synth_model(dir, "two.gguf", "--n-embd 512 --n-layer 2 --n-head 8 --n-kv-head 4 "
-                                                               "--n-ff 1376 --n-vocab 2000 --ctx 64 --dtype f16 --seed 7");
+    char *stories = model, *synth = synth_model(dir, "two.gguf", "--n-embd 512 --n-layer 2 --n-head 8 --n-kv-head 4"
+                                                " --n-ff 1376 --n-vocab 2000 --ctx 64 --dtype f16 --seed 7");
     model = synth;
     r = bench((const char *[]){"-t", "2", "-p", "0", "-n", "8", "-o", "json", NULL});
     model = stories;
@@ -178,7 +178,8 @@ int main(void) {
     arr = cJSON_Parse(r.out);
     CHECK(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 1);
     double json_wait = cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "sync_wait_pct")->valuedouble;
-    const char *w = strstr(r.err, "sync wait "), *names = "|qkv|qkv-fold|rope|attn|wo|wo-fold|gate/up|gate/up-fold|down|down-fold|out|out-fold|logits|";
+    const char *w = strstr(r.err, "sync wait "),
+               *names = "|qkv|qkv-fold|rope|attn|wo|wo-fold|gate/up|gate/up-fold|down|down-fold|out|out-fold|logits|";
     CHECKF(w && !strstr(w + 1, "sync wait ") && strstr(r.err, "t=2 l4=stream split-k=-1 tails=auto b=1 tg8 @ d0: sync wait "),
            "%s", r.err);
     double total, sum = 0, pct;

@@ -1,7 +1,8 @@
 // The threaded decode step against itself. The logits must be byte-identical for every thread
 // count, NUMA topology (real and DECODE_FAKE_NUMA=2) and split-K setting: through the CLI
 // (--dump-logits, -t 1..4) on stories260K and on two gguf-synth models big enough to use four
-// threads (one with 2 KV heads, whose query heads 4 threads share); in-process on those and a qwen3 one (per-head Q/K norm, linear-scaled NeoX RoPE, in
+// threads (one with 2 KV heads: at 4 threads two share each group's heads); in-process on those
+// and a qwen3 one (per-head Q/K norm, linear-scaled NeoX RoPE, in
 // each thread's own KV-head groups), with the thread thresholds off, so every thread gets a
 // share even of stories260K's tiny matrices. On the way: each thread's future-key stream equals the lines its
 // kernels then read and write (the trace hook), and on two pretend nodes every tile belongs to a
@@ -390,9 +391,9 @@ int main(void) {
     CHECK(node_checks >= 2 * 8);   // model a: every matrix, 2 split settings
     CHECKF(kv_node_checks >= 3 * 2, "KV arenas on two nodes in %d runs", kv_node_checks);   // stories260K, a, c
     CHECKF(block_arenas >= 3 * 4, "block cases in two KV arenas: %d", block_arenas);       // a, b, c at T=2
-    printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %d with a group's heads shared, %zu tiles"
-           " stolen, %zu tail segments, %zu tails shared) byte-identical, key streams checked\n", cli, api, split_runs,
-           shared_group_runs, stolen, tail_segs, tail_shared);
+    printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %d with a group's heads shared,"
+           " %zu tiles stolen, %zu tail segments, %zu tails shared) byte-identical, key streams checked\n", cli, api,
+           split_runs, shared_group_runs, stolen, tail_segs, tail_shared);
     free(stories); free(a); free(b); free(c);
     CHECK(scratch_remove(dir) == 0);
     return 0;

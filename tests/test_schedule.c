@@ -19,6 +19,22 @@ static sched_shape make(const shape *x) {
     return s;
 }
 
+// 1 when thread t waits before step `st` for thread p's step `of` of this layer.
+static int waits_for(const sched *s, int t, int st, int p, int of) {
+    for (uint32_t i = s->dep_off[t][st]; i < s->dep_off[t][st + 1]; i++)
+        if (s->dep[i].thread == p && s->dep[i].step == of && s->dep[i].layer_delta == 0) return 1;
+    return 0;
+}
+
+// Before step kv thread t waits for every other owner of a tile holding rows [lo, hi) of m.
+static void check_row_waits(const sched *s, int t, int m, size_t lo, size_t hi) {
+    for (size_t u = lo / 64; lo < hi && u < (hi + 63) / 64; u++) {
+        int p = (int)s->owner[m][u];
+        CHECKF(p == t || waits_for(s, t, SCHED_KV, p, SCHED_QKV), "thread %d reads rows %zu-%zu of mat %d without "
+               "waiting for thread %d", t, lo, hi - 1, m, p);
+    }
+}
+
 // Every (tile, segment) of every matrix covered by exactly one thread; owners consistent.
 static void check_cover(const sched *s) {
     for (int m = 0; m < SCHED_N_MAT; m++) {
@@ -58,7 +74,11 @@ static void check_cover(const sched *s) {
             if (s->share[p].g0 <= sh->h0 / (uint32_t)grp && sh->h0 / (uint32_t)grp < s->share[p].g1) owner = p;
         CHECKF(owner < 0 ? waits == 0 : waits == 1 && s->dep[s->dep_off[t][SCHED_ATTN]].thread == owner &&
                s->dep[s->dep_off[t][SCHED_ATTN]].step == SCHED_KV, "thread %d: %d waits before attention", t, waits);
-        CHECK(owner < 0 || sched_kv_waited(s, owner));
+        CHECK(owner < 0 || (sched_kv_waited(s, owner) && s->node[owner] == s->node[t]));
+        size_t hd = (size_t)s->shape.head_dim;
+        check_row_waits(s, t, SCHED_WQ, sh->h0 * hd, sh->h1 * hd);
+        check_row_waits(s, t, SCHED_WK, sh->g0 * hd, sh->g1 * hd);
+        check_row_waits(s, t, SCHED_WV, sh->g0 * hd, sh->g1 * hd);
         for (uint32_t h = sh->h0; h < sh->h1; h++) q[h]++;
     }
     for (int h = 0; h < s->shape.n_head; h++) CHECKF(q[h] == 1, "query head %d run %d times", h, q[h]);
@@ -141,7 +161,8 @@ int main(void) {
         sched s;
         CHECK(sched_build(&s, &sh, &(sched_opts){T, NULL, 0, 0}) == 0);
         for (int t = 0; t < T; t++) {
-            CHECKF(s.dep_off[t][SCHED_KV] == s.dep_off[t][SCHED_ATTN + 1], "T=%d thread %d waits before attention", T, t);
+            CHECKF(s.dep_off[t][SCHED_KV] == s.dep_off[t][SCHED_ATTN + 1], "T=%d thread %d waits before attention", T,
+                   t);
             CHECKF(s.dep_off[t][SCHED_WO_PART + 1] - s.dep_off[t][SCHED_WO_PART] == (uint32_t)(T - 1), "%u", s.dep_off[t][SCHED_WO_PART + 1] - s.dep_off[t][SCHED_WO_PART]);
             CHECK(s.share[t].g1 - s.share[t].g0 == (uint32_t)(4 / T));
             CHECK(s.share[t].r[SCHED_WK].t1 - s.share[t].r[SCHED_WK].t0 == (uint32_t)(4 / T));
@@ -165,7 +186,8 @@ int main(void) {
         CHECK(s.share[0].g0 == 0 && s.share[0].g1 == 1 && sched_kv_waited(&s, 0));
         for (int t = 0; t < T; t++) {
             const sched_share *x = &s.share[t];
-            CHECK(x->h0 == (uint32_t)(16 * t / T) && x->h1 == (uint32_t)(16 * (t + 1) / T) && (t == 0 || x->g0 == x->g1));
+            CHECK(x->h0 == (uint32_t)(16 * t / T) && x->h1 == (uint32_t)(16 * (t + 1) / T));
+            CHECK(t == 0 || x->g0 == x->g1);
             uint32_t n = s.dep_off[t][SCHED_ATTN + 1] - s.dep_off[t][SCHED_ATTN];
             CHECK(t == 0 ? n == 0 : n == 1 && s.dep[s.dep_off[t][SCHED_ATTN]].thread == 0);
             CHECK(s.dep_off[t][SCHED_WO_PART + 1] - s.dep_off[t][SCHED_WO_PART] == (uint32_t)(T - 1));
@@ -174,8 +196,20 @@ int main(void) {
         FILE *f = open_memstream(&text, &len);
         sched_print(&s, f);
         fclose(f);
-        CHECK(strstr(text, "attn heads 0-") && strstr(text, "of group 0, its owner") && strstr(text, "before attn for 0:rope"));
+        CHECK(strstr(text, "attn heads 0-") && strstr(text, "of group 0, its owner") &&
+              strstr(text, "before attn for 0:rope"));
         free(text);
+        sched_free(&s);
+    }
+    // The same on two nodes (threads 0-1 on one, 2-3 on the other): the group's rows live on
+    // its owner's node, so only threads 0 and 1 share its heads; 2 and 3 run no attention.
+    {
+        sched_shape sh = make(&shapes[5]);
+        sched s;
+        CHECK(sched_build(&s, &sh, &(sched_opts){4, (const int[]){0, 0, 1, 1}, 0, 0}) == 0);
+        check_cover(&s);
+        CHECK(s.share[0].h0 == 0 && s.share[0].h1 == 8 && s.share[1].h0 == 8 && s.share[1].h1 == 16);
+        CHECK(s.share[2].h0 == s.share[2].h1 && s.share[3].h0 == s.share[3].h1);
         sched_free(&s);
     }
     // A cut between the threads' groups inside a K/V tile: Q/K/V are byte-balanced rather than

@@ -251,8 +251,8 @@ static char *scratch;
 static const char *synth_bpe(const char *pre) {
     static char path[600];
     char spec[160];
-    snprintf(spec, sizeof spec, "--vocab bpe --n-vocab 3000 --n-embd 16 --n-layer 1 --n-head 2%s%s", pre ? " --pre " : "",
-             pre ? pre : "");
+    snprintf(spec, sizeof spec, "--vocab bpe --n-vocab 3000 --n-embd 16 --n-layer 1 --n-head 2%s%s",
+             pre ? " --pre " : "", pre ? pre : "");
     char *model = synth_model(scratch, "bpe.gguf", spec);
     snprintf(path, sizeof path, "%s", model);
     free(model);
