@@ -2,11 +2,10 @@
 // thread count, topology). Every llama layer has the same shapes, so one layer plan serves all
 // layers; the lm_head is its own final stage. For each thread the plan says which 64-output
 // tiles of which matrix it computes (and which KSEG segments of them when a matrix is split),
-// which KV-head groups it owns (RoPE on their new K rows, their KV store) and which query heads
-// it runs RoPE and attention for (where threads outnumber groups, part of a group's), and so
-// which rows it owns for the
-// elementwise work (bias, residual add, SwiGLU); every thread that computes a projection
-// recomputes the RMSNorm it reads instead of waiting for one thread to do it.
+// which KV-head groups it owns (RoPE on their new K rows, their KV store), which query heads it
+// runs RoPE and attention for (where threads outnumber groups, part of a group's), and so which
+// rows it owns for the elementwise work (bias, residual add, SwiGLU); every thread that computes
+// a projection recomputes the RMSNorm it reads instead of waiting for one thread to do it.
 //
 // Steps and waits: a thread publishes a monotone step counter as it finishes each step; before a
 // step it waits only for the threads that produce what that step reads (sched.wait). Split-K
@@ -26,7 +25,7 @@ enum { SCHED_WQ, SCHED_WK, SCHED_WV, SCHED_WO, SCHED_GATE, SCHED_UP, SCHED_DOWN,
        SCHED_N_MAT };
 // Steps of a layer, each ending in a publish. *_PART: tiles and segment partials written;
 // the step after it: split tiles folded by their owners (a no-op without split-K). SCHED_KV:
-// RoPE on a thread's query heads, and by a group's owner on its new K row, stored with V's.
+// a group's owner ropes its new K row and stores it with V's; every thread ropes its query heads.
 enum { SCHED_QKV_PART, SCHED_QKV, SCHED_KV, SCHED_ATTN, SCHED_WO_PART, SCHED_WO_DONE, SCHED_FFN_PART,
        SCHED_FFN, SCHED_DOWN_PART, SCHED_DOWN_DONE, SCHED_N_STEP };
 // The lm_head stage runs as "layer n_layer" with two steps; before returning the logits thread 0
