@@ -297,6 +297,10 @@ static int build_deps(sched *s) {
             s->dep_off[t][st + 1] = (uint32_t)l.n;
         }
     s->dep = l.d;
+    if (!(s->kv_waited = calloc((size_t)s->n_threads, 1))) return -1;
+    for (int t = 0; t < s->n_threads; t++)    // layer steps only: the lm_head's number its own steps
+        for (uint32_t i = s->dep_off[t][0]; i < s->dep_off[t][SCHED_N_STEP]; i++)
+            if (s->dep[i].step == SCHED_KV) s->kv_waited[s->dep[i].thread] = 1;
     return 0;
 }
 
@@ -342,7 +346,7 @@ fail:
 
 void sched_free(sched *s) {
     for (int m = 0; m < SCHED_N_MAT; m++) free(s->owner[m]);
-    free(s->node); free(s->share); free(s->dep); free(s->dep_off);
+    free(s->node); free(s->share); free(s->dep); free(s->dep_off); free(s->kv_waited);
     memset(s, 0, sizeof *s);
 }
 

@@ -85,6 +85,7 @@ typedef struct {
     // OUT_END at SCHED_N_STEP + 0/1/2) waits for dep[dep_off[t][s] .. dep_off[t][s + 1]).
     sched_dep *dep;
     uint32_t (*dep_off)[SCHED_N_WAIT + 1];  // (n_threads)
+    uint8_t *kv_waited;           // (n_threads) 1 when another thread waits for its SCHED_KV step
 } sched;
 
 // 0 ok, -1 out of memory or a shape it cannot schedule (zero-size matrix, n_head % n_head_kv).
@@ -109,13 +110,9 @@ size_t sched_partial_bytes(const sched *s, int m);
 double sched_tile_read_bytes(const sched_mat *m, size_t t);
 // The sum over matrix m's tiles.
 double sched_mat_read_bytes(const sched_mat *m);
-// 1 when another thread runs heads of a group thread t owns, and so waits for its SCHED_KV step
-// (a thread that skips publishing a step nobody waits for is covered by its next publish).
-static inline int sched_kv_waited(const sched *s, int t) {
-    const sched_share *sh = &s->share[t];
-    uint32_t grp = (uint32_t)(s->shape.n_head / s->shape.n_head_kv);
-    return sh->g0 != sh->g1 && (sh->h0 != sh->g0 * grp || sh->h1 != sh->g1 * grp);
-}
+// 1 when another thread waits for thread t's SCHED_KV step (it runs heads of a group t owns); a
+// thread may skip publishing a step nobody waits for: its next publish covers it.
+static inline int sched_kv_waited(const sched *s, int t) { return s->kv_waited[t]; }
 // Rows [*lo, *hi) of matrix m whose outputs thread t owns once folded (bias, residual, SwiGLU):
 // its whole tiles, or the tile whose segment 0 it holds; empty otherwise.
 void sched_rows(const sched *s, int t, int m, size_t *lo, size_t *hi);

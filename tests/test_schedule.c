@@ -75,6 +75,8 @@ static void check_cover(const sched *s) {
         CHECKF(owner < 0 ? waits == 0 : waits == 1 && s->dep[s->dep_off[t][SCHED_ATTN]].thread == owner &&
                s->dep[s->dep_off[t][SCHED_ATTN]].step == SCHED_KV, "thread %d: %d waits before attention", t, waits);
         CHECK(owner < 0 || (sched_kv_waited(s, owner) && s->node[owner] == s->node[t]));
+        CHECK(!sched_kv_waited(s, t) || (sh->g0 != sh->g1 && (sh->h0 != sh->g0 * (uint32_t)grp ||
+                                                               sh->h1 != sh->g1 * (uint32_t)grp)));
         size_t hd = (size_t)s->shape.head_dim;
         check_row_waits(s, t, SCHED_WQ, sh->h0 * hd, sh->h1 * hd);
         check_row_waits(s, t, SCHED_WK, sh->g0 * hd, sh->g1 * hd);
