@@ -72,8 +72,8 @@ static void check_cover(const sched *s) {
         int owner = -1, waits = (int)(s->dep_off[t][SCHED_ATTN + 1] - s->dep_off[t][SCHED_ATTN]);
         for (int p = 0; p < s->n_threads && sh->g0 == sh->g1 && sh->h0 != sh->h1; p++)
             if (s->share[p].g0 <= sh->h0 / (uint32_t)grp && sh->h0 / (uint32_t)grp < s->share[p].g1) owner = p;
-        CHECKF(owner < 0 ? waits == 0 : waits == 1 && s->dep[s->dep_off[t][SCHED_ATTN]].thread == owner &&
-               s->dep[s->dep_off[t][SCHED_ATTN]].step == SCHED_KV, "thread %d: %d waits before attention", t, waits);
+        CHECKF(owner < 0 ? waits == 0 : waits == 1 && waits_for(s, t, SCHED_ATTN, owner, SCHED_KV),
+               "thread %d: %d waits before attention", t, waits);
         CHECK(owner < 0 || (sched_kv_waited(s, owner) && s->node[owner] == s->node[t]));
         CHECK(!sched_kv_waited(s, t) || (sh->g0 != sh->g1 && (sh->h0 != sh->g0 * (uint32_t)grp ||
                                                                sh->h1 != sh->g1 * (uint32_t)grp)));
@@ -191,7 +191,7 @@ int main(void) {
             CHECK(x->h0 == (uint32_t)(16 * t / T) && x->h1 == (uint32_t)(16 * (t + 1) / T));
             CHECK(t == 0 || x->g0 == x->g1);
             uint32_t n = s.dep_off[t][SCHED_ATTN + 1] - s.dep_off[t][SCHED_ATTN];
-            CHECK(t == 0 ? n == 0 : n == 1 && s.dep[s.dep_off[t][SCHED_ATTN]].thread == 0);
+            CHECK(t == 0 ? n == 0 : n == 1 && waits_for(&s, t, SCHED_ATTN, 0, SCHED_KV));
             CHECK(s.dep_off[t][SCHED_WO_PART + 1] - s.dep_off[t][SCHED_WO_PART] == (uint32_t)(T - 1));
         }
         char *text = NULL; size_t len = 0;
