@@ -16,6 +16,7 @@ static cpu_features detect(void) {
     cpu_features f = {0};
 #if defined(__x86_64__) || defined(__i386__)
     unsigned a, b, c, d;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) f.clflushopt = (b >> 23) & 1;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
     int fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, f16c = (c >> 29) & 1;
     if (!(osxsave && avx)) return f;
@@ -72,8 +73,13 @@ int cpu_simd_enabled(void) { return cpu_isa() >= CPU_ISA_AVX2; }
 int cpu_evict(const void *p, size_t n) {
 #if defined(__x86_64__) || defined(__i386__)
     if (!n) return 0;
-    for (uintptr_t a = (uintptr_t)p & ~(uintptr_t)63, end = (uintptr_t)p + n; a < end; a += 64)
-        __asm__ volatile("clflush %0" ::"m"(*(const char *)a));
+    // clflush is ordered against every other clflush, one line at a time (128 MiB took 76 ms on a
+    // Xeon where clflushopt took 5 ms); clflushopt is ordered only by the fence after the loop.
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)63, end = (uintptr_t)p + n;
+    if (cpu_detect()->clflushopt)
+        for (; a < end; a += 64) __asm__ volatile("clflushopt %0" ::"m"(*(const char *)a));
+    else
+        for (; a < end; a += 64) __asm__ volatile("clflush %0" ::"m"(*(const char *)a));
     __asm__ volatile("mfence" ::: "memory");
     return 0;
 #else

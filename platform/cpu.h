@@ -13,6 +13,7 @@ typedef struct {
     int avx512f;     // AVX-512 Foundation, opmask/ZMM state enabled
     int avx512bw;    // AVX-512 byte/word (16-bit lanes: f16/bf16 widening)
     int avx512vl;    // AVX-512 on xmm/ymm registers
+    int clflushopt;  // CLFLUSHOPT: cache-line flushes that pipeline (cpu_evict)
 } cpu_features;
 
 // The features of this CPU, detected once (what the hardware and OS allow; DECODE_ISA aside).
@@ -31,7 +32,7 @@ int cpu_isa(void);
 int cpu_simd_enabled(void);
 // 1 when s is a DECODE_ISA value this build understands (avx512, avx2, scalar).
 int cpu_isa_name_ok(const char *s);
-// Writes back and evicts the cache lines of [p, p + n) from every cache level (clflush), so the
-// next read of them comes from memory whatever the caches' size; 0 done, -1 where the ISA has no
-// such instruction (nothing done).
+// Writes back and evicts the cache lines of [p, p + n) from every cache level (clflushopt where
+// the CPU has it, else clflush), so the next read of them comes from memory whatever the caches'
+// size; 0 done, -1 where the ISA has no such instruction (nothing done).
 int cpu_evict(const void *p, size_t n);
