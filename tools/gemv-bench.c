@@ -8,7 +8,8 @@
 // repeated, interleaved: its distance from the cell row is this run's noise) and the roofline
 // rotate within a trial. Rows report medians. Every result is checked against gemv_packed_ref.
 // stdout holds only the table (-o csv|json|md); packing speed and progress go to stderr. GFLOP/s
-// (2 K N per call) is appended after pct_roofline. The kernel's tunings (runtime/tune.h: measured,
+// (2 K N per call) is appended after pct_roofline, then the kernel's ceiling (ceil_fn) and the
+// cell's percent of it. The kernel's tunings (runtime/tune.h: measured,
 // cached or default, DECODE_TUNE as for decode; stream and resident) are printed in the stderr
 // header; each cell runs with the one tune_pick gives its bytes per thread (the decoder's choice
 // for a step of that size), named on the cell's stderr line; --pf and --interleave override both
@@ -46,7 +47,7 @@ typedef struct {
     const char *dtype;
     size_t k, n;
     int threads;
-    double ms, gbps, roof, pct, gflops;
+    double ms, gbps, roof, pct, gflops, ceil, pct_ceil;
 } row;
 
 typedef struct {
@@ -62,6 +63,31 @@ static void gemv_fn(void *c, int tid, int nth) {
     job *j = c;
     gemv_packed(j->dt, j->x, j->P, j->k, j->n, j->nt * tid / nth, j->nt * (tid + 1) / nth, j->y);
 }
+// The kernel's own ceiling: each thread runs `calls` GEMVs over its own CEIL_TILES tiles, small
+// enough to stay in L1, with the cell's tuning; what no cache level can limit, so a cell near it
+// is bound by the instructions the kernel issues (the widening and the FMAs), not by its cache.
+#define CEIL_TILES 4
+typedef struct {
+    uint32_t dt;
+    const float *x;
+    char *P;                                           // thread t's tiles at t * stride
+    size_t k, stride;
+    float *y;                                          // (threads, CEIL_TILES * GEMV_TILE)
+    int calls;
+} ceil_job;
+static void ceil_fn(void *c, int tid, int nth) {
+    ceil_job *j = c;
+    (void)nth;
+    for (int r = 0; r < j->calls; r++)
+        gemv_packed(j->dt, j->x, j->P + (size_t)tid * j->stride, j->k, CEIL_TILES * GEMV_TILE, 0, CEIL_TILES,
+                    j->y + (size_t)tid * CEIL_TILES * GEMV_TILE);
+}
+static double ceil_seconds(pool *pl, ceil_job *j) {
+    double t = util_now();
+    pool_run(pl, ceil_fn, j);
+    return util_now() - t;
+}
+
 static void pack_fn(void *c, int tid, int nth) {       // the thread that reads a tile packs it
     job *j = c;
     gemv_pack(j->dt, j->W, j->k, j->n, j->P, j->nt * tid / nth, j->nt * (tid + 1) / nth);
@@ -92,7 +118,8 @@ static int parse_shapes(const char *s, shape *out) {
 static void usage(FILE *f) {
     fprintf(f, "usage: gemv-bench [-t THREADS] [-o csv|json|md] [-c CELLS] [-s SHAPES] [-d TYPES] [-r TRIALS]\n"
                "  -t LIST   thread counts, e.g. 1,2 (default 1,2)\n"
-               "  -o FMT    csv (default): cell,dtype,k,n,threads,median_ms,gbps,roofline_gbps,pct_roofline,gflops\n"
+               "  -o FMT    csv (default): cell,dtype,k,n,threads,median_ms,gbps,roofline_gbps,pct_roofline,gflops,\n"
+               "            ceiling_gbps,pct_ceiling (the kernel on L1-resident tiles: what it can issue)\n"
                "  -c LIST   cells among l2_512,l2_1024,l3_2048,l3_3584,dram_8192 (default: these five),\n"
                "            dram_32768 (2 GiB f16 matrix; needs 8 GiB of memory)\n"
                "  -d LIST   weight types among f16,bf16,f32 (default f16,bf16)\n"
@@ -139,6 +166,25 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
         free(j.P), free(j.y), free(yr);
         return 2;
     }
+    // The ceiling's tiles: half of L1 a thread (at least 8 rows), copied from the cell's first tiles.
+    long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    size_t ck = (size_t)(l1 > 0 ? l1 : 32768) / 2 / (CEIL_TILES * GEMV_TILE * es);
+    ck = ck < 8 ? 8 : ck > k ? k : ck;
+    ceil_job cj = {dt, x, NULL, ck, (gemv_packed_bytes(dt, ck, CEIL_TILES * GEMV_TILE) + 4095) / 4096 * 4096,
+                   malloc((size_t)nth * CEIL_TILES * GEMV_TILE * sizeof(float)), 1};
+    cj.P = aligned_alloc(4096, (size_t)nth * cj.stride);
+    if (!cj.P || !cj.y) {
+        fprintf(stderr, "gemv-bench: out of memory (%zu bytes)\n", (size_t)nth * cj.stride);
+        free(j.P), free(j.y), free(yr), free(cj.P), free(cj.y);
+        return 2;
+    }
+    float *wc = malloc(ck * CEIL_TILES * GEMV_TILE * es);   // GGUF rows of ck from the cell's weights
+    if (!wc) { free(j.P), free(j.y), free(yr), free(cj.P), free(cj.y); return 2; }
+    for (size_t r = 0; r < CEIL_TILES * GEMV_TILE; r++)
+        memcpy((char *)wc + r * ck * es, (const char *)W + (r % n) * k * es, ck * es);
+    for (int t = 0; t < nth; t++)
+        gemv_pack(dt, wc, ck, CEIL_TILES * GEMV_TILE, cj.P + (size_t)t * cj.stride, 0, CEIL_TILES);
+    free(wc);
     double t0 = util_now();
     pool_run(pl, pack_fn, &j);                         // cold: first touch of fresh pages
     double cold = util_now() - t0, warm[3];
@@ -153,18 +199,23 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     double one = time_calls(pl, &j, 1);
     one = time_calls(pl, &j, 1);
     int reps = one >= 0.02 ? 1 : (int)(0.02 / (one > 1e-7 ? one : 1e-7)) + 1;
-    double tc[MAXTRIAL], tn[MAXTRIAL], tr[MAXTRIAL];
+    ceil_seconds(pl, &cj);
+    double c1 = ceil_seconds(pl, &cj);
+    cj.calls = c1 >= 0.02 ? 1 : (int)(0.02 / (c1 > 1e-7 ? c1 : 1e-7)) + 1;
+    double tc[MAXTRIAL], tn[MAXTRIAL], tr[MAXTRIAL], tx[MAXTRIAL];
     for (int r = 0; r < trials; r++)
-        for (int q = 0; q < 3; q++) {                   // rotate the order within a trial
-            int which = (q + r) % 3;
+        for (int q = 0; q < 4; q++) {                   // rotate the order within a trial
+            int which = (q + r) % 4;
             if (which == 0) tc[r] = time_calls(pl, &j, reps);
             else if (which == 1) tn[r] = time_calls(pl, &j, reps);
-            else tr[r] = membw_pass_seconds(pl, j.P, bytes, k * GEMV_TILE * es, reps) / reps;
+            else if (which == 2) tr[r] = membw_pass_seconds(pl, j.P, bytes, k * GEMV_TILE * es, reps) / reps;
+            else tx[r] = ceil_seconds(pl, &cj);
         }
     gemv_packed_ref(dt, x, j.P, k, n, 0, j.nt, yr);
     int bad = memcmp(j.y, yr, n * sizeof(float)) != 0;
     if (bad) fprintf(stderr, "gemv-bench: %s %s t=%d: result differs from gemv_packed_ref\n", cell, dname, nth);
     double roof = bytes / util_median(tr, trials) / 1e9;   // what it read: padding too
+    double ceil = (double)nth * cj.calls * ck * CEIL_TILES * GEMV_TILE * es / util_median(tx, trials) / 1e9;
     double med[2] = {util_median(tc, trials), util_median(tn, trials)};
     for (int i = 0; i < 2; i++) {
         row *o = out + i;
@@ -175,10 +226,14 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
         o->roof = roof;
         o->pct = 100.0 * o->gbps / roof;
         o->gflops = 2.0 * k * n / med[i] / 1e9;
+        o->ceil = ceil;
+        o->pct_ceil = 100.0 * o->gbps / ceil;
     }
     fprintf(stderr, "%s %s t=%d: %.1f GB/s, roofline %.1f GB/s (%.1f%%), %.1f GFLOP/s, %d calls per trial; "
-            "%s tuning: prefetch %d B, interleave %d\n", cell, dname, nth, out[0].gbps, roof, out[0].pct,
-            out[0].gflops, reps, which, tu.pf, tu.interleave);
+            "%s tuning: prefetch %d B, interleave %d; the kernel on L1-resident tiles (%zu x %d a thread) %.1f "
+            "GB/s (%.1f%%)\n", cell, dname, nth, out[0].gbps, roof, out[0].pct, out[0].gflops, reps, which, tu.pf,
+            tu.interleave, ck, CEIL_TILES * GEMV_TILE, ceil, out[0].pct_ceil);
+    free(cj.P), free(cj.y);
     free(j.P);
     free(j.y);
     free(yr);
@@ -187,24 +242,26 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
 
 static void print(const row *r, int n, const char *fmt) {
     if (!strcmp(fmt, "csv")) {
-        printf("cell,dtype,k,n,threads,median_ms,gbps,roofline_gbps,pct_roofline,gflops\n");
+        printf("cell,dtype,k,n,threads,median_ms,gbps,roofline_gbps,pct_roofline,gflops,ceiling_gbps,pct_ceiling\n");
         for (int i = 0; i < n; i++)
-            printf("%s,%s,%zu,%zu,%d,%.4f,%.1f,%.1f,%.1f,%.1f\n", r[i].cell, r[i].dtype, r[i].k, r[i].n,
-                   r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct, r[i].gflops);
+            printf("%s,%s,%zu,%zu,%d,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", r[i].cell, r[i].dtype, r[i].k, r[i].n,
+                   r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct, r[i].gflops, r[i].ceil, r[i].pct_ceil);
     } else if (!strcmp(fmt, "json")) {
         printf("[");
         for (int i = 0; i < n; i++)
             printf("%s{\"cell\":\"%s\",\"dtype\":\"%s\",\"k\":%zu,\"n\":%zu,\"threads\":%d,\"median_ms\":%.4f,"
-                   "\"gbps\":%.1f,\"roofline_gbps\":%.1f,\"pct_roofline\":%.1f,\"gflops\":%.1f}", i ? "," : "",
-                   r[i].cell, r[i].dtype, r[i].k, r[i].n, r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct,
-                   r[i].gflops);
+                   "\"gbps\":%.1f,\"roofline_gbps\":%.1f,\"pct_roofline\":%.1f,\"gflops\":%.1f,"
+                   "\"ceiling_gbps\":%.1f,\"pct_ceiling\":%.1f}", i ? "," : "", r[i].cell, r[i].dtype, r[i].k,
+                   r[i].n, r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct, r[i].gflops, r[i].ceil,
+                   r[i].pct_ceil);
         printf("]\n");
     } else {
-        printf("| cell | dtype | k | n | threads | median ms | GB/s | roofline GB/s | %% of roofline | GFLOP/s |\n"
-               "|---|---|---|---|---|---|---|---|---|---|\n");
+        printf("| cell | dtype | k | n | threads | median ms | GB/s | roofline GB/s | %% of roofline | GFLOP/s | "
+               "ceiling GB/s | %% of ceiling |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (int i = 0; i < n; i++)
-            printf("| %s | %s | %zu | %zu | %d | %.4f | %.1f | %.1f | %.1f | %.1f |\n", r[i].cell, r[i].dtype,
-                   r[i].k, r[i].n, r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct, r[i].gflops);
+            printf("| %s | %s | %zu | %zu | %d | %.4f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", r[i].cell,
+                   r[i].dtype, r[i].k, r[i].n, r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct, r[i].gflops,
+                   r[i].ceil, r[i].pct_ceil);
     }
 }
 
