@@ -5,8 +5,9 @@
 // so the padding costs pct_roofline). Threads split the GEMV by tile ranges (each thread one
 // contiguous stream); the roofline pass reads the packed buffer itself with the same split.
 // Each trial times enough back-to-back calls to last ~20 ms; the cell, its null control (the identical measurement
-// repeated, interleaved: its distance from the cell row is this run's noise) and the roofline
-// rotate within a trial. Rows report medians. Every result is checked against gemv_packed_ref.
+// repeated, interleaved: its distance from the cell row is this run's noise), the roofline and the
+// kernel's ceiling rotate within a trial. Rows report medians. Every result, the ceiling's too, is
+// checked against gemv_packed_ref.
 // stdout holds only the table (-o csv|json|md); packing speed and progress go to stderr. GFLOP/s
 // (2 K N per call) is appended after pct_roofline, then the kernel's ceiling (ceil_fn) and the
 // cell's percent of it. The kernel's tunings (runtime/tune.h: measured,
@@ -63,29 +64,60 @@ static void gemv_fn(void *c, int tid, int nth) {
     job *j = c;
     gemv_packed(j->dt, j->x, j->P, j->k, j->n, j->nt * tid / nth, j->nt * (tid + 1) / nth, j->y);
 }
-// The kernel's own ceiling: each thread runs `calls` GEMVs over its own CEIL_TILES tiles, small
-// enough to stay in L1, with the cell's tuning; what no cache level can limit, so a cell near it
-// is bound by the instructions the kernel issues (the widening and the FMAs), not by its cache.
-#define CEIL_TILES 4
+// The kernel's own ceiling: each thread runs `calls` GEMVs over its own nt tiles (a multiple of
+// the interleave, so they group as a cell's do) of as many rows as fill 3/4 of L1, with the cell's
+// tuning: what no cache level can limit, so a cell near it is bound by the instructions the kernel
+// issues (the widening and the FMAs), not by its cache. A same-run reference, as noisy as a cell.
 typedef struct {
     uint32_t dt;
     const float *x;
     char *P;                                           // thread t's tiles at t * stride
-    size_t k, stride;
-    float *y;                                          // (threads, CEIL_TILES * GEMV_TILE)
+    size_t k, nt, stride;
+    float *y;                                          // (threads, nt * GEMV_TILE)
     int calls;
 } ceil_job;
 static void ceil_fn(void *c, int tid, int nth) {
     ceil_job *j = c;
     (void)nth;
     for (int r = 0; r < j->calls; r++)
-        gemv_packed(j->dt, j->x, j->P + (size_t)tid * j->stride, j->k, CEIL_TILES * GEMV_TILE, 0, CEIL_TILES,
-                    j->y + (size_t)tid * CEIL_TILES * GEMV_TILE);
+        gemv_packed(j->dt, j->x, j->P + (size_t)tid * j->stride, j->k, j->nt * GEMV_TILE, 0, j->nt,
+                    j->y + (size_t)tid * j->nt * GEMV_TILE);
 }
 static double ceil_seconds(pool *pl, ceil_job *j) {
     double t = util_now();
     pool_run(pl, ceil_fn, j);
     return util_now() - t;
+}
+// The ceiling's tiles for nth threads, their rows (at least 16, at most k) the first columns of the
+// cell's weights W (n rows of k, es bytes each, GGUF layout). 0 ok, -1 out of memory (nothing held).
+static int ceil_make(ceil_job *cj, uint32_t dt, const void *W, const float *x, size_t k, size_t n, size_t es,
+                     int nth, int interleave) {
+    long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    size_t nt = interleave == 3 ? 3 : 4, w = nt * GEMV_TILE;
+    size_t ck = (size_t)(l1 > 0 ? l1 : 32768) * 3 / 4 / (w * es);
+    if (ck < 16) ck = 16;
+    if (ck > k) ck = k;
+    *cj = (ceil_job){dt, x, NULL, ck, nt, (gemv_packed_bytes(dt, ck, w) + 4095) / 4096 * 4096, NULL, 1};
+    cj->P = aligned_alloc(4096, (size_t)nth * cj->stride);
+    cj->y = aligned_alloc(64, (size_t)nth * w * sizeof(float));   // a thread's outputs on their own lines
+    char *wc = malloc(ck * w * es);
+    if (!cj->P || !cj->y || !wc) {
+        free(cj->P), free(cj->y), free(wc);
+        return -1;
+    }
+    for (size_t r = 0; r < w; r++) memcpy(wc + r * ck * es, (const char *)W + (r % n) * k * es, ck * es);
+    for (int t = 0; t < nth; t++) gemv_pack(dt, wc, ck, w, cj->P + (size_t)t * cj->stride, 0, nt);
+    free(wc);
+    return 0;
+}
+// 0 when every thread's outputs equal gemv_packed_ref's.
+static int ceil_check(const ceil_job *cj, int nth) {
+    size_t w = cj->nt * GEMV_TILE;
+    float ref[4 * GEMV_TILE];
+    gemv_packed_ref(cj->dt, cj->x, cj->P, cj->k, w, 0, cj->nt, ref);
+    for (int t = 0; t < nth; t++)
+        if (memcmp(cj->y + (size_t)t * w, ref, w * sizeof(float))) return 1;
+    return 0;
 }
 
 static void pack_fn(void *c, int tid, int nth) {       // the thread that reads a tile packs it
@@ -119,7 +151,7 @@ static void usage(FILE *f) {
     fprintf(f, "usage: gemv-bench [-t THREADS] [-o csv|json|md] [-c CELLS] [-s SHAPES] [-d TYPES] [-r TRIALS]\n"
                "  -t LIST   thread counts, e.g. 1,2 (default 1,2)\n"
                "  -o FMT    csv (default): cell,dtype,k,n,threads,median_ms,gbps,roofline_gbps,pct_roofline,gflops,\n"
-               "            ceiling_gbps,pct_ceiling (the kernel on L1-resident tiles: what it can issue)\n"
+               "            ceiling_gbps,pct_ceiling (the kernel looping on L1-resident tiles: what it can issue)\n"
                "  -c LIST   cells among l2_512,l2_1024,l3_2048,l3_3584,dram_8192 (default: these five),\n"
                "            dram_32768 (2 GiB f16 matrix; needs 8 GiB of memory)\n"
                "  -d LIST   weight types among f16,bf16,f32 (default f16,bf16)\n"
@@ -166,25 +198,12 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
         free(j.P), free(j.y), free(yr);
         return 2;
     }
-    // The ceiling's tiles: half of L1 a thread (at least 8 rows), copied from the cell's first tiles.
-    long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
-    size_t ck = (size_t)(l1 > 0 ? l1 : 32768) / 2 / (CEIL_TILES * GEMV_TILE * es);
-    ck = ck < 8 ? 8 : ck > k ? k : ck;
-    ceil_job cj = {dt, x, NULL, ck, (gemv_packed_bytes(dt, ck, CEIL_TILES * GEMV_TILE) + 4095) / 4096 * 4096,
-                   malloc((size_t)nth * CEIL_TILES * GEMV_TILE * sizeof(float)), 1};
-    cj.P = aligned_alloc(4096, (size_t)nth * cj.stride);
-    if (!cj.P || !cj.y) {
-        fprintf(stderr, "gemv-bench: out of memory (%zu bytes)\n", (size_t)nth * cj.stride);
-        free(j.P), free(j.y), free(yr), free(cj.P), free(cj.y);
+    ceil_job cj;
+    if (ceil_make(&cj, dt, W, x, k, n, es, nth, tu.interleave)) {
+        fprintf(stderr, "gemv-bench: out of memory (the ceiling's tiles)\n");
+        free(j.P), free(j.y), free(yr);
         return 2;
     }
-    float *wc = malloc(ck * CEIL_TILES * GEMV_TILE * es);   // GGUF rows of ck from the cell's weights
-    if (!wc) { free(j.P), free(j.y), free(yr), free(cj.P), free(cj.y); return 2; }
-    for (size_t r = 0; r < CEIL_TILES * GEMV_TILE; r++)
-        memcpy((char *)wc + r * ck * es, (const char *)W + (r % n) * k * es, ck * es);
-    for (int t = 0; t < nth; t++)
-        gemv_pack(dt, wc, ck, CEIL_TILES * GEMV_TILE, cj.P + (size_t)t * cj.stride, 0, CEIL_TILES);
-    free(wc);
     double t0 = util_now();
     pool_run(pl, pack_fn, &j);                         // cold: first touch of fresh pages
     double cold = util_now() - t0, warm[3];
@@ -200,7 +219,8 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     one = time_calls(pl, &j, 1);
     int reps = one >= 0.02 ? 1 : (int)(0.02 / (one > 1e-7 ? one : 1e-7)) + 1;
     ceil_seconds(pl, &cj);
-    double c1 = ceil_seconds(pl, &cj);
+    cj.calls = 16;                                     // a pool dispatch is not a call's time
+    double c1 = ceil_seconds(pl, &cj) / cj.calls;
     cj.calls = c1 >= 0.02 ? 1 : (int)(0.02 / (c1 > 1e-7 ? c1 : 1e-7)) + 1;
     double tc[MAXTRIAL], tn[MAXTRIAL], tr[MAXTRIAL], tx[MAXTRIAL];
     for (int r = 0; r < trials; r++)
@@ -212,10 +232,10 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
             else tx[r] = ceil_seconds(pl, &cj);
         }
     gemv_packed_ref(dt, x, j.P, k, n, 0, j.nt, yr);
-    int bad = memcmp(j.y, yr, n * sizeof(float)) != 0;
+    int bad = memcmp(j.y, yr, n * sizeof(float)) != 0 || ceil_check(&cj, nth);
     if (bad) fprintf(stderr, "gemv-bench: %s %s t=%d: result differs from gemv_packed_ref\n", cell, dname, nth);
     double roof = bytes / util_median(tr, trials) / 1e9;   // what it read: padding too
-    double ceil = (double)nth * cj.calls * ck * CEIL_TILES * GEMV_TILE * es / util_median(tx, trials) / 1e9;
+    double ceil = (double)nth * cj.calls * cj.k * cj.nt * GEMV_TILE * es / util_median(tx, trials) / 1e9;
     double med[2] = {util_median(tc, trials), util_median(tn, trials)};
     for (int i = 0; i < 2; i++) {
         row *o = out + i;
@@ -232,7 +252,7 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     fprintf(stderr, "%s %s t=%d: %.1f GB/s, roofline %.1f GB/s (%.1f%%), %.1f GFLOP/s, %d calls per trial; "
             "%s tuning: prefetch %d B, interleave %d; the kernel on L1-resident tiles (%zu x %d a thread) %.1f "
             "GB/s (%.1f%%)\n", cell, dname, nth, out[0].gbps, roof, out[0].pct, out[0].gflops, reps, which, tu.pf,
-            tu.interleave, ck, CEIL_TILES * GEMV_TILE, ceil, out[0].pct_ceil);
+            tu.interleave, cj.k, (int)(cj.nt * GEMV_TILE), ceil, out[0].pct_ceil);
     free(cj.P), free(cj.y);
     free(j.P);
     free(j.y);
