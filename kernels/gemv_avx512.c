@@ -36,6 +36,7 @@ INL void load32(int f, const void *w, size_t i, __m512 *lo, __m512 *hi) {
         return;
     }
     __m512i h = _mm512_loadu_si512((const uint16_t *)w + i);
+    __asm__("" : "+v"(h));   // one load: folded into both the shift and the and, it was two
     *lo = _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
     *hi = _mm512_castsi512_ps(_mm512_and_si512(h, _mm512_set1_epi32((int)0xffff0000u)));
 }
