@@ -5,20 +5,20 @@
 //    tune_pick applies it to what it was measured on, up to half the L2 a thread (a matrix the
 //    size of the whole L2 streams partly from L3: on a Zen 3 l2_512 ran 75% of its roofline
 //    without prefetch and 80-86% with 1 KB);
-//  - stream, on a packed f16 matrix of DRAM_BYTES (from DRAM: evicted before each call where the
-//    caches hold it): first the interleave at prefetch 2048 B, with
+//  - stream, on a packed f16 matrix read from DRAM (dram_alloc: 32 MiB evicted before each call,
+//    or 128 MiB without clflushopt): first the interleave at prefetch 2048 B, with
 //    the interleave fastest on the L2 matrices with prefetch on as the incumbent (on a Zen 5 the
 //    DRAM interleaves tie and a noisy pick of 4 cost l3_2048 bf16 ~15%; on a Sapphire Rapids
 //    4 beat 1 by ~20% and 2 by ~8%), then the PF candidates at that interleave;
 //  - KV, attention's prefetch of the K and V rows (kernels/ops.h): KPF candidates on an
-//    attention over an f32 cache in the stream matrix's DRAM_BYTES (8 heads of 64, 32768
+//    attention over an f32 cache in the stream matrix's bytes (8 heads of 64, 8192 or 32768
 //    positions). On a Zen 5 that attention ran ~5% faster with 2-4 KB than with none once the
 //    cache was on huge pages (~14% tg at 4000 positions of a stories15M shape before), 1-4 KB
 //    within noise of each other.
 // Candidates rotate within each round and the median of ROUNDS rounds decides, so a burst of
 // noise from another process hits every candidate alike (after a warm-up call: the first
 // calls after the matrix is written run at half speed); for the resident candidates (no DRAM,
-// ~5 us a call, so noise only ever adds time) the fastest of RROUNDS rounds of 100 calls. The
+// ~17 us a call, so noise only ever adds time) the fastest of RROUNDS rounds of RCALLS calls. The
 // incumbent of a first tune is the family default, of a re-tune the cached pick: a candidate
 // replaces it only by beating it by more than the rounds' spread (tune_choose), so where the
 // machine cannot tell the choices apart the measured default stands, not the noise.
@@ -49,13 +49,15 @@ static const int RPF[] = {0, 2048};                     // resident: none, or th
 static const int KPF[] = {0, 1024, 2048, 4096};         // attention's KV rows
 #define NKPF (int)(sizeof KPF / sizeof *KPF)
 #define ROUNDS 5
-#define RROUNDS 7
+#define RROUNDS 5
+#define RCALLS 40                // resident calls a round, each matrix
 _Static_assert(ROUNDS <= TUNE_MAX_ROUNDS && RROUNDS <= TUNE_MAX_ROUNDS, "tune_choose's round bound");
 _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 <= TUNE_MAX_CANDIDATES &&
                NKPF + 1 <= TUNE_MAX_CANDIDATES, "candidates");
 #define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much
-#define RECHECK_S 600             // ... checked at most this often (a check allocates DRAM_BYTES)
-// The stream matrix: the dram_8192 cell's 128 MiB. Smaller ones do not stand for DRAM: on a Zen 3
+#define RECHECK_S 600             // ... checked at most this often (a check allocates the stream matrix)
+// The stream matrix without clflushopt: the dram_8192 cell's 128 MiB. Smaller ones left in the
+// caches do not stand for DRAM: on a Zen 3
 // (32 MiB L3) 64 MiB put prefetch 1 KB 3% ahead of 2 KB where 128 MiB and dram_8192 put it 8-12%
 // ahead; on a Xeon whose L3 held 64 MiB every choice tied there while no prefetch cost 15-35% on
 // dram_8192. A VM's reported L3 (256 MiB on that Zen 3, 508 MiB on a Zen 5 with 32) is no guide,
@@ -64,6 +66,14 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // from DRAM there. Where they hold it, it is evicted before each timed call.
 #define DRAM_BYTES ((size_t)128 << 20)
 #define COLD 0.15                 // ... evicted where an evicted call is this much slower than a warm one
+// Where eviction is cheap (clflushopt: 32 MiB in ~1.3 ms) the stream matrix is 32 MiB, always
+// evicted, so it reads from DRAM whatever the caches hold, and the first tune took 0.34-0.40 s
+// instead of 0.93-1.56 (Sapphire Rapids-class Xeon, with RROUNDS 5 x RCALLS 40 for 7 x 100: 5 x
+// 20 let a resident pick of interleave 4 through once in five). There the evicted 32 MiB ran at the
+// 128 MiB matrix's rate (15.5-16.4 GB/s against 15.2-16.5) with the same stream picks in every
+// run; 16 MiB ran 5-10% faster, no longer a DRAM rate. With clflush alone (76 ms for 128 MiB
+// there) evicting before every call would cost seconds.
+#define EVICT_BYTES ((size_t)32 << 20)
 
 // Defaults when tuning is off, and the incumbents of a first tune, by CPU vendor and family.
 // Measured where a row says so; the fallback is the middle of the measured range, not a claim
@@ -185,10 +195,16 @@ static double gemv_seconds(const mat *m, gemv_tuning tu, int reps) {
     return (m->cold ? s : monotonic_seconds() - t) / reps;
 }
 
-// The stream matrix, m->cold set where this machine's caches hold it: an evicted call slower
-// than a warm one by more than COLD (fastest of two each, after a warm-up call); never where
-// cpu_evict cannot evict. 0 ok, -1 no memory.
+// The stream matrix: EVICT_BYTES, always evicted, where clflushopt makes that cheap; else
+// DRAM_BYTES, m->cold set where this machine's caches hold it: an evicted call slower than a warm
+// one by more than COLD (fastest of two each, after a warm-up call); never where cpu_evict cannot
+// evict. 0 ok, -1 no memory.
 static int dram_alloc(mat *m) {
+    if (cpu_detect()->clflushopt) {
+        if (mat_alloc(m, EVICT_BYTES, 8192, WTYPE_F16)) return -1;
+        m->cold = 1;
+        return 0;
+    }
     if (mat_alloc(m, DRAM_BYTES, 8192, WTYPE_F16)) return -1;
     if (cpu_evict(m->P, 0)) return 0;
     gemv_tuning tu = gemv_get_tuning();
@@ -267,7 +283,7 @@ static int find_or_add(gemv_tuning *c, int *nc, const gemv_tuning *tu, int nnt) 
 static int same_tuning(gemv_tuning a, gemv_tuning b) { return a.pf == b.pf && a.interleave == b.interleave; }
 
 // The resident candidates (RPF x interleave, and inc when it is none of them) on L2-sized f16
-// and bf16 matrices, each warm in L2; time_rounds, a round's time the f16 + bf16 sum (100 calls
+// and bf16 matrices, each warm in L2; time_rounds, a round's time the f16 + bf16 sum (RCALLS calls
 // each), tune_choose by the fastest of RROUNDS. *stream_nt: the interleave with the least such time with
 // prefetch on. 0 ok, -1 no memory.
 static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *stream_nt) {
@@ -281,7 +297,7 @@ static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *
     int bad = mat_alloc(&m[0], (l2 ? l2 : 1u << 20) / 2, 512, WTYPE_F16);
     bad |= mat_alloc(&m[1], (l2 ? l2 : 1u << 20) / 2, 512, WTYPE_BF16);
     if (!bad) {
-        time_rounds(gemv_time, &(gemv_job){m, 2, c, 100}, nc, RROUNDS, t);
+        time_rounds(gemv_time, &(gemv_job){m, 2, c, RCALLS}, nc, RROUNDS, t);
         *resident = c[tune_choose(t, nc, RROUNDS, ii, 1)];
         double best_pf = 1e300;
         for (int i = 0; i < nc; i++) {

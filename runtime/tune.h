@@ -1,19 +1,18 @@
 // Per-machine tuning of the packed GEMV's free choices (prefetch distance, tiles in flight:
 // kernels/gemv.h gemv_tuning), which leave the arithmetic alone. A prefetch distance that is best
 // on one CPU costs 15-20% on another, so it is measured, not guessed: a short single-thread run
-// (under a second) over a 128 MiB and a half-L2 packed matrix picks the fastest candidates, and
+// (about a third of a second) over a DRAM-sized and a half-L2 packed matrix picks the fastest candidates, and
 // the result is cached in $XDG_CACHE_HOME/decode/tune (or ~/.cache/decode/tune) under a key of
-// CPU vendor, family, model, stepping, cache sizes and the GEMV path. Where the caches hold the
-// 128 MiB it is evicted before each timed call, so the stream tuning is for DRAM on a CPU with a
-// large L3 too; the evictions double the stream part's time (~1 s in all on a Zen 5, measured
-// with a 16 MiB matrix its L3 held).
+// CPU vendor, family, model, stepping, cache sizes and the GEMV path. The DRAM-sized matrix is
+// 32 MiB evicted before each timed call where the CPU has clflushopt, else 128 MiB, evicted only
+// where the caches hold it: the stream tuning is for DRAM on a CPU with a large L3 too.
 // Two tunings: "stream" (tu) for weights read from L3 or DRAM every step, the prefetch distance
 // measured on the DRAM-sized matrix; "resident" for weights that stay in each core's L2 from one
 // step to the next (a thread's share at most half the L2), measured on the half-L2 matrices (f16
 // and bf16 summed), where software prefetch only costs instructions. tune_pick chooses between
 // them by the bytes a step streams per thread. A cached
 // entry is reused while a check of the DRAM read rate (at most every 10 minutes: it allocates
-// 128 MiB) stays within 20% of the rate stored with it; otherwise it is measured again, with the
+// the DRAM-sized matrix) stays within 20% of the rate stored with it; otherwise it is measured again, with the
 // cached picks among the candidates, and they stay unless a candidate beats them by more than the
 // spread of the rounds (tune_choose): a re-tune in a noisy moment must not lock in a worse pick.
 // A first tune (or DECODE_TUNE=force, which ignores a valid cache entry) does the same with the
@@ -34,7 +33,7 @@ typedef struct {
     int kv_pf;                    // bytes attention prefetches its K and V rows ahead (attention_set_prefetch)
     int source;                   // TUNE_DEFAULT / TUNE_CACHED / TUNE_MEASURED
     double gbps;                  // single-thread DRAM GEMV read rate with tu (0 when not measured)
-    int evicted;                  // the caches held the 128 MiB matrix: it was evicted before each timed call
+    int evicted;                  // the DRAM-sized matrix was evicted before each timed call
     double seconds;               // time spent tuning
     char key[160];                // the cache key (the machine)
     char note[256];               // why a cache entry was not used, or a cache write failed; or ""
