@@ -5,8 +5,8 @@
 // so the padding costs pct_roofline). Threads split the GEMV by tile ranges (each thread one
 // contiguous stream); the roofline pass reads the packed buffer itself with the same split.
 // Each trial times enough back-to-back calls to last ~20 ms; the cell, its null control (the identical measurement
-// repeated, interleaved: its distance from the cell row is this run's noise), the roofline and the
-// kernel's ceiling rotate within a trial. Rows report medians. Every result, the ceiling's too, is
+// repeated, interleaved: its distance from the cell row is this run's noise) and the roofline
+// rotate within a trial; the kernel's ceiling runs its trials after them. Rows report medians. Every result, the ceiling's too, is
 // checked against gemv_packed_ref.
 // stdout holds only the table (-o csv|json|md); packing speed and progress go to stderr. GFLOP/s
 // (2 K N per call) is appended after pct_roofline, then the kernel's ceiling (ceil_fn) and the
@@ -228,13 +228,16 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     cj.calls = calls_per_trial(ceil_seconds(pl, &cj) / cj.calls);
     double tc[MAXTRIAL], tn[MAXTRIAL], tr[MAXTRIAL], tx[MAXTRIAL];
     for (int r = 0; r < trials; r++)
-        for (int q = 0; q < 4; q++) {                   // rotate the order within a trial
-            int which = (q + r) % 4;
+        for (int q = 0; q < 3; q++) {                   // rotate the order within a trial
+            int which = (q + r) % 3;
             if (which == 0) tc[r] = time_calls(pl, &j, reps);
             else if (which == 1) tn[r] = time_calls(pl, &j, reps);
-            else if (which == 2) tr[r] = membw_pass_seconds(pl, j.P, bytes, k * GEMV_TILE * es, reps) / reps;
-            else tx[r] = ceil_seconds(pl, &cj);
+            else tr[r] = membw_pass_seconds(pl, j.P, bytes, k * GEMV_TILE * es, reps) / reps;
         }
+    // The ceiling after the rest, not among them: on a Sapphire Rapids-class Xeon whatever ran next
+    // after it was slowed, l3_3584 f16 t=1 by 12% (the cell 84% of the roofline, its null 96%;
+    // swapped, 99% and 86%), as if the core were still paying for the FMA-dense loop.
+    for (int r = 0; r < trials; r++) tx[r] = ceil_seconds(pl, &cj);
     gemv_packed_ref(dt, x, j.P, k, n, 0, j.nt, yr);
     int bad = memcmp(j.y, yr, n * sizeof(float)) != 0 || ceil_check(&cj, nth);
     if (bad) fprintf(stderr, "gemv-bench: %s %s t=%d: result differs from gemv_packed_ref\n", cell, dname, nth);
