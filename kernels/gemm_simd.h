@@ -26,8 +26,7 @@ INL void FN(widen)(int f, const void *w, size_t i, VEC *wv) {
 // Rows [0, mb) of X (ldx apart) times columns [0, CB) of `len` tile rows at w (TILE weights a
 // row), each lane summed from 0 with fma, p ascending, then folded into Y (ldy apart): Y = acc on
 // a tile's first segment, Y + acc on the later ones. With pf, the first row block of a segment
-// prefetches the next segment's matching row (pf bytes ahead), so a weight stream from DRAM is
-// in flight while this one is computed (a prefetch never faults, also past the end).
+// prefetches pf bytes ahead in the tile's weight stream (a prefetch never faults, also past the end).
 INL void FN(block)(int f, int mb, const float *X, size_t ldx, const void *w, size_t len, float *Y,
                    size_t ldy, int first, size_t pf) {
     const size_t es = f == F_F32 ? 4 : 2;
@@ -92,7 +91,7 @@ INL void FN(segment)(FN(block_fn) fn, int mb, const float *X, size_t ldx, const 
 }
 
 INL void FN(rows)(int f, const float *X, size_t ldx, size_t m, const void *P, size_t k, size_t n,
-                  size_t t0, size_t t1, float *Y, size_t ldy) {
+                  size_t t0, size_t t1, float *Y, size_t ldy, size_t pf) {
     FN(block_fn) fn = f == F_F32 ? FN(block_f32) : f == F_F16 ? FN(block_f16) : FN(block_bf16);
     size_t es = f == F_F32 ? 4 : 2;
     for (size_t t = t0; t < t1; t++) {
@@ -109,7 +108,7 @@ INL void FN(rows)(int f, const float *X, size_t ldx, size_t m, const void *P, si
                     size_t r0 = m * b / nb;
                     int mb = (int)(m * (b + 1) / nb - r0);
                     FN(segment)(fn, mb, X + r0 * ldx, ldx, tile, es, s0, len, Y + r0 * ldy + j, ldy,
-                                b == 0 ? GEMV_KSEG * GEMV_TILE * es : 0);
+                                b == 0 ? pf : 0);
                 }
             }
             continue;
@@ -130,15 +129,20 @@ INL void FN(rows)(int f, const float *X, size_t ldx, size_t m, const void *P, si
 
 // Rows in chunks of GEMM_MC so that a chunk's X (128 x K floats) stays near L2 while every tile
 // passes over it. On the Zen 5 of docs/performance.md, 128 and 256 measured alike and both above
-// no chunking at M = 512; a guess elsewhere.
+// no chunking at M = 512; a guess elsewhere. The prefetch distance is the GEMV's stream tuning
+// (runtime/tune.h): at a few rows the GEMM is a weight stream like the GEMV. On a Sapphire
+// Rapids-class Xeon its 2 KB against the next segment's row (32 KB ahead, the earlier rule) ran
+// the TinyLlama shape's pp2 / pp4 / pp8 / pp16 1.25 / 1.36 / 1.27 / 1.15x as fast at t=2 (pp2
+// and pp8 1.30 and 1.23x at t=1; bf16 t=2 1.18 and 1.27x), pp64 and pp512 0.99-1.04x.
 #ifndef GEMM_MC                  // kernels/gemm.h sets it
 #define GEMM_MC 128
 #endif
 static TARGET void FN(gemm)(int f, const float *X, size_t ldx, size_t m, const void *P, size_t k,
                             size_t n, size_t t0, size_t t1, float *Y, size_t ldy) {
+    const size_t pf = (size_t)gemv_get_tuning().pf;
     for (size_t c = 0, nc = (m + GEMM_MC - 1) / GEMM_MC; c < nc; c++) {
         size_t i0 = m * c / nc, i1 = m * (c + 1) / nc;
-        FN(rows)(f, X + i0 * ldx, ldx, i1 - i0, P, k, n, t0, t1, Y + i0 * ldy, ldy);
+        FN(rows)(f, X + i0 * ldx, ldx, i1 - i0, P, k, n, t0, t1, Y + i0 * ldy, ldy, pf);
     }
 }
 

@@ -405,7 +405,7 @@ static int read_prompt(session *S, const options *o, size_t max, long n_ctx, int
 static int load(session *S, const options *o, const char **prompt, size_t *plen, int32_t **ids, size_t *n_ids, long *n_ctx) {
     char err[GGUF_ERR_MAX];
     cli_mapped_file(o->model);
-    tune_result tr = tune_gemv(tune_mode_from_env(), NULL);   // before the model: it needs ~100 MB
+    tune_result tr = tune_gemv(tune_mode_from_env(), NULL);   // before the model: it needs 32-128 MiB
     if (o->verbose) {
         char line[512];
         tune_describe(&tr, line, sizeof line);
