@@ -14,11 +14,14 @@
 //    attention over an f32 cache in the stream matrix's bytes (8 heads of 64, 8192 or 32768
 //    positions). On a Zen 5 that attention ran ~5% faster with 2-4 KB than with none once the
 //    cache was on huge pages (~14% tg at 4000 positions of a stories15M shape before), 1-4 KB
-//    within noise of each other.
+//    within noise of each other. On the Sapphire Rapids-class Xeon the evicted 32 MiB picks 2 KB
+//    where the 128 MiB, which its L3 mostly held, picked 1 KB; with the KV cache in that L3 (a
+//    stories15M shape at depth 4000) 1 KB ran ~7% faster than 2 KB at t=1 and tied at t=2.
 // Candidates rotate within each round and the median of ROUNDS rounds decides, so a burst of
 // noise from another process hits every candidate alike (after a warm-up call: the first
 // calls after the matrix is written run at half speed); for the resident candidates (no DRAM,
-// ~17 us a call, so noise only ever adds time) the fastest of RROUNDS rounds of RCALLS calls. The
+// ~17 us a call on the Xeon, ~5 us on the Zen 5's 1 MiB L2, so noise only ever adds time) the
+// fastest of RROUNDS rounds of RCALLS calls. The
 // incumbent of a first tune is the family default, of a re-tune the cached pick: a candidate
 // replaces it only by beating it by more than the rounds' spread (tune_choose), so where the
 // machine cannot tell the choices apart the measured default stands, not the noise.
@@ -57,8 +60,8 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 #define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much
 #define RECHECK_S 600             // ... checked at most this often (a check allocates the stream matrix)
 // The stream matrix without clflushopt: the dram_8192 cell's 128 MiB. Smaller ones left in the
-// caches do not stand for DRAM: on a Zen 3
-// (32 MiB L3) 64 MiB put prefetch 1 KB 3% ahead of 2 KB where 128 MiB and dram_8192 put it 8-12%
+// caches do not stand for DRAM: on a Zen 3 (32 MiB L3) 64 MiB put prefetch 1 KB 3% ahead of 2 KB
+// where 128 MiB and dram_8192 put it 8-12%
 // ahead; on a Xeon whose L3 held 64 MiB every choice tied there while no prefetch cost 15-35% on
 // dram_8192. A VM's reported L3 (256 MiB on that Zen 3, 508 MiB on a Zen 5 with 32) is no guide,
 // so a measurement decides whether the caches hold it (dram_alloc): on a 16-core Xeon with 300 MiB
@@ -67,12 +70,13 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 #define DRAM_BYTES ((size_t)128 << 20)
 #define COLD 0.15                 // ... evicted where an evicted call is this much slower than a warm one
 // Where eviction is cheap (clflushopt: 32 MiB in ~1.3 ms) the stream matrix is 32 MiB, always
-// evicted, so it reads from DRAM whatever the caches hold, and the first tune took 0.34-0.40 s
+// evicted, so it reads from DRAM whatever the caches hold, and the first tune took 0.32-0.40 s
 // instead of 0.93-1.56 (Sapphire Rapids-class Xeon, with RROUNDS 5 x RCALLS 40 for 7 x 100: 5 x
-// 20 let a resident pick of interleave 4 through once in five). There the evicted 32 MiB ran at the
-// 128 MiB matrix's rate (15.5-16.4 GB/s against 15.2-16.5) with the same stream picks in every
-// run; 16 MiB ran 5-10% faster, no longer a DRAM rate. With clflush alone (76 ms for 128 MiB
-// there) evicting before every call would cost seconds.
+// 20 let a resident pick of interleave 4 through once in five; only that Xeon was measured).
+// There the evicted 32 MiB ran at the 128 MiB matrix's rate (15.5-16.4 GB/s against 15.2-16.5)
+// with the same stream picks in every run; 16 MiB ran 5-10% faster, no longer a DRAM rate. Every
+// Zen has clflushopt: the AMD rows below were measured with the 128 MiB matrix. With clflush
+// alone (76 ms for 128 MiB on the Xeon) evicting before every call would cost seconds.
 #define EVICT_BYTES ((size_t)32 << 20)
 
 // Defaults when tuning is off, and the incumbents of a first tune, by CPU vendor and family.
@@ -313,6 +317,7 @@ static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *
 // A KV candidate's time: one attention over the cache k, v (f32, KV_HEADS heads of KV_HD, n_pos
 // positions in the decoder's position blocks, ops.h kv_blocks) with the prefetch c[i].
 enum { KV_HEADS = 8, KV_HD = 64 };
+_Static_assert(EVICT_BYTES / 2 / sizeof(float) / KV_HEADS / KV_HD >= 4096, "the KV phase's positions: whole blocks, > 0");
 typedef struct { const float *k, *v; int n_pos, cold; float *scratch; const int *c; } kv_job;
 static double attention_time(void *ctx, int i) {
     const kv_job *j = ctx;
@@ -375,14 +380,13 @@ static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int 
     return rc;
 }
 
-// The DRAM rate with tu now, the median of three passes (*evicted: m.cold, as measure() sets it).
-static double check_gbps(gemv_tuning tu, int *evicted) {
+// The DRAM rate with tu now, the median of three passes.
+static double check_gbps(gemv_tuning tu) {
     mat m;
     if (dram_alloc(&m)) { mat_free(&m); return 0; }
     double t[3];
     for (int i = 0; i < 3; i++) t[i] = gemv_seconds(&m, tu, 1);
     double g = gemv_packed_bytes(WTYPE_F16, m.k, m.n) / median(t, 3) / 1e9;
-    *evicted = m.cold;
     mat_free(&m);
     return g;
 }
@@ -470,12 +474,12 @@ tune_result tune_gemv(int mode, const char *cache_path) {
             r.evicted = cached_ev, r.source = TUNE_CACHED;
             goto done;
         }
-        int ev = 0;
-        double now = check_gbps(cached, &ev);
+        double now = check_gbps(cached);
         if (now > 0 && now >= cached_gbps * (1 - MOVED) && now <= cached_gbps * (1 + MOVED)) {
-            r.tu = cached, r.resident = cached_resident, r.kv_pf = cached_kv, r.gbps = now, r.evicted = ev;
+            r.tu = cached, r.resident = cached_resident, r.kv_pf = cached_kv, r.gbps = now, r.evicted = cached_ev;
             r.source = TUNE_CACHED;
-            cache_store(path, r.key, cached, cached_resident, cached_kv, ev, cached_gbps);   // restamp; the rate stays the tuned one
+            // restamp; the rate and the eviction flag stay the tune's (how the picks were made)
+            cache_store(path, r.key, cached, cached_resident, cached_kv, cached_ev, cached_gbps);
             goto done;
         }
         snprintf(r.note, sizeof r.note, "cached DRAM rate %.1f GB/s, now %.1f: measured again", cached_gbps, now);

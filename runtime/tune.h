@@ -1,7 +1,8 @@
 // Per-machine tuning of the packed GEMV's free choices (prefetch distance, tiles in flight:
 // kernels/gemv.h gemv_tuning), which leave the arithmetic alone. A prefetch distance that is best
 // on one CPU costs 15-20% on another, so it is measured, not guessed: a short single-thread run
-// (about a third of a second) over a DRAM-sized and a half-L2 packed matrix picks the fastest candidates, and
+// (0.3-0.4 s on a Sapphire Rapids-class Xeon with clflushopt, about 1 s with the 128 MiB matrix)
+// over a DRAM-sized and a half-L2 packed matrix picks the fastest candidates, and
 // the result is cached in $XDG_CACHE_HOME/decode/tune (or ~/.cache/decode/tune) under a key of
 // CPU vendor, family, model, stepping, cache sizes and the GEMV path. The DRAM-sized matrix is
 // 32 MiB evicted before each timed call where the CPU has clflushopt, else 128 MiB, evicted only
@@ -33,7 +34,7 @@ typedef struct {
     int kv_pf;                    // bytes attention prefetches its K and V rows ahead (attention_set_prefetch)
     int source;                   // TUNE_DEFAULT / TUNE_CACHED / TUNE_MEASURED
     double gbps;                  // single-thread DRAM GEMV read rate with tu (0 when not measured)
-    int evicted;                  // the DRAM-sized matrix was evicted before each timed call
+    int evicted;                  // the DRAM-sized matrix was evicted before each call the picks were timed on
     double seconds;               // time spent tuning
     char key[160];                // the cache key (the machine)
     char note[256];               // why a cache entry was not used, or a cache write failed; or ""

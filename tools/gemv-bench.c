@@ -4,9 +4,10 @@
 // tile reads its padding in both: the roofline's GB/s count it, the GEMV's only the K N weights,
 // so the padding costs pct_roofline). Threads split the GEMV by tile ranges (each thread one
 // contiguous stream); the roofline pass reads the packed buffer itself with the same split.
-// Each trial times enough back-to-back calls to last ~20 ms; the cell, its null control (the identical measurement
-// repeated, interleaved: its distance from the cell row is this run's noise) and the roofline
-// rotate within a trial; the kernel's ceiling runs its trials after them. Rows report medians. Every result, the ceiling's too, is
+// Each trial times enough back-to-back calls to last ~20 ms; the cell, its null control (the
+// identical measurement repeated, interleaved: its distance from the cell row is this run's noise)
+// and the roofline rotate within a trial; the kernel's ceiling runs its trials after them (so
+// pct_ceiling is a same-run ratio, not a same-moment one). Rows report medians. Every result, the ceiling's too, is
 // checked against gemv_packed_ref.
 // stdout holds only the table (-o csv|json|md); packing speed and progress go to stderr. GFLOP/s
 // (2 K N per call) is appended after pct_roofline, then the kernel's ceiling (ceil_fn) and the
@@ -223,9 +224,6 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     double one = time_calls(pl, &j, 1);
     one = time_calls(pl, &j, 1);
     int reps = calls_per_trial(one);
-    ceil_seconds(pl, &cj);
-    cj.calls = 16;                                     // a pool dispatch is not a call's time
-    cj.calls = calls_per_trial(ceil_seconds(pl, &cj) / cj.calls);
     double tc[MAXTRIAL], tn[MAXTRIAL], tr[MAXTRIAL], tx[MAXTRIAL];
     for (int r = 0; r < trials; r++)
         for (int q = 0; q < 3; q++) {                   // rotate the order within a trial
@@ -234,9 +232,12 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
             else if (which == 1) tn[r] = time_calls(pl, &j, reps);
             else tr[r] = membw_pass_seconds(pl, j.P, bytes, k * GEMV_TILE * es, reps) / reps;
         }
-    // The ceiling after the rest, not among them: on a Sapphire Rapids-class Xeon whatever ran next
-    // after it was slowed, l3_3584 f16 t=1 by 12% (the cell 84% of the roofline, its null 96%;
-    // swapped, 99% and 86%), as if the core were still paying for the FMA-dense loop.
+    // The ceiling (its sizing too) after the rest, not among them: on a Sapphire Rapids-class Xeon
+    // whatever ran right after it was slowed, l3_3584 f16 t=1 by 13% (the cell 84% of the roofline,
+    // its null 96%; swapped, 99% and 86%), as if the core still paid for the FMA-dense loop.
+    ceil_seconds(pl, &cj);
+    cj.calls = 16;                                     // a pool dispatch is not a call's time
+    cj.calls = calls_per_trial(ceil_seconds(pl, &cj) / cj.calls);
     for (int r = 0; r < trials; r++) tx[r] = ceil_seconds(pl, &cj);
     gemv_packed_ref(dt, x, j.P, k, n, 0, j.nt, yr);
     int bad = memcmp(j.y, yr, n * sizeof(float)) != 0 || ceil_check(&cj, nth);
