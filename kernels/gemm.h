@@ -1,7 +1,9 @@
 // GEMM Y = X W^T for M > 1 tokens over the packed-tile weights of kernels/gemv.h: row i of Y is
 // exactly what gemv_packed gives for row i of X, bit for bit, on every path (each output is built
 // in the canonical order: KSEG segments, fmaf p ascending from 0, segment sums folded left to
-// right). The SIMD paths only read each weight once per block of rows instead of once per row.
+// right). The SIMD paths only read each weight once per block of rows instead of once per row,
+// and prefetch the weights at the GEMV's prefetch distance (gemv_get_tuning().pf, read once per
+// call: set it before the threads start; it moves no bits).
 // dt is a weight type of platform/wtype.h: WTYPE_F32, WTYPE_F16 or WTYPE_BF16. gemm_packed
 // checks bounds, then calls the `gemm` entry of the kernel table (kernels/gemv.h) for dt.
 #pragma once

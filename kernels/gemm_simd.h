@@ -26,7 +26,14 @@ INL void FN(widen)(int f, const void *w, size_t i, VEC *wv) {
 // Rows [0, mb) of X (ldx apart) times columns [0, CB) of `len` tile rows at w (TILE weights a
 // row), each lane summed from 0 with fma, p ascending, then folded into Y (ldy apart): Y = acc on
 // a tile's first segment, Y + acc on the later ones. With pf, the first row block of a segment
-// prefetches pf bytes ahead in the tile's weight stream (a prefetch never faults, also past the end).
+// prefetches pf bytes ahead in the tile's weight stream (a prefetch never faults, also past the end):
+// the GEMV's stream tuning (runtime/tune.h), since at a few rows the GEMM is a weight stream like
+// the GEMV. The earlier rule, the next segment's matching row (KSEG x TILE elements ahead: 32 KB
+// in f16/bf16, 64 KB in f32), was measured at M = 8 on the Zen 5 and not re-measured there. On a
+// Sapphire Rapids-class Xeon the tuned 2 KB ran the TinyLlama shape's pp2 / pp4 / pp8 / pp16
+// 1.25 / 1.36 / 1.27 / 1.15x as fast at t=2 (pp2 and pp8 1.30 and 1.23x at t=1; bf16 t=2 1.18 and
+// 1.27x), pp64 and pp512 0.99-1.04x. Weights that fit half the L2 a thread get the resident
+// tuning (tune_pick), on that Xeon no prefetch at all: not measured, as they stay cached.
 INL void FN(block)(int f, int mb, const float *X, size_t ldx, const void *w, size_t len, float *Y,
                    size_t ldy, int first, size_t pf) {
     const size_t es = f == F_F32 ? 4 : 2;
@@ -129,11 +136,7 @@ INL void FN(rows)(int f, const float *X, size_t ldx, size_t m, const void *P, si
 
 // Rows in chunks of GEMM_MC so that a chunk's X (128 x K floats) stays near L2 while every tile
 // passes over it. On the Zen 5 of docs/performance.md, 128 and 256 measured alike and both above
-// no chunking at M = 512; a guess elsewhere. The prefetch distance is the GEMV's stream tuning
-// (runtime/tune.h): at a few rows the GEMM is a weight stream like the GEMV. On a Sapphire
-// Rapids-class Xeon its 2 KB against the next segment's row (32 KB ahead, the earlier rule) ran
-// the TinyLlama shape's pp2 / pp4 / pp8 / pp16 1.25 / 1.36 / 1.27 / 1.15x as fast at t=2 (pp2
-// and pp8 1.30 and 1.23x at t=1; bf16 t=2 1.18 and 1.27x), pp64 and pp512 0.99-1.04x.
+// no chunking at M = 512; a guess elsewhere. pf: block's prefetch distance.
 #ifndef GEMM_MC                  // kernels/gemm.h sets it
 #define GEMM_MC 128
 #endif

@@ -2,9 +2,12 @@
 // X, tokens) on one K x N weight, against this machine's f32 FMA peak on the same threads measured
 // in the same run by a plain FMA loop (gemm_fma_probe, the dispatched vector width). Threads split
 // the weight by tile ranges, as decode does. Each trial times enough calls to last ~20 ms; the
-// GEMM, its null control (CELL/null: the same measurement again, its distance is the noise) and
-// the probe rotate within a trial; rows report medians. Results are checked against gemv_packed
-// row by row. stdout holds only the table (-o csv|md). With --clock cpu every time is the
+// GEMM and its null control (CELL/null: the same measurement again, its distance is the noise)
+// alternate within a trial, and the probe runs its trials after them: on a Sapphire Rapids-class
+// Xeon whatever ran right after the probe's FMA-dense loop was slow (m=2 f16 t=1 read 32 GFLOP/s
+// after it and 47 as the null; m=8 68 against 105; m=64 alike). Rows report medians. The GEMM
+// prefetches at the GEMV's tuned distance (runtime/tune.h, as decode tunes it; the stderr header
+// names it). Results are checked against gemv_packed row by row. stdout holds only the table (-o csv|md). With --clock cpu every time is the
 // process's CPU time divided by the threads instead of wall time: on a shared, oversubscribed
 // machine that stays near the work done while wall time grows with the other load (the GEMM and
 // the probe are measured with the same clock either way, so the percentage stays a like ratio).
@@ -12,6 +15,7 @@
 #include "kernels/gemv.h"
 #include "platform/wtype.h"
 #include "runtime/pool.h"
+#include "runtime/tune.h"
 #include "tools/cli.h"
 #include "tools/util.h"
 #include <stdatomic.h>
@@ -76,7 +80,8 @@ static void usage(FILE *f) {
                "  -r N      trials, median reported (default 7, at least 3)\n"
                "  --clock C wall (default) or cpu: process CPU seconds / threads (for a loaded machine)\n"
                "stdout: cell,dtype,m,k,n,threads,median_ms,gflops,peak_gflops,pct_peak\n"
-               "  (peak_gflops: the FMA probe on the same threads; CELL/null rows repeat the cell)\n");
+               "  (peak_gflops: the FMA probe on the same threads; CELL/null rows repeat the cell)\n"
+               "environment: DECODE_ISA=avx512|avx2|scalar, DECODE_TUNE=off|force (see decode --help)\n");
 }
 
 typedef struct { uint32_t dt; const char *name; } dtype;
@@ -93,15 +98,16 @@ static int bench(pool *pl, int nth, dtype d, size_t m, size_t k, size_t n, int t
     for (size_t i = 0; i < m * k; i++) X[i] = rnd();
     gemv_pack(d.dt, W, k, n, P, 0, nt);
     job j = {.dt = d.dt, .X = X, .P = P, .m = m, .k = k, .n = n, .nt = nt, .Y = Y};
-    int rg = reps_for(pl, gemm_fn, &j), rp = reps_for(pl, probe_fn, &j);
+    gemv_set_tuning(tune_pick(bytes, nth));             // decode's prefetch for weights of this size
+    int rg = reps_for(pl, gemm_fn, &j);
     double tg[MAXTRIAL], tn[MAXTRIAL], tp[MAXTRIAL];
-    for (int r = 0; r < trials; r++)
-        for (int q = 0; q < 3; q++) {
-            int which = (q + r) % 3;
-            if (which == 0) tg[r] = time_runs(pl, gemm_fn, &j, rg);
-            else if (which == 1) tn[r] = time_runs(pl, gemm_fn, &j, rg);
-            else tp[r] = time_runs(pl, probe_fn, &j, rp);
-        }
+    for (int r = 0; r < trials; r++) {
+        tg[r] = time_runs(pl, gemm_fn, &j, rg);           // even trials cell first, odd ones null first
+        tn[r] = time_runs(pl, gemm_fn, &j, rg);
+        if (r % 2) { double t = tg[r]; tg[r] = tn[r], tn[r] = t; }
+    }
+    int rp = reps_for(pl, probe_fn, &j);                 // the probe last: see the top of the file
+    for (int r = 0; r < trials; r++) tp[r] = time_runs(pl, probe_fn, &j, rp);
     int bad = 0;
     for (size_t i = 0; i < m && !bad; i++) {
         gemv_packed(d.dt, X + i * k, P, k, n, 0, nt, yr);
@@ -150,7 +156,10 @@ int main(int argc, char **argv) {
     }
     const char *env = cli_env_problem();
     if (env) { fprintf(stderr, "gemm-bench: %s\n", env); return 2; }
-    fprintf(stderr, "gemm-bench: isa %s, %d trials, %s clock\n", gemv_isa(), trials, cpu_clock ? "cpu" : "wall");
+    tune_result tr = tune_gemv(tune_mode_from_env(), NULL);
+    char tl[512];
+    tune_describe(&tr, tl, sizeof tl);
+    fprintf(stderr, "gemm-bench: isa %s, %d trials, %s clock; %s\n", gemv_isa(), trials, cpu_clock ? "cpu" : "wall", tl);
     if (!strcmp(fmt, "md"))
         printf("| cell | dtype | m | k | n | threads | median ms | GFLOP/s | peak GFLOP/s | %% of peak |\n"
                "|---|---|---|---|---|---|---|---|---|---|\n");
