@@ -26,8 +26,8 @@ INL void FN(widen)(int f, const void *w, size_t i, VEC *wv) {
 // Rows [0, mb) of X (ldx apart) times columns [0, CB) of `len` tile rows at w (TILE weights a
 // row), each lane summed from 0 with fma, p ascending, then folded into Y (ldy apart): Y = acc on
 // a tile's first segment, Y + acc on the later ones. With pf, the first row block of a segment
-// prefetches pf bytes ahead in the tile's weight stream (a prefetch never faults, also past the end):
-// the GEMV's stream tuning (runtime/tune.h), since at a few rows the GEMM is a weight stream like
+// prefetches pf bytes ahead in the tile's weight stream (a prefetch never faults, also past the
+// end): the GEMV's stream tuning (runtime/tune.h), since at a few rows the GEMM is a weight stream like
 // the GEMV. The earlier rule, the next segment's matching row (KSEG x TILE elements ahead: 32 KB
 // in f16/bf16, 64 KB in f32), was measured at M = 8 on the Zen 5 and not re-measured there. On a
 // Sapphire Rapids-class Xeon the tuned 2 KB ran the TinyLlama shape's pp2 / pp4 / pp8 / pp16

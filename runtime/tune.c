@@ -21,8 +21,8 @@
 // noise from another process hits every candidate alike (after a warm-up call: the first
 // calls after the matrix is written run at half speed); for the resident candidates (no DRAM,
 // ~17 us a call on the Xeon, ~5 us on the Zen 5's 1 MiB L2, so noise only ever adds time) the
-// fastest of RROUNDS rounds of RCALLS calls. The
-// incumbent of a first tune is the family default, of a re-tune the cached pick: a candidate
+// fastest of RROUNDS rounds of RCALLS calls. The incumbent of a first tune is the family
+// default, of a re-tune the cached pick: a candidate
 // replaces it only by beating it by more than the rounds' spread (tune_choose), so where the
 // machine cannot tell the choices apart the measured default stands, not the noise.
 #include "runtime/tune.h"
@@ -317,7 +317,8 @@ static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *
 // A KV candidate's time: one attention over the cache k, v (f32, KV_HEADS heads of KV_HD, n_pos
 // positions in the decoder's position blocks, ops.h kv_blocks) with the prefetch c[i].
 enum { KV_HEADS = 8, KV_HD = 64 };
-_Static_assert(EVICT_BYTES / 2 / sizeof(float) / KV_HEADS / KV_HD >= 4096, "the KV phase's positions: whole blocks, > 0");
+_Static_assert(EVICT_BYTES / 2 / sizeof(float) / KV_HEADS / KV_HD >= 4096,
+               "the KV phase's positions: whole blocks, > 0");
 typedef struct { const float *k, *v; int n_pos, cold; float *scratch; const int *c; } kv_job;
 static double attention_time(void *ctx, int i) {
     const kv_job *j = ctx;
@@ -476,7 +477,8 @@ tune_result tune_gemv(int mode, const char *cache_path) {
         }
         double now = check_gbps(cached);
         if (now > 0 && now >= cached_gbps * (1 - MOVED) && now <= cached_gbps * (1 + MOVED)) {
-            r.tu = cached, r.resident = cached_resident, r.kv_pf = cached_kv, r.gbps = now, r.evicted = cached_ev;
+            r.tu = cached, r.resident = cached_resident, r.kv_pf = cached_kv, r.gbps = now;
+            r.evicted = cached_ev;
             r.source = TUNE_CACHED;
             // restamp; the rate and the eviction flag stay the tune's (how the picks were made)
             cache_store(path, r.key, cached, cached_resident, cached_kv, cached_ev, cached_gbps);

@@ -2,8 +2,8 @@
 // kernels/gemv.h gemv_tuning), which leave the arithmetic alone. A prefetch distance that is best
 // on one CPU costs 15-20% on another, so it is measured, not guessed: a short single-thread run
 // (0.3-0.4 s on a Sapphire Rapids-class Xeon with clflushopt, about 1 s with the 128 MiB matrix)
-// over a DRAM-sized and a half-L2 packed matrix picks the fastest candidates, and
-// the result is cached in $XDG_CACHE_HOME/decode/tune (or ~/.cache/decode/tune) under a key of
+// over a DRAM-sized and a half-L2 packed matrix picks the fastest candidates, and the result is
+// cached in $XDG_CACHE_HOME/decode/tune (or ~/.cache/decode/tune) under a key of
 // CPU vendor, family, model, stepping, cache sizes and the GEMV path. The DRAM-sized matrix is
 // 32 MiB evicted before each timed call where the CPU has clflushopt, else 128 MiB, evicted only
 // where the caches hold it: the stream tuning is for DRAM on a CPU with a large L3 too.
@@ -11,11 +11,11 @@
 // measured on the DRAM-sized matrix; "resident" for weights that stay in each core's L2 from one
 // step to the next (a thread's share at most half the L2), measured on the half-L2 matrices (f16
 // and bf16 summed), where software prefetch only costs instructions. tune_pick chooses between
-// them by the bytes a step streams per thread. A cached
-// entry is reused while a check of the DRAM read rate (at most every 10 minutes: it allocates
-// the DRAM-sized matrix) stays within 20% of the rate stored with it; otherwise it is measured again, with the
-// cached picks among the candidates, and they stay unless a candidate beats them by more than the
-// spread of the rounds (tune_choose): a re-tune in a noisy moment must not lock in a worse pick.
+// them by the bytes a step streams per thread. A cached entry is reused while a check of the DRAM
+// read rate (at most every 10 minutes: it allocates the DRAM-sized matrix) stays within 20% of the
+// rate stored with it; otherwise it is measured again, with the cached picks among the
+// candidates, and they stay unless a candidate beats them by more than the spread of the rounds
+// (tune_choose): a re-tune in a noisy moment must not lock in a worse pick.
 // A first tune (or DECODE_TUNE=force, which ignores a valid cache entry) does the same with the
 // CPU family's default as the incumbent, where the family has a measured row. DECODE_TUNE=off
 // takes that default without measuring.

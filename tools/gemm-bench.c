@@ -7,7 +7,8 @@
 // Xeon whatever ran right after the probe's FMA-dense loop was slow (m=2 f16 t=1 read 32 GFLOP/s
 // after it and 47 as the null; m=8 68 against 105; m=64 alike). Rows report medians. The GEMM
 // prefetches at the GEMV's tuned distance (runtime/tune.h, as decode tunes it; the stderr header
-// names it). Results are checked against gemv_packed row by row. stdout holds only the table (-o csv|md). With --clock cpu every time is the
+// names it). Results are checked against gemv_packed row by row. stdout holds only the table (-o
+// csv|md). With --clock cpu every time is the
 // process's CPU time divided by the threads instead of wall time: on a shared, oversubscribed
 // machine that stays near the work done while wall time grows with the other load (the GEMM and
 // the probe are measured with the same clock either way, so the percentage stays a like ratio).
@@ -159,7 +160,8 @@ int main(int argc, char **argv) {
     tune_result tr = tune_gemv(tune_mode_from_env(), NULL);
     char tl[512];
     tune_describe(&tr, tl, sizeof tl);
-    fprintf(stderr, "gemm-bench: isa %s, %d trials, %s clock; %s\n", gemv_isa(), trials, cpu_clock ? "cpu" : "wall", tl);
+    fprintf(stderr, "gemm-bench: isa %s, %d trials, %s clock; %s\n", gemv_isa(), trials, cpu_clock ? "cpu" : "wall",
+            tl);
     if (!strcmp(fmt, "md"))
         printf("| cell | dtype | m | k | n | threads | median ms | GFLOP/s | peak GFLOP/s | %% of peak |\n"
                "|---|---|---|---|---|---|---|---|---|---|\n");

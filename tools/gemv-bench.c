@@ -7,8 +7,8 @@
 // Each trial times enough back-to-back calls to last ~20 ms; the cell, its null control (the
 // identical measurement repeated, interleaved: its distance from the cell row is this run's noise)
 // and the roofline rotate within a trial; the kernel's ceiling runs its trials after them (so
-// pct_ceiling is a same-run ratio, not a same-moment one). Rows report medians. Every result, the ceiling's too, is
-// checked against gemv_packed_ref.
+// pct_ceiling is a same-run ratio, not a same-moment one). Rows report medians. Every result, the
+// ceiling's too, is checked against gemv_packed_ref.
 // stdout holds only the table (-o csv|json|md); packing speed and progress go to stderr. GFLOP/s
 // (2 K N per call) is appended after pct_roofline, then the kernel's ceiling (ceil_fn) and the
 // cell's percent of it. The kernel's tunings (runtime/tune.h: measured,
