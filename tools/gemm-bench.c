@@ -66,7 +66,7 @@ static double time_runs(pool *pl, pool_fn fn, job *j, int reps) {
 static int reps_for(pool *pl, pool_fn fn, job *j) {           // calls that last ~20 ms
     double one = time_runs(pl, fn, j, 1);
     one = time_runs(pl, fn, j, 1);
-    return one >= 0.02 ? 1 : (int)(0.02 / (one > 1e-7 ? one : 1e-7)) + 1;
+    return util_calls_per_trial(one);
 }
 
 static uint64_t rng = 0x243f6a8885a308d3ull;

@@ -173,11 +173,6 @@ static float rnd(void) {                               // xorshift64, uniform in
     return (float)((double)(rng >> 11) / 4503599627370496.0 - 1.0);
 }
 
-// Calls of `one` seconds each that make a trial of ~20 ms (at least one).
-static int calls_per_trial(double one) {
-    return one >= 0.02 ? 1 : (int)(0.02 / (one > 1e-7 ? one : 1e-7)) + 1;
-}
-
 static double time_calls(pool *pl, job *j, int reps) {
     double t = util_now();
     for (int r = 0; r < reps; r++) pool_run(pl, gemv_fn, j);
@@ -223,7 +218,7 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
 
     double one = time_calls(pl, &j, 1);
     one = time_calls(pl, &j, 1);
-    int reps = calls_per_trial(one);
+    int reps = util_calls_per_trial(one);
     double tc[MAXTRIAL], tn[MAXTRIAL], tr[MAXTRIAL], tx[MAXTRIAL];
     for (int r = 0; r < trials; r++)
         for (int q = 0; q < 3; q++) {                   // rotate the order within a trial
@@ -237,7 +232,7 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     // its null 96%; swapped, 99% and 86%), as if the core still paid for the FMA-dense loop.
     ceil_seconds(pl, &cj);
     cj.calls = 16;                                     // a pool dispatch is not a call's time
-    cj.calls = calls_per_trial(ceil_seconds(pl, &cj) / cj.calls);
+    cj.calls = util_calls_per_trial(ceil_seconds(pl, &cj) / cj.calls);
     for (int r = 0; r < trials; r++) tx[r] = ceil_seconds(pl, &cj);
     gemv_packed_ref(dt, x, j.P, k, n, 0, j.nt, yr);
     int bad = memcmp(j.y, yr, n * sizeof(float)) != 0 || ceil_check(&cj, nth);

@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
             if (!pl) { fprintf(stderr, "roofline: cannot start %d threads\n", th[t]); return 1; }
             membw_touch(pl, buf, sz[s], 64);                            // first touch by the reader
             double one = membw_pass_seconds(pl, buf, sz[s], 64, 1);     // warm-up and calibration
-            int reps = one > 0.02 ? 1 : (int)(0.02 / (one > 1e-7 ? one : 1e-7)) + 1;
+            int reps = util_calls_per_trial(one);
             double g[1000], best = 0;
             for (int r = 0; r < trials; r++) {
                 g[r] = sz[s] * reps / membw_pass_seconds(pl, buf, sz[s], 64, reps) / 1e9;

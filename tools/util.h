@@ -73,6 +73,11 @@ static inline int util_cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
+// Calls of `one` seconds each that make a benchmark trial of ~20 ms (at least one).
+static inline int util_calls_per_trial(double one) {
+    return one >= 0.02 ? 1 : (int)(0.02 / (one > 1e-7 ? one : 1e-7)) + 1;
+}
+
 // Median of v[0..n) (sorts v); n >= 1.
 static inline double util_median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, util_cmp_double);
