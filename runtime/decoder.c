@@ -69,12 +69,16 @@ static void *zalloc_lines(size_t bytes) {
 // on 16 threads of an Intel Xeon it gave 8-12% more tok/s, on 8 0.6-2%, on 2 it cost 1-4%
 // (docs/runtime.md). Measured on that one CPU; a guess elsewhere.
 #define TAIL_SPLIT_TAKERS 8
+// A thread that waits prefetches the front of what its next step reads, up to this much and at
+// most half its L2 (docs/runtime.md): the stories15M shape at -t 2 ran 2.8% faster on an Intel
+// Xeon, where 64 KiB to 1 MiB tied (its waits are a microsecond); measured on that CPU only.
+#define WAIT_PF_BYTES (256L << 10)
 #define SPIN_ITERS 20000          // pauses before a waiting thread sleeps: ~0.4 ms on the Zen 5 here (pool.c)
 
 decoder_opts decoder_default_opts(int n_threads) {
     return (decoder_opts){.n_threads = n_threads, .numa = -1, .split_k = 0, .l4 = L4RUN_AUTO,
                           .min_stage_bytes = -1, .min_step_bytes = -1, .min_claim_bytes = -1,
-                          .steal = 1, .cache_type_k = WTYPE_F32, .cache_type_v = WTYPE_F32};
+                          .steal = 1, .cache_type_k = WTYPE_F32, .cache_type_v = WTYPE_F32, .wait_prefetch = -1};
 }
 
 int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, const volatile sig_atomic_t *stop,
@@ -91,6 +95,23 @@ static int busy_threads(const sched *s) {
         for (int m = 0; m < SCHED_N_MAT; m++)
             if (s->share[t].r[m].t0 != s->share[t].r[m].t1 || s->share[t].h0 != s->share[t].h1) n = t + 1;
     return n;
+}
+
+long decoder_wait_prefetch_env(void) {
+    const char *e = getenv("DECODE_WAIT_PREFETCH");
+    char *end;
+    if (!e) return -1;
+    long v = strtol(e, &end, 10);
+    return *e && !*end && v >= 0 && v <= (1L << 30) ? v : -2;
+}
+
+// decoder_opts.wait_prefetch resolved: asked for, else DECODE_WAIT_PREFETCH, else WAIT_PF_BYTES
+// and at most half the L2 where the system says its size.
+static size_t wait_prefetch_bytes(long asked) {
+    if (asked < 0) asked = decoder_wait_prefetch_env();
+    if (asked >= 0) return (size_t)asked;
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return (size_t)(l2 > 0 && l2 / 2 < WAIT_PF_BYTES ? l2 / 2 : WAIT_PF_BYTES);
 }
 
 // Topology, thread placement and the schedule.
@@ -230,6 +251,7 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
         goto oom;
     pool_run(d->pool, ctx_job_run, &cj);
     d->steal = o->steal && n > 1;
+    d->wait_pf_bytes = wait_prefetch_bytes(o->wait_prefetch);
     d->min_claim_bytes = o->min_claim_bytes < 0 ? MIN_CLAIM_BYTES : o->min_claim_bytes;
     d->min_seg_claim_bytes = o->min_claim_bytes < 0 ? MIN_SEG_CLAIM_BYTES : o->min_claim_bytes;
     size_t words = (size_t)(h->n_layer + 1) * DECODER_N_STAGE * (size_t)n * 8;
@@ -296,15 +318,44 @@ static unsigned step_number(const decoder *d, int layer, int step) {
     return d->step_seq * per_token + (unsigned)(layer * SCHED_N_STEP + step) + 1;
 }
 
-// Waits for the producers of what step `step` of `layer` reads (runtime/schedule.h).
+// What a thread reads first after wait point `at` of `layer`, where the step streams weights: the
+// front of its share of each matrix, up to d->wait_pf_bytes in all (gate and up half each: a claim
+// reads both; q, k and v in turn). Its own claims start at its share's front, so stealing keeps
+// this its first read. (Prefetching the next projection at the waits before RoPE, attention and
+// the folds too gained nothing more on the stories15M shape: docs/runtime.md.)
+static int next_reads(const decoder *d, const thread_ctx *c, int layer, int at, progress_span *span) {
+    static const int next[SCHED_N_WAIT][3] = {
+        [SCHED_QKV_PART] = {SCHED_WQ, SCHED_WK, SCHED_WV}, [SCHED_QKV] = {-1, -1, -1}, [SCHED_KV] = {-1, -1, -1},
+        [SCHED_ATTN] = {-1, -1, -1}, [SCHED_WO_PART] = {SCHED_WO, -1, -1}, [SCHED_WO_DONE] = {-1, -1, -1},
+        [SCHED_FFN_PART] = {SCHED_GATE, SCHED_UP, -1}, [SCHED_FFN] = {-1, -1, -1},
+        [SCHED_DOWN_PART] = {SCHED_DOWN, -1, -1}, [SCHED_DOWN_DONE] = {-1, -1, -1},
+        [SCHED_N_STEP + SCHED_OUT_PART] = {SCHED_OUT, -1, -1}, [SCHED_N_STEP + SCHED_OUT_DONE] = {-1, -1, -1},
+        [SCHED_N_STEP + SCHED_OUT_END] = {-1, -1, -1}};
+    size_t left = d->wait_pf_bytes;
+    int n = 0;
+    for (int i = 0; i < 3 && next[at][i] >= 0 && left; i++) {
+        size_t lo, hi, cap = next[at][0] == SCHED_GATE ? d->wait_pf_bytes / 2 : left;
+        sched_bytes(&d->sched, c->tid, next[at][i], 0, &lo, &hi);
+        size_t len = hi - lo < cap ? hi - lo : cap;
+        span[n++] = (progress_span){(const char *)decoder_matrix(d, layer, next[at][i])->tiles + lo, len};
+        left -= len;
+    }
+    return n;
+}
+
+// Waits for the producers of what step `step` of `layer` reads (runtime/schedule.h), prefetching
+// the front of what the step reads next while it waits.
 static void wait_for(decoder *d, thread_ctx *c, int layer, int step) {
     const sched *s = &d->sched;
     int at = layer < d->hp.n_layer ? step : SCHED_N_STEP + step;
-    for (uint32_t i = s->dep_off[c->tid][at]; i < s->dep_off[c->tid][at + 1]; i++) {
+    uint32_t i0 = s->dep_off[c->tid][at], i1 = s->dep_off[c->tid][at + 1];
+    progress_span span[3];
+    int n_span = i0 < i1 ? next_reads(d, c, layer, at, span) : 0;
+    for (uint32_t i = i0; i < i1; i++) {
         const sched_dep *dep = &s->dep[i];
         int l = layer + dep->layer_delta;
         if (l < 0) continue;                 // the previous token: finished before this step began
-        c->wait_s[at] += progress_wait(d->progress, dep->thread, step_number(d, l, dep->step));
+        c->wait_s[at] += progress_wait_prefetch(d->progress, dep->thread, step_number(d, l, dep->step), span, n_span);
     }
 }
 

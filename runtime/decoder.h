@@ -47,6 +47,8 @@ typedef struct {
     uint32_t cache_type_v;        // (rows rounded to nearest even as they are stored; see ops.h)
     int kv_block_rows;            // positions per KV cache block (below); 0: the default, blocks of
                                   // KV_RUN_BYTES a head (decoder.c)
+    long wait_prefetch;           // bytes a thread waiting before a step prefetches of what the step
+                                  // reads; 0: none; -1: DECODE_WAIT_PREFETCH, else 256 KiB or half the L2
 } decoder_opts;
 
 // Each thread's own state: its buffers allocated (and so placed) by that thread, the struct on
@@ -100,6 +102,7 @@ typedef struct decoder_s {
     int steal;                    // stages may be stolen from (decoder_opts.steal, more than one thread)
     long min_claim_bytes;         // decoder_opts.min_claim_bytes, resolved: whole tiles
     long min_seg_claim_bytes;     // ... and tail segments
+    size_t wait_pf_bytes;         // decoder_opts.wait_prefetch resolved
     gemv_tuning tuning;           // the GEMV tuning for this model's step size (tune_pick), set per step
     _Atomic uint64_t *claims;     // (n_layer + 1, DECODER_N_STAGE, n_threads) per share: first << 32 |
                                   // end of its tiles not yet claimed, 8 words apart (a cache line each);
@@ -137,6 +140,8 @@ int decoder_check_ctx(const llama_model *m, int64_t n_ctx, uint32_t kt, uint32_t
 double decoder_kv_cache_bytes(const llama_hparams *h, int64_t n_ctx, uint32_t kt, uint32_t vt);
 // Options with every default: n_threads threads, NUMA mode from the topology, no split.
 decoder_opts decoder_default_opts(int n_threads);
+// DECODE_WAIT_PREFETCH as bytes (0 .. 1 GiB): -1 when unset, -2 when not such a number.
+long decoder_wait_prefetch_env(void);
 // 0 ok, -1 with err (also for cache types other than f32 and f16); n_ctx already checked with
 // decoder_check_ctx. After it, decoder_forward never reads m's file mapping: the file may change
 // or shrink.

@@ -58,10 +58,23 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-double progress_wait(progress *p, int of, unsigned v) {
+// Prefetches the spans a KiB at a time until v is reached (1) or nothing is left (0).
+static int prefetch_until(slot *s, unsigned v, progress_span *span, int n_span) {
+    for (int i = 0; i < n_span; i++)
+        while (span[i].n) {
+            size_t c = span[i].n < 1024 ? span[i].n : 1024;
+            for (size_t o = 0; o < c; o += 64) __builtin_prefetch(span[i].p + o, 0, 2);
+            span[i].p += c, span[i].n -= c;
+            if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return 1;
+        }
+    return 0;
+}
+
+double progress_wait_prefetch(progress *p, int of, unsigned v, progress_span *span, int n_span) {
     slot *s = &p->s[of];
     if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return 0;
     double t0 = monotonic_seconds();
+    if (p->spin && prefetch_until(s, v, span, n_span)) return monotonic_seconds() - t0;
     for (int i = 0; i < p->spin; i++) {
         cpu_relax();
         if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return monotonic_seconds() - t0;
@@ -74,3 +87,5 @@ double progress_wait(progress *p, int of, unsigned v) {
         if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return monotonic_seconds() - t0;
     }
 }
+
+double progress_wait(progress *p, int of, unsigned v) { return progress_wait_prefetch(p, of, v, NULL, 0); }

@@ -3,6 +3,7 @@
 #include "tools/cli.h"
 #include "platform/cpu.h"
 #include "platform/wtype.h"
+#include "runtime/decoder.h"
 #include "runtime/tune.h"
 
 #include <errno.h>
@@ -159,6 +160,9 @@ const char *cli_env_problem(void) {
     const char *isa = getenv("DECODE_ISA"), *tune = getenv("DECODE_TUNE");
     if (isa && !cpu_isa_name_ok(isa)) snprintf(msg, sizeof msg, "DECODE_ISA must be avx512, avx2 or scalar, got '%.100s'", isa);
     else if (tune_mode_from_env() < 0) snprintf(msg, sizeof msg, "DECODE_TUNE must be off or force, got '%.100s'", tune);
+    else if (decoder_wait_prefetch_env() < -1)
+        snprintf(msg, sizeof msg, "DECODE_WAIT_PREFETCH must be a number of bytes (0 for none), got '%.100s'",
+                 getenv("DECODE_WAIT_PREFETCH"));
     else return NULL;
     return msg;
 }

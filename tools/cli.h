@@ -32,8 +32,8 @@ void cli_test_stop(const char *phase);
 // set meanwhile). st (may be NULL) receives what fstat says of the opened file.
 char *cli_read_file(const char *path, size_t max, size_t *len, struct stat *st);
 
-// DECODE_ISA and DECODE_TUNE as every tool takes them: NULL when both are valid or unset, else
-// what is wrong (a static string; the tool prints it and exits 2).
+// DECODE_ISA, DECODE_TUNE and DECODE_WAIT_PREFETCH as every tool takes them: NULL when each is
+// valid or unset, else what is wrong (a static string; the tool prints it and exits 2).
 const char *cli_env_problem(void);
 
 // A KV cache type by name, as llama.cpp's -ctk/-ctv take it: "f32" or "f16" -> WTYPE_F32 or

@@ -92,7 +92,9 @@ static void usage(FILE *f) {
         "                       (default: DECODE_PACK_CACHE, else auto)\n"
         "      --plot FILE.svg  tg tok/s against threads with the roofline limit\n"
         "      --roofline-mib N read roofline buffer in MiB; 0 = none (default 1024)\n"
-        "stdout: the table only; stderr: progress, and where threads waited, the wait by the step waited before\n", PREFILL_DEFAULT_BATCH);
+        "stdout: the table only; stderr: progress, and where threads waited, the wait by the step waited before\n"
+        "environment: DECODE_ISA, DECODE_TUNE and DECODE_WAIT_PREFETCH as for decode (see decode --help)\n",
+        PREFILL_DEFAULT_BATCH);
 }
 
 static int parse_list(const char *s, int *out, int lo, int hi) {

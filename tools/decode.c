@@ -114,13 +114,15 @@ static void usage(FILE *f) {
         "      --ignore-eos          keep generating past end-of-generation tokens (EOS, EOT, the\n"
         "                            other end-of-turn and FIM pad/repo/separator tokens; -v lists them)\n"
         "      --dump-logits PATH    write each evaluated position's logits (f32 LE, n_vocab per row)\n"
-        "  -v, --verbose             print the kernel path, the GEMV tuning, the KV cache and the\n"
-        "                            end-of-generation tokens on stderr\n"
+        "  -v, --verbose             print the kernel path, the GEMV tuning, the wait prefetch, the KV\n"
+        "                            cache and the end-of-generation tokens on stderr\n"
         "  -h, --help                this text\n"
         "environment: DECODE_ISA=avx512|avx2|scalar caps the SIMD path (same logits on every one);\n"
         "  DECODE_TUNE=off|force: per-CPU-family defaults without measuring, or measure again even\n"
         "  with a cached result (default: measure once, cached in $XDG_CACHE_HOME/decode/tune or\n"
-        "  ~/.cache/decode/tune, redone when the memory read rate moved by more than 20%%)\n",
+        "  ~/.cache/decode/tune, redone when the memory read rate moved by more than 20%%);\n"
+        "  DECODE_WAIT_PREFETCH=BYTES: how much of its next step a thread waiting for another\n"
+        "  prefetches (0: none; default 256 KiB, at most half the L2)\n",
         default_threads(), PREFILL_DEFAULT_BATCH, d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n);
 }
 
@@ -504,6 +506,8 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     if (o->verbose) {
         fprintf(stderr, "decode: gemv tuning for this model's step: prefetch %d B, interleave %d\n",
                 S->d.tuning.pf, S->d.tuning.interleave);
+        fprintf(stderr, "decode: a thread that waits prefetches up to %zu KiB of what its next step reads\n",
+                S->d.wait_pf_bytes >> 10);
         uint32_t kt = S->d.cache_type_k, vt = S->d.cache_type_v;
         fprintf(stderr, "decode: KV cache: K %s, V %s, %.1f MiB for %ld positions\n", wtype_get(kt)->name,
                 wtype_get(vt)->name, decoder_kv_cache_bytes(&S->m.hp, n_ctx, kt, vt) / 1048576.0, n_ctx);
