@@ -99,14 +99,15 @@ static int busy_threads(const sched *s) {
 
 long decoder_wait_prefetch_env(void) {
     const char *e = getenv("DECODE_WAIT_PREFETCH");
-    char *end;
     if (!e) return -1;
-    long v = strtol(e, &end, 10);
-    return *e && !*end && v >= 0 && v <= (1L << 30) ? v : -2;
+    long v = 0;
+    for (const char *c = e; *c; c++)
+        if (*c < '0' || *c > '9' || (v = v * 10 + (*c - '0')) > (1L << 30)) return -2;
+    return *e ? v : -2;
 }
 
-// decoder_opts.wait_prefetch resolved: asked for, else DECODE_WAIT_PREFETCH, else WAIT_PF_BYTES
-// and at most half the L2 where the system says its size.
+// decoder_opts.wait_prefetch resolved: asked for, else DECODE_WAIT_PREFETCH, else the smaller of
+// WAIT_PF_BYTES and half the L2 where the system says its size.
 static size_t wait_prefetch_bytes(long asked) {
     if (asked < 0) asked = decoder_wait_prefetch_env();
     if (asked >= 0) return (size_t)asked;
@@ -318,27 +319,36 @@ static unsigned step_number(const decoder *d, int layer, int step) {
     return d->step_seq * per_token + (unsigned)(layer * SCHED_N_STEP + step) + 1;
 }
 
-// What a thread reads first after wait point `at` of `layer`, where the step streams weights: the
-// front of its share of each matrix, up to d->wait_pf_bytes in all (gate and up half each: a claim
-// reads both; q, k and v in turn). Its own claims start at its share's front, so stealing keeps
-// this its first read. (Prefetching the next projection at the waits before RoPE, attention and
-// the folds too gained nothing more on the stories15M shape: docs/runtime.md.)
-static int next_reads(const decoder *d, const thread_ctx *c, int layer, int at, progress_span *span) {
-    static const int next[SCHED_N_WAIT][3] = {
-        [SCHED_QKV_PART] = {SCHED_WQ, SCHED_WK, SCHED_WV}, [SCHED_QKV] = {-1, -1, -1}, [SCHED_KV] = {-1, -1, -1},
-        [SCHED_ATTN] = {-1, -1, -1}, [SCHED_WO_PART] = {SCHED_WO, -1, -1}, [SCHED_WO_DONE] = {-1, -1, -1},
-        [SCHED_FFN_PART] = {SCHED_GATE, SCHED_UP, -1}, [SCHED_FFN] = {-1, -1, -1},
-        [SCHED_DOWN_PART] = {SCHED_DOWN, -1, -1}, [SCHED_DOWN_DONE] = {-1, -1, -1},
-        [SCHED_N_STEP + SCHED_OUT_PART] = {SCHED_OUT, -1, -1}, [SCHED_N_STEP + SCHED_OUT_DONE] = {-1, -1, -1},
-        [SCHED_N_STEP + SCHED_OUT_END] = {-1, -1, -1}};
-    size_t left = d->wait_pf_bytes;
+// The matrices whose tiles the step after wait point `at` streams, in the order it reads them
+// (-1 ends the list; none before RoPE, attention, the folds and the lm_head's last waits).
+static const int *step_mats(int at) {
+    static const int qkv[] = {SCHED_WQ, SCHED_WK, SCHED_WV, -1}, ffn[] = {SCHED_GATE, SCHED_UP, -1};
+    static const int wo[] = {SCHED_WO, -1}, down[] = {SCHED_DOWN, -1}, out[] = {SCHED_OUT, -1}, none[] = {-1};
+    switch (at) {
+    case SCHED_QKV_PART: return qkv;
+    case SCHED_WO_PART: return wo;
+    case SCHED_FFN_PART: return ffn;
+    case SCHED_DOWN_PART: return down;
+    case SCHED_N_STEP + SCHED_OUT_PART: return out;
+    default: return none;
+    }
+}
+
+int decoder_wait_spans(const decoder *d, int tid, int layer, int at, progress_span span[3]) {
+    if (l4run_mode_of(d->l4) == L4RUN_BUFFER) return 0;   // rows owned on another node come through L4 lines
+    const int *m = step_mats(at);
+    size_t left = d->wait_pf_bytes, cap = m[0] == SCHED_GATE ? left / 2 : left;   // a claim reads gate and up
     int n = 0;
-    for (int i = 0; i < 3 && next[at][i] >= 0 && left; i++) {
-        size_t lo, hi, cap = next[at][0] == SCHED_GATE ? d->wait_pf_bytes / 2 : left;
-        sched_bytes(&d->sched, c->tid, next[at][i], 0, &lo, &hi);
+    for (; *m >= 0 && left; m++) {
+        const packed_matrix *w = decoder_matrix(d, layer, *m);
+        size_t lo, hi, es = wtype_get(w->type)->size, plan_es = d->sched.shape.mat[*m].es;
+        sched_bytes(&d->sched, tid, *m, 0, &lo, &hi);
+        lo = lo / plan_es * es, hi = hi / plan_es * es;   // the plan is cut on layer 0's type, this layer's may differ
+        size_t size = gemv_packed_bytes(w->type, w->n_in, w->n_out);
+        if (hi > size) hi = size, lo = lo < hi ? lo : hi;   // never past the matrix (tests check it never is)
         size_t len = hi - lo < cap ? hi - lo : cap;
-        span[n++] = (progress_span){(const char *)decoder_matrix(d, layer, next[at][i])->tiles + lo, len};
-        left -= len;
+        span[n++] = (progress_span){(const char *)w->tiles + lo, len < left ? len : left};
+        left -= span[n - 1].n;
     }
     return n;
 }
@@ -350,7 +360,7 @@ static void wait_for(decoder *d, thread_ctx *c, int layer, int step) {
     int at = layer < d->hp.n_layer ? step : SCHED_N_STEP + step;
     uint32_t i0 = s->dep_off[c->tid][at], i1 = s->dep_off[c->tid][at + 1];
     progress_span span[3];
-    int n_span = i0 < i1 ? next_reads(d, c, layer, at, span) : 0;
+    int n_span = i0 < i1 ? decoder_wait_spans(d, c->tid, layer, at, span) : 0;
     for (uint32_t i = i0; i < i1; i++) {
         const sched_dep *dep = &s->dep[i];
         int l = layer + dep->layer_delta;

@@ -48,7 +48,8 @@ typedef struct {
     int kv_block_rows;            // positions per KV cache block (below); 0: the default, blocks of
                                   // KV_RUN_BYTES a head (decoder.c)
     long wait_prefetch;           // bytes a thread waiting before a step prefetches of what the step
-                                  // reads; 0: none; -1: DECODE_WAIT_PREFETCH, else 256 KiB or half the L2
+                                  // reads; 0: none; -1: DECODE_WAIT_PREFETCH, else the smaller of
+                                  // 256 KiB and half the L2
 } decoder_opts;
 
 // Each thread's own state: its buffers allocated (and so placed) by that thread, the struct on
@@ -140,7 +141,7 @@ int decoder_check_ctx(const llama_model *m, int64_t n_ctx, uint32_t kt, uint32_t
 double decoder_kv_cache_bytes(const llama_hparams *h, int64_t n_ctx, uint32_t kt, uint32_t vt);
 // Options with every default: n_threads threads, NUMA mode from the topology, no split.
 decoder_opts decoder_default_opts(int n_threads);
-// DECODE_WAIT_PREFETCH as bytes (0 .. 1 GiB): -1 when unset, -2 when not such a number.
+// DECODE_WAIT_PREFETCH as bytes (decimal digits, 0 .. 1 GiB): -1 when unset, -2 when not such a number.
 long decoder_wait_prefetch_env(void);
 // 0 ok, -1 with err (also for cache types other than f32 and f16); n_ctx already checked with
 // decoder_check_ctx. After it, decoder_forward never reads m's file mapping: the file may change
@@ -149,6 +150,11 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
 // decoder_init_opts with decoder_default_opts(n_threads) and that stop.
 int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, const volatile sig_atomic_t *stop,
                  char err[GGUF_ERR_MAX]);
+// What thread tid prefetches while it waits at wait point `at` (runtime/schedule.h) of `layer`
+// (n_layer: the lm_head): the front of its share of each matrix the step streams, at that layer's
+// own weight types, q, k and v in turn and gate and up half each, wait_pf_bytes in all; none in L4
+// buffer mode. Returns the spans written (at most 3).
+int decoder_wait_spans(const decoder *d, int tid, int layer, int at, progress_span span[3]);
 // Evaluates token at position pos (0 <= pos < n_ctx, positions in order); returns the logits.
 float *decoder_forward(decoder *d, int32_t token, int pos);
 // Sets the kernels' free choices for a step whose last position is pos: the GEMV tuning of this

@@ -104,13 +104,15 @@ for to in /dev/full closed; do
   [ "$st" = 1 ] && tail -1 "$tmp/err" | grep -q "writing the results to stdout failed" ||
     fail "decode-bench, $to stdout: exit $st: $(tail -1 "$tmp/err")"
 done
-# The tools that run kernels check DECODE_TUNE and DECODE_ISA (a typo must not silently re-measure or run
-# another path); decode-bench refuses more models than it holds; gemv-bench's table lost to a
-# full stdout is a failure.
+# The tools that run kernels check DECODE_TUNE, DECODE_ISA and DECODE_WAIT_PREFETCH (a typo must not
+# silently re-measure, run another path or prefetch the default); decode-bench refuses more models
+# than it holds; gemv-bench's table lost to a full stdout is a failure.
 expect 2 "decode-bench DECODE_TUNE typo" -- env DECODE_TUNE=of "$bin/decode-bench" -m "$model"
 grep -q "DECODE_TUNE must be off or force, got 'of'" "$tmp/err" || fail "decode-bench: $(cat "$tmp/err")"
 expect 2 "gemv-bench DECODE_ISA typo" -- env DECODE_ISA=AVX2 "$bin/gemv-bench" -s 64x64 -t 1
 expect 2 "gemm-bench DECODE_ISA typo" -- env DECODE_ISA=avx "$bin/gemm-bench" -m 1 -t 1
+expect 2 "decode DECODE_WAIT_PREFETCH typo" -- env DECODE_WAIT_PREFETCH=256k "$d" -m "$model" -p a -n 1
+grep -q "DECODE_WAIT_PREFETCH must be a number of bytes" "$tmp/err" || fail "decode: $(cat "$tmp/err")"
 expect 2 "decode-bench 33 models" -- "$bin/decode-bench" -m "$(printf "$model,%.0s" $(seq 33))"
 cases=$((cases + 1))
 "$bin/gemv-bench" -s 64x64 -t 1 -d f16 -r 7 >/dev/full 2>"$tmp/err"; st=$?
@@ -178,6 +180,6 @@ for bad in 3x x4 4x4, 4x4,,2x2 100000x3 0x5 4x4x4 40000x40000 " 4x4" +4x4; do
   expect 2 "gemv-bench -s $bad" -- "$g" -t 1 -s "$bad"
 done
 
-[ "$cases" = 63 ] || fail "ran $cases cases, expected 63"
+[ "$cases" = 64 ] || fail "ran $cases cases, expected 64"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -133,11 +133,64 @@ static void check_weight_bytes(const char *path, int odd) {
     llama_model_free(&m);
 }
 
+// What a waiting thread prefetches (decoder_wait_spans), on a model whose layers may differ in
+// weight type: for every thread, layer and wait point, spans that start at the front of the
+// thread's share of each matrix the step streams at that layer's own type, lie inside the matrix,
+// and come to at most the budget; none in buffer mode. -t 2..4, whole tiles and split-K.
+#define SPAN_BUDGET 100000
+static int spans_at(const decoder *d, int t, int l, int at, int buffer) {
+    static const int first[SCHED_N_WAIT] = {[SCHED_WO_PART] = SCHED_WO, [SCHED_FFN_PART] = SCHED_GATE,
+        [SCHED_DOWN_PART] = SCHED_DOWN, [SCHED_N_STEP + SCHED_OUT_PART] = SCHED_OUT};
+    int want = buffer ? 0 : at == SCHED_QKV_PART ? 3 : at == SCHED_FFN_PART ? 2 : first[at] ? 1 : 0;
+    progress_span sp[3];
+    int n = decoder_wait_spans(d, t, l, at, sp);
+    size_t sum = 0;
+    for (int i = 0; i < n; i++) {
+        const packed_matrix *w = decoder_matrix(d, l, first[at] + i);
+        const sched_range *r = &d->sched.share[t].r[first[at] + i];
+        size_t es = wtype_get(w->type)->size, front = (r->t0 * w->n_in + (size_t)r->s0 * GEMV_KSEG) * GEMV_TILE * es;
+        const char *base = w->tiles;
+        CHECKF(r->t0 == r->t1 ? sp[i].n == 0 : sp[i].p == base + front && sp[i].n > 0,
+               "tid %d layer %d wait %d span %d: not the share's front", t, l, at, i);
+        CHECKF(sp[i].p + sp[i].n <= base + gemv_packed_bytes(w->type, w->n_in, w->n_out),
+               "tid %d layer %d wait %d span %d: past the matrix", t, l, at, i);
+        sum += sp[i].n;
+    }
+    CHECKF(sum <= SPAN_BUDGET && (n == want || (n > 0 && n < want && sum == SPAN_BUDGET)),
+           "tid %d layer %d wait %d: %d spans of %d, %zu bytes", t, l, at, n, want, sum);
+    return n;
+}
+// Returns the spans checked.
+static int check_wait_spans(const char *path) {
+    llama_model m;
+    char err[GGUF_ERR_MAX];
+    CHECKF(llama_model_load(&m, path, err) == 0, "%s", err);
+    int spans = 0;
+    for (int T = 2; T <= 4; T++)
+        for (int k = 0; k < 3; k++) {        // whole tiles, split-K, buffer mode
+            decoder d;
+            decoder_opts o = decoder_default_opts(T);
+            o.split_k = k ? 4 : 0, o.l4 = k == 2 ? L4RUN_BUFFER : L4RUN_OFF, o.min_stage_bytes = o.min_step_bytes = 0;
+            o.wait_prefetch = SPAN_BUDGET;
+            CHECKF(decoder_init_opts(&d, &m, 32, &o, err) == 0, "%s", err);
+            for (int t = 0; t < T; t++)
+                for (int l = 0; l <= m.hp.n_layer; l++) {
+                    int lm_head = l == m.hp.n_layer;   // its wait points follow a layer's
+                    for (int at = lm_head ? SCHED_N_STEP : 0; at < (lm_head ? SCHED_N_WAIT : SCHED_N_STEP); at++)
+                        spans += spans_at(&d, t, l, at, k == 2);
+                }
+            decoder_free(&d);
+        }
+    llama_model_free(&m);
+    return spans;
+}
+
 // Model c with one layer's weights in f32 and the rest f16 (blk.0. or blk.1.): a split tile read
 // across pretend nodes is cut at its own layer's element size, not the schedule's (layer 0's), and
 // the bytes a step streams (decode-bench's bytes_per_token) count each layer at its own type. The
 // bytes read across the pretend nodes at -t 4 are the same whichever layer is f32, and lie between
 // the all-f16 model's and twice that.
+static int wait_spans;   // spans check_wait_spans checked
 static int mixed_cases(const char *c) {
     int cases = 0;
     size_t len;
@@ -148,6 +201,7 @@ static int mixed_cases(const char *c) {
         const char *argv[] = {bin_path("gguf-convert", 0), c, mixed, "--type", "f32", "--only", k ? "blk.1." : "blk.0.", NULL};
         CHECKF(run_capture(argv, out, out) == 0, "%s", argv_text(argv));
         check_weight_bytes(mixed, 1);
+        wait_spans += check_wait_spans(mixed);
         size_t ref_len;
         char *ref = dump(mixed, "off", 1, "off", NULL, &ref_len);
         for (int T = 2; T <= 4; T++, cases++) {
@@ -220,8 +274,10 @@ int main(void) {
     odd_layer_case(stories);
     int mixed = mixed_cases(c);
     CHECK(mixed == 2 * 3);
+    CHECKF(wait_spans >= 300, "%d wait-prefetch spans checked", wait_spans);   // 396 when written
     printf("decode l4: %d CLI dumps byte-identical (%d buffer-mode runs wrote back, %d prefetched across pretend nodes), "
-           "%d in-process key-stream checks, %d mixed-type dumps\n", cli, writeback_runs, prefetch_runs, keys, mixed);
+           "%d in-process key-stream checks, %d mixed-type dumps, %d wait-prefetch spans\n", cli, writeback_runs,
+           prefetch_runs, keys, mixed, wait_spans);
     free(stories); free(c);
     CHECK(scratch_remove(dir) == 0);
     return 0;

@@ -45,12 +45,16 @@ static void late_body(void *ctx, int tid, int n) {
 
 // Spans left after a wait on a counter published 20 ms late (spin pauses before sleeping).
 static size_t late_left(int spin) {
-    static late l;
-    l.p = progress_create(2, spin);
-    l.span[0] = (progress_span){l.buf, 4096 + 1}, l.span[1] = (progress_span){l.buf + (2 << 12), 4096};
+    static late l;                        // 12 KiB of buffer, off the stack
+    l.p = progress_create(2, spin), l.waited = 0;
     pool *pl = pool_create(2);
     CHECK(pl && l.p);
-    pool_run(pl, late_body, &l);
+    // the waiter is late only if it starts waiting within the 20 ms: on a loaded machine, try again
+    for (int i = 0; i < 5 && !(l.waited > 0.005); i++) {
+        l.span[0] = (progress_span){l.buf, 4096 + 1}, l.span[1] = (progress_span){l.buf + (2 << 12), 4096};
+        progress_reset(l.p);
+        pool_run(pl, late_body, &l);
+    }
     CHECKF(l.waited > 0.005, "waited %.6f s", l.waited);
     // waited again after the publish: returns at once, spans as they were
     progress_span again = {l.buf, 64};
@@ -67,8 +71,7 @@ int main(void) {
         for (int spin = 0; spin <= 4000; spin += 4000)
             for (int prefetch = 0; prefetch < 2; prefetch++) {
                 pool *pl = pool_create(n);
-                static ring r;
-                r = (ring){.p = progress_create(n, spin), .prefetch = prefetch};
+                ring r = {.p = progress_create(n, spin), .prefetch = prefetch};
                 CHECK(pl && r.p);
                 pool_run(pl, body, &r);
                 CHECKF(r.data[n - 1] == (long)n * ROUNDS, "n=%d spin=%d prefetch=%d: %ld", n, spin, prefetch,

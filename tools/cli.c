@@ -161,7 +161,7 @@ const char *cli_env_problem(void) {
     if (isa && !cpu_isa_name_ok(isa)) snprintf(msg, sizeof msg, "DECODE_ISA must be avx512, avx2 or scalar, got '%.100s'", isa);
     else if (tune_mode_from_env() < 0) snprintf(msg, sizeof msg, "DECODE_TUNE must be off or force, got '%.100s'", tune);
     else if (decoder_wait_prefetch_env() < -1)
-        snprintf(msg, sizeof msg, "DECODE_WAIT_PREFETCH must be a number of bytes (0 for none), got '%.100s'",
+        snprintf(msg, sizeof msg, "DECODE_WAIT_PREFETCH must be a number of bytes, 0 (none) to 1073741824, got '%.80s'",
                  getenv("DECODE_WAIT_PREFETCH"));
     else return NULL;
     return msg;

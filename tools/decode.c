@@ -122,7 +122,7 @@ static void usage(FILE *f) {
         "  with a cached result (default: measure once, cached in $XDG_CACHE_HOME/decode/tune or\n"
         "  ~/.cache/decode/tune, redone when the memory read rate moved by more than 20%%);\n"
         "  DECODE_WAIT_PREFETCH=BYTES: how much of its next step a thread waiting for another\n"
-        "  prefetches (0: none; default 256 KiB, at most half the L2)\n",
+        "  prefetches (0: none, at most 1 GiB; default: the smaller of 256 KiB and half the L2)\n",
         default_threads(), PREFILL_DEFAULT_BATCH, d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n);
 }
 
@@ -506,8 +506,8 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     if (o->verbose) {
         fprintf(stderr, "decode: gemv tuning for this model's step: prefetch %d B, interleave %d\n",
                 S->d.tuning.pf, S->d.tuning.interleave);
-        fprintf(stderr, "decode: a thread that waits prefetches up to %zu KiB of what its next step reads\n",
-                S->d.wait_pf_bytes >> 10);
+        fprintf(stderr, "decode: a thread that waits prefetches up to %zu bytes of what its next step reads\n",
+                S->d.wait_pf_bytes);
         uint32_t kt = S->d.cache_type_k, vt = S->d.cache_type_v;
         fprintf(stderr, "decode: KV cache: K %s, V %s, %.1f MiB for %ld positions\n", wtype_get(kt)->name,
                 wtype_get(vt)->name, decoder_kv_cache_bytes(&S->m.hp, n_ctx, kt, vt) / 1048576.0, n_ctx);
