@@ -359,6 +359,7 @@ static void wait_for(decoder *d, thread_ctx *c, int layer, int step) {
     const sched *s = &d->sched;
     int at = layer < d->hp.n_layer ? step : SCHED_N_STEP + step;
     uint32_t i0 = s->dep_off[c->tid][at], i1 = s->dep_off[c->tid][at + 1];
+    if (d->profile && c->step_at >= 0) c->work_s[c->step_at] += monotonic_seconds() - c->mark;
     progress_span span[3];
     int n_span = i0 < i1 ? decoder_wait_spans(d, c->tid, layer, at, span) : 0;
     for (uint32_t i = i0; i < i1; i++) {
@@ -367,6 +368,7 @@ static void wait_for(decoder *d, thread_ctx *c, int layer, int step) {
         if (l < 0) continue;                 // the previous token: finished before this step began
         c->wait_s[at] += progress_wait_prefetch(d->progress, dep->thread, step_number(d, l, dep->step), span, n_span);
     }
+    if (d->profile) c->mark = monotonic_seconds(), c->step_at = at;
 }
 
 static void publish(decoder *d, const thread_ctx *c, int layer, int step) {
@@ -839,6 +841,7 @@ static void step_job_run(void *ctx, int tid, int n_threads) {
     (void)n_threads;
     const step_job *j = ctx;
     thread_ctx *c = &j->d->threads[tid];
+    c->step_at = -1;                      // profiling: nothing to time before the first wait
     for (int l = 0; l < j->d->hp.n_layer; l++) layer_forward(j->d, c, l, j->pos);
     classifier_forward(j->d, c);
 }
@@ -884,6 +887,7 @@ void decoder_stats_reset(decoder *d) {
     for (int t = 0; t < pool_size(d->pool); t++) {
         thread_ctx *c = &d->threads[t];
         memset(c->wait_s, 0, sizeof c->wait_s);
+        memset(c->work_s, 0, sizeof c->work_s);
         c->stolen = 0, c->tail_segs = 0, c->tail_shared = 0;
     }
 }
@@ -897,6 +901,13 @@ void decoder_stats_get(const decoder *d, decoder_stats *s) {
         for (int w = 0; w < SCHED_N_WAIT; w++) s->wait_s += c->wait_s[w], s->wait_step_s[w] += c->wait_s[w];
         s->stolen += c->stolen, s->tail_segs += c->tail_segs, s->tail_shared += c->tail_shared;
     }
+}
+
+void decoder_set_profile(decoder *d, int on) { d->profile = on; }
+
+void decoder_profile_get(const decoder *d, int tid, double work[SCHED_N_WAIT], double wait[SCHED_N_WAIT]) {
+    memcpy(work, d->threads[tid].work_s, sizeof d->threads[tid].work_s);
+    memcpy(wait, d->threads[tid].wait_s, sizeof d->threads[tid].wait_s);
 }
 
 double decoder_weight_bytes(const decoder *d) { return d->weight_bytes; }

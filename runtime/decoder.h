@@ -62,6 +62,9 @@ typedef struct thread_ctx_s {
     float *xb;                    // (n_embd) its RMSNorm of the residual stream
     float *att_scores;            // (max(n_head / n_head_kv, min(n_head, 8)), n_ctx) attention scores (ops.h)
     double wait_s[SCHED_N_WAIT];  // seconds waited before each step since decoder_stats_reset
+    double work_s[SCHED_N_WAIT];  // decoder_set_profile: seconds from the end of each wait to the next
+    double mark;                  // ... when this thread's last wait ended
+    int step_at;                  // ... the wait point it ended (-1: none yet this step)
     size_t stolen;                // tiles it took from other threads' shares since then
     size_t tail_segs;             // segments of tail tiles it ran since then
     size_t tail_shared;           // tail tiles it folded whose segments several threads ran
@@ -115,6 +118,7 @@ typedef struct decoder_s {
                                   // each (n_mats, n_seg of the stage) slots of tail segment partials
     l4run *l4;                    // the per-node L4 caches; NULL when --l4 off
     double busy_s;                // thread-seconds of decode steps since decoder_stats_reset
+    int profile;                  // decoder_set_profile: threads time their work between waits
     decoder_trace_fn trace;       // NULL, or a test's recorder
     void *trace_arg;
     model_weights w;
@@ -183,6 +187,12 @@ typedef struct {
 } decoder_stats;
 void decoder_stats_reset(decoder *d);
 void decoder_stats_get(const decoder *d, decoder_stats *s);
+// Profiling of one-token steps (decode-bench --profile): on, each thread also times its work
+// between one wait point and the next (two clock reads per wait point). decoder_profile_get gives
+// thread tid's seconds since decoder_stats_reset, per wait point (sched_wait_name): work[w], the
+// work of the step after wait point w (up to the next wait), and wait[w], the wait there.
+void decoder_set_profile(decoder *d, int on);
+void decoder_profile_get(const decoder *d, int tid, double work[SCHED_N_WAIT], double wait[SCHED_N_WAIT]);
 // Cuts each share's last tile into segments at the end of a stolen stage (1), steals whole tiles
 // only (0), or cuts where a share has many takers (-1, auto); between steps (decode-bench
 // --tail-split sweeps it).

@@ -5,8 +5,8 @@
 // csv and md a header and a row per test, --plot writes an SVG; -b sweeps the prompt batch
 // (batch_size; tg tests report 1; sync_wait_pct is null where a batched prompt has no per-thread
 // waits to count); -d fills the context first (n_depth, more KV bytes a token); at 2 threads stderr
-// breaks the sync wait down by step, summing to sync_wait_pct; bad usage exits 2 and a missing
-// model 1, each with one line on stderr.
+// breaks the sync wait down by step, summing to sync_wait_pct, and --profile adds each thread's
+// time by step; bad usage exits 2 and a missing model 1, each with one line on stderr.
 #include "runtime/packcache.h"
 #include "tests/check.h"
 #include "tests/tool_util.h"
@@ -26,6 +26,31 @@ static tool_run bench(const char *const *extra) {
     tool_run r = {0};
     run_read(argv, dir, &r);
     return r;
+}
+
+// --profile at 2 threads: after the last repetition a row per wait point in the schedule's order
+// and a total, each "work / wait" per thread in us per token; the total is the rows' sum, and
+// both threads worked in every projection.
+static void check_profile(const char *err) {
+    static const char *steps[] = {"qkv", "qkv-fold", "rope", "attn", "wo", "wo-fold", "gate/up", "gate/up-fold",
+                                  "down", "down-fold", "out", "out-fold", "logits", "total"};
+    const char *p = strstr(err, "us per token by step, working / waiting before it, thread 0 to 1 (last repetition)\n");
+    CHECKF(p && !strstr(p + 1, "us per token by step"), "%s", err);
+    p = strchr(p, '\n') + 1;
+    double v[14][4], sum[4] = {0};
+    for (int i = 0; i < 14; i++) {
+        char name[32];
+        int used = 0;
+        CHECKF(sscanf(p, " %31s %lf / %lf %lf / %lf%n", name, &v[i][0], &v[i][1], &v[i][2], &v[i][3], &used) == 5 &&
+               !strcmp(name, steps[i]), "row %d: %.60s", i, p);
+        for (int j = 0; j < 4 && i < 13; j++) sum[j] += v[i][j];
+        p = strchr(p + used, '\n') + 1;
+    }
+    for (int j = 0; j < 4; j++)
+        CHECKF(fabs(sum[j] - v[13][j]) <= 0.1 * 13, "column %d: rows %g, total %g", j, sum[j], v[13][j]);
+    static const int projections[] = {0, 4, 6, 8, 10};   // qkv, wo, gate/up, down, out
+    for (int i = 0; i < 5; i++)
+        CHECKF(v[projections[i]][0] > 0 && v[projections[i]][2] > 0, "%s: no work timed", steps[projections[i]]);
 }
 
 static void check_object(const cJSON *o, int threads, int n_prompt, int n_gen, int batch) {
@@ -172,7 +197,7 @@ int main(void) {
     char *stories = model, *synth = synth_model(dir, "two.gguf", "--n-embd 512 --n-layer 2 --n-head 8 --n-kv-head 4"
                                                 " --n-ff 1376 --n-vocab 2000 --ctx 64 --dtype f16 --seed 7");
     model = synth;
-    r = bench((const char *[]){"-t", "2", "-p", "0", "-n", "8", "-o", "json", NULL});
+    r = bench((const char *[]){"-t", "2", "-p", "0", "-n", "8", "-o", "json", "--profile", NULL});
     model = stories;
     CHECKF(r.status == 0, "%s", r.err);
     arr = cJSON_Parse(r.out);
@@ -193,6 +218,7 @@ int main(void) {
     }
     CHECKF(n_steps >= 3 && fabs(sum - total) <= 0.005 * (n_steps + 1) && fabs(total - json_wait) <= 0.005,
            "%d steps summing to %g, total %g, JSON %g: %s", n_steps, sum, total, json_wait, r.err);
+    check_profile(r.err);
     cJSON_Delete(arr);
     tool_run_free(&r);
     free(synth);

@@ -47,6 +47,7 @@ typedef struct {
     int pack_cache;               // PACKCACHE_OFF / AUTO / REBUILD
     int cache_type_k, cache_type_v;   // the KV cache's types, WTYPE_F32 or WTYPE_F16
     const char *fmt, *plot;
+    int profile;                  // --profile: time per token by step and thread on stderr
 } options;
 
 typedef struct {                  // one test's result
@@ -92,6 +93,8 @@ static void usage(FILE *f) {
         "                       (default: DECODE_PACK_CACHE, else auto)\n"
         "      --plot FILE.svg  tg tok/s against threads with the roofline limit\n"
         "      --roofline-mib N read roofline buffer in MiB; 0 = none (default 1024)\n"
+        "      --profile        tg tests: each thread's time per token by step, working and waiting\n"
+        "                       before it, of the last repetition, on stderr\n"
         "stdout: the table only; stderr: progress, and where threads waited, the wait by the step waited before\n"
         "environment: DECODE_ISA, DECODE_TUNE and DECODE_WAIT_PREFETCH as for decode (see decode --help)\n",
         PREFILL_DEFAULT_BATCH);
@@ -135,6 +138,7 @@ static int parse_args(int argc, char **argv, options *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
+        if (!strcmp(a, "--profile")) { o->profile = 1; continue; }
         if (i + 1 >= argc) { fprintf(stderr, "decode-bench: %s needs a value (see --help)\n", a); return 2; }
         const char *v = argv[++i];
         int bad = 0;
@@ -252,6 +256,26 @@ static void test_label(const result *r, int n, char *buf, size_t size) {
              r->split_k, cli_tail_split_name(r->tail_split), r->batch_size, r->n_gen ? "tg" : "pp", n, r->n_depth);
 }
 
+// --profile: each thread's microseconds per token by wait point (decoder_profile_get), working
+// in the step after it and waiting there, the steps of all layers summed; then the totals.
+static void print_profile(const decoder *d, const result *r, int n) {
+    char label[4200];
+    test_label(r, n, label, sizeof label);
+    fprintf(stderr, "decode-bench: %s: us per token by step, working / waiting before it, thread 0 to %d "
+            "(last repetition)\n", label, pool_size(d->pool) - 1);
+    for (int w = 0; w <= SCHED_N_WAIT; w++) {
+        int all = w == SCHED_N_WAIT;
+        fprintf(stderr, "  %-13s", all ? "total" : sched_wait_name(w));
+        for (int t = 0; t < pool_size(d->pool); t++) {
+            double work[SCHED_N_WAIT], wait[SCHED_N_WAIT], a = 0, b = 0;
+            decoder_profile_get(d, t, work, wait);
+            for (int i = all ? 0 : w; i < (all ? SCHED_N_WAIT : w + 1); i++) a += work[i], b += wait[i];
+            fprintf(stderr, " %8.1f / %-8.1f", a * 1e6 / n, b * 1e6 / n);
+        }
+        fprintf(stderr, "\n");
+    }
+}
+
 // One timed repetition of a test: its tok/s joins the result's samples. -1 out of memory.
 static int bench_rep(decoder *d, const options *o, int n, int tg, int rep, result *r) {
     decoder_stats_reset(d);
@@ -265,6 +289,7 @@ static int bench_rep(decoder *d, const options *o, int n, int tg, int rep, resul
     char label[4200];
     test_label(r, n, label, sizeof label);
     fprintf(stderr, "decode-bench: %s rep %d/%d: %.2f tok/s\n", label, rep + 1, o->reps, n / s);
+    if (o->profile && tg && rep == o->reps - 1) print_profile(d, r, n);
     return 0;
 }
 
@@ -497,6 +522,7 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
                      d[s].w.cache_note);
     }
     made -= status;
+    for (int s = 0; s < made; s++) decoder_set_profile(&d[s], o->profile);
     for (int dk = 0; dk < o->n_depth * (o->n_prompts + o->n_gens) && !status; dk++) {
         int k = dk % (o->n_prompts + o->n_gens), depth = o->depths[dk / (o->n_prompts + o->n_gens)];
         int tg = k >= o->n_prompts, len = tg ? o->gens[k - o->n_prompts] : o->prompts[k];
