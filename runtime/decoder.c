@@ -70,7 +70,7 @@ static void *zalloc_lines(size_t bytes) {
 // (docs/runtime.md). Measured on that one CPU; a guess elsewhere.
 #define TAIL_SPLIT_TAKERS 8
 // A thread that waits prefetches the front of what its next step reads, up to this much and at
-// most half its L2 (docs/runtime.md): the stories15M shape at -t 2 ran 2.8% faster on an Intel
+// most half its L2 (docs/runtime.md): the stories15M shape at -t 2 ran 1.7-2.8% faster on an Intel
 // Xeon, where 64 KiB to 1 MiB tied (its waits are a microsecond); measured on that CPU only.
 #define WAIT_PF_BYTES (256L << 10)
 #define SPIN_ITERS 20000          // pauses before a waiting thread sleeps: ~0.4 ms on the Zen 5 here (pool.c)
