@@ -29,8 +29,8 @@ static tool_run bench(const char *const *extra) {
 }
 
 // --profile at 2 threads: after the last repetition a row per wait point in the schedule's order
-// and a total, each "work / wait" per thread in us per token; the total is the rows' sum, and
-// both threads worked in every projection.
+// and a total, each "work / wait" per thread in us per token; the total is the rows' sum, both
+// threads worked in every projection, and nothing is timed after the last wait point (logits).
 static void check_profile(const char *err) {
     static const char *steps[] = {"qkv", "qkv-fold", "rope", "attn", "wo", "wo-fold", "gate/up", "gate/up-fold",
                                   "down", "down-fold", "out", "out-fold", "logits", "total"};
@@ -51,6 +51,7 @@ static void check_profile(const char *err) {
     static const int projections[] = {0, 4, 6, 8, 10};   // qkv, wo, gate/up, down, out
     for (int i = 0; i < 5; i++)
         CHECKF(v[projections[i]][0] > 0 && v[projections[i]][2] > 0, "%s: no work timed", steps[projections[i]]);
+    CHECKF(v[12][0] == 0 && v[12][2] == 0, "work timed after the last wait point: %g, %g", v[12][0], v[12][2]);
 }
 
 static void check_object(const cJSON *o, int threads, int n_prompt, int n_gen, int batch) {

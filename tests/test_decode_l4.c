@@ -136,11 +136,13 @@ static void check_weight_bytes(const char *path, int odd) {
 // What a waiting thread prefetches (decoder_wait_spans), on a model whose layers may differ in
 // weight type: for every thread, layer and wait point, spans that start at the front of the
 // thread's share of each matrix the step streams at that layer's own type, lie inside the matrix,
-// and come to at most the budget; none in buffer mode. -t 2..4, whole tiles and split-K.
+// and come to at most the budget (gate and up half each); none in buffer mode. -t 2..4, whole
+// tiles and split-K.
 #define SPAN_BUDGET 100000
 static int spans_at(const decoder *d, int t, int l, int at, int buffer) {
-    static const int first[SCHED_N_WAIT] = {[SCHED_WO_PART] = SCHED_WO, [SCHED_FFN_PART] = SCHED_GATE,
-        [SCHED_DOWN_PART] = SCHED_DOWN, [SCHED_N_STEP + SCHED_OUT_PART] = SCHED_OUT};
+    // the first matrix after each wait point (the others follow it in the enum: wk, wv; up)
+    static const int first[SCHED_N_WAIT] = {[SCHED_QKV_PART] = SCHED_WQ, [SCHED_WO_PART] = SCHED_WO,
+        [SCHED_FFN_PART] = SCHED_GATE, [SCHED_DOWN_PART] = SCHED_DOWN, [SCHED_N_STEP + SCHED_OUT_PART] = SCHED_OUT};
     int want = buffer ? 0 : at == SCHED_QKV_PART ? 3 : at == SCHED_FFN_PART ? 2 : first[at] ? 1 : 0;
     progress_span sp[3];
     int n = decoder_wait_spans(d, t, l, at, sp);
@@ -154,6 +156,8 @@ static int spans_at(const decoder *d, int t, int l, int at, int buffer) {
                "tid %d layer %d wait %d span %d: not the share's front", t, l, at, i);
         CHECKF(sp[i].p + sp[i].n <= base + gemv_packed_bytes(w->type, w->n_in, w->n_out),
                "tid %d layer %d wait %d span %d: past the matrix", t, l, at, i);
+        CHECKF(at != SCHED_FFN_PART || sp[i].n <= SPAN_BUDGET / 2, "tid %d layer %d: %s span of %zu bytes, over half",
+               t, l, i ? "up" : "gate", sp[i].n);
         sum += sp[i].n;
     }
     CHECKF(sum <= SPAN_BUDGET && (n == want || (n > 0 && n < want && sum == SPAN_BUDGET)),

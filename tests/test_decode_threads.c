@@ -13,7 +13,8 @@
 // dumps at -t 3 under DECODE_ISA=avx2|scalar check those paths too. An f16 KV cache gets its own
 // reference and must match it at 2 and 4 threads, split and on two pretend nodes; a KV cache in
 // blocks of 3 and 8 positions must give the logits of the one-block cache, batched and one token
-// at a time; a cache type the kernels do not read is refused at init.
+// at a time; a cache type the kernels do not read is refused at init. The in-process runs are
+// profiled (decoder_set_profile): each thread's times must agree with the wait by step.
 #include "model/llama.h"
 #include "runtime/decoder.h"
 #include "runtime/prefill.h"
@@ -141,6 +142,30 @@ static void init_on(decoder *d, const llama_model *m, const decoder_opts *o, con
 }
 
 // kv: the KV cache's type (K and V).
+// The profile (decoder_profile_get) against the stats: per wait point the threads' waits add up to
+// the wait by step, nothing is timed after the last wait point of a step, a thread's q and lm_head
+// tiles are timed where it has them, and no thread's work and waits add up to more than the steps'
+// time.
+static void check_profile(const decoder *d, const decoder_stats *st, int T) {
+    double wait_sum[SCHED_N_WAIT] = {0};
+    for (int t = 0; t < pool_size(d->pool); t++) {
+        double work[SCHED_N_WAIT], wait[SCHED_N_WAIT], all = 0;
+        decoder_profile_get(d, t, work, wait);
+        for (int w = 0; w < SCHED_N_WAIT; w++) wait_sum[w] += wait[w], all += work[w] + wait[w];
+        CHECKF(work[SCHED_N_STEP + SCHED_OUT_END] == 0, "T=%d thread %d: %g s timed after the last wait", T, t,
+               work[SCHED_N_STEP + SCHED_OUT_END]);
+        const sched_range *r = d->sched.share[t].r;   // a thread with tiles to stream was timed at it
+        CHECKF((r[SCHED_WQ].t0 == r[SCHED_WQ].t1 || work[SCHED_QKV_PART] > 0) &&
+               (r[SCHED_OUT].t0 == r[SCHED_OUT].t1 || work[SCHED_N_STEP + SCHED_OUT_PART] > 0),
+               "T=%d thread %d: q or lm_head tiles not timed", T, t);
+        double steps = st->busy_s / pool_size(d->pool);
+        CHECKF(all > 0 && all <= steps * (1 + 1e-6), "T=%d thread %d: %g s timed in %g s of steps", T, t, all, steps);
+    }
+    for (int w = 0; w < SCHED_N_WAIT; w++)
+        CHECKF(wait_sum[w] == st->wait_step_s[w], "T=%d %s: threads waited %g s, the stats say %g", T,
+               sched_wait_name(w), wait_sum[w], st->wait_step_s[w]);
+}
+
 static float *run_tokens(const llama_model *m, int T, int split, const char *fake, int thresholds, int check_keys,
                          uint32_t kv) {
     decoder d;
@@ -160,6 +185,7 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
     for (int t = 0; t < pool_size(d.pool); t++)
         shared |= d.sched.share[t].g0 == d.sched.share[t].g1 && d.sched.share[t].h0 != d.sched.share[t].h1;
     shared_group_runs += shared;
+    decoder_set_profile(&d, 1);   // checked against the wait by step below
     int nv = m->hp.n_vocab;
     float *out = malloc(sizeof(float) * nv * N_TOK);
     CHECK(out);
@@ -209,6 +235,7 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
         sum += st.wait_step_s[w];
     }
     CHECKF(fabs(sum - st.wait_s) <= 1e-9 * (1 + st.wait_s), "T=%d: steps sum to %g s, the wait is %g", T, sum, st.wait_s);
+    check_profile(&d, &st, T);
     wait_checks++, waited_runs += st.wait_s > 0;
     decoder_free(&d);
     return out;

@@ -93,9 +93,11 @@ static void usage(FILE *f) {
         "                       (default: DECODE_PACK_CACHE, else auto)\n"
         "      --plot FILE.svg  tg tok/s against threads with the roofline limit\n"
         "      --roofline-mib N read roofline buffer in MiB; 0 = none (default 1024)\n"
-        "      --profile        tg tests: each thread's time per token by step, working and waiting\n"
-        "                       before it, of the last repetition, on stderr\n"
-        "stdout: the table only; stderr: progress, and where threads waited, the wait by the step waited before\n"
+        "      --profile        tg tests: each thread the schedule uses, its time per token by step,\n"
+        "                       working and waiting before it, of the last repetition, on stderr\n"
+        "                       (every test is timed so: two clock reads per wait point)\n"
+        "stdout: the table only; stderr: progress, where threads waited, the wait by the step waited\n"
+        "before, and with --profile the table by thread\n"
         "environment: DECODE_ISA, DECODE_TUNE and DECODE_WAIT_PREFETCH as for decode (see decode --help)\n",
         PREFILL_DEFAULT_BATCH);
 }
@@ -139,6 +141,13 @@ static int parse_args(int argc, char **argv, options *o) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
         if (!strcmp(a, "--profile")) { o->profile = 1; continue; }
+        static const char *valued[] = {"-m", "--model", "-t", "--threads", "-p", "--n-prompt", "-n", "--n-gen", "-b",
+            "--batch-size", "-d", "--n-depth", "-r", "--repetitions", "-o", "--output", "--numa", "--split-k", "--l4",
+            "--tail-split", "--pack-cache", "-ctk", "--cache-type-k", "-ctv", "--cache-type-v", "--plot",
+            "--roofline-mib"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
+        if (!known) { fprintf(stderr, "decode-bench: unknown option '%s' (see --help)\n", a); return 2; }
         if (i + 1 >= argc) { fprintf(stderr, "decode-bench: %s needs a value (see --help)\n", a); return 2; }
         const char *v = argv[++i];
         int bad = 0;
@@ -167,7 +176,6 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) bad = (o->cache_type_v = cli_parse_cache_type(v)) < 0;
         else if (!strcmp(a, "--plot")) o->plot = v;
         else if (!strcmp(a, "--roofline-mib")) { int r[1]; bad = parse_list(v, r, 0, 1 << 20) != 1; o->roofline_mib = r[0]; }
-        else { fprintf(stderr, "decode-bench: unknown option '%s' (see --help)\n", a); return 2; }
         if (bad) { fprintf(stderr, "decode-bench: bad value '%s' for %s (see --help)\n", v, a); return 2; }
     }
     const char *pc = getenv("DECODE_PACK_CACHE");
