@@ -359,15 +359,17 @@ int decoder_wait_spans(const decoder *d, int tid, int layer, int at, progress_sp
 static void wait_for(decoder *d, thread_ctx *c, int layer, int step) {
     const sched *s = &d->sched;
     int at = layer < d->hp.n_layer ? step : SCHED_N_STEP + step;
-    uint32_t i0 = s->dep_off[c->tid][at], i1 = s->dep_off[c->tid][at + 1];
     if (d->profile && c->step_at >= 0) c->work_s[c->step_at] += monotonic_seconds() - c->mark;
     progress_span span[3];
-    int n_span = i0 < i1 ? decoder_wait_spans(d, c->tid, layer, at, span) : 0;
-    for (uint32_t i = i0; i < i1; i++) {
+    int n_span = -1;                         // the spans, worked out at the first wait that is not over
+    for (uint32_t i = s->dep_off[c->tid][at]; i < s->dep_off[c->tid][at + 1]; i++) {
         const sched_dep *dep = &s->dep[i];
         int l = layer + dep->layer_delta;
         if (l < 0) continue;                 // the previous token: finished before this step began
-        c->wait_s[at] += progress_wait_prefetch(d->progress, dep->thread, step_number(d, l, dep->step), span, n_span);
+        unsigned v = step_number(d, l, dep->step);
+        if (n_span < 0 && !progress_reached(d->progress, dep->thread, v))
+            n_span = decoder_wait_spans(d, c->tid, layer, at, span);
+        c->wait_s[at] += progress_wait_prefetch(d->progress, dep->thread, v, span, n_span < 0 ? 0 : n_span);
     }
     if (d->profile) c->mark = monotonic_seconds(), c->step_at = at;
 }

@@ -89,3 +89,7 @@ double progress_wait_prefetch(progress *p, int of, unsigned v, progress_span *sp
 }
 
 double progress_wait(progress *p, int of, unsigned v) { return progress_wait_prefetch(p, of, v, NULL, 0); }
+
+int progress_reached(progress *p, int of, unsigned v) {
+    return reached(atomic_load_explicit(&p->s[of].step, memory_order_acquire), v);
+}

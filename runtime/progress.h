@@ -15,6 +15,8 @@ void progress_destroy(progress *p);
 void progress_publish(progress *p, int tid, unsigned v);
 // Returns once thread `of` has published v or later: 0 when it already had, else the seconds waited.
 double progress_wait(progress *p, int of, unsigned v);
+// 1 when thread `of` has published v or later (no wait).
+int progress_reached(progress *p, int of, unsigned v);
 // Bytes a waiter may prefetch while it waits: [p, p + n), consumed from the front as it goes.
 typedef struct {
     const char *p;
