@@ -12,10 +12,10 @@
 #define FN(name) CAT(name, ISA)
 #define INL static inline __attribute__((always_inline)) TARGET
 
-// NV weight vectors of row p, widened exactly (like fp.h); bf16 comes out column-shuffled.
-INL void FN(widen)(int f, const void *w, size_t i, VEC *wv) {
+// nv weight vectors of row p, widened exactly (like fp.h); bf16 comes out column-shuffled.
+INL void FN(widen)(int f, int nv, const void *w, size_t i, VEC *wv) {
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; v += 2) {
+    for (int v = 0; v < nv; v += 2) {
         size_t at = i + (size_t)v * VLEN;
         if (f == F_F32) wv[v] = vloadu((const float *)w + at), wv[v + 1] = vloadu((const float *)w + at + VLEN);
         else if (f == F_F16) wv[v] = vwiden_f16((const uint16_t *)w + at), wv[v + 1] = vwiden_f16((const uint16_t *)w + at + VLEN);
@@ -23,8 +23,8 @@ INL void FN(widen)(int f, const void *w, size_t i, VEC *wv) {
     }
 }
 
-// Rows [0, mb) of X (ldx apart) times columns [0, CB) of `len` tile rows at w (TILE weights a
-// row), each lane summed from 0 with fma, p ascending, then folded into Y (ldy apart): Y = acc on
+// Rows [0, mb) of X (ldx apart) times columns [0, nv * VLEN) of `len` tile rows at w (ld weights
+// a row), each lane summed from 0 with fma, p ascending, then folded into Y (ldy apart): Y = acc on
 // a tile's first segment, Y + acc on the later ones. With pf, the first row block of a segment
 // prefetches pf bytes ahead in the tile's weight stream (a prefetch never faults, also past the
 // end): the GEMV's stream tuning (runtime/tune.h), since at a few rows the GEMM is a weight stream like
@@ -34,76 +34,83 @@ INL void FN(widen)(int f, const void *w, size_t i, VEC *wv) {
 // 1.25 / 1.36 / 1.27 / 1.15x as fast at t=2 (pp2 and pp8 1.30 and 1.23x at t=1; bf16 t=2 1.18 and
 // 1.27x), pp64 and pp512 0.99-1.04x. Weights that fit half the L2 a thread get the resident
 // tuning (tune_pick), on that Xeon no prefetch at all: not measured, as they stay cached.
-INL void FN(block)(int f, int mb, const float *X, size_t ldx, const void *w, size_t len, float *Y,
-                   size_t ldy, int first, size_t pf) {
+INL void FN(block)(int f, int nv, int mb, const float *X, size_t ldx, const void *w, size_t ld,
+                   size_t len, float *Y, size_t ldy, int first, size_t pf) {
     const size_t es = f == F_F32 ? 4 : 2;
     VEC acc[MB][NV];
 #pragma GCC unroll 16
     for (int r = 0; r < mb; r++)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) acc[r][v] = vzero();
+        for (int v = 0; v < nv; v++) acc[r][v] = vzero();
     for (size_t p = 0; p < len; p++) {
         if (pf)
-            for (size_t l = 0; l < CB * es; l += 64)
-                _mm_prefetch((const char *)w + p * GEMV_TILE * es + pf + l, _MM_HINT_T0);
+            for (size_t l = 0; l < (size_t)nv * VLEN * es; l += 64)
+                _mm_prefetch((const char *)w + p * ld * es + pf + l, _MM_HINT_T0);
         VEC wv[NV];
-        FN(widen)(f, w, p * GEMV_TILE, wv);
+        FN(widen)(f, nv, w, p * ld, wv);
 #pragma GCC unroll 16
         for (int r = 0; r < mb; r++) {
             VEC xb = vbcast(X + (size_t)r * ldx + p);
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) acc[r][v] = vfma(xb, wv[v], acc[r][v]);
+            for (int v = 0; v < nv; v++) acc[r][v] = vfma(xb, wv[v], acc[r][v]);
         }
     }
     if (f == F_BF16)
 #pragma GCC unroll 16
         for (int r = 0; r < mb; r++)
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; v += 2) vunshuffle(&acc[r][v], &acc[r][v + 1]);
+            for (int v = 0; v < nv; v += 2) vunshuffle(&acc[r][v], &acc[r][v + 1]);
 #pragma GCC unroll 16
     for (int r = 0; r < mb; r++)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) {
+        for (int v = 0; v < nv; v++) {
             float *y = Y + (size_t)r * ldy + (size_t)v * VLEN;
             vstoreu(y, first ? acc[r][v] : vadd(vloadu(y), acc[r][v]));
         }
 }
 
-typedef void (*FN(block_fn))(int mb, const float *X, size_t ldx, const void *w, size_t len,
+typedef void (*FN(block_fn))(int mb, const float *X, size_t ldx, const void *w, size_t ld, size_t len,
                              float *Y, size_t ldy, int first, size_t pf);
 
-// One function per weight format; the switch gives every row count its own unrolled body.
-#define CASE(F, c) case c: FN(block)(F, c <= MB ? c : MB, X, ldx, w, len, Y, ldy, first, pf); break;
-#define BLOCK_FOR(F, name)                                                                     \
-    static TARGET void FN(name)(int mb, const float *X, size_t ldx, const void *w, size_t len, \
-                                float *Y, size_t ldy, int first, size_t pf) {                 \
-        switch (mb) {                                                                          \
-        CASE(F, 1) CASE(F, 2) CASE(F, 3) CASE(F, 4) CASE(F, 5) CASE(F, 6) CASE(F, 7) CASE(F, 8) \
-        CASE(F, 9) CASE(F, 10) CASE(F, 11) CASE(F, 12) CASE(F, 13) CASE(F, 14) CASE(F, 15)     \
-        CASE(F, 16)                                                                            \
-        }                                                                                      \
+// One function per weight format and block width (NV vectors, or NVN for a narrow tile's 32
+// columns); the switch gives every row count its own unrolled body.
+#define NVN ((CB < GEMV_TILE / 2 ? CB : GEMV_TILE / 2) / VLEN)
+#define CASE(F, nv, c) case c: FN(block)(F, nv, c <= MB ? c : MB, X, ldx, w, ld, len, Y, ldy, first, pf); break;
+#define BLOCK_FOR(F, nv, name)                                                                                \
+    static TARGET void FN(name)(int mb, const float *X, size_t ldx, const void *w, size_t ld, size_t len,     \
+                                float *Y, size_t ldy, int first, size_t pf) {                                \
+        switch (mb) {                                                                                         \
+        CASE(F, nv, 1) CASE(F, nv, 2) CASE(F, nv, 3) CASE(F, nv, 4) CASE(F, nv, 5) CASE(F, nv, 6)            \
+        CASE(F, nv, 7) CASE(F, nv, 8) CASE(F, nv, 9) CASE(F, nv, 10) CASE(F, nv, 11) CASE(F, nv, 12)         \
+        CASE(F, nv, 13) CASE(F, nv, 14) CASE(F, nv, 15) CASE(F, nv, 16)                                       \
+        }                                                                                                     \
     }
-BLOCK_FOR(F_F32, block_f32)
-BLOCK_FOR(F_F16, block_f16)
-BLOCK_FOR(F_BF16, block_bf16)
+BLOCK_FOR(F_F32, NV, block_f32)
+BLOCK_FOR(F_F16, NV, block_f16)
+BLOCK_FOR(F_BF16, NV, block_bf16)
+BLOCK_FOR(F_F32, NVN, narrow_f32)
+BLOCK_FOR(F_F16, NVN, narrow_f16)
+BLOCK_FOR(F_BF16, NVN, narrow_bf16)
 _Static_assert(MB <= 16, "CASE lists row counts up to 16");
 _Static_assert(GEMV_TILE % CB == 0, "a tile is whole column blocks");
-_Static_assert(NV % 2 == 0, "weights are widened two vectors at a time");
+_Static_assert(NV % 2 == 0 && NVN % 2 == 0, "weights are widened two vectors at a time");
+_Static_assert(GEMV_TILE / 2 % (NVN * VLEN) == 0, "a narrow tile is whole narrow blocks");
 
-// Segment [s0, s0 + len) of a tile for rows [0, mb): every column block; pf as in block.
-INL void FN(segment)(FN(block_fn) fn, int mb, const float *X, size_t ldx, const char *tile,
-                     size_t es, size_t s0, size_t len, float *Y, size_t ldy, size_t pf) {
-    for (size_t c = 0; c < GEMV_TILE; c += CB)
-        fn(mb, X + s0, ldx, tile + (s0 * GEMV_TILE + c) * es, len, Y + c, ldy, s0 == 0, pf);
+// Segment [s0, s0 + len) of a tile of ld columns (blocks of cb) for rows [0, mb); pf as in block.
+INL void FN(segment)(FN(block_fn) fn, size_t cb, int mb, const float *X, size_t ldx, const char *tile,
+                     size_t ld, size_t es, size_t s0, size_t len, float *Y, size_t ldy, size_t pf) {
+    for (size_t c = 0; c < ld; c += cb)
+        fn(mb, X + s0, ldx, tile + (s0 * ld + c) * es, ld, len, Y + c, ldy, s0 == 0, pf);
 }
 
 INL void FN(rows)(int f, const float *X, size_t ldx, size_t m, const void *P, size_t k, size_t n,
                   size_t t0, size_t t1, float *Y, size_t ldy, size_t pf) {
     FN(block_fn) fn = f == F_F32 ? FN(block_f32) : f == F_F16 ? FN(block_f16) : FN(block_bf16);
+    FN(block_fn) narrow = f == F_F32 ? FN(narrow_f32) : f == F_F16 ? FN(narrow_f16) : FN(narrow_bf16);
     size_t es = f == F_F32 ? 4 : 2;
     for (size_t t = t0; t < t1; t++) {
-        const char *tile = (const char *)P + t * k * GEMV_TILE * es;
-        size_t j = t * GEMV_TILE, w = n - j < GEMV_TILE ? n - j : GEMV_TILE;
+        const char *tile = (const char *)P + gemv_tile_start(k, n, t) * es;
+        size_t j = t * GEMV_TILE, w = n - j < GEMV_TILE ? n - j : GEMV_TILE, ld = gemv_tile_cols(n, t);
         if (k == 0) {                                   // the empty sum
             for (size_t i = 0; i < m; i++) memset(Y + i * ldy + j, 0, w * sizeof(float));
             continue;
@@ -114,19 +121,20 @@ INL void FN(rows)(int f, const float *X, size_t ldx, size_t m, const void *P, si
                 for (size_t b = 0, nb = (m + MB - 1) / MB; b < nb; b++) {
                     size_t r0 = m * b / nb;
                     int mb = (int)(m * (b + 1) / nb - r0);
-                    FN(segment)(fn, mb, X + r0 * ldx, ldx, tile, es, s0, len, Y + r0 * ldy + j, ldy,
+                    FN(segment)(fn, CB, mb, X + r0 * ldx, ldx, tile, GEMV_TILE, es, s0, len, Y + r0 * ldy + j, ldy,
                                 b == 0 ? pf : 0);
                 }
             }
             continue;
         }
-        float tmp[MB * GEMV_TILE];                      // the zero-padded last tile
+        float tmp[MB * GEMV_TILE];                      // the zero-padded last tile, narrow at <= 32 outputs
         for (size_t b = 0, nb = (m + MB - 1) / MB; b < nb; b++) {
             size_t r0 = m * b / nb;
             int mb = (int)(m * (b + 1) / nb - r0);
             for (size_t s0 = 0; s0 < k; s0 += GEMV_KSEG) {
                 size_t len = k - s0 < GEMV_KSEG ? k - s0 : GEMV_KSEG;
-                FN(segment)(fn, mb, X + r0 * ldx, ldx, tile, es, s0, len, tmp, GEMV_TILE, 0);
+                if (ld == GEMV_TILE) FN(segment)(fn, CB, mb, X + r0 * ldx, ldx, tile, ld, es, s0, len, tmp, GEMV_TILE, 0);
+                else FN(segment)(narrow, NVN * VLEN, mb, X + r0 * ldx, ldx, tile, ld, es, s0, len, tmp, GEMV_TILE, 0);
             }
             for (int r = 0; r < mb; r++)
                 memcpy(Y + (r0 + (size_t)r) * ldy + j, tmp + (size_t)r * GEMV_TILE, w * sizeof(float));
@@ -168,6 +176,7 @@ static TARGET float FN(probe)(size_t rounds) {
 #undef PROBE_CHAINS
 #undef CASE
 #undef BLOCK_FOR
+#undef NVN
 #undef INL
 #undef FN
 #undef CAT

@@ -55,11 +55,12 @@ void gemv_stripe_ref(uint32_t dt, const float *x, const void *B, size_t k, size_
 }
 
 // Packed layout: tile t is the K x TILE block at element t * k * TILE; row p of it holds the
-// weights of outputs t*TILE .. t*TILE+63 for input p (zero beyond n).
+// weights of outputs t*TILE .. t*TILE+63 for input p (zero beyond n). A last tile of at most 32
+// outputs is K x TILE/2 (gemv_tile_cols).
 size_t gemv_packed_bytes(uint32_t dt, size_t k, size_t n) {
     size_t es = wsize(dt), nt = gemv_n_tiles(n);
     if (!es || (k && nt > SIZE_MAX / GEMV_TILE / es / k)) return 0;
-    return nt * k * GEMV_TILE * es;
+    return gemv_tile_start(k, n, nt) * es;
 }
 
 void gemv_packed_ref(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
@@ -67,7 +68,7 @@ void gemv_packed_ref(uint32_t dt, const float *x, const void *P, size_t k, size_
     if (!tiles_ok(dt, n, t0, t1)) return;
     for (size_t j = t0 * GEMV_TILE; j < t1 * GEMV_TILE && j < n; j++) {
         size_t t = j / GEMV_TILE, c = j % GEMV_TILE;
-        y[j] = dot_canon(dt, x, at(dt, P, t * k * GEMV_TILE + c), k, GEMV_TILE);
+        y[j] = dot_canon(dt, x, at(dt, P, gemv_tile_start(k, n, t) + c), k, gemv_tile_cols(n, t));
     }
 }
 
@@ -79,15 +80,15 @@ void gemv_rows_ref(uint32_t dt, const float *x, const void *W, size_t k, size_t 
 // ---- packing: a blocked transpose, 8 x 8 blocks of 16-bit or 4 x 4 of 32-bit in SSE2 ----
 
 // One block of `rows` outputs by `cols` inputs, es-byte elements: dst[p][c] = src[c][p], src
-// stride k elements, dst stride TILE.
-static inline void pack_block_scalar(size_t es, const char *src, size_t k, char *dst, int rows, int cols) {
+// stride k elements, dst stride ld (the tile's columns).
+static inline void pack_block_scalar(size_t es, const char *src, size_t k, char *dst, size_t ld, int rows, int cols) {
     for (int p = 0; p < cols; p++)
         for (int c = 0; c < rows; c++)
-            memcpy(dst + ((size_t)p * GEMV_TILE + c) * es, src + ((size_t)c * k + p) * es, es);
+            memcpy(dst + ((size_t)p * ld + c) * es, src + ((size_t)c * k + p) * es, es);
 }
 
 #if defined(__SSE2__)
-static void transpose8_u16(const void *s, size_t k, void *d) {
+static void transpose8_u16(const void *s, size_t k, void *d, size_t ld) {
     const uint16_t *src = s;
     uint16_t *dst = d;
     __m128i r[8], a[8], b[8];
@@ -102,47 +103,47 @@ static void transpose8_u16(const void *s, size_t k, void *d) {
             b[4 * i + 2 * h + 1] = _mm_unpackhi_epi32(a[4 * i + h], a[4 * i + 2 + h]);
         }
     for (int i = 0; i < 4; i++) {
-        _mm_storeu_si128((__m128i *)(dst + (2 * i) * GEMV_TILE), _mm_unpacklo_epi64(b[i], b[4 + i]));
-        _mm_storeu_si128((__m128i *)(dst + (2 * i + 1) * GEMV_TILE), _mm_unpackhi_epi64(b[i], b[4 + i]));
+        _mm_storeu_si128((__m128i *)(dst + (2 * i) * ld), _mm_unpacklo_epi64(b[i], b[4 + i]));
+        _mm_storeu_si128((__m128i *)(dst + (2 * i + 1) * ld), _mm_unpackhi_epi64(b[i], b[4 + i]));
     }
 }
-static void transpose4_u32(const void *s, size_t k, void *d) {
+static void transpose4_u32(const void *s, size_t k, void *d, size_t ld) {
     const uint32_t *src = s;
     uint32_t *dst = d;
     __m128 r0 = _mm_loadu_ps((const float *)src), r1 = _mm_loadu_ps((const float *)(src + k));
     __m128 r2 = _mm_loadu_ps((const float *)(src + 2 * k)), r3 = _mm_loadu_ps((const float *)(src + 3 * k));
     _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
     _mm_storeu_ps((float *)dst, r0);
-    _mm_storeu_ps((float *)(dst + GEMV_TILE), r1);
-    _mm_storeu_ps((float *)(dst + 2 * GEMV_TILE), r2);
-    _mm_storeu_ps((float *)(dst + 3 * GEMV_TILE), r3);
+    _mm_storeu_ps((float *)(dst + ld), r1);
+    _mm_storeu_ps((float *)(dst + 2 * ld), r2);
+    _mm_storeu_ps((float *)(dst + 3 * ld), r3);
 }
 #endif
 #if !defined(__SSE2__)
-static void transpose8_u16(const void *s, size_t k, void *d) { pack_block_scalar(2, s, k, d, 8, 8); }
-static void transpose4_u32(const void *s, size_t k, void *d) { pack_block_scalar(4, s, k, d, 4, 4); }
+static void transpose8_u16(const void *s, size_t k, void *d, size_t ld) { pack_block_scalar(2, s, k, d, ld, 8, 8); }
+static void transpose4_u32(const void *s, size_t k, void *d, size_t ld) { pack_block_scalar(4, s, k, d, ld, 4, 4); }
 #endif
 
 // Packs tile t: R x R blocks (`block`) where whole, the scalar block on the ragged edges, zeros
 // past n. Inlined into one function per element size, so es, R and block are constants there.
 static inline __attribute__((always_inline)) void pack_tile_body(size_t es, int R,
-                                                                 void (*block)(const void *, size_t, void *),
+                                                                 void (*block)(const void *, size_t, void *, size_t),
                                                                  const char *W, size_t k, size_t n, char *P,
                                                                  size_t t) {
-    size_t j0 = t * GEMV_TILE, rows = n - j0 < GEMV_TILE ? n - j0 : GEMV_TILE;
-    char *dst = P + t * k * GEMV_TILE * es;
+    size_t j0 = t * GEMV_TILE, rows = n - j0 < GEMV_TILE ? n - j0 : GEMV_TILE, ld = gemv_tile_cols(n, t);
+    char *dst = P + gemv_tile_start(k, n, t) * es;
     for (size_t p = 0; p < k; p += R) {
         int cols = k - p < (size_t)R ? (int)(k - p) : R;
         for (size_t c = 0; c < rows; c += R) {
             int rr = rows - c < (size_t)R ? (int)(rows - c) : R;
             const char *s = W + ((j0 + c) * k + p) * es;
-            char *d = dst + (p * GEMV_TILE + c) * es;
-            if (rr == R && cols == R) block(s, k, d);
-            else pack_block_scalar(es, s, k, d, rr, cols);
+            char *d = dst + (p * ld + c) * es;
+            if (rr == R && cols == R) block(s, k, d, ld);
+            else pack_block_scalar(es, s, k, d, ld, rr, cols);
         }
-        if (rows < GEMV_TILE)
+        if (rows < ld)
             for (int q = 0; q < cols; q++)
-                memset(dst + ((p + q) * GEMV_TILE + rows) * es, 0, (GEMV_TILE - rows) * es);
+                memset(dst + ((p + q) * ld + rows) * es, 0, (ld - rows) * es);
     }
 }
 static void pack_tile_16bit(const void *W, size_t k, size_t n, void *P, size_t t) {
@@ -249,13 +250,13 @@ INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, s
                      size_t t1, float *y, int pf) {
     const size_t es = f == F_F32 ? 4 : 2;
     for (size_t t = t0; t < t1; t++) {
-        const char *tile = (const char *)P + t * k * GEMV_TILE * es;
+        const char *tile = (const char *)P + gemv_tile_start(k, n, t) * es;
         size_t j = t * GEMV_TILE;
         if (n - j >= GEMV_TILE) {
             cols(f, 8, pf, x, tile, k, GEMV_TILE, y + j);
-        } else {                                  // the zero-padded last tile: its padded half is not read
+        } else {                                  // the zero-padded last tile, narrow at <= 32 outputs
             float tmp[GEMV_TILE];
-            if (n - j <= GEMV_TILE / 2) cols(f, 4, pf, x, tile, k, GEMV_TILE, tmp);
+            if (n - j <= GEMV_TILE / 2) cols(f, 4, pf, x, tile, k, GEMV_TILE / 2, tmp);
             else cols(f, 8, pf, x, tile, k, GEMV_TILE, tmp);
             memcpy(y + j, tmp, (n - j) * sizeof(float));
         }

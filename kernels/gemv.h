@@ -4,9 +4,10 @@
 //
 // Stripe kernel: B is K x N row-major (ldb elements per row); computes columns [j0, j0 + w).
 // Packed-tile kernel: W in GGUF layout (n rows of k, ne0 = k) is packed once into ceil(n/64)
-// tiles, each one contiguous K x GEMV_TILE block (the last zero-padded; when it holds at most 32
-// outputs, only its first 32 columns are read), so a tile is a single sequential stream. dt is a
-// weight type of platform/wtype.h: WTYPE_F32, WTYPE_F16 or WTYPE_BF16.
+// tiles, each one contiguous K x GEMV_TILE block, so a tile is a single sequential stream. The
+// last tile is zero-padded; when it holds at most 32 outputs it is packed narrow, K x 32 (rows
+// GEMV_TILE / 2 apart), so streaming it reads no padding (gemv_tile_cols). dt is a weight type of
+// platform/wtype.h: WTYPE_F32, WTYPE_F16 or WTYPE_BF16.
 //
 // kernels/ sits above platform/ (CPU features, weight types) and beside model/ and l4/: it
 // includes only kernels/ and platform/ headers. runtime/ calls it.
@@ -42,6 +43,19 @@ void gemv_stripe(uint32_t dt, const float *x, const void *B, size_t k, size_t ld
 
 // Packed-tile layout.
 static inline size_t gemv_n_tiles(size_t n) { return (n + GEMV_TILE - 1) / GEMV_TILE; }
+// Columns of a row of tile t (t < gemv_n_tiles(n)): GEMV_TILE, or GEMV_TILE / 2 for a narrow last tile.
+static inline size_t gemv_tile_cols(size_t n, size_t t) {
+    return n - t * GEMV_TILE <= GEMV_TILE / 2 ? GEMV_TILE / 2 : GEMV_TILE;
+}
+// Elements before tile t (0 <= t <= gemv_n_tiles(n): every tile before the last is whole), and
+// before row p of tile t. Multiply by the weight size for bytes.
+static inline size_t gemv_tile_start(size_t k, size_t n, size_t t) {
+    size_t nt = gemv_n_tiles(n);
+    return t < nt ? t * k * GEMV_TILE : nt ? (nt - 1) * k * GEMV_TILE + k * gemv_tile_cols(n, nt - 1) : 0;
+}
+static inline size_t gemv_row_start(size_t k, size_t n, size_t t, size_t p) {
+    return gemv_tile_start(k, n, t) + p * gemv_tile_cols(n, t);
+}
 size_t gemv_packed_bytes(uint32_t dt, size_t k, size_t n);
 // Packs tiles [t0, t1) of W (n rows of k) into P (gemv_packed_bytes long, 64-byte aligned).
 void gemv_pack(uint32_t dt, const void *W, size_t k, size_t n, void *P, size_t t0, size_t t1);

@@ -52,8 +52,8 @@ INL void fold(float *y, __m512 a, size_t s0, __mmask16 m) {
     _mm512_mask_storeu_ps(y, m, s0 == 0 ? a : _mm512_add_ps(_mm512_maskz_loadu_ps(m, y), a));
 }
 
-// nt tiles of 64 columns at once (nh = 2), or one tile's first 32 columns (nt = 1, nh = 1: a last
-// tile whose other half is padding, not read); tile u's row p starts at element u * ts + p * ld.
+// nt tiles of 64 columns at once (nh = 2), or one narrow tile's 32 columns (nt = 1, nh = 1, ld 32:
+// a last tile of at most 32 outputs); tile u's row p starts at element u * ts + p * ld.
 // With pf > 0 the rows are contiguous (packed) and each tile's stream is prefetched pf bytes ahead.
 INL void tiles(int f, int nt, int nh, int pf, const float *x, const void *w, size_t k, size_t ld,
                size_t ts, float *y) {
@@ -144,11 +144,11 @@ INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, s
         }
         t += g;
     }
-    if (t < t1) {                     // the zero-padded last tile: its padded half is not read
+    if (t < t1) {                     // the zero-padded last tile, narrow at <= 32 outputs
         float tmp[GEMV_TILE];
         size_t r = n - t * GEMV_TILE;
         const char *w = base + t * ts * es;
-        if (r <= GEMV_TILE / 2) tiles(f, 1, 1, pf, x, w, k, GEMV_TILE, ts, tmp);
+        if (r <= GEMV_TILE / 2) tiles(f, 1, 1, pf, x, w, k, GEMV_TILE / 2, ts, tmp);
         else tiles(f, 1, 2, pf, x, w, k, GEMV_TILE, ts, tmp);
         memcpy(y + t * GEMV_TILE, tmp, r * sizeof(float));
     }

@@ -421,8 +421,8 @@ static void trace(decoder *d, const thread_ctx *c, int layer, int m, int write, 
 static void segment_gemv(const packed_matrix *w, const float *x, size_t tile, uint32_t g, float *slot) {
     size_t es = wtype_get(w->type)->size, p0 = (size_t)g * GEMV_KSEG;
     size_t len = w->n_in - p0 < GEMV_KSEG ? w->n_in - p0 : GEMV_KSEG, left = w->n_out - tile * GEMV_TILE;
-    const char *rows = (const char *)w->tiles + (tile * w->n_in + p0) * GEMV_TILE * es;
-    // the tile's real outputs only (the slot's others are never read), so a last tile skips what the GEMV can
+    const char *rows = (const char *)w->tiles + gemv_row_start(w->n_in, w->n_out, tile, p0) * es;
+    // the tile's real outputs only (the slot's others are never read): a narrow tile's rows are narrow here too
     gemv_packed(w->type, x + p0, rows, len, left < GEMV_TILE ? left : GEMV_TILE, 0, 1, slot);
 }
 
@@ -446,17 +446,19 @@ static void matmul_share(decoder *d, thread_ctx *c, int layer, int m, const floa
         return;
     }
     const packed_matrix *w = decoder_matrix(d, layer, m);
-    size_t es = wtype_get(w->type)->size, tile = w->n_in * GEMV_TILE * es;
+    size_t es = wtype_get(w->type)->size, k = w->n_in, n = w->n_out;
     const char *tiles = w->tiles;
     if (r->s0 == 0 && r->s1 == sched_n_seg(&d->sched, m)) {
-        trace(d, c, layer, m, 0, tiles, tiles + r->t0 * tile, (r->t1 - r->t0) * tile);
+        size_t lo = gemv_tile_start(k, n, r->t0) * es;
+        trace(d, c, layer, m, 0, tiles, tiles + lo, gemv_tile_start(k, n, r->t1) * es - lo);
         gemv_packed(w->type, x, w->tiles, w->n_in, w->n_out, r->t0, r->t1, out);
         return;
     }
     for (uint32_t g = r->s0; g < r->s1; g++) {
         size_t p0 = (size_t)g * GEMV_KSEG, len = w->n_in - p0 < GEMV_KSEG ? w->n_in - p0 : GEMV_KSEG;
         float *slot = partial_slot(d, m, r->t0, g);
-        trace(d, c, layer, m, 0, tiles, tiles + r->t0 * tile + p0 * GEMV_TILE * es, len * GEMV_TILE * es);
+        trace(d, c, layer, m, 0, tiles, tiles + gemv_row_start(k, n, r->t0, p0) * es,
+              len * gemv_tile_cols(n, r->t0) * es);
         trace(d, c, layer, m, 1, d->partials[m], slot, SCHED_SLOT_BYTES);
         segment_gemv(w, x, r->t0, g, slot);
     }

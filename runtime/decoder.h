@@ -202,8 +202,8 @@ void decoder_set_tail_split(decoder *d, int mode);
 void decoder_print_stealing(const decoder *d, FILE *f);
 // The packed matrix m (SCHED_WQ ..) of a layer; layer n_layer with SCHED_OUT: the classifier.
 const packed_matrix *decoder_matrix(const decoder *d, int layer, int m);
-// Bytes a step at position pos streams: every packed matrix (padding included, but the half of
-// an f32 last tile the GEMV skips: sched_tile_read_bytes) and the KV cache rows attention reads.
+// Bytes a step at position pos streams: every packed matrix (a wide last tile's padding
+// included: sched_tile_read_bytes) and the KV cache rows attention reads.
 double decoder_bytes_per_token(const decoder *d, int pos);
 // The packed matrices alone, counted the same way: what one step streams of weights.
 double decoder_weight_bytes(const decoder *d);

@@ -72,18 +72,18 @@ static uint64_t partial_key(int layer, int m, size_t tile, uint32_t line, uint32
     return PARTIAL_KEY | sched_key_u64(k);
 }
 
-// Byte range [lo, hi) of segment g's rows in tile `tile` of a packed matrix whose tiles take tb
-// bytes and segments sb.
-static void seg_range(size_t tb, size_t sb, size_t tile, uint32_t g, size_t *lo, size_t *hi) {
-    *lo = tile * tb + g * sb;
-    *hi = tile * tb + ((g + 1) * sb < tb ? (g + 1) * sb : tb);
+// Byte range [lo, hi) of segment g's rows in tile `tile` of a packed matrix of k inputs, n outputs
+// and es-byte weights (kernels/gemv.h's layout).
+static void seg_range(size_t k, size_t n, size_t es, size_t tile, uint32_t g, size_t *lo, size_t *hi) {
+    size_t p0 = (size_t)g * GEMV_KSEG, p1 = p0 + GEMV_KSEG < k ? p0 + GEMV_KSEG : k;
+    *lo = gemv_row_start(k, n, tile, p0) * es;
+    *hi = gemv_row_start(k, n, tile, p1) * es;
 }
 
 // The same in packed matrix w, at its own weight type (a layer's may differ from the schedule's,
 // which is layer 0's).
 static void seg_rows(const packed_matrix *w, size_t tile, uint32_t g, size_t *lo, size_t *hi) {
-    size_t es = wtype_get(w->type)->size;
-    seg_range(w->n_in * GEMV_TILE * es, (size_t)GEMV_KSEG * GEMV_TILE * es, tile, g, lo, hi);
+    seg_range(w->n_in, w->n_out, wtype_get(w->type)->size, tile, g, lo, hi);
 }
 
 static size_t packed_bytes(const packed_matrix *w) { return gemv_packed_bytes(w->type, w->n_in, w->n_out); }
@@ -357,7 +357,7 @@ void l4run_matmul(decoder *d, thread_ctx *c, int layer, int m, const float *x, f
     l4run *r = d->l4;
     const sched_range *rg = &d->sched.share[c->tid].r[m];
     const packed_matrix *w = decoder_matrix(d, layer, m);
-    size_t es = wtype_get(w->type)->size, tile = w->n_in * GEMV_TILE * es;
+    size_t es = wtype_get(w->type)->size;
     uint32_t lpt = lines_per_tile(&d->sched, m), ns = sched_n_seg(&d->sched, m);
     int split = d->sched.split[m];
     l4_handle h[MAX_TILE_LINES];
@@ -367,9 +367,12 @@ void l4run_matmul(decoder *d, thread_ctx *c, int layer, int m, const float *x, f
         int remote = tile_is_remote(d, c->tid, m, t);
         for (uint32_t g = rg->s0; g < rg->s1; g++) {
             size_t p0 = (size_t)g * GEMV_KSEG, len = w->n_in - p0 < GEMV_KSEG ? w->n_in - p0 : GEMV_KSEG;
-            const char *rows = remote ? remote_rows(r, d, c->tid, layer, m, t, g) : (const char *)w->tiles + t * tile + p0 * GEMV_TILE * es;
+            size_t left = w->n_out - t * GEMV_TILE;
+            const char *rows = remote ? remote_rows(r, d, c->tid, layer, m, t, g)
+                                      : (const char *)w->tiles + gemv_row_start(w->n_in, w->n_out, t, p0) * es;
             float *slot = (float *)h[g / SLOTS_PER_LINE - l0].ptr + (size_t)(g % SLOTS_PER_LINE) * GEMV_TILE;
-            gemv_packed(w->type, x + p0, rows, len, GEMV_TILE, 0, 1, slot);
+            // the tile's real outputs (the fold reads no others): a narrow tile's rows are narrow here too
+            gemv_packed(w->type, x + p0, rows, len, left < GEMV_TILE ? left : GEMV_TILE, 0, 1, slot);
         }
         for (uint32_t l = l0; l < l1; l++) {
             if (split) {   // held until the owner has folded every writer's slots
@@ -452,7 +455,7 @@ l4run_cross l4run_cross_bytes(const sched *s, const double *rel) {
             for (size_t tile = r->t0; tile < r->t1; tile++)
                 for (uint32_t g = r->s0; g < r->s1 && remote_tile(s, t, m, tile); g++) {
                     size_t lo, hi;
-                    seg_range(sched_tile_bytes(s, m), sched_seg_bytes(s, m), tile, g, &lo, &hi);
+                    seg_range(s->shape.mat[m].k, s->shape.mat[m].n, s->shape.mat[m].es, tile, g, &lo, &hi);
                     // a segment's bytes scale with the element size, layer by layer
                     c.weights += (double)(hi - lo) * (m == SCHED_OUT ? 1 : rel ? rel[m] : s->shape.n_layer);
                 }

@@ -20,7 +20,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#define PACKCACHE_VERSION 2
+#define PACKCACHE_VERSION 3
 #define REGION_ALIGN 4096                 // each matrix starts on a page; the header takes the first
 #define SPARE_BYTES (1ull << 30)          // disk left free after a write: at least this
 #define SPARE_SHARE 0.10                  // and at least this share of the file system

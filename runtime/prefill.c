@@ -13,7 +13,7 @@
 
 #define ALLOC(ptr, count) ((ptr) = calloc((size_t)(count), sizeof *(ptr)))
 
-// The GEMM reads every tile whole, padding too (not decoder_weight_bytes: a GEMV step's bytes).
+// The GEMM reads every packed tile, a wide last tile's padding too: the packed bytes, once per chunk of rows.
 double prefill_weight_bytes(const decoder *d, int n, int batch) {
     const packed_matrix *c = decoder_matrix(d, d->hp.n_layer, SCHED_OUT);
     double layers = 0, bytes = (double)gemv_packed_bytes(c->type, c->n_in, c->n_out);

@@ -5,25 +5,26 @@
 // where threads outnumber groups, a group's query heads are cut over a team of threads.
 // Waits are derived from who owns the rows a step reads.
 #include "runtime/schedule.h"
+#include "kernels/gemv.h"
 #include <stdlib.h>
 #include <string.h>
 
 static const char *mat_names[SCHED_N_MAT] = {"wq", "wk", "wv", "wo", "gate", "up", "down", "out"};
 
 size_t sched_tile_bytes(const sched *s, int m) { return s->shape.mat[m].k * 64 * s->shape.mat[m].es; }
-size_t sched_seg_bytes(const sched *s, int m) { return 256 * 64 * s->shape.mat[m].es; }
 size_t sched_partial_bytes(const sched *s, int m) {
     size_t per_line = SCHED_LINE / SCHED_SLOT_BYTES;
     return (sched_n_seg(s, m) + per_line - 1) / per_line * SCHED_LINE;
 }
 
 double sched_tile_read_bytes(const sched_mat *m, size_t t) {
-    double b = (double)m->k * 64 * (double)m->es;
-    return m->n - t * 64 <= 32 && m->es == 4 ? b / 2 : b;
+    return (double)m->k * (double)gemv_tile_cols(m->n, t) * (double)m->es;
 }
-double sched_mat_read_bytes(const sched_mat *m) {
-    size_t nt = (m->n + 63) / 64;
-    return nt ? (double)(nt - 1) * (double)m->k * 64 * (double)m->es + sched_tile_read_bytes(m, nt - 1) : 0;
+double sched_mat_read_bytes(const sched_mat *m) { return (double)gemv_tile_start(m->k, m->n, gemv_n_tiles(m->n)) * (double)m->es; }
+// Bytes before row p of tile t of matrix m (the packed layout of kernels/gemv.h).
+static size_t row_at(const sched *s, int m, size_t t, size_t p) {
+    const sched_mat *w = &s->shape.mat[m];
+    return gemv_row_start(w->k, w->n, t, p) * w->es;
 }
 // Shares are balanced on the bytes a step moves.
 static double tile_cost(const sched *s, int m, size_t t) { return sched_tile_read_bytes(&s->shape.mat[m], t); }
@@ -46,8 +47,9 @@ void sched_bytes(const sched *s, int t, int m, int write, size_t *lo, size_t *hi
     const sched_range *r = &s->share[t].r[m];
     *lo = *hi = 0;
     if (r->t0 == r->t1) return;
+    const sched_mat *w = &s->shape.mat[m];
     if (whole(s, m, r)) {
-        if (!write) *lo = r->t0 * sched_tile_bytes(s, m), *hi = r->t1 * sched_tile_bytes(s, m);
+        if (!write) *lo = row_at(s, m, r->t0, 0), *hi = gemv_tile_start(w->k, w->n, r->t1) * w->es;
         return;
     }
     if (write) {                            // slots s0 .. s1 of the tile's partial block
@@ -55,9 +57,9 @@ void sched_bytes(const sched *s, int t, int m, int write, size_t *lo, size_t *hi
         *hi = r->t0 * sched_partial_bytes(s, m) + r->s1 * (size_t)SCHED_SLOT_BYTES;
         return;
     }
-    size_t tb = sched_tile_bytes(s, m), end = r->s1 * sched_seg_bytes(s, m);
-    *lo = r->t0 * tb + r->s0 * sched_seg_bytes(s, m);
-    *hi = r->t0 * tb + (end < tb ? end : tb);
+    size_t end = (size_t)r->s1 * 256;
+    *lo = row_at(s, m, r->t0, (size_t)r->s0 * 256);
+    *hi = row_at(s, m, r->t0, end < w->k ? end : w->k);
 }
 
 // ---- assignment ----

@@ -98,17 +98,14 @@ const char *sched_wait_name(int w);
 
 static inline size_t sched_n_tiles(const sched *s, int m) { return (s->shape.mat[m].n + 63) / 64; }
 static inline uint32_t sched_n_seg(const sched *s, int m) { return (uint32_t)((s->shape.mat[m].k + 255) / 256); }
-// Bytes of one packed tile, of one segment's rows of a tile, and of one tile's partial block
-// (its segment slots rounded up to whole lines: 32 slots per 8 KiB line).
+// Bytes of one whole packed tile (a narrow last tile has half: sched_tile_read_bytes), and of one
+// tile's partial block (its segment slots rounded up to whole lines: 32 slots per 8 KiB line).
 size_t sched_tile_bytes(const sched *s, int m);
-size_t sched_seg_bytes(const sched *s, int m);
 size_t sched_partial_bytes(const sched *s, int m);
-// Bytes a GEMV step moves for tile t of a matrix of shape m: the whole tile, but half of a last
-// tile of at most 32 outputs in f32, whose first 32 columns are all the kernel reads; in f16/bf16
-// the other half is the other line of an aligned 128-byte pair, which the L2's spatial prefetcher
-// fetches anyway (a 65536x32 f16 tile streams no faster read in half), so it counts whole.
+// Bytes a GEMV step moves for tile t of a matrix of shape m: the tile's bytes, half a whole tile's
+// for a last tile of at most 32 outputs (packed narrow, kernels/gemv.h).
 double sched_tile_read_bytes(const sched_mat *m, size_t t);
-// The sum over matrix m's tiles.
+// The sum over matrix m's tiles: its packed bytes.
 double sched_mat_read_bytes(const sched_mat *m);
 // 1 when another thread waits for thread t's SCHED_KV step (it runs heads of a group t owns); a
 // thread may skip publishing a step nobody waits for: its next publish covers it.

@@ -101,13 +101,14 @@ static int cli_cases(const char *model) {
     return cases;
 }
 
-// The bytes a step (gemv 1) or a one-batch prompt (gemv 0: whole tiles) streams of tensor t at
-// its own type, written out here rather than through the runtime's helpers: a GEMV reads only the
-// first half of an f32 last tile of at most 32 outputs. odd: the first layer whose sizes differ.
-static double tensor_bytes(const gguf_tensor *t, int gemv) {
+// The bytes a step or a one-batch prompt streams of tensor t at its own type, written out here
+// rather than through the runtime's helpers: whole 64-output tiles, but a last tile of at most 32
+// outputs is packed 32 wide; the GEMV and the GEMM both read every packed byte. odd: the first
+// layer whose sizes differ.
+static double tensor_bytes(const gguf_tensor *t) {
     double es = (double)wtype_get(t->type)->size, nt = (double)((t->ne[1] + 63) / 64), k = (double)t->ne[0];
-    int half = gemv && es == 4 && t->ne[1] % 64 && t->ne[1] % 64 <= 32;
-    return nt * 64 * k * es - (half ? 32 * k * es : 0);
+    int narrow = t->ne[1] % 64 && t->ne[1] % 64 <= 32;
+    return nt * 64 * k * es - (narrow ? 32 * k * es : 0);
 }
 static void check_weight_bytes(const char *path, int odd) {
     llama_model m;
@@ -116,19 +117,19 @@ static void check_weight_bytes(const char *path, int odd) {
     CHECKF(llama_model_load(&m, path, err) == 0, "%s", err);
     CHECKF(weights_layer_sizes(&m, rel) == odd, "%s: layer %d differs from layer 0, not %d", path,
            weights_layer_sizes(&m, rel), odd);
-    double want = tensor_bytes(m.output, 1), whole = tensor_bytes(m.output, 0);
+    double want = tensor_bytes(m.output);
     for (int l = 0; l < m.hp.n_layer; l++) {
         const llama_layer *L = &m.layers[l];
         const gguf_tensor *t[] = {L->wq, L->wk, L->wv, L->wo, L->ffn_gate, L->ffn_up, L->ffn_down};
-        for (int i = 0; i < 7; i++) want += tensor_bytes(t[i], 1), whole += tensor_bytes(t[i], 0);
+        for (int i = 0; i < 7; i++) want += tensor_bytes(t[i]);
     }
     decoder d;
     decoder_opts o = decoder_default_opts(1);
     CHECKF(decoder_init_opts(&d, &m, 32, &o, err) == 0, "%s", err);
     CHECKF(decoder_weight_bytes(&d) == want, "%s: a step streams %.0f bytes, decoder says %.0f", path, want,
            decoder_weight_bytes(&d));
-    CHECKF(prefill_weight_bytes(&d, 1, 2) == whole, "%s: a one-batch prompt streams %.0f bytes, prefill says %.0f", path,
-           whole, prefill_weight_bytes(&d, 1, 2));
+    CHECKF(prefill_weight_bytes(&d, 1, 2) == want, "%s: a one-batch prompt streams %.0f bytes, prefill says %.0f", path,
+           want, prefill_weight_bytes(&d, 1, 2));
     decoder_free(&d);
     llama_model_free(&m);
 }
@@ -150,7 +151,7 @@ static int spans_at(const decoder *d, int t, int l, int at, int buffer) {
     for (int i = 0; i < n; i++) {
         const packed_matrix *w = decoder_matrix(d, l, first[at] + i);
         const sched_range *r = &d->sched.share[t].r[first[at] + i];
-        size_t es = wtype_get(w->type)->size, front = (r->t0 * w->n_in + (size_t)r->s0 * GEMV_KSEG) * GEMV_TILE * es;
+        size_t es = wtype_get(w->type)->size, front = gemv_row_start(w->n_in, w->n_out, r->t0, (size_t)r->s0 * GEMV_KSEG) * es;
         const char *base = w->tiles;
         CHECKF(r->t0 == r->t1 ? sp[i].n == 0 : sp[i].p == base + front && sp[i].n > 0,
                "tid %d layer %d wait %d span %d: not the share's front", t, l, at, i);

@@ -36,9 +36,12 @@ static size_t layout_facts(void) {
     for (size_t d = 0; d < 3; d++)
         for (size_t k = 1; k <= 300; k += 37)
             for (size_t nn = 1; nn <= 300; nn += 29, n++) {
-                size_t es = dt_size(DTs[d]), nt = gemv_n_tiles(nn);
+                size_t es = dt_size(DTs[d]), nt = gemv_n_tiles(nn), last = nn - (nt - 1) * GEMV_TILE;
+                size_t last_cols = last <= GEMV_TILE / 2 ? GEMV_TILE / 2 : GEMV_TILE;   // narrow at <= 32
                 CHECK(nt * GEMV_TILE >= nn && (nt - 1) * GEMV_TILE < nn);
-                CHECK(gemv_packed_bytes(DTs[d], k, nn) == nt * k * GEMV_TILE * es);
+                CHECK(gemv_tile_cols(nn, nt - 1) == last_cols && (nt == 1 || gemv_tile_cols(nn, 0) == GEMV_TILE));
+                CHECK(gemv_packed_bytes(DTs[d], k, nn) == ((nt - 1) * GEMV_TILE + last_cols) * k * es);
+                CHECK(gemv_tile_start(k, nn, nt) * es == gemv_packed_bytes(DTs[d], k, nn));
                 CHECK((k * GEMV_TILE * es) % 64 == 0);          // each tile starts aligned
             }
     CHECK(gemv_n_tiles(0) == 0 && gemv_packed_bytes(GGML_TYPE_F16, 5, 0) == 0);
@@ -82,10 +85,10 @@ int main(void) {
                 memset(P2, 0x5a, bytes);
                 gemv_pack(dt, W, k, n, P, 0, nt);
                 for (size_t t = nt; t-- > 0;) gemv_pack(dt, W, k, n, P2, t, t + 1);   // any order
-                for (size_t t = 0; t < nt; t++)
-                    for (size_t p = 0; p < k; p++)
-                        for (size_t c = 0; c < GEMV_TILE; c++, pack_elems++) {
-                            size_t j = t * GEMV_TILE + c, e = (t * k + p) * GEMV_TILE + c;
+                for (size_t t = 0; t < nt; t++)                 // a narrow last tile: rows of TILE / 2
+                    for (size_t p = 0, ld = t + 1 < nt || n - t * GEMV_TILE > GEMV_TILE / 2 ? GEMV_TILE : GEMV_TILE / 2; p < k; p++)
+                        for (size_t c = 0; c < ld; c++, pack_elems++) {
+                            size_t j = t * GEMV_TILE + c, e = t * k * GEMV_TILE + p * ld + c;
                             uint32_t want = j < n ? (es == 4 ? ((uint32_t *)W)[j * k + p] : ((uint16_t *)W)[j * k + p]) : 0;
                             uint32_t got = es == 4 ? ((uint32_t *)P)[e] : ((uint16_t *)P)[e];
                             CHECKF(got == want, "%s k=%zu n=%zu t=%zu p=%zu c=%zu", dt_name(dt), k, n, t, p, c);
