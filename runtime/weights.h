@@ -16,7 +16,8 @@ typedef struct {
     uint32_t type;                // weight type (platform/wtype.h)
     size_t n_in;                  // inputs, GGUF ne0 (the GEMV's k)
     size_t n_out;                 // outputs, GGUF ne1 (the GEMV's n)
-    void *tiles;                  // ceil(n_out / 64) packed tiles, each n_in x 64 (gemv_packed_bytes)
+    void *tiles;                  // ceil(n_out / 64) packed tiles, each n_in x 64 (a last tile of at
+                                  // most 32 outputs n_in x 32: kernels/gemv.h, gemv_packed_bytes)
 } packed_matrix;
 
 typedef struct {

@@ -1,7 +1,7 @@
 // The L4 in decode. Through the CLI: --dump-logits byte-identical across every --l4 mode, -t 1..4,
 // --split-k off|4, on the real topology and DECODE_FAKE_NUMA=2, on stories260K and a gguf-synth
-// model whose K/V projections are one tile (so split-K cuts it, and on two pretend nodes some
-// segments are read by a thread of the other node); --l4-stats parsed in every run: the mode
+// model whose K/V projections are one narrow tile (so split-K cuts it, and on two pretend nodes
+// some segments are read by a thread of the other node); --l4-stats parsed in every run: the mode
 // used, zeros in off and stream, writebacks > 0 in buffer mode, prefetches > 0 and cross-node
 // weight bytes > 0 where a split tile is read across pretend nodes. In-process: every key a
 // thread maps in buffer mode is the key its predictor stream said would come next. Models whose
@@ -264,8 +264,10 @@ static int key_cases(const char *path) {
 int main(void) {
     dir = scratch_dir();
     char *stories = path_join(SHARED_DIR, "testdata/models/stories260K.gguf");
-    char *c = synth_model(dir, "c.gguf", "--n-embd 1024 --n-layer 2 --n-head 16 --n-kv-head 1 --n-ff 2816 "
-                                         "--n-vocab 3000 --ctx 128 --dtype f16 --seed 7");
+    // K/V projections of 32 outputs: one narrow tile (kernels/gemv.h), split into segments; a
+    // narrow last tile in the lm_head too (2976 = 46 x 64 + 32)
+    char *c = synth_model(dir, "c.gguf", "--n-embd 1024 --n-layer 2 --n-head 32 --n-kv-head 1 --n-ff 2816 "
+                                         "--n-vocab 2976 --ctx 128 --dtype f16 --seed 7");
     // Under sanitizers (SLOW) the CLI sweep runs model c only (it is the one that splits and
     // crosses nodes); the in-process key checks cover both models.
     int cli = cli_cases(c), cli_models = 1;

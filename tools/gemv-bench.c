@@ -3,7 +3,7 @@
 // bytes on the same threads measured in the same run (a shape whose N is not a multiple of the
 // tile reads its padding in both: the roofline's GB/s count it, the GEMV's only the K N weights,
 // so the padding costs pct_roofline). Threads split the GEMV by tile ranges (each thread one
-// contiguous stream); the roofline pass reads the packed buffer itself with the same split.
+// contiguous stream); the roofline pass reads the packed buffer itself, split in half tiles.
 // Each trial times enough back-to-back calls to last ~20 ms; the cell, its null control (the
 // identical measurement repeated, interleaved: its distance from the cell row is this run's noise)
 // and the roofline rotate within a trial; the kernel's ceiling runs its trials after them (so
@@ -225,7 +225,7 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
             int which = (q + r) % 3;
             if (which == 0) tc[r] = time_calls(pl, &j, reps);
             else if (which == 1) tn[r] = time_calls(pl, &j, reps);
-            else tr[r] = membw_pass_seconds(pl, j.P, bytes, k * GEMV_TILE * es, reps) / reps;
+            else tr[r] = membw_pass_seconds(pl, j.P, bytes, k * (GEMV_TILE / 2) * es, reps) / reps;   // a narrow tile's bytes divide them all
         }
     // The ceiling (its sizing too) after the rest, not among them: on a Sapphire Rapids-class Xeon
     // whatever ran right after it was slowed, l3_3584 f16 t=1 by 13% (the cell 84% of the roofline,
