@@ -44,15 +44,20 @@ void rmsnorm(float *o, const float *x, const float *w, int n, float eps) {
 // ggml's rope cache: theta_i = pos * s^i with s = powf(base, -2/n_rot) multiplied up in f32, then
 // divided by the frequency factor and scaled (ggml_rope_cache_init and rope_yarn without YaRN),
 // so the angles are llama.cpp's to the bit. n_rot must be even and <= head_dim, else no change.
-void rope_scaled(float *v, int n_heads, int head_dim, int n_rot, int pos, float base, int neox,
-                 float freq_scale, const float *freq_factors) {
-    if (n_rot <= 0 || n_rot % 2 || n_rot > head_dim) return;
-    const float scale = powf(base, -2.0f / (float)n_rot);
-    const int half = n_rot / 2;
-    float theta = (float)pos;
-    for (int i = 0; i < half; i++, theta *= scale) {
+// cos, sin of pairs [i0, i1) into cs[2 (i - i0)], from theta_i0; returns theta_i1 (the running
+// product goes on from there, so any cut of the pairs gives the same angles).
+static float angles(float *cs, int i0, int i1, float theta, float scale, float freq_scale, const float *freq_factors) {
+    for (int i = i0; i < i1; i++, theta *= scale) {
         float t = freq_scale * (freq_factors ? theta / freq_factors[i] : theta);
-        float c = cosf(t), s = sinf(t);
+        cs[2 * (i - i0)] = cosf(t), cs[2 * (i - i0) + 1] = sinf(t);
+    }
+    return theta;
+}
+
+// Pairs [i0, i1) of every head rotated by cs (cos, sin of pair i at cs[2 (i - i0)]).
+static void rotate(float *v, int n_heads, int head_dim, int half, int neox, int i0, int i1, const float *cs) {
+    for (int i = i0; i < i1; i++) {
+        float c = cs[2 * (i - i0)], s = cs[2 * (i - i0) + 1];
         int a = neox ? i : 2 * i, b = neox ? i + half : 2 * i + 1;
         for (int h = 0; h < n_heads; h++) {
             float *x = v + (size_t)h * head_dim;
@@ -60,6 +65,29 @@ void rope_scaled(float *v, int n_heads, int head_dim, int n_rot, int pos, float 
             x[a] = x0 * c - x1 * s;
             x[b] = x0 * s + x1 * c;
         }
+    }
+}
+
+void rope_angles(float *cs, int n_rot, int pos, float base, float freq_scale, const float *freq_factors) {
+    if (n_rot <= 0 || n_rot % 2) return;
+    angles(cs, 0, n_rot / 2, (float)pos, powf(base, -2.0f / (float)n_rot), freq_scale, freq_factors);
+}
+
+void rope_apply(float *v, int n_heads, int head_dim, int n_rot, int neox, const float *cs) {
+    if (n_rot <= 0 || n_rot % 2 || n_rot > head_dim) return;
+    rotate(v, n_heads, head_dim, n_rot / 2, neox, 0, n_rot / 2, cs);
+}
+
+void rope_scaled(float *v, int n_heads, int head_dim, int n_rot, int pos, float base, int neox,
+                 float freq_scale, const float *freq_factors) {
+    if (n_rot <= 0 || n_rot % 2 || n_rot > head_dim) return;
+    const float scale = powf(base, -2.0f / (float)n_rot);
+    const int half = n_rot / 2;
+    float theta = (float)pos, cs[64];
+    for (int i0 = 0; i0 < half; i0 += 32) {   // 32 pairs of angles at a time
+        int i1 = half - i0 < 32 ? half : i0 + 32;
+        theta = angles(cs, i0, i1, theta, scale, freq_scale, freq_factors);
+        rotate(v, n_heads, head_dim, half, neox, i0, i1, cs);
     }
 }
 

@@ -15,6 +15,12 @@ void rope(float *v, int n_heads, int head_dim, int n_rot, int pos, float base, i
 // RoPE scaling (freq_scale = 1/factor) and Llama 3's rope_freqs. rope is (1, NULL).
 void rope_scaled(float *v, int n_heads, int head_dim, int n_rot, int pos, float base, int neox,
                  float freq_scale, const float *freq_factors);
+// rope_scaled in two steps, for rotating many vectors at one position (every layer's q and k):
+// rope_angles writes the cos and sin of each pair (cs: n_rot floats, cos_i at 2i, sin_i at 2i + 1),
+// rope_apply rotates with them. The same bits as rope_scaled; nothing is written unless n_rot is
+// even and positive (rope_apply: and <= head_dim).
+void rope_angles(float *cs, int n_rot, int pos, float base, float freq_scale, const float *freq_factors);
+void rope_apply(float *v, int n_heads, int head_dim, int n_rot, int neox, const float *cs);
 // In place, numerically stable (max subtracted); softmax_ref states the order, softmax is its
 // SIMD path (same bits).
 void softmax(float *x, int n);

@@ -149,7 +149,10 @@ static void ctx_job_run(void *arg, int tid, int n_threads) {
     c->tid = tid, c->node = j->d->sched.node[tid], c->cpu = j->cpu[tid];
     const llama_hparams *h = &j->d->hp;
     int grp = h->n_head / h->n_head_kv, batch = h->n_head < 8 ? h->n_head : 8;   // ops.h's scratch
-    if (!ALLOC(c->xb, h->n_embd) || !ALLOC(c->att_scores, (size_t)j->d->n_ctx * (grp > batch ? grp : batch))) j->failed = 1;
+    if (!ALLOC(c->xb, h->n_embd) || !ALLOC(c->att_scores, (size_t)j->d->n_ctx * (grp > batch ? grp : batch)) ||
+        !ALLOC(c->rope_cs, h->n_rot))
+        j->failed = 1;
+    c->rope_pos = -1;
 }
 
 // Which shares of the stolen stages have a tail tile, and its slots (runtime.md, stealing).
@@ -300,6 +303,7 @@ void decoder_free(decoder *d) {
     for (int t = 0; d->threads && d->pool && t < pool_size(d->pool); t++) {
         free(d->threads[t].xb);
         free(d->threads[t].att_scores);
+        free(d->threads[t].rope_cs);
     }
     free(d->threads);
     free(d->claims); free(d->tail_units); free(d->tail_slots);
@@ -380,12 +384,26 @@ static void publish(decoder *d, const thread_ctx *c, int layer, int step) {
 
 // Per-head RMSNorm (qwen3's q_norm/k_norm, before RoPE as llama.cpp does; norm NULL: none),
 // then RoPE with the model's pairing and scaling, on n_heads heads of v.
-void decoder_norm_rope(const decoder *d, float *v, int n_heads, const float *norm, int pos) {
+static void norm_heads(const decoder *d, float *v, int n_heads, const float *norm) {
     const llama_hparams *h = &d->hp;
     for (int i = 0; norm && i < n_heads; i++)
         rmsnorm(v + (size_t)i * h->head_dim, v + (size_t)i * h->head_dim, norm, h->head_dim, h->rms_eps);
+}
+void decoder_norm_rope(const decoder *d, float *v, int n_heads, const float *norm, int pos) {
+    const llama_hparams *h = &d->hp;
+    norm_heads(d, v, n_heads, norm);
     rope_scaled(v, n_heads, h->head_dim, h->n_rot, pos, h->rope_base, h->rope_neox, h->rope_freq_scale,
                 d->w.rope_freqs);
+}
+
+// decoder_norm_rope with the thread's angles of pos, worked out once a token rather than twice a
+// layer (a cosf and a sinf per pair). Same bits.
+static void norm_rope_at(const decoder *d, thread_ctx *c, float *v, int n_heads, const float *norm, int pos) {
+    const llama_hparams *h = &d->hp;
+    if (c->rope_pos != pos)
+        rope_angles(c->rope_cs, h->n_rot, pos, h->rope_base, h->rope_freq_scale, d->w.rope_freqs), c->rope_pos = pos;
+    norm_heads(d, v, n_heads, norm);
+    rope_apply(v, n_heads, h->head_dim, h->n_rot, h->rope_neox, c->rope_cs);
 }
 
 // ---- a thread's share of the work ----
@@ -728,7 +746,7 @@ static void store_share(decoder *d, thread_ctx *c, int layer, int pos) {
     if (sh->g0 == sh->g1) return;
     size_t hd = (size_t)d->hp.head_dim;
     float *new_key = d->k_new + sh->g0 * hd, *new_value = d->v_new + sh->g0 * hd;
-    decoder_norm_rope(d, new_key, (int)(sh->g1 - sh->g0), d->w.layers[layer].k_norm, pos);
+    norm_rope_at(d, c, new_key, (int)(sh->g1 - sh->g0), d->w.layers[layer].k_norm, pos);
     decoder_store_kv(d, layer, (int)sh->g0, (int)sh->g1, pos, new_key, new_value);
 }
 
@@ -790,7 +808,7 @@ static void layer_forward(decoder *d, thread_ctx *c, int l, int pos) {
     if (sched_kv_waited(&d->sched, c->tid)) publish(d, c, l, SCHED_KV);   // else the next publish covers it
     const sched_share *sh = &d->sched.share[c->tid];
     if (sh->h0 < sh->h1)
-        decoder_norm_rope(d, d->q + sh->h0 * (size_t)h->head_dim, (int)(sh->h1 - sh->h0), w->q_norm, pos);
+        norm_rope_at(d, c, d->q + sh->h0 * (size_t)h->head_dim, (int)(sh->h1 - sh->h0), w->q_norm, pos);
 
     // attention over its query heads: waits for nobody, or (heads of a group shared with other
     // threads) for the group's owner to have stored its rows

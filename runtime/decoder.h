@@ -61,6 +61,8 @@ typedef struct thread_ctx_s {
     int cpu;                      // CPU it is pinned to
     float *xb;                    // (n_embd) its RMSNorm of the residual stream
     float *att_scores;            // (max(n_head / n_head_kv, min(n_head, 8)), n_ctx) attention scores (ops.h)
+    float *rope_cs;               // (n_rot) RoPE's cos and sin at rope_pos (rope_angles), for every layer
+    int rope_pos;                 // the position rope_cs holds; -1: none yet
     double wait_s[SCHED_N_WAIT];  // seconds waited before each step since decoder_stats_reset
     double work_s[SCHED_N_WAIT];  // decoder_set_profile: seconds from the end of each wait to the next
     double mark;                  // ... when this thread's last wait ended

@@ -42,7 +42,8 @@ static size_t test_rmsnorm(void) {
 // RoPE: theta_i = pos * s^i with s = powf(base, -2/n_rot) multiplied up in f32: relative error
 // <= (2i + 2)(1 + 2 ln(base) / n_rot) u, plus 2u when scaled by a factor and a freq_scale;
 // cosf/sinf and the rotation add <= 6u of |x0| + |x1|. Scaled cases use rope_scaled with
-// freq_scale 1/4 and factors in [1, 8]; unscaled ones rope itself.
+// freq_scale 1/4 and factors in [1, 8]; unscaled ones rope itself. rope_angles + rope_apply give
+// rope_scaled's bits (64 pairs cross its 32-pair chunks of angles).
 static size_t test_rope(void) {
     const int hds[] = {8, 64, 128, 100}, poss[] = {0, 1, 7, 100, 4095};
     const float bases[] = {10000.0f, 500000.0f};
@@ -57,10 +58,14 @@ static size_t test_rope(void) {
                         int neox = mode & 1, scaled = mode >> 1;
                         int hd = hds[a], n_rot = nr == 0 ? hd : nr == 1 ? hd / 2 : (hd / 4) & ~1;
                         int nh = 3, pos = poss[ip];
-                        float base = bases[ib], v[3 * 128], v0[3 * 128];
-                        for (int i = 0; i < nh * hd; i++) v[i] = v0[i] = rng_sym(3.0f);
+                        float base = bases[ib], v[3 * 128], v0[3 * 128], v2[3 * 128], cs[128];
+                        for (int i = 0; i < nh * hd; i++) v[i] = v0[i] = v2[i] = rng_sym(3.0f);
                         if (scaled) rope_scaled(v, nh, hd, n_rot, pos, base, neox, 0.25f, ff);
                         else rope(v, nh, hd, n_rot, pos, base, neox);
+                        rope_angles(cs, n_rot, pos, base, scaled ? 0.25f : 1.0f, scaled ? ff : NULL);
+                        rope_apply(v2, nh, hd, n_rot, neox, cs);
+                        CHECKF(memcmp(v, v2, sizeof(float) * (size_t)(nh * hd)) == 0,
+                               "hd=%d n_rot=%d pos=%d mode=%d: rope_angles + rope_apply differ", hd, n_rot, pos, mode);
                         int half = n_rot / 2;
                         double L = 1 + 2 * log(base) / n_rot;
                         for (int h = 0; h < nh; h++) {
@@ -83,7 +88,11 @@ static size_t test_rope(void) {
     memcpy(w, v, sizeof v);
     rope(v, 1, 8, 3, 5, 10000.0f, 0);
     rope(v, 1, 8, 10, 5, 10000.0f, 1);
-    CHECK(memcmp(v, w, sizeof v) == 0);
+    float cs[10] = {0};
+    rope_apply(v, 1, 8, 10, 1, cs);
+    rope_apply(v, 1, 8, 3, 0, cs);
+    rope_angles(cs, 3, 5, 10000.0f, 1.0f, NULL);
+    CHECK(memcmp(v, w, sizeof v) == 0 && cs[0] == 0 && cs[2] == 0);
     return cases + 1;
 }
 
