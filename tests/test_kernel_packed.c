@@ -42,6 +42,8 @@ static size_t layout_facts(void) {
                 CHECK(gemv_tile_cols(nn, nt - 1) == last_cols && (nt == 1 || gemv_tile_cols(nn, 0) == GEMV_TILE));
                 CHECK(gemv_packed_bytes(DTs[d], k, nn) == ((nt - 1) * GEMV_TILE + last_cols) * k * es);
                 CHECK(gemv_tile_start(k, nn, nt) * es == gemv_packed_bytes(DTs[d], k, nn));
+                for (size_t t = 0; t < nt; t++)                 // rows of a tile: whole tiles before it
+                    CHECK(gemv_row_start(k, nn, t, k - 1) == t * k * GEMV_TILE + (k - 1) * (t + 1 < nt ? GEMV_TILE : last_cols));
                 CHECK((k * GEMV_TILE * es) % 64 == 0);          // each tile starts aligned
             }
     CHECK(gemv_n_tiles(0) == 0 && gemv_packed_bytes(GGML_TYPE_F16, 5, 0) == 0);
