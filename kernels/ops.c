@@ -44,8 +44,9 @@ void rmsnorm(float *o, const float *x, const float *w, int n, float eps) {
 // ggml's rope cache: theta_i = pos * s^i with s = powf(base, -2/n_rot) multiplied up in f32, then
 // divided by the frequency factor and scaled (ggml_rope_cache_init and rope_yarn without YaRN),
 // so the angles are llama.cpp's to the bit. n_rot must be even and <= head_dim, else no change.
-// cos, sin of pairs [i0, i1) into cs[2 (i - i0)], from theta_i0; returns theta_i1 (the running
-// product goes on from there, so any cut of the pairs gives the same angles).
+//
+// angles: cos, sin of pairs [i0, i1) into cs[2 (i - i0)], from theta_i0; returns theta_i1 (the
+// running product goes on from there, so any cut of the pairs gives the same angles).
 static float angles(float *cs, int i0, int i1, float theta, float scale, float freq_scale, const float *freq_factors) {
     for (int i = i0; i < i1; i++, theta *= scale) {
         float t = freq_scale * (freq_factors ? theta / freq_factors[i] : theta);
