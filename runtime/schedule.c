@@ -386,9 +386,12 @@ void sched_print(const sched *s, FILE *f) {
     const sched_shape *h = &s->shape;
     fprintf(f, "schedule: %d threads, %d layers with one plan, split-k %s; tiles of 64 outputs, "
             "segments of 256 inputs\n", s->n_threads, h->n_layer, s->split_k >= 2 ? "on" : "off");
-    for (int m = 0; m < SCHED_N_MAT; m++)
-        fprintf(f, "  %-4s %zu x %zu: %zu tiles of %zu KiB%s\n", mat_names[m], h->mat[m].n, h->mat[m].k,
-                sched_n_tiles(s, m), sched_tile_bytes(s, m) >> 10, s->split[m] ? ", split" : "");
+    for (int m = 0; m < SCHED_N_MAT; m++) {
+        size_t nt = sched_n_tiles(s, m), last = (size_t)sched_tile_read_bytes(&h->mat[m], nt - 1);
+        fprintf(f, "  %-4s %zu x %zu: %zu tiles of %zu KiB%s%s\n", mat_names[m], h->mat[m].n, h->mat[m].k, nt,
+                sched_tile_bytes(s, m) >> 10, last < sched_tile_bytes(s, m) ? " (the last narrow, half that)" : "",
+                s->split[m] ? ", split" : "");
+    }
     for (int t = 0; t < s->n_threads; t++) {
         const sched_share *sh = &s->share[t];
         fprintf(f, "thread %d (node %d), %.2f MiB per layer:", t, s->node[t], layer_mib(s, t));
