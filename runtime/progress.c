@@ -51,6 +51,10 @@ void progress_publish(progress *p, int tid, unsigned v) {
 }
 
 static int reached(unsigned cur, unsigned v) { return (int)(cur - v) >= 0; }
+// 1 once slot s shows v or later; acquire: what its thread wrote before publishing is visible.
+static int slot_reached(slot *s, unsigned v) {
+    return reached(atomic_load_explicit(&s->step, memory_order_acquire), v);
+}
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -65,31 +69,31 @@ static int prefetch_until(slot *s, unsigned v, progress_span *span, int n_span) 
             size_t c = span[i].n < 1024 ? span[i].n : 1024;
             for (size_t o = 0; o < c; o += 64) __builtin_prefetch(span[i].p + o, 0, 2);
             span[i].p += c, span[i].n -= c;
-            if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return 1;
+            if (slot_reached(s, v)) return 1;
         }
     return 0;
 }
 
 double progress_wait_prefetch(progress *p, int of, unsigned v, progress_span *span, int n_span) {
     slot *s = &p->s[of];
-    if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return 0;
+    if (slot_reached(s, v)) return 0;
     double t0 = monotonic_seconds();
     if (p->spin && prefetch_until(s, v, span, n_span)) return monotonic_seconds() - t0;
     for (int i = 0; i < p->spin; i++) {
         cpu_relax();
-        if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return monotonic_seconds() - t0;
+        if (slot_reached(s, v)) return monotonic_seconds() - t0;
     }
     for (;;) {
         atomic_fetch_add(&s->sleepers, 1);
         unsigned cur = atomic_load(&s->step);
         if (!reached(cur, v)) syscall(SYS_futex, &s->step, FUTEX_WAIT_PRIVATE, cur, NULL, NULL, 0);
         atomic_fetch_sub(&s->sleepers, 1);
-        if (reached(atomic_load_explicit(&s->step, memory_order_acquire), v)) return monotonic_seconds() - t0;
+        if (slot_reached(s, v)) return monotonic_seconds() - t0;
     }
 }
 
 double progress_wait(progress *p, int of, unsigned v) { return progress_wait_prefetch(p, of, v, NULL, 0); }
 
 int progress_reached(progress *p, int of, unsigned v) {
-    return reached(atomic_load_explicit(&p->s[of].step, memory_order_acquire), v);
+    return slot_reached(&p->s[of], v);
 }
