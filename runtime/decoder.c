@@ -473,10 +473,10 @@ static void matmul_share(decoder *d, thread_ctx *c, int layer, int m, const floa
         return;
     }
     for (uint32_t g = r->s0; g < r->s1; g++) {
-        size_t p0 = (size_t)g * GEMV_KSEG, len = w->n_in - p0 < GEMV_KSEG ? w->n_in - p0 : GEMV_KSEG;
+        size_t lo, hi;
         float *slot = partial_slot(d, m, r->t0, g);
-        trace(d, c, layer, m, 0, tiles, tiles + gemv_row_start(k, n, r->t0, p0) * es,
-              len * gemv_tile_cols(n, r->t0) * es);
+        sched_seg_bytes(&(sched_mat){.k = k, .n = n, .es = es}, r->t0, g, g + 1, &lo, &hi);
+        trace(d, c, layer, m, 0, tiles, tiles + lo, hi - lo);
         trace(d, c, layer, m, 1, d->partials[m], slot, SCHED_SLOT_BYTES);
         segment_gemv(w, x, r->t0, g, slot);
     }

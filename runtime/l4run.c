@@ -72,18 +72,10 @@ static uint64_t partial_key(int layer, int m, size_t tile, uint32_t line, uint32
     return PARTIAL_KEY | sched_key_u64(k);
 }
 
-// Byte range [lo, hi) of segment g's rows in tile `tile` of a packed matrix of k inputs, n outputs
-// and es-byte weights (kernels/gemv.h's layout).
-static void seg_range(size_t k, size_t n, size_t es, size_t tile, uint32_t g, size_t *lo, size_t *hi) {
-    size_t p0 = (size_t)g * GEMV_KSEG, p1 = p0 + GEMV_KSEG < k ? p0 + GEMV_KSEG : k;
-    *lo = gemv_row_start(k, n, tile, p0) * es;
-    *hi = gemv_row_start(k, n, tile, p1) * es;
-}
-
-// The same in packed matrix w, at its own weight type (a layer's may differ from the schedule's,
-// which is layer 0's).
+// Byte range [lo, hi) of segment g's rows in tile `tile` of packed matrix w, at its own weight type
+// (a layer's may differ from the schedule's, which is layer 0's).
 static void seg_rows(const packed_matrix *w, size_t tile, uint32_t g, size_t *lo, size_t *hi) {
-    seg_range(w->n_in, w->n_out, wtype_get(w->type)->size, tile, g, lo, hi);
+    sched_seg_bytes(&(sched_mat){.k = w->n_in, .n = w->n_out, .es = wtype_get(w->type)->size}, tile, g, g + 1, lo, hi);
 }
 
 static size_t packed_bytes(const packed_matrix *w) { return gemv_packed_bytes(w->type, w->n_in, w->n_out); }
@@ -455,7 +447,7 @@ l4run_cross l4run_cross_bytes(const sched *s, const double *rel) {
             for (size_t tile = r->t0; tile < r->t1; tile++)
                 for (uint32_t g = r->s0; g < r->s1 && remote_tile(s, t, m, tile); g++) {
                     size_t lo, hi;
-                    seg_range(s->shape.mat[m].k, s->shape.mat[m].n, s->shape.mat[m].es, tile, g, &lo, &hi);
+                    sched_seg_bytes(&s->shape.mat[m], tile, g, g + 1, &lo, &hi);
                     // a segment's bytes scale with the element size, layer by layer
                     c.weights += (double)(hi - lo) * (m == SCHED_OUT ? 1 : rel ? rel[m] : s->shape.n_layer);
                 }

@@ -21,10 +21,10 @@ double sched_tile_read_bytes(const sched_mat *m, size_t t) {
     return (double)m->k * (double)gemv_tile_cols(m->n, t) * (double)m->es;
 }
 double sched_mat_read_bytes(const sched_mat *m) { return (double)gemv_tile_start(m->k, m->n, gemv_n_tiles(m->n)) * (double)m->es; }
-// Bytes before row p of tile t of matrix m (the packed layout of kernels/gemv.h).
-static size_t row_at(const sched *s, int m, size_t t, size_t p) {
-    const sched_mat *w = &s->shape.mat[m];
-    return gemv_row_start(w->k, w->n, t, p) * w->es;
+void sched_seg_bytes(const sched_mat *m, size_t t, uint32_t s0, uint32_t s1, size_t *lo, size_t *hi) {
+    size_t p0 = (size_t)s0 * 256, p1 = (size_t)s1 * 256 < m->k ? (size_t)s1 * 256 : m->k;
+    *lo = gemv_row_start(m->k, m->n, t, p0) * m->es;
+    *hi = gemv_row_start(m->k, m->n, t, p1) * m->es;
 }
 // Shares are balanced on the bytes a step moves.
 static double tile_cost(const sched *s, int m, size_t t) { return sched_tile_read_bytes(&s->shape.mat[m], t); }
@@ -49,7 +49,7 @@ void sched_bytes(const sched *s, int t, int m, int write, size_t *lo, size_t *hi
     if (r->t0 == r->t1) return;
     const sched_mat *w = &s->shape.mat[m];
     if (whole(s, m, r)) {
-        if (!write) *lo = row_at(s, m, r->t0, 0), *hi = gemv_tile_start(w->k, w->n, r->t1) * w->es;
+        if (!write) *lo = gemv_tile_start(w->k, w->n, r->t0) * w->es, *hi = gemv_tile_start(w->k, w->n, r->t1) * w->es;
         return;
     }
     if (write) {                            // slots s0 .. s1 of the tile's partial block
@@ -57,9 +57,7 @@ void sched_bytes(const sched *s, int t, int m, int write, size_t *lo, size_t *hi
         *hi = r->t0 * sched_partial_bytes(s, m) + r->s1 * (size_t)SCHED_SLOT_BYTES;
         return;
     }
-    size_t end = (size_t)r->s1 * 256;
-    *lo = row_at(s, m, r->t0, (size_t)r->s0 * 256);
-    *hi = row_at(s, m, r->t0, end < w->k ? end : w->k);
+    sched_seg_bytes(w, r->t0, r->s0, r->s1, lo, hi);
 }
 
 // ---- assignment ----
