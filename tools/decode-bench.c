@@ -141,15 +141,10 @@ static int parse_args(int argc, char **argv, options *o) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
         if (!strcmp(a, "--profile")) { o->profile = 1; continue; }
-        static const char *valued[] = {"-m", "--model", "-t", "--threads", "-p", "--n-prompt", "-n", "--n-gen", "-b",
-            "--batch-size", "-d", "--n-depth", "-r", "--repetitions", "-o", "--output", "--numa", "--split-k", "--l4",
-            "--tail-split", "--pack-cache", "-ctk", "--cache-type-k", "-ctv", "--cache-type-v", "--plot",
-            "--roofline-mib"};
-        int known = 0;
-        for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
-        if (!known) { fprintf(stderr, "decode-bench: unknown option '%s' (see --help)\n", a); return 2; }
-        if (i + 1 >= argc) { fprintf(stderr, "decode-bench: %s needs a value (see --help)\n", a); return 2; }
-        const char *v = argv[++i];
+        // every other option takes a value; a missing one parses as "" and is reported below, after
+        // the chain has said whether the option exists
+        int has = i + 1 < argc;
+        const char *v = has ? argv[++i] : "";
         int bad = 0;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
             free(o->model_list);
@@ -176,6 +171,8 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) bad = (o->cache_type_v = cli_parse_cache_type(v)) < 0;
         else if (!strcmp(a, "--plot")) o->plot = v;
         else if (!strcmp(a, "--roofline-mib")) { int r[1]; bad = parse_list(v, r, 0, 1 << 20) != 1; o->roofline_mib = r[0]; }
+        else { fprintf(stderr, "decode-bench: unknown option '%s' (see --help)\n", a); return 2; }
+        if (!has) { fprintf(stderr, "decode-bench: %s needs a value (see --help)\n", a); return 2; }
         if (bad) { fprintf(stderr, "decode-bench: bad value '%s' for %s (see --help)\n", v, a); return 2; }
     }
     const char *pc = getenv("DECODE_PACK_CACHE");
