@@ -141,7 +141,6 @@ static void init_on(decoder *d, const llama_model *m, const decoder_opts *o, con
     unsetenv("DECODE_FAKE_NUMA");
 }
 
-// kv: the KV cache's type (K and V).
 // The profile (decoder_profile_get) against the stats: per wait point the threads' waits add up to
 // the wait by step, nothing is timed after the last wait point of a step, a thread's q and lm_head
 // tiles are timed where it has them, and no thread's work and waits add up to more than the steps'
@@ -166,6 +165,7 @@ static void check_profile(const decoder *d, const decoder_stats *st, int T) {
                sched_wait_name(w), wait_sum[w], st->wait_step_s[w]);
 }
 
+// kv: the KV cache's type (K and V).
 static float *run_tokens(const llama_model *m, int T, int split, const char *fake, int thresholds, int check_keys,
                          uint32_t kv) {
     decoder d;
