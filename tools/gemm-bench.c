@@ -138,7 +138,7 @@ int main(int argc, char **argv) {
     const char *fmt = "csv";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("gemm-bench"); }
         int ok = v != NULL;
         if (ok && !strcmp(a, "-m")) ok = (nm = util_parse_ints(v, ms, MAXL, 1, 4096)) > 0;
         else if (ok && !strcmp(a, "-t")) ok = (nth = util_parse_ints(v, th, MAXL, 1, 1024)) > 0;

@@ -300,7 +300,7 @@ int main(int argc, char **argv) {
     int pf = -1, inter = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("gemv-bench"); }
         int ok = v != NULL;
         if (ok && !strcmp(a, "-t")) ok = (nth = util_parse_ints(v, th, MAXT, 1, 1024)) > 0;
         else if (ok && !strcmp(a, "-r")) ok = util_parse_ints(v, &trials, 1, 7, MAXTRIAL) == 1;

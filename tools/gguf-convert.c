@@ -13,6 +13,7 @@
 #include "model/gguf.h"
 #include "model/gguf_write.h"
 #include "tools/cli.h"
+#include "tools/util.h"
 
 #define FTYPE_ALL_F32 0       // llama.cpp's llama_ftype values
 #define FTYPE_MOSTLY_F16 1
@@ -63,7 +64,7 @@ static int convert(const char *in_path, const char *out_path, uint32_t type, uin
     // general.alignment itself when it is not 32, so the input's key is not copied.
     gguf_writer *w = gguf_writer_new(g.alignment > GGUF_DEFAULT_ALIGNMENT ? g.alignment : GGUF_DEFAULT_ALIGNMENT);
     if (!to || !w) { snprintf(err, GGUF_ERR_MAX, "%s: out of memory", in_path); goto out; }
-    int have_ftype = 0;
+    int have_ftype = 0, picked = 0;
     for (uint64_t i = 0; i < g.n_kv; i++) {
         // --only: most weights keep their type, and so does the file's
         if (!strcmp(g.kv[i].key, "general.alignment")) continue;
@@ -81,7 +82,12 @@ static int convert(const char *in_path, const char *out_path, uint32_t type, uin
         }
         int pick = !only || !strncmp(t->name, only, strlen(only));
         to[i] = t->n_dims < 2 ? GGML_TYPE_F32 : pick ? type : t->type;
+        picked += pick && t->n_dims >= 2;
         gguf_w_tensor(w, t->name, to[i], t->n_dims, t->ne, NULL);
+    }
+    if (only && !picked) {            // a typo must not pass for a conversion
+        snprintf(err, GGUF_ERR_MAX, "%s: no matrix's name starts with '%s' (--only)", in_path, only);
+        goto out;
     }
     job j = {&g, to};
     gguf_w_set_fill(w, fill, &j);
@@ -99,7 +105,7 @@ int main(int argc, char **argv) {
     int n_paths = 0;
     cli_init("gguf-convert", 0);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return util_help_done("gguf-convert"); }
         if (!strcmp(argv[i], "--type")) {
             if (++i == argc) return usage_error("--type needs a value", NULL);
             type_s = argv[i];

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "model/gguf.h"
 #include "tools/cli.h"
+#include "tools/util.h"
 
 #define ARR_SHOW 8          // array elements shown before "... (N total)"
 #define STR_SHOW 160        // string bytes shown
@@ -104,7 +105,7 @@ int main(int argc, char **argv) {
     int all = 0;
     cli_init("gguf-info", 0);   // `gguf-info F | head` ends with an error, never a signal
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return util_help_done("gguf-info"); }
         else if (!strcmp(argv[i], "--all")) all = 1;
         else if (argv[i][0] == '-' && argv[i][1]) return usage_error("unknown option", argv[i]);
         else if (path) return usage_error("more than one FILE", NULL);

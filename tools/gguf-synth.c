@@ -629,7 +629,7 @@ int main(int argc, char **argv) {
     args a;
     cli_init("gguf-synth", 0);
     int rc = parse_args(&a, argc, argv);
-    if (rc == 3) { usage(); return 0; }
+    if (rc == 3) { usage(); return util_help_done("gguf-synth"); }
     if (rc) return 2;
     const char *bad = check_values(&a);
     if (bad) { fprintf(stderr, "gguf-synth: %s" HINT, bad); return 2; }

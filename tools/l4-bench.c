@@ -306,11 +306,13 @@ int main(int argc, char **argv) {
     static const char usage[] = "usage: l4-bench [-r RUNS]\n"
                                 "  -r RUNS  timed runs per figure, median reported (1..100000, default 201)\n";
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { fputs(usage, stdout); return 0; }
-        if (!strcmp(argv[i], "-r") && i + 1 < argc) runs = atoi(argv[++i]);
-        else { fputs(usage, stderr); return 2; }
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { fputs(usage, stdout); return util_help_done("l4-bench"); }
+        if (strcmp(argv[i], "-r") || i + 1 == argc) { fputs(usage, stderr); return 2; }
+        if (util_parse_ints(argv[++i], &runs, 1, 1, 100000) != 1) {
+            fprintf(stderr, "l4-bench: -r must be 1..100000, got '%s'\n", argv[i]);
+            return 2;
+        }
     }
-    if (runs < 1 || runs > 100000) { fprintf(stderr, "l4-bench: -r must be 1..100000\n"); return 2; }
     make_keys();
     static l4_table t;
     static oa_map m;

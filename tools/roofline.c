@@ -41,7 +41,7 @@ int main(int argc, char **argv) {
     int nsz = 5;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("roofline"); }
         int ok = v != NULL;
         if (ok && !strcmp(a, "-t")) ok = (nth = util_parse_ints(v, th, MAXL, 1, 1024)) > 0;
         else if (ok && !strcmp(a, "-s")) ok = (nsz = parse_sizes(v, sz)) > 0;

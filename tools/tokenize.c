@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
     cli_init("tokenize", 0);    // `tokenize ... | head` ends with an error, never a signal
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(usage, stdout); return 0; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(usage, stdout); return util_help_done("tokenize"); }
         if (!strcmp(a, "--no-bos")) { no_bos = 1; continue; }
         if (!strcmp(a, "--cases")) { cases = 1; continue; }
         if (!strcmp(a, "--time")) {

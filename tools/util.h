@@ -78,6 +78,14 @@ static inline int util_calls_per_trial(double one) {
     return one >= 0.02 ? 1 : (int)(0.02 / (one > 1e-7 ? one : 1e-7)) + 1;
 }
 
+// After --help: 0 when stdout took it all, else 1 after a line on stderr (a full disk or a closed
+// pipe must not look like help printed).
+static inline int util_help_done(const char *tool) {
+    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+    fprintf(stderr, "%s: writing the help to stdout failed\n", tool);
+    return 1;
+}
+
 // Median of v[0..n) (sorts v); n >= 1.
 static inline double util_median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, util_cmp_double);
