@@ -60,7 +60,7 @@ int cpu_isa(void) {
     int v = atomic_load_explicit(&cached, memory_order_relaxed);
     if (v < 0) {
         const char *e = getenv("DECODE_ISA");
-        int cap = !e ? CPU_ISA_AVX512 : !strcmp(e, "scalar") ? CPU_ISA_SCALAR
+        int cap = !e || !*e ? CPU_ISA_AVX512 : !strcmp(e, "scalar") ? CPU_ISA_SCALAR
                 : !strcmp(e, "avx2") ? CPU_ISA_AVX2 : CPU_ISA_AVX512;
         v = cpu_isa_max() < cap ? cpu_isa_max() : cap;
         atomic_store_explicit(&cached, v, memory_order_relaxed);

@@ -26,7 +26,7 @@ enum { CPU_ISA_SCALAR, CPU_ISA_AVX2, CPU_ISA_AVX512 };
 // The best level this CPU and OS support.
 int cpu_isa_max(void);
 // The level the SIMD paths use: cpu_isa_max(), or the lower one DECODE_ISA=avx2|scalar asks for
-// (DECODE_ISA=avx512 or unset: the best; a level above the machine's falls back to its best).
+// (DECODE_ISA=avx512, unset or empty: the best; a level above the machine's falls back to its best).
 int cpu_isa(void);
 // cpu_isa() >= CPU_ISA_AVX2.
 int cpu_simd_enabled(void);

@@ -5,6 +5,7 @@
 #include "platform/affinity.h"
 #include <numa.h>
 #include <numaif.h>
+#include <errno.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -91,6 +92,15 @@ static void group_by_node(topo *t) {
         }
 }
 
+int topo_fake_nodes_env(void) {
+    const char *e = getenv("DECODE_FAKE_NUMA");
+    if (!e || !*e) return 0;
+    char *end;
+    errno = 0;
+    long f = strtol(e, &end, 10);
+    return *end || errno || f < 1 || f > 1024 ? -1 : (int)f;
+}
+
 int topo_discover(topo *t, char err[256]) {
     memset(t, 0, sizeof *t);
     int n = affinity_cpus(&t->cpu);
@@ -104,18 +114,16 @@ int topo_discover(topo *t, char err[256]) {
     if (!t->cpu || !t->node || !scratch) goto oom;
     t->physical_cores = count_physical(t->cpu, t->n_cpus);
 
-    const char *fake = getenv("DECODE_FAKE_NUMA");
-    if (fake && *fake) {
-        char *end;
-        long f = strtol(fake, &end, 10);
-        if (*end || f < 1 || f > 1024) {
-            free(scratch);
-            topo_free(t);
-            snprintf(err, 256, "DECODE_FAKE_NUMA must be a node count in 1..1024, got '%s'", fake);
-            return -1;
-        }
+    int f = topo_fake_nodes_env();
+    if (f < 0) {
+        free(scratch);
+        topo_free(t);
+        snprintf(err, 256, "DECODE_FAKE_NUMA must be a node count in 1..1024, got '%.100s'", getenv("DECODE_FAKE_NUMA"));
+        return -1;
+    }
+    if (f) {
         // Pretend nodes: CPUs split into f contiguous blocks; a node left without CPUs shares one.
-        t->n_nodes = (int)f, t->fake = 1;
+        t->n_nodes = f, t->fake = 1;
         if (!(t->node_id = calloc((size_t)f, sizeof *t->node_id))) goto oom;
         for (int i = 0; i < t->n_cpus; i++) t->node[i] = (int)((long)i * f / t->n_cpus);
         for (int j = 0; j < t->n_nodes; j++) t->node_id[j] = j;

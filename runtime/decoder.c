@@ -99,11 +99,11 @@ static int busy_threads(const sched *s) {
 
 long decoder_wait_prefetch_env(void) {
     const char *e = getenv("DECODE_WAIT_PREFETCH");
-    if (!e) return -1;
+    if (!e || !*e) return -1;
     long v = 0;
     for (const char *c = e; *c; c++)
         if (*c < '0' || *c > '9' || (v = v * 10 + (*c - '0')) > (1L << 30)) return -2;
-    return *e ? v : -2;
+    return v;
 }
 
 // decoder_opts.wait_prefetch resolved: asked for, else DECODE_WAIT_PREFETCH, else the smaller of

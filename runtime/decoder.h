@@ -147,7 +147,8 @@ int decoder_check_ctx(const llama_model *m, int64_t n_ctx, uint32_t kt, uint32_t
 double decoder_kv_cache_bytes(const llama_hparams *h, int64_t n_ctx, uint32_t kt, uint32_t vt);
 // Options with every default: n_threads threads, NUMA mode from the topology, no split.
 decoder_opts decoder_default_opts(int n_threads);
-// DECODE_WAIT_PREFETCH as bytes (decimal digits, 0 .. 1 GiB): -1 when unset, -2 when not such a number.
+// DECODE_WAIT_PREFETCH as bytes (decimal digits, 0 .. 1 GiB): -1 when unset or empty, -2 when not
+// such a number.
 long decoder_wait_prefetch_env(void);
 // 0 ok, -1 with err (also for cache types other than f32 and f16); n_ctx already checked with
 // decoder_check_ctx. After it, decoder_forward never reads m's file mapping: the file may change

@@ -134,6 +134,10 @@ cp "$tmp/out" "$tmp/sa"
 expect 0 "seeded b" -- "$d" -m "$model" -p "Once" -n 32 --temp 0.9 -s 42 --repeat-penalty 1.1
 expect 0 "seeded c" -- "$d" -m "$model" -p "Once" -n 32 --temp 0.9 -s 42
 cmp -s "$tmp/out" "$tmp/sa" || fail "same seed, different text"
+# -s -1 is llama.cpp's "random": accepted, and the seed drawn is printed (also after a fixed -s)
+expect 0 "seed -1" -- "$d" -m "$model" -p "Once" -n 4 --temp 0.9 -s 42 -s -1
+grep -q "^decode: seed [0-9]" "$tmp/err" || fail "-s -1: no seed printed: $(cat "$tmp/err")"
+expect 2 "seed -2" -- "$d" -m "$model" -p "Once" -n 4 -s -2
 # A byte-level BPE vocab (qwen2: no BOS by default): the prompt comes back byte for byte through
 # the GPT-2 byte map, and decode evaluates what tokenize prints.
 bpe=$tmp/bpe.gguf
@@ -183,6 +187,11 @@ for bad in 3x x4 4x4, 4x4,,2x2 100000x3 0x5 4x4x4 40000x40000 " 4x4" +4x4; do
   expect 2 "gemv-bench -s $bad" -- "$g" -t 1 -s "$bad"
 done
 
-[ "$cases" = 64 ] || fail "ran $cases cases, expected 64"
+# --help into a full disk is a failure, not help printed, in every tool
+for tool in decode decode-bench gemv-bench gemm-bench roofline gguf-info gguf-convert gguf-synth tokenize l4-bench; do
+  expect 1 "$tool --help > /dev/full" -- sh -c '"$1" --help >/dev/full' sh "$bin/$tool"
+done
+
+[ "$cases" = 76 ] || fail "ran $cases cases, expected 76"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -2,18 +2,22 @@
 // -o jsonl prints one compact object per test and nothing else on stdout, llama-bench's field
 // names, n_prompt 0 for generation tests and n_gen 0 for prompt tests, -p 0 / -n 0 drop a test,
 // pack_cache names the weights' load mode, --tail-split gives a row per value, -o json one array,
-// csv and md a header and a row per test, --plot writes an SVG; -b sweeps the prompt batch
+// csv and md a header and a row per test, --plot writes an SVG (its lines by thread count, the
+// roofline dashed only where one was measured; --roofline-mib 0 gives null); -b sweeps the prompt batch
 // (batch_size; tg tests report 1; sync_wait_pct is null where a batched prompt has no per-thread
 // waits to count); -d fills the context first (n_depth, more KV bytes a token); at 2 threads stderr
 // breaks the sync wait down by step, summing to sync_wait_pct, and --profile adds each thread's
-// time by step; bad usage exits 2 and a missing model 1, each with one line on stderr.
+// time by step; bad usage exits 2, and a missing model (anywhere in -m) or a --plot naming a model 1
+// before anything runs, each with one line on stderr.
 #include "runtime/packcache.h"
 #include "tests/check.h"
 #include "tests/tool_util.h"
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char *dir, *model;
 
@@ -100,19 +104,34 @@ int main(void) {
     CHECK(lines == 4);
     tool_run_free(&r);
 
+    // the plot: each line's points by thread count, whatever the order of -t; the dashed roofline
+    // limit only where a roofline was measured (--roofline-mib 0: null in the JSON, no dashes)
     char *svg = path_join(dir, "plot.svg");
-    r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "8", "-o", "json", "--plot", svg, NULL});
-    CHECKF(r.status == 0, "%s", r.err);
-    cJSON *arr = cJSON_Parse(r.out);
-    CHECK(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 1);
-    check_object(cJSON_GetArrayItem(arr, 0), 1, 0, 8, 1);
-    cJSON_Delete(arr);
-    size_t len;
-    char *s = must_read(svg, &len);
-    CHECK(strstr(s, "<svg") && strstr(s, "polyline") && strstr(s, "</svg>"));
-    free(s); free(svg);
-    tool_run_free(&r);
-    cases++;
+    for (int roof = 1; roof >= 0; roof--, cases++) {
+        r = bench((const char *[]){"-t", "2,1", "-p", "0", "-n", "8", "-o", "json", "--plot", svg,
+                                   "--roofline-mib", roof ? "16" : "0", NULL});
+        CHECKF(r.status == 0, "%s", r.err);
+        cJSON *pa = cJSON_Parse(r.out);
+        CHECK(cJSON_IsArray(pa) && cJSON_GetArraySize(pa) == 2);
+        for (int i = 0; i < 2; i++) {
+            const cJSON *o = cJSON_GetArrayItem(pa, i);
+            if (roof) check_object(o, 2 - i, 0, 8, 1);
+            else CHECK(cJSON_IsNull(cJSON_GetObjectItem(o, "roofline_gbps")) &&
+                       cJSON_IsNull(cJSON_GetObjectItem(o, "pct_roofline")));
+        }
+        cJSON_Delete(pa);
+        size_t len;
+        char *s = must_read(svg, &len);
+        const char *line = strstr(s, "<polyline");
+        double x0, y0, x1, y1;
+        CHECKF(strstr(s, "<svg") && strstr(s, "</svg>") && line &&
+               sscanf(strstr(line, "points=\"") + 8, "%lf,%lf %lf,%lf", &x0, &y0, &x1, &y1) == 4 && x0 < x1,
+               "%s", s);
+        CHECKF(!strstr(s, "stroke-dasharray") == !roof, "roofline %d: %s", roof, s);
+        free(s);
+        tool_run_free(&r);
+    }
+    free(svg);
 
     r = bench((const char *[]){"-t", "1", "-p", "8", "-n", "0", "-o", "csv", NULL});
     CHECKF(r.status == 0, "%s", r.err);
@@ -133,7 +152,7 @@ int main(void) {
     // one at a time and in batches of 4: a batch streams the weights once, so fewer bytes a token
     r = bench((const char *[]){"-t", "1", "-p", "8", "-n", "0", "-b", "1,4", "-o", "json", NULL});
     CHECKF(r.status == 0, "%s", r.err);
-    arr = cJSON_Parse(r.out);
+    cJSON *arr = cJSON_Parse(r.out);
     CHECK(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 2);
     check_object(cJSON_GetArrayItem(arr, 0), 1, 8, 0, 1);
     check_object(cJSON_GetArrayItem(arr, 1), 1, 8, 0, 4);
@@ -233,13 +252,32 @@ int main(void) {
         tool_run_free(&r);
         cases++;
     }
-    const char *missing[] = {bin_path("decode-bench", 0), "-m", "/nonexistent.gguf", "-t", "1", "-o", "jsonl", NULL};
-    run_read(missing, dir, &r);
-    CHECK(r.status == 1 && r.out_len == 0);
-    CHECK(strstr(r.err, "decode-bench: ") && strstr(r.err, "nonexistent"));
-    tool_run_free(&r);
-    cases++;
-    CHECK(cases == 23);
+    // a missing model anywhere in -m, or a --plot naming a model (a link to it too), fails before
+    // anything runs: one line, nothing on stdout, the model untouched
+    char *copy = path_join(dir, "copy.gguf"), *link = path_join(dir, "link.gguf"), *both = NULL;
+    size_t mlen, clen;
+    char *orig = must_read(model, &mlen);
+    FILE *f = fopen(copy, "wb");
+    CHECK(f && fwrite(orig, 1, mlen, f) == mlen && fclose(f) == 0 && symlink(copy, link) == 0);
+    CHECK(asprintf(&both, "%s,/nonexistent.gguf", copy) > 0);
+    const char *const fails[][16] = {
+        {bin_path("decode-bench", 0), "-m", "/nonexistent.gguf", "-t", "1", "-o", "jsonl", NULL},
+        {bin_path("decode-bench", 0), "-m", both, "-t", "1,2", "-p", "0", "-n", "4", NULL},
+        {bin_path("decode-bench", 0), "-m", copy, "-t", "1", "-p", "0", "-n", "4", "--plot", copy, NULL},
+        {bin_path("decode-bench", 0), "-m", copy, "-t", "1", "-p", "0", "-n", "4", "--plot", link, NULL}};
+    const char *says[] = {"nonexistent", "nonexistent", "is a model file", "is a model file"};
+    for (int i = 0; i < 4; i++, cases++) {
+        run_read(fails[i], dir, &r);
+        CHECKF(r.status == 1 && r.out_len == 0 && one_line_error(r.err, r.err_len, "decode-bench: ", says[i]),
+               "%s: status %d, stderr '%s'", argv_text(fails[i]), r.status, r.err);
+        char *now = must_read(copy, &clen);
+        CHECK(clen == mlen && !memcmp(now, orig, mlen));
+        free(now);
+        tool_run_free(&r);
+    }
+    unlink(link), unlink(copy);
+    free(orig), free(copy), free(link), free(both);
+    CHECK(cases == 27);
     printf("decode-bench: %d interface cases\n", cases);
     free(model);
     CHECK(scratch_remove(dir) == 0);

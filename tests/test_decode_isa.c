@@ -1,8 +1,8 @@
 // "Same bits on every x86-64": decode --dump-logits byte for byte across DECODE_ISA=scalar, avx2
 // and avx512 (each the machine supports; the others are named as skipped), at 1 and 2 threads,
 // and with DECODE_TUNE=off beside the tuned run, on stories260K (f32) and gguf-synth models in
-// f16 and bf16 whose widths are off the tile and 16-lane blocks (GQA, biases, tied head). An
-// unknown DECODE_ISA or DECODE_TUNE value is a usage error.
+// f16 and bf16 whose widths are off the tile and 16-lane blocks (GQA, biases, tied head). A bad
+// DECODE_ISA, DECODE_TUNE, DECODE_WAIT_PREFETCH or DECODE_FAKE_NUMA value is a usage error.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,19 +75,38 @@ int main(void) {
         free(model);
     }
     CHECKF(supported >= 1 && runs == models * supported * 2, "%d runs compared on %d paths", runs, supported);
-    // an unknown DECODE_ISA or DECODE_TUNE is a usage error: exit 2, one line naming the variable
-    const char *bad[][2] = {{"DECODE_ISA", "sse"}, {"DECODE_TUNE", "on"}};
-    for (int i = 0; i < 2; i++) {
-        setenv("DECODE_ISA", i == 0 ? bad[0][1] : "avx2", 1);
-        setenv("DECODE_TUNE", i == 1 ? bad[1][1] : "off", 1);
+    // a bad DECODE_* value is a usage error before anything runs: exit 2, one line naming the
+    // variable, an existing --dump-logits file untouched; decode-bench alike. Empty is unset.
+    const char *bad[][2] = {{"DECODE_ISA", "sse"}, {"DECODE_TUNE", "on"}, {"DECODE_WAIT_PREFETCH", "1k"},
+                            {"DECODE_FAKE_NUMA", "0"}, {"DECODE_FAKE_NUMA", "2x"}};
+    const int n_bad = (int)(sizeof bad / sizeof *bad);
+    char *keep = path_join(dir, "keep.bin");
+    for (int i = 0; i < n_bad; i++) {
+        FILE *f = fopen(keep, "w");
+        CHECK(f && fputs("keep", f) >= 0 && fclose(f) == 0);
+        setenv("DECODE_ISA", "", 1), setenv("DECODE_TUNE", "off", 1);
+        setenv("DECODE_WAIT_PREFETCH", "", 1), setenv("DECODE_FAKE_NUMA", "", 1);
+        setenv(bad[i][0], bad[i][1], 1);
         const char *dv[] = {bin_path("decode", 0), "-m", SHARED_DIR "/testdata/models/stories260K.gguf", "-p", "x",
-                            "-n", "1", NULL};
-        tool_run r = {0};
-        CHECKF(run_read(dv, dir, &r) == 2 && one_line_error(r.err, r.err_len, "decode: ", bad[i][0]),
-               "%s=%s: status %d, stderr '%s'", bad[i][0], bad[i][1], r.status, r.err);
-        CHECK(r.out_len == 0);
-        tool_run_free(&r);
+                            "-n", "1", "--dump-logits", keep, NULL};
+        const char *bv[] = {bin_path("decode-bench", 1), "-m", SHARED_DIR "/testdata/models/stories260K.gguf", "-p",
+                            "0", "-n", "1", "-r", "1", NULL};
+        for (int tool = 0; tool < 2; tool++) {
+            tool_run r = {0};
+            CHECKF(run_read(tool ? bv : dv, dir, &r) == 2 &&
+                   one_line_error(r.err, r.err_len, tool ? "decode-bench: " : "decode: ", bad[i][0]),
+                   "%s=%s: status %d, stderr '%s'", bad[i][0], bad[i][1], r.status, r.err);
+            CHECK(r.out_len == 0);
+            tool_run_free(&r);
+        }
+        size_t len;
+        char *k = must_read(keep, &len);
+        CHECKF(len == 4 && !memcmp(k, "keep", 4), "%s=%s: the dump file was touched", bad[i][0], bad[i][1]);
+        free(k);
     }
+    unlink(keep);
+    free(keep);
+    unsetenv("DECODE_WAIT_PREFETCH"), unsetenv("DECODE_FAKE_NUMA");
     printf("decode_isa: %d models x %d paths x 2 thread counts: %d dumps byte-identical to scalar -t 1\n",
            models, supported, runs);
     scratch_remove(dir);

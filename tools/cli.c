@@ -1,7 +1,9 @@
 // The handlers only do async-signal-safe things: write a line prepared beforehand, unlink a
 // path copied beforehand, _exit. No unwinding: a fault or a second signal ends the process.
 #include "tools/cli.h"
+#include "platform/affinity.h"
 #include "platform/cpu.h"
+#include "platform/numa.h"
 #include "platform/wtype.h"
 #include "runtime/decoder.h"
 #include "runtime/tune.h"
@@ -155,14 +157,70 @@ char *cli_read_file(const char *path, size_t max, size_t *len, struct stat *st_o
     return buf;
 }
 
+int cli_cpus(void) {
+    int *cpus, n = affinity_cpus(&cpus);
+    free(cpus);
+    return n > 0 ? n : 1;
+}
+
+int cli_physical_cores(void) {
+    topo t;
+    char err[256];
+    if (topo_discover(&t, err)) return 1;
+    int n = t.physical_cores;
+    topo_free(&t);
+    return n;
+}
+
+void cli_warn_threads(int n) {
+    int cpus = cli_cpus();
+    if (n > cpus)
+        fprintf(stderr, "%s: warning: -t %d is more than the %d CPUs available; threads will take turns "
+                "and each token will be slower than at -t %d\n", tool_name, n, cpus, cpus);
+}
+
+static int same_file(const struct stat *a, uint64_t dev, uint64_t ino) {
+    return (uint64_t)a->st_dev == dev && (uint64_t)a->st_ino == ino;
+}
+
+FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, int n, int trunc) {
+    int fd;
+    while ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666)) < 0 && errno == EINTR && !cli_stop) {}
+    if (fd < 0) {
+        if (!cli_stop) fprintf(stderr, "%s: %s %s: %s\n", tool_name, flag, path, strerror(errno));
+        return NULL;
+    }
+    struct stat st, o;
+    const char *clash = NULL;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        for (int i = 0; i < n && !clash; i++)
+            if (same_file(&st, in[i].dev, in[i].ino)) clash = in[i].what;
+        if (!clash && fstat(1, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stdout goes";
+        if (!clash && fstat(2, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stderr goes";
+    }
+    if (clash) {
+        fprintf(stderr, "%s: %s %s is %s; not overwriting it\n", tool_name, flag, path, clash);
+        close(fd);
+        return NULL;
+    }
+    FILE *f = NULL;
+    if ((trunc && S_ISREG(st.st_mode) && ftruncate(fd, 0)) || !(f = fdopen(fd, "wb"))) {
+        fprintf(stderr, "%s: %s %s: %s\n", tool_name, flag, path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
 const char *cli_env_problem(void) {
     static char msg[200];
     const char *isa = getenv("DECODE_ISA"), *tune = getenv("DECODE_TUNE");
-    if (isa && !cpu_isa_name_ok(isa)) snprintf(msg, sizeof msg, "DECODE_ISA must be avx512, avx2 or scalar, got '%.100s'", isa);
+    if (isa && *isa && !cpu_isa_name_ok(isa)) snprintf(msg, sizeof msg, "DECODE_ISA must be avx512, avx2 or scalar, got '%.100s'", isa);
     else if (tune_mode_from_env() < 0) snprintf(msg, sizeof msg, "DECODE_TUNE must be off or force, got '%.100s'", tune);
     else if (decoder_wait_prefetch_env() < -1)
         snprintf(msg, sizeof msg, "DECODE_WAIT_PREFETCH must be a number of bytes, 0 (none) to 1073741824, got '%.80s'",
                  getenv("DECODE_WAIT_PREFETCH"));
+    else if (topo_fake_nodes_env() < 0)
+        snprintf(msg, sizeof msg, "DECODE_FAKE_NUMA must be a node count in 1..1024, got '%.100s'", getenv("DECODE_FAKE_NUMA"));
     else return NULL;
     return msg;
 }

@@ -5,6 +5,8 @@
 #pragma once
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 
 // The first stop signal's number (SIGINT, SIGTERM, SIGHUP) once one came; 0 before.
@@ -32,8 +34,23 @@ void cli_test_stop(const char *phase);
 // set meanwhile). st (may be NULL) receives what fstat says of the opened file.
 char *cli_read_file(const char *path, size_t max, size_t *len, struct stat *st);
 
-// DECODE_ISA, DECODE_TUNE and DECODE_WAIT_PREFETCH as every tool takes them: NULL when each is
-// valid or unset, else what is wrong (a static string; the tool prints it and exits 2).
+// The CPUs this process may run on (at least 1), and the physical cores among them (SMT siblings
+// share a core's memory bandwidth; 1 when unknown): the default thread count.
+int cli_cpus(void);
+int cli_physical_cores(void);
+// The warning, on stderr, when n threads are more than the CPUs.
+void cli_warn_threads(int n);
+
+// A file an output must not overwrite: an input of the run (its st_dev, st_ino), named in the error.
+typedef struct { uint64_t dev, ino; const char *what; } cli_input;
+// Opens path for writing (created 0666 when missing) without truncating it, and refuses a regular
+// file that is one of in[0..n) (a hard or symbolic link to it included) or the file stdout or
+// stderr already write to; truncates it when trunc. NULL after a one-line error naming flag.
+FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, int n, int trunc);
+
+// DECODE_ISA, DECODE_TUNE, DECODE_WAIT_PREFETCH and DECODE_FAKE_NUMA as every tool takes them
+// (an empty one is unset): NULL when each is valid or unset, else what is wrong (a static string;
+// the tool prints it and exits 2).
 const char *cli_env_problem(void);
 
 // A KV cache type by name, as llama.cpp's -ctk/-ctv take it: "f32" or "f16" -> WTYPE_F32 or

@@ -91,14 +91,16 @@ static void usage(FILE *f) {
         "                       auto, move, off, rebuild: the packed-weight cache file, as in decode\n"
         "                       (move: moved into memory before the tests, timed on stderr)\n"
         "                       (default: DECODE_PACK_CACHE, else auto)\n"
-        "      --plot FILE.svg  tg tok/s against threads with the roofline limit\n"
-        "      --roofline-mib N read roofline buffer in MiB; 0 = none (default 1024)\n"
+        "      --plot FILE.svg  tg tok/s against threads with the roofline limit (never a model file)\n"
+        "      --roofline-mib N read roofline buffer in MiB; 0 = none, its columns empty (default 1024)\n"
         "      --profile        tg tests: each thread the schedule uses, its time per token by step,\n"
         "                       working and waiting before it, of the last repetition, on stderr\n"
         "                       (every test is timed so: two clock reads per wait point)\n"
         "stdout: the table only; stderr: progress, where threads waited, the wait by the step waited\n"
         "before, and with --profile the table by thread\n"
-        "environment: DECODE_ISA, DECODE_TUNE and DECODE_WAIT_PREFETCH as for decode (see decode --help)\n",
+        "a failed test ends the run (exit 1) after the finished tests are printed\n"
+        "environment: DECODE_ISA, DECODE_TUNE, DECODE_WAIT_PREFETCH and DECODE_FAKE_NUMA as for decode\n"
+        "(see decode --help)\n",
         PREFILL_DEFAULT_BATCH);
 }
 
@@ -139,7 +141,7 @@ static int parse_args(int argc, char **argv, options *o) {
     o->cache_type_k = o->cache_type_v = WTYPE_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("decode-bench") ? 1 : -1; }
         if (!strcmp(a, "--profile")) { o->profile = 1; continue; }
         // every other option takes a value; a missing one parses as "" and is reported below, after
         // the chain has said whether the option exists
@@ -184,6 +186,13 @@ static int parse_args(int argc, char **argv, options *o) {
     const char *env = cli_env_problem();
     if (env) { fprintf(stderr, "decode-bench: %s\n", env); return 2; }
     if (!o->n_models) { fprintf(stderr, "decode-bench: missing -m MODEL (see --help)\n"); return 2; }
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    double half_mib = pages > 0 && page > 0 ? (double)pages * (double)page / 2 / 1048576 : 0;
+    if (half_mib > 0 && o->roofline_mib > half_mib) {   // it is allocated and touched: keep it to a buffer
+        fprintf(stderr, "decode-bench: --roofline-mib %d is more than half of this machine's memory (%.0f MiB)\n",
+                o->roofline_mib, half_mib);
+        return 2;
+    }
     if (!o->n_threads) {
         topo t; char err[256];
         o->threads[0] = topo_discover(&t, err) ? 1 : t.physical_cores;
@@ -232,12 +241,13 @@ static double run_test(decoder *d, int pos0, int n, int tg, int batch) {
     return util_now() - t0;
 }
 
-// Median GB/s of 7 passes over `mib` MiB, every thread reading its share (first touched by it).
+// Median GB/s of 7 passes over `mib` MiB (> 0), every thread reading its share (first touched by
+// it); -1 when the threads or the buffer cannot be had.
 static double roofline_gbps(int n_threads, int mib) {
     size_t bytes = (size_t)mib << 20;
-    pool *pl = mib ? pool_create(n_threads) : NULL;
+    pool *pl = pool_create(n_threads);
     char *buf = pl ? aligned_alloc(4096, bytes) : NULL;
-    if (!buf) { pool_destroy(pl); return 0; }
+    if (!buf) { pool_destroy(pl); return -1; }
     membw_touch(pl, buf, bytes, 4096);
     double s[7];
     membw_pass_seconds(pl, buf, bytes, 4096, 1);                // warm
@@ -348,8 +358,13 @@ static cJSON *to_json(const result *r, const options *o) {
     cJSON_AddNumberToObject(j, "gbps", r->gbps);
     cJSON_AddNumberToObject(j, "kv_bytes_per_token", r->kv_bytes_per_token);
     cJSON_AddNumberToObject(j, "kv_gbps", r->kv_gbps);
-    cJSON_AddNumberToObject(j, "roofline_gbps", r->roofline_gbps);
-    cJSON_AddNumberToObject(j, "pct_roofline", r->pct_roofline);
+    if (r->roofline_gbps > 0) {
+        cJSON_AddNumberToObject(j, "roofline_gbps", r->roofline_gbps);
+        cJSON_AddNumberToObject(j, "pct_roofline", r->pct_roofline);
+    } else {                          // --roofline-mib 0: none measured
+        cJSON_AddNullToObject(j, "roofline_gbps");
+        cJSON_AddNullToObject(j, "pct_roofline");
+    }
     if (r->sync_wait_pct < 0) cJSON_AddNullToObject(j, "sync_wait_pct");
     else cJSON_AddNumberToObject(j, "sync_wait_pct", r->sync_wait_pct);
     cJSON_AddStringToObject(j, "type_k", wtype_get((uint32_t)o->cache_type_k)->name);
@@ -359,12 +374,13 @@ static cJSON *to_json(const result *r, const options *o) {
     return j;
 }
 
-// The sync wait column, or `none` where it was not measured (batched prompts).
-static const char *wait_str(const result *r, const char *none) {
-    static char buf[32];
-    if (r->sync_wait_pct < 0) return none;
-    snprintf(buf, sizeof buf, "%.3f", r->sync_wait_pct);
-    return buf;
+// A column's value (fmt, one number) in one of slot's buffers, or `none` where it was not measured
+// (no roofline with --roofline-mib 0; no sync wait in batched prompts).
+static const char *num_str(int slot, int measured, const char *fmt, double v, const char *none) {
+    static char buf[3][32];
+    if (!measured) return none;
+    snprintf(buf[slot], sizeof buf[slot], fmt, v);
+    return buf[slot];
 }
 
 static const char *base(const char *p) { const char *s = strrchr(p, '/'); return s ? s + 1 : p; }
@@ -403,10 +419,12 @@ static int print_results(const result *rs, int n, const options *o) {
                "type_k,type_v,pack_cache,tail_split\n");
         for (int i = 0; i < n; i++) {
             const result *r = &rs[i];
-            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%.3f,%.2f,%s,%d,%d,%.0f,%.3f,%s,%s,%s,%s\n", r->model, r->model_size,
+            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%s,%s,%s,%d,%d,%.0f,%.3f,%s,%s,%s,%s\n", r->model, r->model_size,
                    r->n_threads, r->n_prompt, r->n_gen, r->avg_ts, r->stddev_ts,
                    o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa), r->split_k, r->l4_used,
-                   r->bytes_per_token, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r, ""), r->batch_size,
+                   r->bytes_per_token, r->gbps, num_str(0, r->roofline_gbps > 0, "%.3f", r->roofline_gbps, ""),
+                   num_str(1, r->roofline_gbps > 0, "%.2f", r->pct_roofline, ""),
+                   num_str(2, r->sync_wait_pct >= 0, "%.3f", r->sync_wait_pct, ""), r->batch_size,
                    r->n_depth, r->kv_bytes_per_token, r->kv_gbps, wtype_get((uint32_t)o->cache_type_k)->name,
                    wtype_get((uint32_t)o->cache_type_v)->name, packcache_mode_name(o->pack_cache),
                    cli_tail_split_name(r->tail_split));
@@ -422,11 +440,13 @@ static int print_results(const result *rs, int n, const options *o) {
         const result *r = &rs[i];
         char depth[32] = "";
         if (r->n_depth) snprintf(depth, sizeof depth, " @ d%d", r->n_depth);
-        printf("| %s | %.2f MiB | %d | %s | %d | %s | %s | %d | %s%d%s | %.2f ± %.2f | %.2f | %.2f | %.2f | %.1f | %s |\n",
+        printf("| %s | %.2f MiB | %d | %s | %d | %s | %s | %d | %s%d%s | %.2f ± %.2f | %.2f | %.2f | %s | %s | %s |\n",
                base(r->model), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k,
                cli_tail_split_name(r->tail_split), kv, r->batch_size,
                r->n_gen ? "tg" : "pp", r->n_gen ? r->n_gen : r->n_prompt, depth, r->avg_ts, r->stddev_ts,
-               r->bytes_per_token / 1e6, r->gbps, r->roofline_gbps, r->pct_roofline, wait_str(r, "-"));
+               r->bytes_per_token / 1e6, r->gbps, num_str(0, r->roofline_gbps > 0, "%.2f", r->roofline_gbps, "-"),
+               num_str(1, r->roofline_gbps > 0, "%.1f", r->pct_roofline, "-"),
+               num_str(2, r->sync_wait_pct >= 0, "%.3f", r->sync_wait_pct, "-"));
     }
     return 0;
 }
@@ -438,10 +458,23 @@ static int same_series(const result *a, const result *b) {
            !strcmp(a->model, b->model);
 }
 
-// SVG of tg tok/s against threads, one solid line per model and its roofline limit dashed.
-static int write_plot(const char *path, const result *rs, int n) {
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
+// The members of rs[i]'s series (rs[i] the first) into idx, by thread count; their number.
+static int series_points(const result *rs, int n, int i, int *idx) {
+    int k = 0;
+    for (int j = i; j < n; j++) {
+        if (!same_series(&rs[j], &rs[i])) continue;
+        int at = k++;
+        for (; at > 0 && rs[idx[at - 1]].n_threads > rs[j].n_threads; at--) idx[at] = idx[at - 1];
+        idx[at] = j;
+    }
+    return k;
+}
+
+// SVG of tg tok/s against threads into f (its old contents dropped), one solid line per model and
+// its roofline limit dashed (where a roofline was measured). 0, or -1 when writing failed.
+static int write_plot(FILE *f, const result *rs, int n) {
+    int *idx = malloc(sizeof *idx * (size_t)(n ? n : 1));
+    if (!idx || fflush(f) || ftruncate(fileno(f), 0) || fseek(f, 0, SEEK_SET)) { free(idx); fclose(f); return -1; }
     const int W = 640, H = 400, L = 70, R = 20, T = 30, B = 50;
     double ymax = 0; int tmax = 1;
     for (int i = 0; i < n; i++) {
@@ -473,24 +506,26 @@ static int write_plot(const char *path, const result *rs, int n) {
         for (int j = 0; j < i; j++) first &= !same_series(&rs[j], &rs[i]);
         if (!first) continue;
         const char *c = colors[series % 5];
-        for (int dashed = 0; dashed < 2; dashed++) {
+        int k = series_points(rs, n, i, idx), roof = rs[i].roofline_gbps > 0;
+        for (int dashed = 0; dashed <= roof; dashed++) {
             fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"", c,
                     dashed ? " stroke-dasharray=\"6 4\"" : "");
-            for (int j = i; j < n; j++)
-                if (same_series(&rs[j], &rs[i])) {
-                    double v = dashed ? rs[j].roofline_gbps * 1e9 / rs[j].bytes_per_token : rs[j].avg_ts;
-                    fprintf(f, "%.1f,%.1f ", X(rs[j].n_threads), Y(v));
-                }
+            for (int p = 0; p < k; p++) {
+                const result *r = &rs[idx[p]];
+                double v = dashed ? r->roofline_gbps * 1e9 / r->bytes_per_token : r->avg_ts;
+                fprintf(f, "%.1f,%.1f ", X(r->n_threads), Y(v));
+            }
             fprintf(f, "\"/>\n");
         }
-        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s tg%d @ d%d, l4 %s, split-k %d, tails %s (dashed: roofline / "
-                "bytes per token)</text>\n", L + 10, T + 14 * (series + 1), c, base(rs[i].model), rs[i].n_gen,
-                rs[i].n_depth, rs[i].l4_used, rs[i].split_k, cli_tail_split_name(rs[i].tail_split));
+        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s tg%d @ d%d, l4 %s, split-k %d, tails %s%s</text>\n",
+                L + 10, T + 14 * (series + 1), c, base(rs[i].model), rs[i].n_gen, rs[i].n_depth, rs[i].l4_used,
+                rs[i].split_k, cli_tail_split_name(rs[i].tail_split), roof ? " (dashed: roofline / bytes per token)" : "");
         series++;
     }
 #undef X
 #undef Y
     fprintf(f, "</svg>\n");
+    free(idx);
     return fclose(f) ? -1 : 0;
 }
 
@@ -561,10 +596,40 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
                                      : bench_rep(dc, o, len, tg, rep, &rs[c]) < 0;
                 if (failed) { fprintf(stderr, "decode-bench: %s: out of memory\n", path); status = 1; }
             }
-        for (int c = c0; c < *n && !status; c++) bench_finish(&d[(c - c0) / per_split], len, roof, &rs[c]);
+        if (status) *n = c0;          // the results printed are the finished tests'
+        for (int c = c0; c < *n; c++) bench_finish(&d[(c - c0) / per_split], len, roof, &rs[c]);
     }
     for (int s = 0; s < made; s++) decoder_free(&d[s]);
     return status;
+}
+
+// The context every test needs: the longest test after the deepest fill.
+static int max_context(const options *o) {
+    int len = 1, depth = 0;
+    for (int i = 0; i < o->n_prompts; i++) len = o->prompts[i] > len ? o->prompts[i] : len;
+    for (int i = 0; i < o->n_gens; i++) len = o->gens[i] > len ? o->gens[i] : len;
+    for (int i = 0; i < o->n_depth; i++) depth = o->depths[i] > depth ? o->depths[i] : depth;
+    return len + depth;
+}
+
+// Every model opened and its context checked before anything is measured, so that a mistyped
+// -m fails at once; in[i] becomes model i's identity (--plot must not overwrite it). 1 after the
+// error line.
+static int check_models(const options *o, cli_input *in) {
+    for (int mi = 0; mi < o->n_models; mi++) {
+        llama_model m;
+        char err[GGUF_ERR_MAX];
+        if (llama_model_load(&m, o->models[mi], err)) { fprintf(stderr, "decode-bench: %s\n", err); return 1; }
+        int len = max_context(o), bad = decoder_check_ctx(&m, len, (uint32_t)o->cache_type_k, (uint32_t)o->cache_type_v, err);
+        if (bad) fprintf(stderr, "decode-bench: %s\n", err);
+        else if (len > m.hp.n_ctx_train)   // as decode warns of -c past it
+            fprintf(stderr, "decode-bench: warning: %s: the tests reach position %d, past the %d the model was "
+                    "trained on (context_length)\n", o->models[mi], len, m.hp.n_ctx_train);
+        in[mi] = (cli_input){m.f.dev, m.f.ino, "a model file"};
+        llama_model_free(&m);
+        if (bad) return 1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -572,6 +637,14 @@ int main(int argc, char **argv) {
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc) { free(o.model_list); return rc < 0 ? 0 : rc; }   // -m may have come before the bad flag
+    cli_input in[MAXV];
+    FILE *plot = NULL;
+    int plot_existed = o.plot && access(o.plot, F_OK) == 0;
+    if (check_models(&o, in) || (o.plot && !(plot = cli_open_output("--plot", o.plot, in, o.n_models, 0)))) {
+        free(o.model_list);
+        return 1;
+    }
+    for (int ti = 0; ti < o.n_threads; ti++) cli_warn_threads(o.threads[ti]);
     tune_result tr = tune_gemv(tune_mode_from_env(), NULL);   // as decode does: the same kernels' tuning
     char tline[512];
     tune_describe(&tr, tline, sizeof tline);
@@ -579,27 +652,25 @@ int main(int argc, char **argv) {
     result *rs = calloc((size_t)o.n_models * o.n_threads * (o.n_prompts + o.n_gens) * o.n_split * o.n_l4 * o.n_tails *
                         o.n_batch * o.n_depth, sizeof *rs);
     double *roof = calloc((size_t)o.n_threads, sizeof *roof);
-    if (!rs || !roof) { fprintf(stderr, "decode-bench: out of memory\n"); free(rs); free(roof); free(o.model_list); return 1; }
-    for (int ti = 0; ti < o.n_threads; ti++) {
-        if (o.roofline_mib) fprintf(stderr, "decode-bench: read roofline at %d thread(s)...\n", o.threads[ti]);
-        roof[ti] = roofline_gbps(o.threads[ti], o.roofline_mib);
+    int n = 0, status = !rs || !roof;
+    if (status) fprintf(stderr, "decode-bench: out of memory\n");
+    for (int ti = 0; ti < o.n_threads && o.roofline_mib && !status; ti++) {
+        fprintf(stderr, "decode-bench: read roofline at %d thread(s)...\n", o.threads[ti]);
+        if ((roof[ti] = roofline_gbps(o.threads[ti], o.roofline_mib)) < 0) {
+            fprintf(stderr, "decode-bench: cannot allocate the %d MiB the read roofline reads at %d thread(s) "
+                    "(--roofline-mib)\n", o.roofline_mib, o.threads[ti]);
+            status = 1;
+        }
     }
-    int n = 0, status = 0;
     for (int mi = 0; mi < o.n_models && !status; mi++) {
         llama_model m;
         char err[GGUF_ERR_MAX];
         if (llama_model_load(&m, o.models[mi], err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; break; }
-        int max_len = 1, max_depth = 0;
-        for (int i = 0; i < o.n_prompts; i++) max_len = o.prompts[i] > max_len ? o.prompts[i] : max_len;
-        for (int i = 0; i < o.n_gens; i++) max_len = o.gens[i] > max_len ? o.gens[i] : max_len;
-        for (int i = 0; i < o.n_depth; i++) max_depth = o.depths[i] > max_depth ? o.depths[i] : max_depth;
-        max_len += max_depth;
-        if (decoder_check_ctx(&m, max_len, (uint32_t)o.cache_type_k, (uint32_t)o.cache_type_v, err)) { fprintf(stderr, "decode-bench: %s\n", err); llama_model_free(&m); status = 1; break; }
         for (int ti = 0; ti < o.n_threads && !status; ti++)
-            status = bench_threads(&o, &m, o.models[mi], o.threads[ti], max_len, roof[ti], rs, &n);
+            status = bench_threads(&o, &m, o.models[mi], o.threads[ti], max_context(&o), roof[ti], rs, &n);
         llama_model_free(&m);
     }
-    if (!status) {
+    if (n) {                          // what finished is printed, even when a later test failed
         int oom = print_results(rs, n, &o);
         if (oom || fflush(stdout) || ferror(stdout)) {   // a full disk must not look like a result
             fprintf(stderr, "decode-bench: %s\n", oom ? "out of memory printing the results"
@@ -607,9 +678,12 @@ int main(int argc, char **argv) {
             status = 1;
         }
     }
-    if (!status && o.plot && write_plot(o.plot, rs, n)) {
-        fprintf(stderr, "decode-bench: cannot write %s\n", o.plot);
+    if (plot && (!status || n) && write_plot(plot, rs, n)) {
+        fprintf(stderr, "decode-bench: --plot %s: writing failed\n", o.plot);
         status = 1;
+    } else if (plot && status && !n) {   // nothing to draw: the file as it was
+        fclose(plot);
+        if (!plot_existed) unlink(o.plot);
     }
     free(rs); free(roof); free(o.model_list);
     return status;

@@ -8,7 +8,6 @@
 // the long load (packing the weights) comes last.
 #include "model/llama.h"
 #include "model/tokenizer.h"
-#include "platform/affinity.h"
 #include "platform/numa.h"
 #include "runtime/decoder.h"
 #include "runtime/prefill.h"
@@ -47,22 +46,6 @@ typedef struct {
 } options;
 
 static double now_ms(void) { return 1e3 * util_now(); }
-
-static int cpus_available(void) {
-    int *cpus, n = affinity_cpus(&cpus);
-    free(cpus);
-    return n > 0 ? n : 1;
-}
-
-// Physical cores among the CPUs we may use: SMT siblings share a core's memory bandwidth.
-static int default_threads(void) {
-    topo t;
-    char err[256];
-    if (topo_discover(&t, err)) return 1;
-    int n = t.physical_cores;
-    topo_free(&t);
-    return n;
-}
 
 static void usage(FILE *f) {
     sampler_params d = sampler_defaults();
@@ -109,7 +92,7 @@ static void usage(FILE *f) {
         "      --min-p P             min-p, 0.0 = off (default: %.2f)\n"
         "      --repeat-penalty F    repeat penalty, 1.0 = off (default: %.2f)\n"
         "      --repeat-last-n N     tokens the penalty looks back; 0 = off, -1 = context (default: %d)\n"
-        "  -s, --seed N              sampling seed (default: random, printed on stderr when --temp > 0)\n"
+        "  -s, --seed N              sampling seed; -1 or none: random, printed on stderr when --temp > 0\n"
         "      --no-bos              do not prepend BOS (default: prepend when the model asks or says nothing)\n"
         "      --ignore-eos          keep generating past end-of-generation tokens (EOS, EOT, the\n"
         "                            other end-of-turn and FIM pad/repo/separator tokens; -v lists them)\n"
@@ -122,8 +105,9 @@ static void usage(FILE *f) {
         "  with a cached result (default: measure once, cached in $XDG_CACHE_HOME/decode/tune or\n"
         "  ~/.cache/decode/tune, redone when the memory read rate moved by more than 20%%);\n"
         "  DECODE_WAIT_PREFETCH=BYTES: how much of its next step a thread waiting for another\n"
-        "  prefetches (0: none, at most 1 GiB; default: the smaller of 256 KiB and half the L2)\n",
-        default_threads(), PREFILL_DEFAULT_BATCH, d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n);
+        "  prefetches (0: none, at most 1 GiB; default: the smaller of 256 KiB and half the L2);\n"
+        "  DECODE_FAKE_NUMA=N: N pretend NUMA nodes (1..1024; for tests). An empty one is unset.\n",
+        cli_physical_cores(), PREFILL_DEFAULT_BATCH, d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n);
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -154,13 +138,13 @@ static int parse_float(const char *s, float *out) {
 // Returns 0 to run, or an exit status (-1 for a clean --help exit).
 static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
-    o->n_predict = -1; o->n_threads = default_threads(); o->n_batch = PREFILL_DEFAULT_BATCH; o->sp = sampler_defaults();
+    o->n_predict = -1; o->n_threads = cli_physical_cores(); o->n_batch = PREFILL_DEFAULT_BATCH; o->sp = sampler_defaults();
     o->numa = -1; o->split_k = -1; o->l4 = L4RUN_AUTO; o->tail_split = -1;
     o->cache_type_k = o->cache_type_v = WTYPE_F32;
     o->pack_cache = -1;                // not given: DECODE_PACK_CACHE, else auto
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return -1; }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("decode") ? 1 : -1; }
         if (!strcmp(a, "--no-bos")) { o->no_bos = 1; continue; }
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = 1; continue; }
         if (!strcmp(a, "--print-schedule")) { o->print_schedule = 1; continue; }
@@ -212,8 +196,9 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) {
             unsigned long long s; char *end; errno = 0;
             s = strtoull(v, &end, 10);
-            if (errno || end == v || *end || v[0] == '-') return usage_error("bad seed '%s'", v);
-            o->sp.seed = s; o->seed_set = 1;
+            if (!strcmp(v, "-1")) o->seed_set = 0;     // llama.cpp's "random"
+            else if (errno || end == v || *end || v[0] == '-') return usage_error("bad seed '%s'", v);
+            else o->sp.seed = s, o->seed_set = 1;
         } else if (!strcmp(a, "--top-k")) {
             if (parse_long(v, INT_MIN, INT_MAX, &n)) return usage_error("bad --top-k value '%s'", v);
             o->sp.top_k = (int)n;
@@ -308,10 +293,6 @@ static int eval_prompt(session *S, const options *o, const int32_t *ids, size_t 
     return 0;
 }
 
-static int same_file(const struct stat *a, uint64_t dev, uint64_t ino) {
-    return (uint64_t)a->st_dev == dev && (uint64_t)a->st_ino == ino;
-}
-
 // --print-schedule: the plan, a word when its sizes (layer 0's) are not every layer's, the stealing.
 static void print_schedule(const decoder *d) {
     double rel[LAYER_N_MAT];
@@ -345,35 +326,12 @@ static int print_l4_stats(const decoder *d) {
     return text ? 0 : -1;
 }
 
-// Opens the dump without truncating it, and truncates only a file that holds nothing of the
-// run's inputs or outputs: the model (a hard or symbolic link to it included), the prompt file,
-// or the file stdout or stderr already write to. NULL after a one-line error.
+// The dump, refused where it would overwrite the model (a hard or symbolic link to it included),
+// the prompt file, or the file stdout or stderr already write to.
 static FILE *open_dump(const session *S, const char *path) {
-    int fd;
-    while ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666)) < 0 && errno == EINTR && !cli_stop) {}
-    if (fd < 0) {
-        if (!cli_stop) fprintf(stderr, "decode: %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    struct stat st, o;
-    const char *clash = NULL;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        if (same_file(&st, S->m.f.dev, S->m.f.ino)) clash = "the model file";
-        else if (S->file_prompt && same_file(&st, S->prompt_st.st_dev, S->prompt_st.st_ino)) clash = "the prompt file";
-        else if (fstat(1, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stdout goes";
-        else if (fstat(2, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stderr goes";
-    }
-    if (clash) {
-        fprintf(stderr, "decode: --dump-logits %s is %s; not overwriting it\n", path, clash);
-        close(fd);
-        return NULL;
-    }
-    FILE *f = NULL;
-    if ((S_ISREG(st.st_mode) && ftruncate(fd, 0)) || !(f = fdopen(fd, "wb"))) {
-        fprintf(stderr, "decode: %s: %s\n", path, strerror(errno));
-        close(fd);
-    }
-    return f;
+    cli_input in[2] = {{S->m.f.dev, S->m.f.ino, "the model file"},
+                       {S->prompt_st.st_dev, S->prompt_st.st_ino, "the prompt file"}};
+    return cli_open_output("--dump-logits", path, in, S->file_prompt ? 2 : 1, 1);
 }
 
 // The prompt, at most max bytes of it (more cannot fit the context): -p's text or -f's file.
@@ -615,10 +573,7 @@ int main(int argc, char **argv) {
     int r = parse_args(argc, argv, &o);
     if (r) return r < 0 ? 0 : r;
     if (!o.seed_set) o.sp.seed = random_seed();
-    int cpus = cpus_available();
-    if (o.n_threads > cpus)
-        fprintf(stderr, "decode: warning: -t %d is more than the %d CPUs available; threads will take turns "
-                "and each token will be slower than at -t %d\n", o.n_threads, cpus, cpus);
+    cli_warn_threads(o.n_threads);
     session S;
     memset(&S, 0, sizeof S);
     int status = run(&S, &o);
