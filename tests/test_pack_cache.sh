@@ -178,6 +178,13 @@ rm -rf "$XDG_CACHE_HOME"
 run 0 "two nodes" "$tmp/t.bin" -- env DECODE_FAKE_NUMA=2 "$d" "${args[@]}" -t 2 --numa distribute -v --dump-logits "$tmp/t.bin" &&
   has "span NUMA nodes" "two nodes"
 [ "$(packs)" = 0 ] || fail "two nodes wrote a cache file"
+# asked for (rebuild, move) and not done: said without -v; a default that does not apply is quiet
+for mode in rebuild move; do
+  run 0 "two nodes, $mode" "$tmp/t.bin" -- env DECODE_FAKE_NUMA=2 "$d" "${args[@]}" -t 2 --numa distribute \
+    --pack-cache $mode --dump-logits "$tmp/t.bin" && has "not used: the threads span NUMA nodes" "two nodes, $mode"
+done
+run 0 "two nodes, auto" "$tmp/t.bin" -- env DECODE_FAKE_NUMA=2 "$d" "${args[@]}" -t 2 --numa distribute \
+  --pack-cache auto --dump-logits "$tmp/t.bin" && ! grep -q "span NUMA nodes" "$tmp/err" || fail "two nodes, auto: $(cat "$tmp/err")"
 rm -rf "$XDG_CACHE_HOME"
 run 0 "on by default" "$tmp/t.bin" -- env -u DECODE_PACK_CACHE "$d" "${args[@]}" --dump-logits "$tmp/t.bin" &&
   has "packed weights saved to" "on by default"
@@ -195,5 +202,5 @@ run 0 "decode-bench, move" - -- "$bin/decode-bench" -m "$model" -p 0 -n 4 -r 1 -
   has "packed weights moved into memory in" "decode-bench, move"
 
 echo "pack cache cases: $cases"
-[ "$cases" = 78 ] || fail "$cases cases ran, want 78"
+[ "$cases" = 81 ] || fail "$cases cases ran, want 81"
 [ $fails = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }

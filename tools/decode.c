@@ -457,8 +457,11 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     } else if (w->cache_state == PACKCACHE_WRITTEN)
         fprintf(stderr, "decode: packed weights saved to %s (%.1f MB); later loads map them (--pack-cache off: "
                 "never)\n", w->cache_file, w->map_bytes / 1e6);
-    // Why the cache was not used: told when asked for, not on every run of a default (a full disk).
-    else if (w->cache_note[0] && (o->verbose || (o->pack_cache_asked && strncmp(w->cache_note, "not used", 8))))
+    // Why the cache was not used: always where rebuild or move was asked for (the run does less
+    // than asked), else where auto was asked for and it failed (a full disk), not on every run of
+    // a default that does not apply (several nodes, no cache directory).
+    else if (w->cache_note[0] && (o->verbose || (o->pack_cache_asked && (strncmp(w->cache_note, "not used", 8) ||
+                                                                         o->pack_cache >= PACKCACHE_REBUILD))))
         fprintf(stderr, "decode: packed-weight cache: %s\n", w->cache_note);
     if (o->print_schedule) print_schedule(&S->d);
     if (o->verbose) {
