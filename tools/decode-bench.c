@@ -193,12 +193,7 @@ static int parse_args(int argc, char **argv, options *o) {
                 o->roofline_mib, half_mib);
         return 2;
     }
-    if (!o->n_threads) {
-        topo t; char err[256];
-        o->threads[0] = topo_discover(&t, err) ? 1 : t.physical_cores;
-        o->n_threads = 1;
-        topo_free(&t);
-    }
+    if (!o->n_threads) o->threads[0] = cli_physical_cores(), o->n_threads = 1;
     return 0;
 }
 
