@@ -43,10 +43,15 @@ static inline size_t kv_index(kv_layout l, int h, int p) {
 // Bytes of a head's rows in one block of kv_blocks' layout (the decoder's cache, and the one the
 // tuner times attention on).
 #define KV_RUN_BYTES ((size_t)128 << 10)
+// A cache of more than KV_SPREAD_BYTES has at least KV_SPREAD_BLOCKS blocks (rows allowing), so
+// that the first token touches at most that share of it.
+#define KV_SPREAD_BYTES ((double)(128 << 20))
+#define KV_SPREAD_BLOCKS 8
 // The position-block layout of a cache whose blocks hold the rows of n_heads heads (every KV head
 // of every layer), head_dim elements of elem bytes a row, over n_ctx >= 1 positions: block_rows
-// rows a block, or where that is 0 as many as make a head's rows of a block KV_RUN_BYTES (a
-// multiple of 8, at least 8, so that attention's groups of 8 positions stay whole); at most n_ctx.
+// rows a block, or where that is 0 as many as make a head's rows of a block KV_RUN_BYTES, fewer
+// where the cache needs KV_SPREAD_BLOCKS blocks (a multiple of 8, at least 8, so that attention's
+// groups of 8 positions stay whole); at most n_ctx.
 kv_layout kv_blocks(int head_dim, size_t elem, int n_heads, int n_ctx, int block_rows);
 // Causal GQA attention for one query at position n_pos - 1 over positions [0, n_pos).
 // q: (n_head, head_dim). k, v: caches of type kt, vt (WTYPE_F32, or WTYPE_F16: each element

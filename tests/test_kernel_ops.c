@@ -419,15 +419,37 @@ static size_t test_prefetch_lines(void) {
     return cases + 1;
 }
 
+// kv_blocks' rows a block: KV_RUN_BYTES a head's run (at most the context), an asked-for count
+// as asked, and a cache past KV_SPREAD_BYTES cut into KV_SPREAD_BLOCKS blocks or more, so the first
+// token's writes touch at most that share of it.
+static size_t test_kv_blocks(void) {
+    static const struct { int hd; size_t es; int heads, ctx, asked, rows; } c[] = {
+        {64, 4, 22 * 4, 2048, 0, 512},        // TinyLlama's shape: 128 KiB runs, 46 MB a cache
+        {48, 4, 6 * 6, 256, 0, 256},          // stories15M's: one block over the whole context
+        {128, 2, 32 * 8, 8192, 0, 512},       // an 8B's in f16 at 8192: 512 MiB, 16 blocks
+        {8, 4, 4096 * 4, 4096, 0, 512},       // 4096 layers of 8-wide heads: 2 GiB, one block before
+        {8, 4, 64 * 4, 4096, 0, 4096},        // the same heads over 64 layers (32 MiB): one block
+        {8, 4, 4096 * 4, 40, 0, 40},          // too few rows to cut: the context
+        {64, 4, 4096, 4096, 24, 24},          // asked for
+    };
+    size_t cases = 0;
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++, cases++) {
+        kv_layout l = kv_blocks(c[i].hd, c[i].es, c[i].heads, c[i].ctx, c[i].asked);
+        CHECKF(l.block_rows == c[i].rows && l.head == (size_t)c[i].rows * c[i].hd && l.block == l.head * c[i].heads,
+               "case %zu: %d rows a block, want %d", i, l.block_rows, c[i].rows);
+    }
+    return cases;
+}
+
 int main(void) {
-    size_t n[7] = {test_rmsnorm(), test_rope(),   test_softmax(),  test_swiglu(),
-                   test_argmax(),  test_attention(), test_prefetch_lines()};
-    const size_t want[7] = {18, 481, 15 + 71 * 4, 14 + 71 * 4, 8 + 71 * 4 * 6, 16 * 4 * 48 * 10 + 1, 8 * 4 * 5 + 1};
-    const char *names[7] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention", "prefetch lines"};
+    size_t n[8] = {test_rmsnorm(), test_rope(),   test_softmax(),  test_swiglu(),
+                   test_argmax(),  test_attention(), test_prefetch_lines(), test_kv_blocks()};
+    const size_t want[8] = {18, 481, 15 + 71 * 4, 14 + 71 * 4, 8 + 71 * 4 * 6, 16 * 4 * 48 * 10 + 1, 8 * 4 * 5 + 1, 7};
+    const char *names[8] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention", "prefetch lines", "kv blocks"};
     int isa = cpu_isa();   // the SIMD paths compared with the references (ctest runs this under avx2 too)
     printf("paths: %s\n", isa >= CPU_ISA_AVX512 ? "softmax and attention avx512, the rest avx2"
                           : isa >= CPU_ISA_AVX2 ? "avx2" : "scalar only (references against themselves; skipped SIMD)");
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 8; i++) {
         CHECKF(n[i] == want[i], "%s ran %zu cases, expected %zu", names[i], n[i], want[i]);
         printf("%s: %zu cases\n", names[i], n[i]);
     }
