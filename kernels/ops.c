@@ -214,7 +214,7 @@ kv_layout kv_blocks(int head_dim, size_t elem, int n_heads, int n_ctx, int block
         // The first token writes a row of every head's run of block 0, and on huge pages that faults
         // in the whole block: one block over a narrow-headed model's whole context faulted in all of
         // it (4096 layers of 8-wide heads at 4096 positions: 4.2 GB for three tokens).
-        if ((double)n_ctx * head_dim * elem * n_heads > KV_SPREAD_BYTES && rows > n_ctx / KV_SPREAD_BLOCKS)
+        if ((double)n_ctx * head_dim * elem * n_heads > (double)KV_SPREAD_BYTES && rows > n_ctx / KV_SPREAD_BLOCKS)
             rows = n_ctx / KV_SPREAD_BLOCKS / 8 * 8;
         if (rows < 8) rows = 8;
     }

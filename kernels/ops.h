@@ -43,9 +43,10 @@ static inline size_t kv_index(kv_layout l, int h, int p) {
 // Bytes of a head's rows in one block of kv_blocks' layout (the decoder's cache, and the one the
 // tuner times attention on).
 #define KV_RUN_BYTES ((size_t)128 << 10)
-// A cache of more than KV_SPREAD_BYTES has at least KV_SPREAD_BLOCKS blocks (rows allowing), so
-// that the first token touches at most that share of it.
-#define KV_SPREAD_BYTES ((double)(128 << 20))
+// A layout of more than KV_SPREAD_BYTES (the decoder makes one per arena: one node's K, or V) has
+// at least KV_SPREAD_BLOCKS blocks (rows allowing), so that the first token touches at most that
+// share of it.
+#define KV_SPREAD_BYTES ((size_t)128 << 20)
 #define KV_SPREAD_BLOCKS 8
 // The position-block layout of a cache whose blocks hold the rows of n_heads heads (every KV head
 // of every layer), head_dim elements of elem bytes a row, over n_ctx >= 1 positions: block_rows

@@ -190,8 +190,9 @@ static void *kv_alloc(size_t n, uint32_t t, size_t *bytes) {
 // The KV cache's arenas (decoder.h kv_arena): one for each run of KV heads whose owners in the
 // decode schedule are on one node (a thread's groups are one run), bound to that node before
 // its first write. Position blocks of every layer's rows (ops.h kv_blocks), runs of
-// KV_RUN_BYTES a head in the wider of the two types: the first token touches (and the kernel
-// zeroes) one block of every layer, not a page of every head's stream; for the TinyLlama shape at
+// KV_RUN_BYTES a head in the wider of the two types (at least KV_SPREAD_BLOCKS blocks in an arena
+// of more than KV_SPREAD_BYTES): the first token touches (and the kernel zeroes) one block of
+// every layer, not a page of every head's stream; for the TinyLlama shape at
 // 2048 positions, f32, 22 MiB instead of 88, for an 8B model at 4096 64 MiB instead of 1 GiB. In an
 // attention-only harness at depth on a Zen 5, 64 KiB runs were 1-3% behind one stream a head, 128
 // KiB within -2..+3% (docs/performance.md). 0 ok, -1 out of memory.

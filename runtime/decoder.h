@@ -46,7 +46,7 @@ typedef struct {
     uint32_t cache_type_k;        // the KV cache's element types: WTYPE_F32 (default) or WTYPE_F16
     uint32_t cache_type_v;        // (rows rounded to nearest even as they are stored; see ops.h)
     int kv_block_rows;            // positions per KV cache block (below); 0: the default, blocks of
-                                  // KV_RUN_BYTES a head (decoder.c)
+                                  // KV_RUN_BYTES a head, fewer rows in a large arena (ops.h kv_blocks)
     long wait_prefetch;           // bytes a thread waiting before a step prefetches of what the step
                                   // reads; 0: none; -1: DECODE_WAIT_PREFETCH, else the smaller of
                                   // 256 KiB and half the L2

@@ -319,7 +319,7 @@ static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *
 enum { KV_HEADS = 8, KV_HD = 64 };
 _Static_assert(EVICT_BYTES / 2 / sizeof(float) / KV_HEADS / KV_HD >= 4096,
                "the KV phase's positions: whole blocks, > 0");
-typedef struct { const float *k, *v; int n_pos, cold; float *scratch; const int *c; } kv_job;
+typedef struct { const float *k, *v; int n_pos, cold; float *scratch; const int *c; kv_layout lay; } kv_job;
 static double attention_time(void *ctx, int i) {
     const kv_job *j = ctx;
     float q[KV_HEADS * KV_HD], out[KV_HEADS * KV_HD];
@@ -328,8 +328,7 @@ static double attention_time(void *ctx, int i) {
     size_t half = (size_t)j->n_pos * KV_HEADS * KV_HD * sizeof(float);
     if (j->cold) cpu_evict(j->k, half), cpu_evict(j->v, half);
     double t = monotonic_seconds();
-    attention(out, q, j->k, WTYPE_F32, j->v, WTYPE_F32, j->n_pos, KV_HEADS, KV_HEADS, KV_HD,
-              kv_blocks(KV_HD, sizeof(float), KV_HEADS, j->n_pos, 0), j->scratch);
+    attention(out, q, j->k, WTYPE_F32, j->v, WTYPE_F32, j->n_pos, KV_HEADS, KV_HEADS, KV_HD, j->lay, j->scratch);
     return monotonic_seconds() - t;
 }
 
@@ -339,7 +338,9 @@ static double attention_time(void *ctx, int i) {
 static int measure_kv(const mat *m, int inc, int *kv) {
     const size_t half = gemv_packed_bytes(m->dt, m->k, m->n) / 2;
     int n_pos = (int)(half / sizeof(float) / KV_HEADS / KV_HD);
-    n_pos -= n_pos % kv_blocks(KV_HD, sizeof(float), KV_HEADS, n_pos, 0).block_rows;   // whole blocks
+    // whole blocks of the layout made for n_pos (which may cut a larger cache finer: ops.h)
+    kv_layout lay = kv_blocks(KV_HD, sizeof(float), KV_HEADS, n_pos, 0);
+    n_pos -= n_pos % lay.block_rows;
     const float *k = (const float *)m->P, *v = (const float *)((const char *)m->P + half);
     int c[NKPF + 1], nc = NKPF, ii = -1;
     for (int i = 0; i < NKPF; i++) c[i] = KPF[i], ii = KPF[i] == inc ? i : ii;
@@ -347,7 +348,7 @@ static int measure_kv(const mat *m, int inc, int *kv) {
     float *scratch = malloc(sizeof(float) * (size_t)n_pos * KV_HEADS);
     if (!scratch) return -1;
     double t[TUNE_MAX_CANDIDATES * ROUNDS];
-    time_rounds(attention_time, &(kv_job){k, v, n_pos, m->cold, scratch, c}, nc, ROUNDS, t);
+    time_rounds(attention_time, &(kv_job){k, v, n_pos, m->cold, scratch, c, lay}, nc, ROUNDS, t);
     *kv = c[tune_choose(t, nc, ROUNDS, ii, 0)];
     free(scratch);
     return 0;
