@@ -92,13 +92,15 @@ static void group_by_node(topo *t) {
         }
 }
 
-int topo_fake_nodes_env(void) {
+int topo_fake_nodes_env(char err[256]) {
     const char *e = getenv("DECODE_FAKE_NUMA");
     if (!e || !*e) return 0;
     char *end;
     errno = 0;
     long f = strtol(e, &end, 10);
-    return *end || errno || f < 1 || f > 1024 ? -1 : (int)f;
+    if (!*end && !errno && f >= 1 && f <= 1024) return (int)f;
+    snprintf(err, 256, "DECODE_FAKE_NUMA must be a node count in 1..1024, got '%.100s'", e);
+    return -1;
 }
 
 int topo_discover(topo *t, char err[256]) {
@@ -114,11 +116,10 @@ int topo_discover(topo *t, char err[256]) {
     if (!t->cpu || !t->node || !scratch) goto oom;
     t->physical_cores = count_physical(t->cpu, t->n_cpus);
 
-    int f = topo_fake_nodes_env();
+    int f = topo_fake_nodes_env(err);
     if (f < 0) {
         free(scratch);
         topo_free(t);
-        snprintf(err, 256, "DECODE_FAKE_NUMA must be a node count in 1..1024, got '%.100s'", getenv("DECODE_FAKE_NUMA"));
         return -1;
     }
     if (f) {

@@ -27,9 +27,9 @@ typedef struct {
 
 // 0 ok; -1 only when out of memory or the environment variable is malformed (err says which).
 int topo_discover(topo *t, char err[256]);
-// DECODE_FAKE_NUMA: 0 unset or empty, 1..1024 the pretend node count, -1 malformed (tools check
-// it before they start, as they do the other DECODE_* variables).
-int topo_fake_nodes_env(void);
+// DECODE_FAKE_NUMA: 0 unset or empty, 1..1024 the pretend node count, -1 malformed with why in err
+// (tools check it before they start, as they do the other DECODE_* variables).
+int topo_fake_nodes_env(char err[256]);
 void topo_free(topo *t);
 // Parses "off", "distribute", "isolate"; -1 for anything else.
 int topo_parse_mode(const char *s);

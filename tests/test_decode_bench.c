@@ -147,7 +147,22 @@ int main(void) {
     r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "8", NULL});   // md by default
     CHECK(r.status == 0 && !strncmp(r.out, "| model |", 9) && strstr(r.out, "| tg8 |"));
     tool_run_free(&r);
-    cases += 2;
+    // no roofline: its two columns empty in CSV, '-' in the table
+    r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "4", "-o", "csv", "--roofline-mib", "0", NULL});
+    CHECKF(r.status == 0 && strstr(r.out, ",,,0.000,1,0,") && !strstr(r.out, ",,,,"), "%s", r.out);
+    tool_run_free(&r);
+    r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "4", "--roofline-mib", "0", NULL});
+    CHECKF(r.status == 0 && strstr(r.out, " | - | - | 0.000 |"), "%s", r.out);
+    tool_run_free(&r);
+    // a plot into a file that is not regular: written, not truncated
+    r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "4", "--plot", "/dev/null", NULL});
+    CHECKF(r.status == 0, "%s", r.err);
+    tool_run_free(&r);
+    // no test at all: the header alone (json: an empty array)
+    r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "0", "-o", "json", NULL});
+    CHECKF(r.status == 0 && !strcmp(r.out, "[]\n"), "'%s'", r.out);
+    tool_run_free(&r);
+    cases += 6;
 
     // one at a time and in batches of 4: a batch streams the weights once, so fewer bytes a token
     r = bench((const char *[]){"-t", "1", "-p", "8", "-n", "0", "-b", "1,4", "-o", "json", NULL});
@@ -277,7 +292,7 @@ int main(void) {
     }
     unlink(link), unlink(copy);
     free(orig), free(copy), free(link), free(both);
-    CHECK(cases == 27);
+    CHECK(cases == 31);
     printf("decode-bench: %d interface cases\n", cases);
     free(model);
     CHECK(scratch_remove(dir) == 0);

@@ -184,7 +184,7 @@ for mode in rebuild move; do
     --pack-cache $mode --dump-logits "$tmp/t.bin" && has "not used: the threads span NUMA nodes" "two nodes, $mode"
 done
 run 0 "two nodes, auto" "$tmp/t.bin" -- env DECODE_FAKE_NUMA=2 "$d" "${args[@]}" -t 2 --numa distribute \
-  --pack-cache auto --dump-logits "$tmp/t.bin" && ! grep -q "span NUMA nodes" "$tmp/err" || fail "two nodes, auto: $(cat "$tmp/err")"
+  --pack-cache auto --dump-logits "$tmp/t.bin" && grep -q "span NUMA nodes" "$tmp/err" && fail "two nodes, auto: $(cat "$tmp/err")"
 rm -rf "$XDG_CACHE_HOME"
 run 0 "on by default" "$tmp/t.bin" -- env -u DECODE_PACK_CACHE "$d" "${args[@]}" --dump-logits "$tmp/t.bin" &&
   has "packed weights saved to" "on by default"

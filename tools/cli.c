@@ -158,7 +158,7 @@ char *cli_read_file(const char *path, size_t max, size_t *len, struct stat *st_o
 }
 
 int cli_cpus(void) {
-    int *cpus, n = affinity_cpus(&cpus);
+    int *cpus = NULL, n = affinity_cpus(&cpus);
     free(cpus);
     return n > 0 ? n : 1;
 }
@@ -192,7 +192,12 @@ FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, i
     }
     struct stat st, o;
     const char *clash = NULL;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st)) {             // unknown: it could be the model
+        fprintf(stderr, "%s: %s %s: %s\n", tool_name, flag, path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (S_ISREG(st.st_mode)) {
         for (int i = 0; i < n && !clash; i++)
             if (same_file(&st, in[i].dev, in[i].ino)) clash = in[i].what;
         if (!clash && fstat(1, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stdout goes";
@@ -212,15 +217,14 @@ FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, i
 }
 
 const char *cli_env_problem(void) {
-    static char msg[200];
+    static char msg[256];
     const char *isa = getenv("DECODE_ISA"), *tune = getenv("DECODE_TUNE");
     if (isa && *isa && !cpu_isa_name_ok(isa)) snprintf(msg, sizeof msg, "DECODE_ISA must be avx512, avx2 or scalar, got '%.100s'", isa);
     else if (tune_mode_from_env() < 0) snprintf(msg, sizeof msg, "DECODE_TUNE must be off or force, got '%.100s'", tune);
     else if (decoder_wait_prefetch_env() < -1)
         snprintf(msg, sizeof msg, "DECODE_WAIT_PREFETCH must be a number of bytes, 0 (none) to 1073741824, got '%.80s'",
                  getenv("DECODE_WAIT_PREFETCH"));
-    else if (topo_fake_nodes_env() < 0)
-        snprintf(msg, sizeof msg, "DECODE_FAKE_NUMA must be a node count in 1..1024, got '%.100s'", getenv("DECODE_FAKE_NUMA"));
+    else if (topo_fake_nodes_env(msg) < 0) {}
     else return NULL;
     return msg;
 }

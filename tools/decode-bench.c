@@ -39,6 +39,7 @@ typedef struct {
     int gens[MAXV], n_gens;
     int reps, numa;
     int roofline_mib;             // bytes the roofline pass reads, MiB; 0: no roofline
+    int roofline_asked;           // given by --roofline-mib, not the default
     int split_ks[MAXV], n_split;  // -1 auto, 0 off, N
     int l4s[MAXV], n_l4;          // l4run_mode values
     int tails[MAXV], n_tails;     // tail split on (1), off (0) or auto (-1)
@@ -92,7 +93,8 @@ static void usage(FILE *f) {
         "                       (move: moved into memory before the tests, timed on stderr)\n"
         "                       (default: DECODE_PACK_CACHE, else auto)\n"
         "      --plot FILE.svg  tg tok/s against threads with the roofline limit (never a model file)\n"
-        "      --roofline-mib N read roofline buffer in MiB; 0 = none, its columns empty (default 1024)\n"
+        "      --roofline-mib N read roofline buffer in MiB; 0 = none, its columns empty (default 1024,\n"
+        "                       at most half the RAM)\n"
         "      --profile        tg tests: each thread the schedule uses, its time per token by step,\n"
         "                       working and waiting before it, of the last repetition, on stderr\n"
         "                       (every test is timed so: two clock reads per wait point)\n"
@@ -172,7 +174,7 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) bad = (o->cache_type_k = cli_parse_cache_type(v)) < 0;
         else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) bad = (o->cache_type_v = cli_parse_cache_type(v)) < 0;
         else if (!strcmp(a, "--plot")) o->plot = v;
-        else if (!strcmp(a, "--roofline-mib")) { int r[1]; bad = parse_list(v, r, 0, 1 << 20) != 1; o->roofline_mib = r[0]; }
+        else if (!strcmp(a, "--roofline-mib")) { int r[1]; bad = parse_list(v, r, 0, 1 << 20) != 1; o->roofline_mib = r[0], o->roofline_asked = 1; }
         else { fprintf(stderr, "decode-bench: unknown option '%s' (see --help)\n", a); return 2; }
         if (!has) { fprintf(stderr, "decode-bench: %s needs a value (see --help)\n", a); return 2; }
         if (bad) { fprintf(stderr, "decode-bench: bad value '%s' for %s (see --help)\n", v, a); return 2; }
@@ -186,12 +188,18 @@ static int parse_args(int argc, char **argv, options *o) {
     const char *env = cli_env_problem();
     if (env) { fprintf(stderr, "decode-bench: %s\n", env); return 2; }
     if (!o->n_models) { fprintf(stderr, "decode-bench: missing -m MODEL (see --help)\n"); return 2; }
+    // the roofline's buffer is allocated and touched: at most half the RAM
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    double half_mib = pages > 0 && page > 0 ? (double)pages * (double)page / 2 / 1048576 : 0;
-    if (half_mib > 0 && o->roofline_mib > half_mib) {   // it is allocated and touched: keep it to a buffer
-        fprintf(stderr, "decode-bench: --roofline-mib %d is more than half of this machine's memory (%.0f MiB)\n",
-                o->roofline_mib, half_mib);
-        return 2;
+    int half_mib = pages > 0 && page > 0 ? (int)fmin((double)pages * (double)page / 2 / 1048576, 1 << 20) : 0;
+    if (half_mib > 0 && o->roofline_mib > half_mib) {
+        if (o->roofline_asked) {
+            fprintf(stderr, "decode-bench: --roofline-mib %d is more than half of this machine's memory (%d MiB)\n",
+                    o->roofline_mib, half_mib);
+            return 2;
+        }
+        fprintf(stderr, "decode-bench: the read roofline reads %d MiB, half of this machine's memory (not the default "
+                "%d)\n", half_mib, o->roofline_mib);
+        o->roofline_mib = half_mib;
     }
     if (!o->n_threads) o->threads[0] = cli_physical_cores(), o->n_threads = 1;
     return 0;
@@ -251,6 +259,9 @@ static double roofline_gbps(int n_threads, int mib) {
     pool_destroy(pl);
     return (double)bytes / util_median(s, 7) / 1e9;
 }
+
+// 0 where no roofline was measured (--roofline-mib 0): its columns are then null, empty or '-'.
+static int has_roofline(const result *r) { return r->roofline_gbps > 0; }
 
 static void stats(result *r) {
     double sum = 0, sq = 0;
@@ -353,7 +364,7 @@ static cJSON *to_json(const result *r, const options *o) {
     cJSON_AddNumberToObject(j, "gbps", r->gbps);
     cJSON_AddNumberToObject(j, "kv_bytes_per_token", r->kv_bytes_per_token);
     cJSON_AddNumberToObject(j, "kv_gbps", r->kv_gbps);
-    if (r->roofline_gbps > 0) {
+    if (has_roofline(r)) {
         cJSON_AddNumberToObject(j, "roofline_gbps", r->roofline_gbps);
         cJSON_AddNumberToObject(j, "pct_roofline", r->pct_roofline);
     } else {                          // --roofline-mib 0: none measured
@@ -370,7 +381,7 @@ static cJSON *to_json(const result *r, const options *o) {
 }
 
 // A column's value (fmt, one number) in one of slot's buffers, or `none` where it was not measured
-// (no roofline with --roofline-mib 0; no sync wait in batched prompts).
+// (has_roofline; no sync wait in batched prompts).
 static const char *num_str(int slot, int measured, const char *fmt, double v, const char *none) {
     static char buf[3][32];
     if (!measured) return none;
@@ -417,8 +428,8 @@ static int print_results(const result *rs, int n, const options *o) {
             printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%s,%s,%s,%d,%d,%.0f,%.3f,%s,%s,%s,%s\n", r->model, r->model_size,
                    r->n_threads, r->n_prompt, r->n_gen, r->avg_ts, r->stddev_ts,
                    o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa), r->split_k, r->l4_used,
-                   r->bytes_per_token, r->gbps, num_str(0, r->roofline_gbps > 0, "%.3f", r->roofline_gbps, ""),
-                   num_str(1, r->roofline_gbps > 0, "%.2f", r->pct_roofline, ""),
+                   r->bytes_per_token, r->gbps, num_str(0, has_roofline(r), "%.3f", r->roofline_gbps, ""),
+                   num_str(1, has_roofline(r), "%.2f", r->pct_roofline, ""),
                    num_str(2, r->sync_wait_pct >= 0, "%.3f", r->sync_wait_pct, ""), r->batch_size,
                    r->n_depth, r->kv_bytes_per_token, r->kv_gbps, wtype_get((uint32_t)o->cache_type_k)->name,
                    wtype_get((uint32_t)o->cache_type_v)->name, packcache_mode_name(o->pack_cache),
@@ -439,8 +450,8 @@ static int print_results(const result *rs, int n, const options *o) {
                base(r->model), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k,
                cli_tail_split_name(r->tail_split), kv, r->batch_size,
                r->n_gen ? "tg" : "pp", r->n_gen ? r->n_gen : r->n_prompt, depth, r->avg_ts, r->stddev_ts,
-               r->bytes_per_token / 1e6, r->gbps, num_str(0, r->roofline_gbps > 0, "%.2f", r->roofline_gbps, "-"),
-               num_str(1, r->roofline_gbps > 0, "%.1f", r->pct_roofline, "-"),
+               r->bytes_per_token / 1e6, r->gbps, num_str(0, has_roofline(r), "%.2f", r->roofline_gbps, "-"),
+               num_str(1, has_roofline(r), "%.1f", r->pct_roofline, "-"),
                num_str(2, r->sync_wait_pct >= 0, "%.3f", r->sync_wait_pct, "-"));
     }
     return 0;
@@ -465,11 +476,18 @@ static int series_points(const result *rs, int n, int i, int *idx) {
     return k;
 }
 
-// SVG of tg tok/s against threads into f (its old contents dropped), one solid line per model and
-// its roofline limit dashed (where a roofline was measured). 0, or -1 when writing failed.
+// SVG of tg tok/s against threads into f (a regular file's old contents dropped), one solid line
+// per model and its roofline limit dashed (where a roofline was measured). 0, or -1 when writing
+// failed.
 static int write_plot(FILE *f, const result *rs, int n) {
     int *idx = malloc(sizeof *idx * (size_t)(n ? n : 1));
-    if (!idx || fflush(f) || ftruncate(fileno(f), 0) || fseek(f, 0, SEEK_SET)) { free(idx); fclose(f); return -1; }
+    struct stat st;
+    int regular = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode);
+    if (!idx || (regular && (fflush(f) || ftruncate(fileno(f), 0) || fseek(f, 0, SEEK_SET)))) {
+        free(idx);
+        fclose(f);
+        return -1;
+    }
     const int W = 640, H = 400, L = 70, R = 20, T = 30, B = 50;
     double ymax = 0; int tmax = 1;
     for (int i = 0; i < n; i++) {
@@ -501,7 +519,7 @@ static int write_plot(FILE *f, const result *rs, int n) {
         for (int j = 0; j < i; j++) first &= !same_series(&rs[j], &rs[i]);
         if (!first) continue;
         const char *c = colors[series % 5];
-        int k = series_points(rs, n, i, idx), roof = rs[i].roofline_gbps > 0;
+        int k = series_points(rs, n, i, idx), roof = has_roofline(&rs[i]);
         for (int dashed = 0; dashed <= roof; dashed++) {
             fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"", c,
                     dashed ? " stroke-dasharray=\"6 4\"" : "");
@@ -634,7 +652,8 @@ int main(int argc, char **argv) {
     if (rc) { free(o.model_list); return rc < 0 ? 0 : rc; }   // -m may have come before the bad flag
     cli_input in[MAXV];
     FILE *plot = NULL;
-    int plot_existed = o.plot && access(o.plot, F_OK) == 0;
+    struct stat pst;
+    int plot_existed = o.plot && lstat(o.plot, &pst) == 0;   // a link, even dangling, is the user's
     if (check_models(&o, in) || (o.plot && !(plot = cli_open_output("--plot", o.plot, in, o.n_models, 0)))) {
         free(o.model_list);
         return 1;
@@ -652,8 +671,8 @@ int main(int argc, char **argv) {
     for (int ti = 0; ti < o.n_threads && o.roofline_mib && !status; ti++) {
         fprintf(stderr, "decode-bench: read roofline at %d thread(s)...\n", o.threads[ti]);
         if ((roof[ti] = roofline_gbps(o.threads[ti], o.roofline_mib)) < 0) {
-            fprintf(stderr, "decode-bench: cannot allocate the %d MiB the read roofline reads at %d thread(s) "
-                    "(--roofline-mib)\n", o.roofline_mib, o.threads[ti]);
+            fprintf(stderr, "decode-bench: out of memory setting up the read roofline (%d MiB, %d thread(s); "
+                    "--roofline-mib)\n", o.roofline_mib, o.threads[ti]);
             status = 1;
         }
     }
@@ -665,7 +684,7 @@ int main(int argc, char **argv) {
             status = bench_threads(&o, &m, o.models[mi], o.threads[ti], max_context(&o), roof[ti], rs, &n);
         llama_model_free(&m);
     }
-    if (n) {                          // what finished is printed, even when a later test failed
+    if (n || !status) {               // what finished is printed, even when a later test failed
         int oom = print_results(rs, n, &o);
         if (oom || fflush(stdout) || ferror(stdout)) {   // a full disk must not look like a result
             fprintf(stderr, "decode-bench: %s\n", oom ? "out of memory printing the results"

@@ -461,7 +461,8 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     // than asked), else where auto was asked for and it failed (a full disk), not on every run of
     // a default that does not apply (several nodes, no cache directory).
     else if (w->cache_note[0] && (o->verbose || (o->pack_cache_asked && (strncmp(w->cache_note, "not used", 8) ||
-                                                                         o->pack_cache >= PACKCACHE_REBUILD))))
+                                                                         o->pack_cache == PACKCACHE_REBUILD ||
+                                                                         o->pack_cache == PACKCACHE_MOVE))))
         fprintf(stderr, "decode: packed-weight cache: %s\n", w->cache_note);
     if (o->print_schedule) print_schedule(&S->d);
     if (o->verbose) {
