@@ -435,12 +435,11 @@ static void trace(decoder *d, const thread_ctx *c, int layer, int m, int write, 
     }
 }
 
-// Segment g (rows g * KSEG ..) of tile `tile` of w into slot (64 floats; those past the last
-// output are left as they were), summed from 0.
-static void segment_gemv(const packed_matrix *w, const float *x, size_t tile, uint32_t g, float *slot) {
-    size_t es = wtype_get(w->type)->size, p0 = (size_t)g * GEMV_KSEG;
-    size_t len = w->n_in - p0 < GEMV_KSEG ? w->n_in - p0 : GEMV_KSEG, left = w->n_out - tile * GEMV_TILE;
-    const char *rows = (const char *)w->tiles + gemv_row_start(w->n_in, w->n_out, tile, p0) * es;
+void decoder_segment_gemv(const packed_matrix *w, const float *x, size_t tile, uint32_t g, const void *rows,
+                          float *slot) {
+    size_t p0 = (size_t)g * GEMV_KSEG, len = w->n_in - p0 < GEMV_KSEG ? w->n_in - p0 : GEMV_KSEG;
+    size_t left = w->n_out - tile * GEMV_TILE;
+    if (!rows) rows = (const char *)w->tiles + gemv_row_start(w->n_in, w->n_out, tile, p0) * wtype_get(w->type)->size;
     // the tile's real outputs only (the slot's others are never read): a narrow tile's rows are narrow here too
     gemv_packed(w->type, x + p0, rows, len, left < GEMV_TILE ? left : GEMV_TILE, 0, 1, slot);
 }
@@ -465,21 +464,21 @@ static void matmul_share(decoder *d, thread_ctx *c, int layer, int m, const floa
         return;
     }
     const packed_matrix *w = decoder_matrix(d, layer, m);
-    size_t es = wtype_get(w->type)->size, k = w->n_in, n = w->n_out;
+    const sched_mat shape = {.k = w->n_in, .n = w->n_out, .es = wtype_get(w->type)->size};   // this layer's type
     const char *tiles = w->tiles;
+    size_t lo, hi;
     if (r->s0 == 0 && r->s1 == sched_n_seg(&d->sched, m)) {
-        size_t lo = gemv_tile_start(k, n, r->t0) * es;
-        trace(d, c, layer, m, 0, tiles, tiles + lo, gemv_tile_start(k, n, r->t1) * es - lo);
+        sched_tiles_bytes(&shape, r->t0, r->t1, &lo, &hi);
+        trace(d, c, layer, m, 0, tiles, tiles + lo, hi - lo);
         gemv_packed(w->type, x, w->tiles, w->n_in, w->n_out, r->t0, r->t1, out);
         return;
     }
     for (uint32_t g = r->s0; g < r->s1; g++) {
-        size_t lo, hi;
         float *slot = partial_slot(d, m, r->t0, g);
-        sched_seg_bytes(&(sched_mat){.k = k, .n = n, .es = es}, r->t0, g, g + 1, &lo, &hi);
+        sched_seg_bytes(&shape, r->t0, g, g + 1, &lo, &hi);
         trace(d, c, layer, m, 0, tiles, tiles + lo, hi - lo);
         trace(d, c, layer, m, 1, d->partials[m], slot, SCHED_SLOT_BYTES);
-        segment_gemv(w, x, r->t0, g, slot);
+        decoder_segment_gemv(w, x, r->t0, g, NULL, slot);
     }
 }
 
@@ -662,7 +661,7 @@ static void tail_share(decoder *d, thread_ctx *c, int layer, int st, int v, cons
         uint64_t u0 = atomic_fetch_add_explicit(&q[1], per, memory_order_relaxed), u1 = u0 + per < units ? u0 + per : units;
         if (u0 >= units) return;
         for (uint64_t u = u0; u < u1; u++)
-            segment_gemv(decoder_matrix(d, layer, stage_mats[st][u / n_seg]), x, tile, (uint32_t)(u % n_seg),
+            decoder_segment_gemv(decoder_matrix(d, layer, stage_mats[st][u / n_seg]), x, tile, (uint32_t)(u % n_seg), NULL,
                          tail_slot(d, st, v, (int)(u / n_seg), (uint32_t)(u % n_seg)));
         c->tail_segs += u1 - u0;
         atomic_fetch_or_explicit(&q[3], 1ull << (c->tid & 63), memory_order_relaxed);

@@ -205,6 +205,11 @@ void decoder_set_tail_split(decoder *d, int mode);
 void decoder_print_stealing(const decoder *d, FILE *f);
 // The packed matrix m (SCHED_WQ ..) of a layer; layer n_layer with SCHED_OUT: the classifier.
 const packed_matrix *decoder_matrix(const decoder *d, int layer, int m);
+// Segment g (rows g * KSEG ..) of tile `tile` of w into slot (64 floats; those past the last
+// output are left as they were), summed from 0. rows: the segment's packed rows, NULL for w's own
+// (the L4 buffer mode passes a copy from another node's lines).
+void decoder_segment_gemv(const packed_matrix *w, const float *x, size_t tile, uint32_t g, const void *rows,
+                          float *slot);
 // Bytes a step at position pos streams: every packed matrix (a wide last tile's padding
 // included: sched_tile_read_bytes) and the KV cache rows attention reads.
 double decoder_bytes_per_token(const decoder *d, int pos);

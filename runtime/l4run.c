@@ -349,7 +349,6 @@ void l4run_matmul(decoder *d, thread_ctx *c, int layer, int m, const float *x, f
     l4run *r = d->l4;
     const sched_range *rg = &d->sched.share[c->tid].r[m];
     const packed_matrix *w = decoder_matrix(d, layer, m);
-    size_t es = wtype_get(w->type)->size;
     uint32_t lpt = lines_per_tile(&d->sched, m), ns = sched_n_seg(&d->sched, m);
     int split = d->sched.split[m];
     l4_handle h[MAX_TILE_LINES];
@@ -358,13 +357,8 @@ void l4run_matmul(decoder *d, thread_ctx *c, int layer, int m, const float *x, f
         for (uint32_t l = l0; l < l1; l++) h[l - l0] = partial_line(r, d, c->tid, layer, m, t, l);
         int remote = tile_is_remote(d, c->tid, m, t);
         for (uint32_t g = rg->s0; g < rg->s1; g++) {
-            size_t p0 = (size_t)g * GEMV_KSEG, len = w->n_in - p0 < GEMV_KSEG ? w->n_in - p0 : GEMV_KSEG;
-            size_t left = w->n_out - t * GEMV_TILE;
-            const char *rows = remote ? remote_rows(r, d, c->tid, layer, m, t, g)
-                                      : (const char *)w->tiles + gemv_row_start(w->n_in, w->n_out, t, p0) * es;
             float *slot = (float *)h[g / SLOTS_PER_LINE - l0].ptr + (size_t)(g % SLOTS_PER_LINE) * GEMV_TILE;
-            // the tile's real outputs (the fold reads no others): a narrow tile's rows are narrow here too
-            gemv_packed(w->type, x + p0, rows, len, left < GEMV_TILE ? left : GEMV_TILE, 0, 1, slot);
+            decoder_segment_gemv(w, x, t, g, remote ? remote_rows(r, d, c->tid, layer, m, t, g) : NULL, slot);
         }
         for (uint32_t l = l0; l < l1; l++) {
             if (split) {   // held until the owner has folded every writer's slots

@@ -21,6 +21,10 @@ double sched_tile_read_bytes(const sched_mat *m, size_t t) {
     return (double)m->k * (double)gemv_tile_cols(m->n, t) * (double)m->es;
 }
 double sched_mat_read_bytes(const sched_mat *m) { return (double)gemv_tile_start(m->k, m->n, gemv_n_tiles(m->n)) * (double)m->es; }
+void sched_tiles_bytes(const sched_mat *m, size_t t0, size_t t1, size_t *lo, size_t *hi) {
+    *lo = gemv_tile_start(m->k, m->n, t0) * m->es;
+    *hi = gemv_tile_start(m->k, m->n, t1) * m->es;
+}
 void sched_seg_bytes(const sched_mat *m, size_t t, uint32_t s0, uint32_t s1, size_t *lo, size_t *hi) {
     size_t p0 = (size_t)s0 * 256, p1 = (size_t)s1 * 256 < m->k ? (size_t)s1 * 256 : m->k;
     *lo = gemv_row_start(m->k, m->n, t, p0) * m->es;
@@ -49,7 +53,7 @@ void sched_bytes(const sched *s, int t, int m, int write, size_t *lo, size_t *hi
     if (r->t0 == r->t1) return;
     const sched_mat *w = &s->shape.mat[m];
     if (whole(s, m, r)) {
-        if (!write) *lo = gemv_tile_start(w->k, w->n, r->t0) * w->es, *hi = gemv_tile_start(w->k, w->n, r->t1) * w->es;
+        if (!write) sched_tiles_bytes(w, r->t0, r->t1, lo, hi);
         return;
     }
     if (write) {                            // slots s0 .. s1 of the tile's partial block

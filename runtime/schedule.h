@@ -107,8 +107,10 @@ size_t sched_partial_bytes(const sched *s, int m);
 double sched_tile_read_bytes(const sched_mat *m, size_t t);
 // The sum over matrix m's tiles: its packed bytes.
 double sched_mat_read_bytes(const sched_mat *m);
-// Bytes [*lo, *hi) of segments [s0, s1) (rows s0 * KSEG .. up to k) of tile t in the packed
-// tiles of a matrix of shape m (kernels/gemv.h's layout: a narrow last tile's rows are closer).
+// Bytes [*lo, *hi) of whole tiles [t0, t1), and of segments [s0, s1) (rows s0 * KSEG .. up to k)
+// of tile t, in the packed tiles of a matrix of shape m (kernels/gemv.h's layout: a narrow last
+// tile is half a whole one, its rows closer).
+void sched_tiles_bytes(const sched_mat *m, size_t t0, size_t t1, size_t *lo, size_t *hi);
 void sched_seg_bytes(const sched_mat *m, size_t t, uint32_t s0, uint32_t s1, size_t *lo, size_t *hi);
 // 1 when another thread waits for thread t's SCHED_KV step (it runs heads of a group t owns); a
 // thread may skip publishing a step nobody waits for: its next publish covers it.

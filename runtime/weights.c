@@ -27,8 +27,8 @@ static void pack_job_run(void *ctx, int tid, int n_threads) {
         const sched_range *r = &j->s->share[tid].r[j->mat[i]];
         const packed_matrix *w = j->dst[i];
         if (r->t0 == r->t1 || r->s0 != 0) continue;            // not a tile it owns
-        size_t es = wtype_get(w->type)->size;           // its own type: layers may differ
-        size_t lo = gemv_tile_start(w->n_in, w->n_out, r->t0) * es, hi = gemv_tile_start(w->n_in, w->n_out, r->t1) * es;
+        size_t lo, hi;                                   // at its own type: layers may differ
+        sched_tiles_bytes(&(sched_mat){.k = w->n_in, .n = w->n_out, .es = wtype_get(w->type)->size}, r->t0, r->t1, &lo, &hi);
         topo_bind(j->t, (char *)w->tiles + lo, hi - lo, j->s->node[tid]);
         if (j->copy) memcpy((char *)w->tiles + lo, (const char *)j->src[i] + lo, hi - lo);
         else gemv_pack(w->type, j->src[i], w->n_in, w->n_out, w->tiles, r->t0, r->t1);
