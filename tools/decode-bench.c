@@ -625,22 +625,22 @@ static int max_context(const options *o) {
     return len + depth;
 }
 
-// Every model opened and its context checked before anything is measured, so that a mistyped
-// -m fails at once; in[i] becomes model i's identity (--plot must not overwrite it). 1 after the
-// error line.
-static int check_models(const options *o, cli_input *in) {
+// Every model opened into m[] and its context checked before anything is measured, so that a
+// mistyped -m fails at once; in[i] becomes model i's identity (--plot must not overwrite it). 1
+// after the error line, with none left open.
+static int open_models(const options *o, llama_model *m, cli_input *in) {
     for (int mi = 0; mi < o->n_models; mi++) {
-        llama_model m;
         char err[GGUF_ERR_MAX];
-        if (llama_model_load(&m, o->models[mi], err)) { fprintf(stderr, "decode-bench: %s\n", err); return 1; }
-        int len = max_context(o), bad = decoder_check_ctx(&m, len, (uint32_t)o->cache_type_k, (uint32_t)o->cache_type_v, err);
-        if (bad) fprintf(stderr, "decode-bench: %s\n", err);
-        else if (len > m.hp.n_ctx_train)   // as decode warns of -c past it
+        int len = max_context(o), loaded = !llama_model_load(&m[mi], o->models[mi], err);
+        if (!loaded || decoder_check_ctx(&m[mi], len, (uint32_t)o->cache_type_k, (uint32_t)o->cache_type_v, err)) {
+            fprintf(stderr, "decode-bench: %s\n", err);
+            for (int i = 0; i < mi + loaded; i++) llama_model_free(&m[i]);
+            return 1;
+        }
+        if (len > m[mi].hp.n_ctx_train)   // as decode warns of -c past it
             fprintf(stderr, "decode-bench: warning: %s: the tests reach position %d, past the %d the model was "
-                    "trained on (context_length)\n", o->models[mi], len, m.hp.n_ctx_train);
-        in[mi] = (cli_input){m.f.dev, m.f.ino, "a model file"};
-        llama_model_free(&m);
-        if (bad) return 1;
+                    "trained on (context_length)\n", o->models[mi], len, m[mi].hp.n_ctx_train);
+        in[mi] = (cli_input){m[mi].f.dev, m[mi].f.ino, "a model file"};
     }
     return 0;
 }
@@ -650,11 +650,14 @@ int main(int argc, char **argv) {
     options o;
     int rc = parse_args(argc, argv, &o);
     if (rc) { free(o.model_list); return rc < 0 ? 0 : rc; }   // -m may have come before the bad flag
+    llama_model models[MAXV];
     cli_input in[MAXV];
     FILE *plot = NULL;
     struct stat pst;
     int plot_existed = o.plot && lstat(o.plot, &pst) == 0;   // a link, even dangling, is the user's
-    if (check_models(&o, in) || (o.plot && !(plot = cli_open_output("--plot", o.plot, in, o.n_models, 0)))) {
+    if (open_models(&o, models, in)) { free(o.model_list); return 1; }
+    if (o.plot && !(plot = cli_open_output("--plot", o.plot, in, o.n_models, 0))) {
+        for (int mi = 0; mi < o.n_models; mi++) llama_model_free(&models[mi]);
         free(o.model_list);
         return 1;
     }
@@ -676,13 +679,10 @@ int main(int argc, char **argv) {
             status = 1;
         }
     }
-    for (int mi = 0; mi < o.n_models && !status; mi++) {
-        llama_model m;
-        char err[GGUF_ERR_MAX];
-        if (llama_model_load(&m, o.models[mi], err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; break; }
+    for (int mi = 0; mi < o.n_models; mi++) {   // each model's mapping let go once its tests are done
         for (int ti = 0; ti < o.n_threads && !status; ti++)
-            status = bench_threads(&o, &m, o.models[mi], o.threads[ti], max_context(&o), roof[ti], rs, &n);
-        llama_model_free(&m);
+            status = bench_threads(&o, &models[mi], o.models[mi], o.threads[ti], max_context(&o), roof[ti], rs, &n);
+        llama_model_free(&models[mi]);
     }
     if (n || !status) {               // what finished is printed, even when a later test failed
         int oom = print_results(rs, n, &o);
