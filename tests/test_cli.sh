@@ -41,6 +41,14 @@ grep -q "at least 4 tokens with BOS: more than the 3 the context holds" "$tmp/er
   fail "prompt-too-long message does not count BOS: $(cat "$tmp/err")"
 expect 0 "context past training" -- "$d" -m "$model" -p "Once" -n 1 --temp 0 -c 2100
 grep -q "warning: -c 2100 is more than the 2048 positions" "$tmp/err" || fail "no warning for -c past context_length"
+# -c 0 is the model's whole context_length (llama.cpp's meaning); no -c caps it at 4096.
+"$bin/gguf-synth" "$tmp/c5000.gguf" --n-embd 48 --n-layer 1 --n-head 4 --n-kv-head 2 --n-ff 96 --n-vocab 300 --ctx 5000 --dtype f16 --seed 3 >/dev/null || fail "gguf-synth --ctx 5000"
+for c in "0 5000" "- 4096" "100 100"; do
+  set -- $c
+  if [ "$1" = - ]; then expect 0 "default -c" -- "$d" -m "$tmp/c5000.gguf" -p hi -n 1 --temp 0 -v
+  else expect 0 "-c $1" -- "$d" -m "$tmp/c5000.gguf" -p hi -n 1 --temp 0 -v -c "$1"; fi
+  grep -q "for $2 positions" "$tmp/err" || fail "-c $1: not $2 positions: $(grep 'KV cache' "$tmp/err")"
+done
 expect 1 "empty prompt without BOS" -- "$d" -m "$model" -p "" --no-bos
 expect 1 "dump path unwritable" -- "$d" -m "$model" -p hi --dump-logits "$tmp/no/such/dir/x"
 
@@ -192,6 +200,6 @@ for tool in decode decode-bench gemv-bench gemm-bench roofline gguf-info gguf-co
   expect 1 "$tool --help > /dev/full" -- sh -c '"$1" --help >/dev/full' sh "$bin/$tool"
 done
 
-[ "$cases" = 76 ] || fail "ran $cases cases, expected 76"
+[ "$cases" = 79 ] || fail "ran $cases cases, expected 79"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

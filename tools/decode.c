@@ -81,7 +81,8 @@ static void usage(FILE *f) {
         "                            a layer a step (for long runs where a file's pages stream slower\n"
         "                            than memory); rebuild: write it anew; off: pack in memory every time\n"
         "                            (default: DECODE_PACK_CACHE, else auto)\n"
-        "  -c, --ctx-size N          context size (default: min(model context_length, 4096))\n"
+        "  -c, --ctx-size N          context size; 0 = the model's context_length (default:\n"
+        "                            min(model context_length, 4096))\n"
         "  -ctk, --cache-type-k T    KV cache type for K: f32 or f16 (half the memory and the bytes\n"
         "                            attention reads; rows rounded to f16 as stored; default: f32)\n"
         "  -ctv, --cache-type-v T    the same for V (default: f32)\n"
@@ -142,6 +143,7 @@ static int parse_args(int argc, char **argv, options *o) {
     o->numa = -1; o->split_k = -1; o->l4 = L4RUN_AUTO; o->tail_split = -1;
     o->cache_type_k = o->cache_type_v = WTYPE_F32;
     o->pack_cache = -1;                // not given: DECODE_PACK_CACHE, else auto
+    o->n_ctx = -1;                     // not given: min(context_length, 4096); 0: context_length
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("decode") ? 1 : -1; }
@@ -192,7 +194,7 @@ static int parse_args(int argc, char **argv, options *o) {
             if (parse_long(v, 1, MAX_BATCH, &n)) return usage_error("bad -b value '%s' (1..65536)", v);
             o->n_batch = (int)n;
         } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
-            if (parse_long(v, 1, INT_MAX, &o->n_ctx)) return usage_error("bad -c value '%s'", v);
+            if (parse_long(v, 0, INT_MAX, &o->n_ctx)) return usage_error("bad -c value '%s'", v);
         } else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) {
             unsigned long long s; char *end; errno = 0;
             s = strtoull(v, &end, 10);
@@ -381,7 +383,7 @@ static int load(session *S, const options *o, const char **prompt, size_t *plen,
                 tokenizer_n_vocab(S->tok), h->n_vocab);
         return 1;
     }
-    *n_ctx = o->n_ctx ? o->n_ctx : (h->n_ctx_train < 4096 ? h->n_ctx_train : 4096);
+    *n_ctx = o->n_ctx > 0 ? o->n_ctx : o->n_ctx == 0 || h->n_ctx_train < 4096 ? h->n_ctx_train : 4096;
     if (decoder_check_ctx(&S->m, *n_ctx, (uint32_t)o->cache_type_k, (uint32_t)o->cache_type_v, err)) {
         fprintf(stderr, "decode: %s\n", err);
         return 1;
