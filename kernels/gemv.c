@@ -196,8 +196,9 @@ INL void unshuffle(__m256 *lo, __m256 *hi) {
 
 // y[0 .. 8*nv) over columns [0, 8*nv) of w (ld elements per row p), nv 1 or even: nv
 // accumulators live for a whole segment, then folded into y once. With pf > 0 the rows are
-// contiguous (packed) and the stream is prefetched pf bytes ahead (a prefetch never faults).
-INL void cols(int f, int nv, int pf, const float *x, const void *w, size_t k, size_t ld, float *y) {
+// contiguous (packed) and the stream is prefetched pf bytes ahead (a prefetch never faults), into
+// L2 only where l2 is set (gemv_tuning).
+INL void cols(int f, int nv, int pf, int l2, const float *x, const void *w, size_t k, size_t ld, float *y) {
     const size_t es = f == F_F32 ? 4 : 2;
     if (k == 0)
         for (int v = 0; v < nv; v++) _mm256_storeu_ps(y + 8 * v, _mm256_setzero_ps());
@@ -210,8 +211,10 @@ INL void cols(int f, int nv, int pf, const float *x, const void *w, size_t k, si
             __m256 xv = _mm256_broadcast_ss(x + p);
             size_t r = p * ld;
             if (pf)
-                for (int l = 0; l < (int)(8 * nv * es); l += 64)
-                    _mm_prefetch((const char *)w + r * es + pf + l, _MM_HINT_T0);
+                for (int l = 0; l < (int)(8 * nv * es); l += 64) {
+                    if (l2) _mm_prefetch((const char *)w + r * es + pf + l, _MM_HINT_T1);
+                    else _mm_prefetch((const char *)w + r * es + pf + l, _MM_HINT_T0);
+                }
             if (nv == 1) {
                 a[0] = _mm256_fmadd_ps(xv, load8(f, w, r), a[0]);
             } else {
@@ -238,8 +241,8 @@ INL void stripe_body(int f, uint32_t dt, const float *x, const void *B, size_t k
     const size_t es = f == F_F32 ? 4 : 2;
     const char *b = (const char *)B + j0 * es;
     size_t i = 0;
-    for (; i + GEMV_TILE <= w; i += GEMV_TILE) cols(f, 8, 0, x, b + i * es, k, ldb, y + i);
-    for (; i + 8 <= w; i += 8) cols(f, 1, 0, x, b + i * es, k, ldb, y + i);
+    for (; i + GEMV_TILE <= w; i += GEMV_TILE) cols(f, 8, 0, 0, x, b + i * es, k, ldb, y + i);
+    for (; i + 8 <= w; i += 8) cols(f, 1, 0, 0, x, b + i * es, k, ldb, y + i);
     for (; i < w; i++) y[i] = dot_canon(dt, x, b + i * es, k, ldb);
 }
 
@@ -247,17 +250,17 @@ INL void stripe_body(int f, uint32_t dt, const float *x, const void *B, size_t k
 // out-of-order window alone keeps about 3 KB of loads in flight, short of DRAM's bandwidth-delay
 // product; the best distance differs by CPU (2-8 KB on Zen 5, 2 KB on a Xeon, 1 KB on a Zen 3).
 INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, size_t t0,
-                     size_t t1, float *y, int pf) {
+                     size_t t1, float *y, int pf, int l2) {
     const size_t es = f == F_F32 ? 4 : 2;
     for (size_t t = t0; t < t1; t++) {
         const char *tile = (const char *)P + gemv_tile_start(k, n, t) * es;
         size_t j = t * GEMV_TILE;
         if (n - j >= GEMV_TILE) {
-            cols(f, 8, pf, x, tile, k, GEMV_TILE, y + j);
+            cols(f, 8, pf, l2, x, tile, k, GEMV_TILE, y + j);
         } else {                                  // the zero-padded last tile, narrow at <= 32 outputs
             float tmp[GEMV_TILE];
-            if (n - j <= GEMV_TILE / 2) cols(f, 4, pf, x, tile, k, GEMV_TILE / 2, tmp);
-            else cols(f, 8, pf, x, tile, k, GEMV_TILE, tmp);
+            if (n - j <= GEMV_TILE / 2) cols(f, 4, pf, l2, x, tile, k, GEMV_TILE / 2, tmp);
+            else cols(f, 8, pf, l2, x, tile, k, GEMV_TILE, tmp);
             memcpy(y + j, tmp, (n - j) * sizeof(float));
         }
     }
@@ -278,22 +281,25 @@ static AVX2 void gemv_stripe_bf16_avx2(const float *x, const void *B, size_t k, 
 }
 static AVX2 void gemv_packed_f32_avx2(const float *x, const void *P, size_t k, size_t n,
                                       size_t t0, size_t t1, float *y) {
-    packed_body(F_F32, x, P, k, n, t0, t1, y, gemv_get_tuning().pf);
+    gemv_tuning tu = gemv_get_tuning();
+    packed_body(F_F32, x, P, k, n, t0, t1, y, tu.pf, tu.l2);
 }
 static AVX2 void gemv_packed_f16_avx2(const float *x, const void *P, size_t k, size_t n,
                                       size_t t0, size_t t1, float *y) {
-    packed_body(F_F16, x, P, k, n, t0, t1, y, gemv_get_tuning().pf);
+    gemv_tuning tu = gemv_get_tuning();
+    packed_body(F_F16, x, P, k, n, t0, t1, y, tu.pf, tu.l2);
 }
 static AVX2 void gemv_packed_bf16_avx2(const float *x, const void *P, size_t k, size_t n,
                                        size_t t0, size_t t1, float *y) {
-    packed_body(F_BF16, x, P, k, n, t0, t1, y, gemv_get_tuning().pf);
+    gemv_tuning tu = gemv_get_tuning();
+    packed_body(F_BF16, x, P, k, n, t0, t1, y, tu.pf, tu.l2);
 }
 
 AVX2 void gemv_packed_avx2_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
                             size_t t0, size_t t1, float *y, const gemv_tuning *tu) {
-    if (dt == WTYPE_F32) packed_body(F_F32, x, P, k, n, t0, t1, y, tu->pf);
-    else if (dt == WTYPE_F16) packed_body(F_F16, x, P, k, n, t0, t1, y, tu->pf);
-    else packed_body(F_BF16, x, P, k, n, t0, t1, y, tu->pf);
+    if (dt == WTYPE_F32) packed_body(F_F32, x, P, k, n, t0, t1, y, tu->pf, tu->l2);
+    else if (dt == WTYPE_F16) packed_body(F_F16, x, P, k, n, t0, t1, y, tu->pf, tu->l2);
+    else packed_body(F_BF16, x, P, k, n, t0, t1, y, tu->pf, tu->l2);
 }
 #endif
 
@@ -356,19 +362,21 @@ static const kernel_table kernels_avx2 = {
 
 // Until a tuner sets it: 4 KB ahead (between the best distances measured on the CPUs seen so far,
 // see runtime/tune.c) and two tiles in flight.
-static atomic_int tune_pf = 4096, tune_nt = 2;
+static atomic_int tune_pf = 4096, tune_nt = 2, tune_l2 = 0;
 
 void gemv_set_tuning(gemv_tuning tu) {
     int pf = tu.pf < 0 ? 0 : tu.pf > (1 << 20) ? (1 << 20) : tu.pf;
     int nt = tu.interleave < 1 ? 1 : tu.interleave > GEMV_MAX_INTERLEAVE ? GEMV_MAX_INTERLEAVE : tu.interleave;
     atomic_store_explicit(&tune_pf, pf, memory_order_relaxed);
     atomic_store_explicit(&tune_nt, nt, memory_order_relaxed);
+    atomic_store_explicit(&tune_l2, pf > 0 && tu.l2 != 0, memory_order_relaxed);
 }
 
 // Off AVX-512 the interleave reads 1, as set or not: only the AVX-512 kernels interleave tiles.
 gemv_tuning gemv_get_tuning(void) {
     int nt = atomic_load_explicit(&tune_nt, memory_order_relaxed);
-    return (gemv_tuning){atomic_load_explicit(&tune_pf, memory_order_relaxed), gemv_isa_id() == GEMV_AVX512 ? nt : 1};
+    return (gemv_tuning){atomic_load_explicit(&tune_pf, memory_order_relaxed), gemv_isa_id() == GEMV_AVX512 ? nt : 1,
+                         atomic_load_explicit(&tune_l2, memory_order_relaxed)};
 }
 
 int gemv_isa_supported(int isa) {

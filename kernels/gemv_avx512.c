@@ -54,8 +54,9 @@ INL void fold(float *y, __m512 a, size_t s0, __mmask16 m) {
 
 // nt tiles of 64 columns at once (nh = 2), or one narrow tile's 32 columns (nt = 1, nh = 1, ld 32:
 // a last tile of at most 32 outputs); tile u's row p starts at element u * ts + p * ld.
-// With pf > 0 the rows are contiguous (packed) and each tile's stream is prefetched pf bytes ahead.
-INL void tiles(int f, int nt, int nh, int pf, const float *x, const void *w, size_t k, size_t ld,
+// With pf > 0 the rows are contiguous (packed) and each tile's stream is prefetched pf bytes ahead,
+// into L2 only where l2 is set (gemv_tuning).
+INL void tiles(int f, int nt, int nh, int pf, int l2, const float *x, const void *w, size_t k, size_t ld,
                size_t ts, float *y) {
     const size_t es = f == F_F32 ? 4 : 2;
     for (size_t s0 = 0; s0 < k; s0 += GEMV_KSEG) {
@@ -70,8 +71,10 @@ INL void tiles(int f, int nt, int nh, int pf, const float *x, const void *w, siz
             for (int u = 0; u < nt; u++) {
                 const char *row = (const char *)w + (u * ts + p * ld) * es;
                 if (pf)
-                    for (int l = 0; l < (int)(GEMV_TILE / 2 * nh * es); l += 64)
-                        _mm_prefetch(row + pf + l, _MM_HINT_T0);
+                    for (int l = 0; l < (int)(GEMV_TILE / 2 * nh * es); l += 64) {
+                        if (l2) _mm_prefetch(row + pf + l, _MM_HINT_T1);
+                        else _mm_prefetch(row + pf + l, _MM_HINT_T0);
+                    }
 #pragma GCC unroll 2
                 for (int h = 0; h < nh; h++) {
                     __m512 lo, hi;
@@ -110,18 +113,26 @@ INL void stripe_body(int f, const float *x, const void *B, size_t k, size_t ldb,
     const size_t es = f == F_F32 ? 4 : 2;
     const char *b = (const char *)B + j0 * es;
     size_t i = 0;
-    for (; i + GEMV_TILE <= w; i += GEMV_TILE) tiles(f, 1, 2, 0, x, b + i * es, k, ldb, 0, y + i);
+    for (; i + GEMV_TILE <= w; i += GEMV_TILE) tiles(f, 1, 2, 0, 0, x, b + i * es, k, ldb, 0, y + i);
     for (; i < w; i += 16) {
         size_t r = w - i < 16 ? w - i : 16;
         cols16(f, x, b + i * es, k, ldb, y + i, (__mmask16)((1u << r) - 1));
     }
 }
 
+// A group of g (1..4) whole tiles side by side.
+INL void group(int f, size_t g, int pf, int l2, const float *x, const char *w, size_t k, size_t ts, float *y) {
+    if (g == 4) tiles(f, 4, 2, pf, l2, x, w, k, GEMV_TILE, ts, y);
+    else if (g == 3) tiles(f, 3, 2, pf, l2, x, w, k, GEMV_TILE, ts, y);
+    else if (g == 2) tiles(f, 2, 2, pf, l2, x, w, k, GEMV_TILE, ts, y);
+    else tiles(f, 1, 2, pf, l2, x, w, k, GEMV_TILE, ts, y);
+}
+
 // Runs the whole tiles of [t0, t1) in groups of at most nt, as even as possible (4 tiles with
 // nt = 3 run as 2 + 2, not 3 + 1: a lone tile has only 4 FMA chains, half what the FMA pipes need);
 // the zero-padded last tile goes through tmp.
 INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, size_t t0,
-                     size_t t1, float *y, int pf, int nt) {
+                     size_t t1, float *y, int pf, int nt, int l2) {
     const size_t es = f == F_F32 ? 4 : 2, ts = k * GEMV_TILE;
     const char *base = (const char *)P;
     size_t t = t0, whole = n / GEMV_TILE < t1 ? n / GEMV_TILE : t1;
@@ -130,26 +141,20 @@ INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, s
         size_t left = whole - t, groups = (left + (size_t)nt - 1) / (size_t)nt, g = (left + groups - 1) / groups;
         const char *w = base + t * ts * es;
         float *yt = y + t * GEMV_TILE;
-        // pf == 0 is its own copy of the loops (the literal 0 folds the prefetch and its test away).
-        if (pf) {
-            if (g >= 4) tiles(f, 4, 2, pf, x, w, k, GEMV_TILE, ts, yt), g = 4;
-            else if (g == 3) tiles(f, 3, 2, pf, x, w, k, GEMV_TILE, ts, yt);
-            else if (g == 2) tiles(f, 2, 2, pf, x, w, k, GEMV_TILE, ts, yt);
-            else tiles(f, 1, 2, pf, x, w, k, GEMV_TILE, ts, yt);
-        } else {
-            if (g >= 4) tiles(f, 4, 2, 0, x, w, k, GEMV_TILE, ts, yt), g = 4;
-            else if (g == 3) tiles(f, 3, 2, 0, x, w, k, GEMV_TILE, ts, yt);
-            else if (g == 2) tiles(f, 2, 2, 0, x, w, k, GEMV_TILE, ts, yt);
-            else tiles(f, 1, 2, 0, x, w, k, GEMV_TILE, ts, yt);
-        }
+        if (g > 4) g = 4;
+        // No prefetch and each hint are their own copies of the loops (the literals fold the
+        // prefetch and its tests away).
+        if (pf && l2) group(f, g, pf, 1, x, w, k, ts, yt);
+        else if (pf) group(f, g, pf, 0, x, w, k, ts, yt);
+        else group(f, g, 0, 0, x, w, k, ts, yt);
         t += g;
     }
     if (t < t1) {                     // the zero-padded last tile, narrow at <= 32 outputs
         float tmp[GEMV_TILE];
         size_t r = n - t * GEMV_TILE;
         const char *w = base + t * ts * es;
-        if (r <= GEMV_TILE / 2) tiles(f, 1, 1, pf, x, w, k, GEMV_TILE / 2, ts, tmp);
-        else tiles(f, 1, 2, pf, x, w, k, GEMV_TILE, ts, tmp);
+        if (r <= GEMV_TILE / 2) tiles(f, 1, 1, pf, l2, x, w, k, GEMV_TILE / 2, ts, tmp);
+        else tiles(f, 1, 2, pf, l2, x, w, k, GEMV_TILE, ts, tmp);
         memcpy(y + t * GEMV_TILE, tmp, r * sizeof(float));
     }
 }
@@ -166,21 +171,21 @@ A512 void gemv_stripe_bf16_avx512(const float *x, const void *B, size_t k, size_
 }
 A512 void gemv_packed_f32_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
     gemv_tuning tu = gemv_get_tuning();
-    packed_body(F_F32, x, P, k, n, t0, t1, y, tu.pf, tu.interleave);
+    packed_body(F_F32, x, P, k, n, t0, t1, y, tu.pf, tu.interleave, tu.l2);
 }
 A512 void gemv_packed_f16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
     gemv_tuning tu = gemv_get_tuning();
-    packed_body(F_F16, x, P, k, n, t0, t1, y, tu.pf, tu.interleave);
+    packed_body(F_F16, x, P, k, n, t0, t1, y, tu.pf, tu.interleave, tu.l2);
 }
 A512 void gemv_packed_bf16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
     gemv_tuning tu = gemv_get_tuning();
-    packed_body(F_BF16, x, P, k, n, t0, t1, y, tu.pf, tu.interleave);
+    packed_body(F_BF16, x, P, k, n, t0, t1, y, tu.pf, tu.interleave, tu.l2);
 }
 
 A512 void gemv_packed_avx512_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
                                    size_t t0, size_t t1, float *y, const gemv_tuning *tu) {
-    if (dt == WTYPE_F32) packed_body(F_F32, x, P, k, n, t0, t1, y, tu->pf, tu->interleave);
-    else if (dt == WTYPE_F16) packed_body(F_F16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave);
-    else packed_body(F_BF16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave);
+    if (dt == WTYPE_F32) packed_body(F_F32, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2);
+    else if (dt == WTYPE_F16) packed_body(F_F16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2);
+    else packed_body(F_BF16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2);
 }
 #endif

@@ -8,7 +8,8 @@
 // 32 MiB evicted before each timed call where the CPU has clflushopt, else 128 MiB, evicted only
 // where the caches hold it: the stream tuning is for DRAM on a CPU with a large L3 too.
 // Two tunings: "stream" (tu) for weights read from L3 or DRAM every step, the prefetch distance
-// measured on the DRAM-sized matrix; "resident" for weights that stay in each core's L2 from one
+// and then its hint (into every cache level, or L2 only: gemv_tuning.l2) measured on the
+// DRAM-sized matrix; "resident" for weights that stay in each core's L2 from one
 // step to the next (a thread's share at most half the L2), measured on the half-L2 matrices (f16
 // and bf16 summed), where software prefetch only costs instructions. tune_pick chooses between
 // them by the bytes a step streams per thread. A cached entry is reused while a check of the DRAM

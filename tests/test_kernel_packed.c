@@ -137,7 +137,7 @@ int main(void) {
         for (size_t t0 = 0; t0 < nt; t0++) ranges += nt - t0 < 5 ? nt - t0 : 5;
     }
     size_t want = n_paths * 3 * (NK * NN + 5 * ranges);
-    CHECKF(N_GEMV_PATHS == 9 && n_paths >= 2 && path_cases == want, "ran %zu path cases, want %zu", path_cases, want);
+    CHECKF(N_GEMV_PATHS == 12 && n_paths >= 2 && path_cases == want, "ran %zu path cases, want %zu", path_cases, want);
     printf("packed: %zu layout facts, %zu cases bit-identical, %zu packed elements checked, %zu path "
            "cases on %zu of %zu paths\n", facts, cases, pack_elems, path_cases, n_paths, N_GEMV_PATHS);
     return 0;

@@ -75,18 +75,18 @@ static inline float act_value(void) {
 }
 
 // The GEMV paths an oracle test runs: every ISA with each packed-kernel tuning that changes the
-// code path (tiles in flight, prefetch on or off: the AVX-512 kernel has a separate copy of its
-// loops for prefetch 0, so each interleave 1..4 runs with and without prefetch, counting the
-// remainder groups a wider interleave falls back to). Paths this machine cannot run are skipped,
-// and the test says so; paths_run counts what ran.
+// code path (tiles in flight, prefetch on or off and its hint: the AVX-512 kernel has a separate
+// copy of its loops for prefetch 0 and for each hint, so each interleave 1..4 runs with and without
+// prefetch, counting the remainder groups a wider interleave falls back to). Paths this machine
+// cannot run are skipped, and the test says so; paths_run counts what ran.
 typedef struct {
     int isa;
     gemv_tuning tu;
 } gemv_path;
 static const gemv_path GEMV_PATHS[] = {
-    {GEMV_SCALAR, {0, 1}}, {GEMV_AVX2, {0, 1}}, {GEMV_AVX2, {4096, 1}},
-    {GEMV_AVX512, {0, 1}}, {GEMV_AVX512, {2048, 2}}, {GEMV_AVX512, {0, 3}}, {GEMV_AVX512, {8192, 4}},
-    {GEMV_AVX512, {0, 4}}, {GEMV_AVX512, {1024, 3}},
+    {GEMV_SCALAR, {0, 1, 0}}, {GEMV_AVX2, {0, 1, 0}}, {GEMV_AVX2, {4096, 1, 0}}, {GEMV_AVX2, {2048, 1, 1}},
+    {GEMV_AVX512, {0, 1, 0}}, {GEMV_AVX512, {2048, 2, 0}}, {GEMV_AVX512, {0, 3, 0}}, {GEMV_AVX512, {8192, 4, 0}},
+    {GEMV_AVX512, {0, 4, 0}}, {GEMV_AVX512, {1024, 3, 0}}, {GEMV_AVX512, {2048, 4, 1}}, {GEMV_AVX512, {1024, 1, 1}},
 };
 #define N_GEMV_PATHS (sizeof GEMV_PATHS / sizeof *GEMV_PATHS)
 // Prints which paths are skipped; returns how many will run.
@@ -95,8 +95,8 @@ static inline size_t gemv_paths_report(const char *test) {
     for (size_t i = 0; i < N_GEMV_PATHS; i++) {
         const gemv_path *g = &GEMV_PATHS[i];
         if (gemv_isa_supported(g->isa)) n++;
-        else printf("%s: SKIPPED %s (pf %d, interleave %d): not supported by this CPU/OS\n", test,
-                    gemv_isa_name(g->isa), g->tu.pf, g->tu.interleave);
+        else printf("%s: SKIPPED %s (pf %d, interleave %d, l2 %d): not supported by this CPU/OS\n", test,
+                    gemv_isa_name(g->isa), g->tu.pf, g->tu.interleave, g->tu.l2);
     }
     return n;
 }

@@ -23,7 +23,7 @@
 
 static int valid(gemv_tuning t) {
     int pf_ok = t.pf == 0 || t.pf == 1024 || t.pf == 2048 || t.pf == 4096 || t.pf == 8192;
-    return pf_ok && t.interleave >= 1 && t.interleave <= GEMV_MAX_INTERLEAVE;
+    return pf_ok && t.interleave >= 1 && t.interleave <= GEMV_MAX_INTERLEAVE && (t.l2 == 0 || (t.l2 == 1 && t.pf > 0));
 }
 
 static int valid_resident(gemv_tuning t) {
@@ -33,8 +33,9 @@ static int valid_resident(gemv_tuning t) {
 static int valid_kv(int kv) { return kv == 0 || kv == 1024 || kv == 2048 || kv == 4096; }
 
 // Lines in path that start with key; *pf/*nt from the last one, its resident pair in rt ({-1, -1}
-// when the line has none), its KV prefetch in last_kv and its eviction flag in last_ev (-1 when none).
-static int last_kv, last_ev;
+// when the line has none), its KV prefetch in last_kv, its eviction flag in last_ev and its
+// prefetch hint in last_l2 (-1 when none).
+static int last_kv, last_ev, last_l2;
 static int lines_with_r(const char *path, const char *key, int *pf, int *nt, gemv_tuning *rt) {
     size_t len;
     char *s = must_read(path, &len), *save = NULL;
@@ -43,9 +44,9 @@ static int lines_with_r(const char *path, const char *key, int *pf, int *nt, gem
         if (!strncmp(l, key, strlen(key)) && l[strlen(key)] == ' ') {
             double g;
             long long c;
-            n++, rt->pf = rt->interleave = last_kv = last_ev = -1;
-            sscanf(l + strlen(key), "%d %d %lf %lld %d %d %d %d", pf, nt, &g, &c, &rt->pf, &rt->interleave, &last_kv,
-                   &last_ev);
+            n++, rt->pf = rt->interleave = last_kv = last_ev = last_l2 = -1, rt->l2 = 0;
+            sscanf(l + strlen(key), "%d %d %lf %lld %d %d %d %d %d", pf, nt, &g, &c, &rt->pf, &rt->interleave, &last_kv,
+                   &last_ev, &last_l2);
         }
     free(s);
     return n;
@@ -65,7 +66,7 @@ static void write_cache(const char *path, const char *fmt, ...) {
     CHECK(fclose(f) == 0);
 }
 
-static int same(gemv_tuning a, gemv_tuning b) { return a.pf == b.pf && a.interleave == b.interleave; }
+static int same(gemv_tuning a, gemv_tuning b) { return a.pf == b.pf && a.interleave == b.interleave && a.l2 == b.l2; }
 
 // tune_choose on made-up rounds (seconds; 3 candidates x 5 rounds unless said). Returns its checks.
 static int choose_cases(void) {
@@ -104,9 +105,9 @@ int main(void) {
     CHECKF(r.source == TUNE_MEASURED || gemv_isa_id() == GEMV_SCALAR, "force did not measure: %s", r.note);
     if (r.source == TUNE_MEASURED) {
         CHECKF(valid(r.tu) && r.gbps > 0, "pf %d interleave %d gbps %.1f", r.tu.pf, r.tu.interleave, r.gbps);
-        CHECK(gemv_get_tuning().pf == r.tu.pf && gemv_get_tuning().interleave == r.tu.interleave);
+        CHECK(same(gemv_get_tuning(), r.tu));
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == r.tu.pf && nt == r.tu.interleave &&
-              same(rt, r.resident) && last_kv == r.kv_pf && last_ev == r.evicted);
+              same(rt, r.resident) && last_kv == r.kv_pf && last_ev == r.evicted && last_l2 == r.tu.l2);
         CHECKF(valid_resident(r.resident) && r.resident_bytes > 0, "resident pf %d interleave %d, %zu bytes",
                r.resident.pf, r.resident.interleave, r.resident_bytes);
         CHECKF(valid_kv(r.kv_pf) && attention_get_prefetch() == r.kv_pf, "KV prefetch %d, attention has %d", r.kv_pf,
@@ -126,7 +127,7 @@ int main(void) {
                c.evicted == r.evicted && fabs(c.gbps - r.gbps) < 0.006, "auto after force: source %d note '%s'",
                c.source, c.note);
         // a stale entry (rate 1000x off) beside another machine's and a garbage line
-        write_cache(path, "other-machine 512 3 12.50\ngarbage\n%s 0 4 99999.00 0 0 4 1024 0\n", r.key);
+        write_cache(path, "other-machine 512 3 12.50\ngarbage\n%s 0 4 99999.00 0 0 4 1024 0 0\n", r.key);
         tune_result s = tune_gemv(TUNE_AUTO, path);
         CHECKF(s.source == TUNE_MEASURED && strstr(s.note, "measured again"), "stale entry: %d '%s'", s.source, s.note);
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == s.tu.pf && nt == s.tu.interleave &&
@@ -137,7 +138,7 @@ int main(void) {
         // result is a candidate and the line is rewritten with it
         // (interleaves 4 and 3 as another path would cache them: AVX2 runs one tile, so its
         // result must say 1, not keep an incumbent interleave that never ran)
-        write_cache(path, "%s %d 4 99999.00 0 %d 3 %d 0\n", r.key, r.tu.pf, r.resident.pf, r.kv_pf);
+        write_cache(path, "%s %d 4 99999.00 0 %d 3 %d 0 %d\n", r.key, r.tu.pf, r.resident.pf, r.kv_pf, r.tu.l2);
         tune_result h = tune_gemv(TUNE_AUTO, path);
         CHECKF(gemv_isa_id() == GEMV_AVX512 || (h.tu.interleave == 1 && h.resident.interleave == 1),
                "AVX2 re-tune kept interleave %d / %d", h.tu.interleave, h.resident.interleave);
@@ -147,10 +148,12 @@ int main(void) {
               lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == h.tu.pf && nt == h.tu.interleave &&
               same(rt, h.resident) && last_kv == h.kv_pf);
         // impossible values (interleave 99, negative prefetch; a KV prefetch past 1 MiB; an eviction
-        // flag but 0 or 1) read as a miss: measured, no note
-        const char *bad[] = {"2048 99 10.00 %lld -4096 2 0 0", "2048 2 10.00 %lld 0 2 2000000 0", "2048 2 10.00 %lld 0 2 -1 0",
-                             "2048 2 10.00 %lld 0 2 1024 2"};
-        for (int i = 0; i < 4; i++) {
+        // flag or a hint but 0 or 1; a hint without a prefetch) read as a miss: measured, no note;
+        // so does a fresh line from before the hint was tuned (no hint)
+        const char *bad[] = {"2048 99 10.00 %lld -4096 2 0 0 0", "2048 2 10.00 %lld 0 2 2000000 0 0",
+                             "2048 2 10.00 %lld 0 2 -1 0 0", "2048 2 10.00 %lld 0 2 1024 2 0", "2048 2 10.00 %lld 0 2 1024 0 2", "0 2 10.00 %lld 0 2 1024 0 1",
+                             "2048 2 10.00 %lld 0 2 1024 0"};
+        for (int i = 0; i < 7; i++) {
             char fmt[96];
             snprintf(fmt, sizeof fmt, "%%s %s\n", bad[i]);
             write_cache(path, fmt, r.key, (long long)time(NULL));
@@ -182,20 +185,32 @@ int main(void) {
         CHECKF(o8.source == TUNE_MEASURED, "line without the eviction flag: source %d '%s'", o8.source, o8.note);
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && last_ev == o8.evicted);
         // a fresh line that says evicted is reused with the flag, and the line says so
-        write_cache(path, "%s %d %d %.2f %lld %d %d %d 1\n", r.key, o8.tu.pf, o8.tu.interleave, o8.gbps,
-                    (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.kv_pf);
+        write_cache(path, "%s %d %d %.2f %lld %d %d %d 1 %d\n", r.key, o8.tu.pf, o8.tu.interleave, o8.gbps,
+                    (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.kv_pf, o8.tu.l2);
         tune_result e1 = tune_gemv(TUNE_AUTO, path);
         char e1_line[512];
         tune_describe(&e1, e1_line, sizeof e1_line);
         CHECKF(e1.source == TUNE_CACHED && e1.evicted == 1 && strstr(e1_line, "evicted from the caches"), "%d %d '%s'",
                e1.source, e1.evicted, e1_line);
         fin = e1;                                        // the entry the unchecked mode below finds
+        // a fresh line's hint is what the kernels run, and the tuning line says "into L2" for it only
+        for (int h2 = 0; h2 < 2; h2++) {
+            int hp = o8.tu.pf ? o8.tu.pf : 2048;
+            write_cache(path, "%s %d %d %.2f %lld %d %d %d 1 %d\n", r.key, hp, o8.tu.interleave, o8.gbps,
+                        (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.kv_pf, h2);
+            tune_result hr = tune_gemv(TUNE_AUTO, path);
+            char hl[512];
+            tune_describe(&hr, hl, sizeof hl);
+            CHECKF(hr.source == TUNE_CACHED && hr.tu.l2 == h2 && gemv_get_tuning().l2 == h2 &&
+                   !strstr(hl, "into L2") == !h2, "hint %d: %d '%s'", h2, hr.source, hl);
+        }
+        fin = tune_gemv(TUNE_AUTO, path);
         // an unchecked mode (-1) is auto: the line just written stands
         tune_result m1 = tune_gemv(-1, path);
         CHECKF(m1.source == TUNE_CACHED && same(m1.tu, fin.tu) && m1.kv_pf == fin.kv_pf, "mode -1: source %d '%s'",
                m1.source, m1.note);
         CHECK(!strpbrk(r.key, " \t\n"));                 // one word in the file
-        checks += 38;
+        checks += 43;
     }
     // off: the family default, no measurement, the file untouched
     size_t before_len, after_len;
@@ -204,6 +219,7 @@ int main(void) {
     CHECK(o.source == TUNE_DEFAULT && valid(o.tu) && o.gbps == 0 && o.resident.interleave >= 1 && valid_kv(o.kv_pf));
     CHECKF(gemv_isa_id() == GEMV_AVX512 || (o.tu.interleave == 1 && o.resident.interleave == 1),
            "%s runs one tile, the default says interleave %d / %d", gemv_isa(), o.tu.interleave, o.resident.interleave);
+    CHECKF(gemv_isa_id() == GEMV_AVX512 || o.tu.l2 == 0, "%s: the default prefetches into L2 only", gemv_isa());
     char *after = read_all(path, &after_len);
     CHECK((!before && !after) || (before && after && before_len == after_len && !memcmp(before, after, after_len)));
     free(before), free(after);
@@ -248,9 +264,9 @@ int main(void) {
         else unsetenv("DECODE_TUNE");
         CHECKF(tune_mode_from_env() == want[i], "DECODE_TUNE=%s", vals[i] ? vals[i] : "(unset)");
     }
-    checks += 8;
+    checks += 9;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 23 : 62));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 24 : 68));
     free(path);
     scratch_remove(dir);
     return 0;

@@ -468,8 +468,8 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
         fprintf(stderr, "decode: packed-weight cache: %s\n", w->cache_note);
     if (o->print_schedule) print_schedule(&S->d);
     if (o->verbose) {
-        fprintf(stderr, "decode: gemv tuning for this model's step: prefetch %d B, interleave %d\n",
-                S->d.tuning.pf, S->d.tuning.interleave);
+        fprintf(stderr, "decode: gemv tuning for this model's step: prefetch %d B%s, interleave %d\n",
+                S->d.tuning.pf, S->d.tuning.l2 ? " into L2" : "", S->d.tuning.interleave);
         fprintf(stderr, "decode: a thread that waits prefetches up to %zu bytes of what its next step reads\n",
                 S->d.wait_pf_bytes);
         uint32_t kt = S->d.cache_type_k, vt = S->d.cache_type_v;
