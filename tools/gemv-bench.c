@@ -15,8 +15,10 @@
 // cached or default, DECODE_TUNE as for decode; stream and resident) are printed in the stderr
 // header; each cell runs with the one tune_pick gives its bytes per thread (the decoder's choice
 // for a step of that size), named on the cell's stderr line; --pf and --interleave override both
-// for sweeps. A dram cell whose bytes fit the L3 the CPU reports is named on stderr: on a large
-// server part (a Xeon reporting 480 MiB) dram_8192 reads L3.
+// for sweeps. A dram cell whose bytes fit the L3 the CPU reports (a Xeon reporting 480 MiB holds
+// much of dram_8192) is evicted from every cache before each timed call and roofline pass, so it
+// reads DRAM as a model's stream does; --no-evict times it as it lies, said on stderr.
+#include "platform/cpu.h"
 #include "platform/wtype.h"
 #include "kernels/gemv.h"
 #include "runtime/membw.h"
@@ -163,6 +165,10 @@ static void usage(FILE *f) {
                "  --pf N          prefetch distance in bytes, 0 = none (default: tuned; the resident\n"
                "                  tuning for cells whose bytes per thread fit in L2, else the stream one)\n"
                "  --interleave N  tiles in flight, 1..4, AVX-512 only (default: tuned, as --pf)\n"
+               "  --hint l1|l2    the prefetch's target: every cache level, or L2 and below (default:\n"
+               "                  tuned, as --pf)\n"
+               "  --no-evict      time a dram cell that fits the reported L3 as it lies (default: evicted\n"
+               "                  from every cache before each call and roofline pass, so it reads DRAM)\n"
                "environment: DECODE_ISA=avx512|avx2|scalar, DECODE_TUNE=off|force (see decode --help)\n"
                "stdout: the table only; stderr: packing GB/s (weight bytes packed per second) and progress\n");
 }
@@ -173,21 +179,50 @@ static float rnd(void) {                               // xorshift64, uniform in
     return (float)((double)(rng >> 11) / 4503599627370496.0 - 1.0);
 }
 
-static double time_calls(pool *pl, job *j, int reps) {
-    double t = util_now();
-    for (int r = 0; r < reps; r++) pool_run(pl, gemv_fn, j);
-    return (util_now() - t) / reps;
+typedef struct { const char *p; size_t n; } evict_job;
+static void evict_fn(void *c, int tid, int nth) {
+    const evict_job *e = c;
+    size_t a = e->n * tid / nth, b = e->n * (tid + 1) / nth;
+    cpu_evict(e->p + a, b - a);
+}
+// Evicts [p, p + n) from every cache, each thread a share: the workers are then awake (spinning) when
+// the timed call starts, as in decode, not asleep behind a futex after a single-thread eviction.
+static void evict_all(pool *pl, const void *p, size_t n) {
+    evict_job e = {p, n};
+    pool_run(pl, evict_fn, &e);
+}
+
+// Seconds a call, of reps calls back to back; with evict, each call on weights evicted from every
+// cache first (the eviction not timed).
+static double time_calls(pool *pl, job *j, int reps, size_t evict) {
+    double t = util_now(), s = 0;
+    for (int r = 0; r < reps; r++) {
+        if (evict) evict_all(pl, j->P, evict), t = util_now();
+        pool_run(pl, gemv_fn, j);
+        if (evict) s += util_now() - t;
+    }
+    return (evict ? s : util_now() - t) / reps;
+}
+
+// The read roofline's seconds a pass over the packed bytes, evicted first as time_calls.
+static double roof_seconds(pool *pl, const job *j, size_t bytes, size_t unit, int reps, int evict) {
+    if (!evict) return membw_pass_seconds(pl, j->P, bytes, unit, reps) / reps;
+    double s = 0;
+    for (int r = 0; r < reps; r++) evict_all(pl, j->P, bytes), s += membw_pass_seconds(pl, j->P, bytes, unit, 1);
+    return s / reps;
 }
 
 // One cell, one type, one thread count: two rows (the cell and CELL/null). 0 ok, 1 a result that
-// differs from the reference (rows filled), 2 out of memory (no rows).
+// differs from the reference (rows filled), 2 out of memory (no rows). evict: the cell, its null and
+// its roofline read weights evicted from the caches before each call.
 static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *dname, const void *W,
-                 const float *x, size_t k, size_t n, int trials, const int *over, row *out) {
+                 const float *x, size_t k, size_t n, int trials, const int *over, int evict, row *out) {
     size_t es = wtype_get(dt)->size, bytes = gemv_packed_bytes(dt, k, n);
     gemv_tuning tu = tune_pick(bytes, nth), stream = tune_pick((size_t)-1, 1);
     const char *which = tu.pf == stream.pf && tu.interleave == stream.interleave ? "stream" : "resident";
     if (over[0] >= 0) tu.pf = over[0], which = "overridden";
     if (over[1] > 0) tu.interleave = over[1], which = "overridden";
+    if (over[2] >= 0) tu.l2 = over[2], which = "overridden";
     gemv_set_tuning(tu);
     tu = gemv_get_tuning();                            // as clamped: what the kernels run
     // Plain pages: MADV_HUGEPAGE made cold packing of dram_8192 anywhere from 0.7 to 6 GB/s here
@@ -216,16 +251,17 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     fprintf(stderr, "pack %s %s t=%d: %.2f GB/s cold (first touch), %.2f GB/s warm\n", cell, dname, nth,
             k * n * es / cold / 1e9, k * n * es / util_median(warm, 3) / 1e9);
 
-    double one = time_calls(pl, &j, 1);
-    one = time_calls(pl, &j, 1);
+    size_t ev = evict ? bytes : 0;
+    double one = time_calls(pl, &j, 1, ev);
+    one = time_calls(pl, &j, 1, ev);
     int reps = util_calls_per_trial(one);
     double tc[MAXTRIAL], tn[MAXTRIAL], tr[MAXTRIAL], tx[MAXTRIAL];
     for (int r = 0; r < trials; r++)
         for (int q = 0; q < 3; q++) {                   // rotate the order within a trial
             int which = (q + r) % 3;
-            if (which == 0) tc[r] = time_calls(pl, &j, reps);
-            else if (which == 1) tn[r] = time_calls(pl, &j, reps);
-            else tr[r] = membw_pass_seconds(pl, j.P, bytes, k * (GEMV_TILE / 2) * es, reps) / reps;   // a narrow tile's bytes divide them all
+            if (which == 0) tc[r] = time_calls(pl, &j, reps, ev);
+            else if (which == 1) tn[r] = time_calls(pl, &j, reps, ev);
+            else tr[r] = roof_seconds(pl, &j, bytes, k * (GEMV_TILE / 2) * es, reps, evict);   // a narrow tile's bytes divide them all
         }
     // The ceiling (its sizing too) after the rest, not among them: on a Sapphire Rapids-class Xeon
     // whatever ran right after it was slowed, l3_3584 f16 t=1 by 13% (the cell 84% of the roofline,
@@ -253,9 +289,9 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
         o->pct_ceil = 100.0 * o->gbps / ceil;
     }
     fprintf(stderr, "%s %s t=%d: %.1f GB/s, roofline %.1f GB/s (%.1f%%), %.1f GFLOP/s, %d calls per trial; "
-            "%s tuning: prefetch %d B, interleave %d; the kernel on L1-resident tiles (%zu x %d a thread) %.1f "
-            "GB/s (%.1f%%)\n", cell, dname, nth, out[0].gbps, roof, out[0].pct, out[0].gflops, reps, which, tu.pf,
-            tu.interleave, cj.k, (int)(cj.nt * GEMV_TILE), ceil, out[0].pct_ceil);
+            "%s%s tuning: prefetch %d B%s, interleave %d; the kernel on L1-resident tiles (%zu x %d a thread) %.1f "
+            "GB/s (%.1f%%)\n", cell, dname, nth, out[0].gbps, roof, out[0].pct, out[0].gflops, reps,
+            evict ? "evicted before each call; " : "", which, tu.pf, tu.l2 ? " into L2" : "", tu.interleave, cj.k, (int)(cj.nt * GEMV_TILE), ceil, out[0].pct_ceil);
     free(cj.P), free(cj.y);
     free(j.P);
     free(j.y);
@@ -297,10 +333,11 @@ int main(int argc, char **argv) {
     int cells_named = 0, nshape = 0;
     shape cl[NCELL + MAXSHAPE];
     const char *fmt = "csv";
-    int pf = -1, inter = -1;
+    int pf = -1, inter = -1, hint = -1, no_evict = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("gemv-bench"); }
+        if (!strcmp(a, "--no-evict")) { no_evict = 1; continue; }
         int ok = v != NULL;
         if (ok && !strcmp(a, "-t")) ok = (nth = util_parse_ints(v, th, MAXT, 1, 1024)) > 0;
         else if (ok && !strcmp(a, "-r")) ok = util_parse_ints(v, &trials, 1, 7, MAXTRIAL) == 1;
@@ -309,6 +346,7 @@ int main(int argc, char **argv) {
         else if (ok && !strcmp(a, "-d")) ok = (types = util_parse_names(v, dt_names, 3)) != 0;
         else if (ok && !strcmp(a, "--pf")) ok = util_parse_ints(v, &pf, 1, 0, 1 << 20) == 1;
         else if (ok && !strcmp(a, "--interleave")) ok = util_parse_ints(v, &inter, 1, 1, GEMV_MAX_INTERLEAVE) == 1;
+        else if (ok && !strcmp(a, "--hint")) ok = (hint = !strcmp(v, "l2") ? 1 : !strcmp(v, "l1") ? 0 : -1) >= 0;
         else if (ok && !strcmp(a, "-o")) ok = !strcmp(fmt = v, "csv") || !strcmp(v, "json") || !strcmp(v, "md");
         else ok = 0;
         if (!ok) {
@@ -320,12 +358,13 @@ int main(int argc, char **argv) {
     const char *env = cli_env_problem();
     if (env) { fprintf(stderr, "gemv-bench: %s\n", env); return 2; }
     tune_result tr = tune_gemv(tune_mode_from_env(), NULL);
-    const int over[2] = {pf, inter};
+    const int over[3] = {pf, inter, hint};
     char line[768];
     tune_describe(&tr, line, sizeof line);
     fprintf(stderr, "gemv-bench: isa %s, %d trials; %s\n", gemv_isa(), trials, line);
-    if (pf >= 0 || inter > 0)
-        fprintf(stderr, "gemv-bench: overridden in every cell: prefetch %d B, interleave %d (-1: tuned)\n", pf, inter);
+    if (pf >= 0 || inter > 0 || hint >= 0)
+        fprintf(stderr, "gemv-bench: overridden in every cell: prefetch %d B, interleave %d, hint %s (-1: tuned)\n",
+                pf, inter, hint < 0 ? "-1" : hint ? "l2" : "l1");
     long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
     if (nshape && !cells_named) cells = 0;
     memcpy(cl, CELLS, sizeof CELLS);
@@ -347,14 +386,17 @@ int main(int argc, char **argv) {
                 wt->from_f32(wf, W, k * n);
             }
             size_t bytes = gemv_packed_bytes(dts[d], k, n);
-            if (!strncmp(cl[c].name, "dram", 4) && l3 > 0 && bytes <= (size_t)l3)
-                fprintf(stderr, "gemv-bench: warning: %s %s is %zu MiB, within this CPU's reported %ld MiB L3: it "
-                        "reads L3, not DRAM, here (-c dram_32768 is larger)\n", cl[c].name, dt_names[d],
-                        bytes >> 20, l3 >> 20);
+            // A dram cell the L3 could hold is evicted before each call, so that it reads DRAM as named
+            int fits = !strncmp(cl[c].name, "dram", 4) && l3 > 0 && bytes <= (size_t)l3;
+            int evict = fits && !no_evict && cpu_evict(W, 0) == 0;
+            if (fits)
+                fprintf(stderr, "gemv-bench: %s %s is %zu MiB, within this CPU's reported %ld MiB L3: %s\n",
+                        cl[c].name, dt_names[d], bytes >> 20, l3 >> 20, evict ? "evicted from the caches before "
+                        "each timed call and roofline pass" : "warning: it reads L3, not DRAM, here");
             for (int t = 0; t < nth; t++) {
                 pool *pl = pool_create(th[t]);
                 if (!pl) { fprintf(stderr, "gemv-bench: cannot start %d threads\n", th[t]); return 1; }
-                int rc = bench(pl, th[t], cl[c].name, dts[d], dt_names[d], W, x, k, n, trials, over, rows + nrow);
+                int rc = bench(pl, th[t], cl[c].name, dts[d], dt_names[d], W, x, k, n, trials, over, evict, rows + nrow);
                 fail |= rc != 0;
                 if (rc != 2) nrow += 2;
                 pool_destroy(pl);
