@@ -194,12 +194,16 @@ grep -q '^l2_512' "$tmp/out" && fail "gemv-bench -s without -c ran the default c
 for bad in 3x x4 4x4, 4x4,,2x2 100000x3 0x5 4x4x4 40000x40000 " 4x4" +4x4; do
   expect 2 "gemv-bench -s $bad" -- "$g" -t 1 -s "$bad"
 done
+# the prefetch's hint overridden: said on the cell's line; anything but l1 or l2 refused
+expect 0 "gemv-bench --hint l2" -- "$g" -t 1 -d f16 -r 7 -s 4096x288 --pf 2048 --hint l2
+grep -q "4096x288 f16 t=1:.*overridden tuning: prefetch 2048 B into L2" "$tmp/err" || fail "--hint l2 not applied: $(grep 4096x288 "$tmp/err")"
+expect 2 "gemv-bench --hint l3" -- "$g" -t 1 -s 16x64 --hint l3
 
 # --help into a full disk is a failure, not help printed, in every tool
 for tool in decode decode-bench gemv-bench gemm-bench roofline gguf-info gguf-convert gguf-synth tokenize l4-bench; do
   expect 1 "$tool --help > /dev/full" -- sh -c '"$1" --help >/dev/full' sh "$bin/$tool"
 done
 
-[ "$cases" = 79 ] || fail "ran $cases cases, expected 79"
+[ "$cases" = 81 ] || fail "ran $cases cases, expected 81"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]
