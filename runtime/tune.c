@@ -80,6 +80,12 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // Zen has clflushopt: the AMD rows below were measured with the 128 MiB matrix. With clflush
 // alone (76 ms for 128 MiB on the Xeon) evicting before every call would cost seconds.
 #define EVICT_BYTES ((size_t)32 << 20)
+// The stream tuning's hint into L2 is measured on DRAM and applied to steps larger than the L3
+// the system reports (this where it reports none). From the caches it cost: on the Xeon where it
+// gave DRAM-streamed models 3-6% at t=1, the stories15M shape (47 MB, its 480 MiB L3) ran 1-2%
+// slower and stories260K (1.2 MB, L2 and L3) 10-15% slower (docs/performance.md). A VM that
+// reports more L3 than it has keeps the usual hint for steps under that size: no worse than before.
+#define L3_UNKNOWN ((size_t)32 << 20)
 
 // Defaults when tuning is off, and the incumbents of a first tune, by CPU vendor and family.
 // Measured where a row says so; the fallback is the middle of the measured range, not a claim
@@ -104,7 +110,7 @@ static const gemv_tuning FALLBACK = {4096, 2, 0}, FALLBACK_RESIDENT = {0, 2, 0};
 
 // The last tune_gemv's choices, for tune_pick (0 resident_bytes: none yet).
 static gemv_tuning picked_stream, picked_resident;
-static size_t picked_resident_bytes;
+static size_t picked_resident_bytes, picked_l3_bytes;
 static int picked_kv;
 static int picked;
 
@@ -527,6 +533,8 @@ done:
     gemv_set_tuning(r.tu);
     r.tu = gemv_get_tuning();
     picked_stream = r.tu, picked_resident = r.resident, picked_resident_bytes = r.resident_bytes, picked = 1;
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    picked_l3_bytes = l3 > 0 ? (size_t)l3 : L3_UNKNOWN;
     picked_kv = r.kv_pf;
     r.seconds = monotonic_seconds() - t0;
     return r;
@@ -539,7 +547,10 @@ static int resident(size_t bytes, int threads) {
 
 gemv_tuning tune_pick(size_t step_bytes, int threads) {
     if (!picked) return gemv_get_tuning();
-    return resident(step_bytes, threads) ? picked_resident : picked_stream;
+    if (resident(step_bytes, threads)) return picked_resident;
+    gemv_tuning tu = picked_stream;
+    if (step_bytes <= picked_l3_bytes) tu.l2 = 0;    // the hint was measured on DRAM, where it pays
+    return tu;
 }
 
 int tune_pick_kv(size_t kv_bytes, int threads) {

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static int valid(gemv_tuning t) {
     int pf_ok = t.pf == 0 || t.pf == 1024 || t.pf == 2048 || t.pf == 4096 || t.pf == 8192;
@@ -116,7 +117,13 @@ int main(void) {
         if (gemv_isa_id() == GEMV_AVX2) CHECK(r.tu.interleave == 1 && r.resident.interleave == 1);
         // tune_pick: resident up to resident_bytes a thread, stream above; it leaves the current tuning alone
         CHECK(same(tune_pick(r.resident_bytes, 1), r.resident) && same(tune_pick(2 * r.resident_bytes, 2), r.resident));
-        CHECK(same(tune_pick(r.resident_bytes + 1, 1), r.tu) && same(tune_pick((size_t)1 << 40, 64), r.tu));
+        CHECK(same(tune_pick((size_t)1 << 40, 64), r.tu));
+        // ... with the hint into every level where the step fits the reported L3 (32 MiB if none)
+        long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        size_t l3b = l3 > 0 ? (size_t)l3 : (size_t)32 << 20;
+        gemv_tuning in_l3 = {r.tu.pf, r.tu.interleave, 0};
+        CHECK(same(tune_pick(r.resident_bytes + 1, 1), r.resident_bytes + 1 <= l3b ? in_l3 : r.tu));
+        CHECK(same(tune_pick(l3b, 1), in_l3) && same(tune_pick(l3b + 1, 1), r.tu));
         CHECK(same(gemv_get_tuning(), r.tu));
         // tune_pick_kv: no KV prefetch while a thread's step stays in L2, the tuned one above
         CHECK(tune_pick_kv(r.resident_bytes, 1) == 0 && tune_pick_kv(2 * r.resident_bytes, 2) == 0);
@@ -210,7 +217,7 @@ int main(void) {
         CHECKF(m1.source == TUNE_CACHED && same(m1.tu, fin.tu) && m1.kv_pf == fin.kv_pf, "mode -1: source %d '%s'",
                m1.source, m1.note);
         CHECK(!strpbrk(r.key, " \t\n"));                 // one word in the file
-        checks += 43;
+        checks += 44;
     }
     // off: the family default, no measurement, the file untouched
     size_t before_len, after_len;
@@ -266,7 +273,7 @@ int main(void) {
     }
     checks += 9;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 24 : 68));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 24 : 69));
     free(path);
     scratch_remove(dir);
     return 0;
