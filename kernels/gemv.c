@@ -255,8 +255,9 @@ INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, s
     for (size_t t = t0; t < t1; t++) {
         const char *tile = (const char *)P + gemv_tile_start(k, n, t) * es;
         size_t j = t * GEMV_TILE;
-        if (n - j >= GEMV_TILE) {
-            cols(f, 8, pf, l2, x, tile, k, GEMV_TILE, y + j);
+        if (n - j >= GEMV_TILE) {                 // a copy of the row loop per hint, as on AVX-512
+            if (l2) cols(f, 8, pf, 1, x, tile, k, GEMV_TILE, y + j);
+            else cols(f, 8, pf, 0, x, tile, k, GEMV_TILE, y + j);
         } else {                                  // the zero-padded last tile, narrow at <= 32 outputs
             float tmp[GEMV_TILE];
             if (n - j <= GEMV_TILE / 2) cols(f, 4, pf, l2, x, tile, k, GEMV_TILE / 2, tmp);

@@ -30,7 +30,7 @@ enum { GEMV_SCALAR, GEMV_AVX2, GEMV_AVX512, GEMV_N_ISA };
 // interleave, tiles run side by side as independent FMA chains (1..GEMV_MAX_INTERLEAVE; the AVX2
 // path has the registers for one); l2, the prefetch's hint: 0 into every cache level (prefetcht0),
 // 1 into L2 and below only (prefetcht1), which leaves the L1's miss buffers to the loads (on a
-// Sapphire Rapids-class Xeon 3-5% more tok/s at one thread on models streamed from DRAM).
+// Sapphire Rapids-class Xeon 1-6% more tok/s at one thread on models streamed from DRAM).
 typedef struct {
     int pf;
     int interleave;
@@ -88,8 +88,8 @@ void gemv_packed_on(int isa, uint32_t dt, const float *x, const void *P, size_t 
                     size_t t0, size_t t1, float *y, const gemv_tuning *tu);
 // The tuning gemv_packed uses. Set it before the threads that call gemv_packed start a job (the
 // pool's hand-off orders it); out-of-range values are clamped (pf to [0, 1 MiB], interleave to
-// 1..GEMV_MAX_INTERLEAVE, and to 1 where the dispatch is not AVX-512: gemv_get_tuning then says
-// what the kernels run).
+// 1..GEMV_MAX_INTERLEAVE, and to 1 where the dispatch is not AVX-512; l2 to 0 without a prefetch,
+// else to 0 or 1: gemv_get_tuning then says what the kernels run).
 void gemv_set_tuning(gemv_tuning tu);
 gemv_tuning gemv_get_tuning(void);
 

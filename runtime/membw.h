@@ -22,6 +22,11 @@ uint32_t membw_sum(const void *buf, size_t bytes, int variant);
 // [i*U/T, (i+1)*U/T), the same split gemv-bench gives a GEMV's tiles. One pool_run per pass;
 // the time of the faster read variant.
 double membw_pass_seconds(pool *pl, const void *buf, size_t bytes, size_t unit, int reps);
+// Evicts [buf, buf + bytes) from every cache (cpu_evict), each pool thread its share by the same
+// split, so a pass after it reads memory and finds no worker asleep.
+void membw_evict(pool *pl, const void *buf, size_t bytes, size_t unit);
+// membw_pass_seconds with the buffer evicted before every pass of every variant (not timed).
+double membw_cold_pass_seconds(pool *pl, const void *buf, size_t bytes, size_t unit, int reps);
 // Writes the buffer (byte 1) with the split membw_pass_seconds reads it by, each thread its own
 // share: the first touch puts every share's pages on its reader's NUMA node.
 void membw_touch(pool *pl, void *buf, size_t bytes, size_t unit);

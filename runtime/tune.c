@@ -82,9 +82,10 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 #define EVICT_BYTES ((size_t)32 << 20)
 // The stream tuning's hint into L2 is measured on DRAM and applied to steps larger than the L3
 // the system reports (this where it reports none). From the caches it cost: on the Xeon where it
-// gave DRAM-streamed models 3-6% at t=1, the stories15M shape (47 MB, its 480 MiB L3) ran 1-2%
-// slower and stories260K (1.2 MB, L2 and L3) 10-15% slower (docs/performance.md). A VM that
-// reports more L3 than it has keeps the usual hint for steps under that size: no worse than before.
+// gave DRAM-streamed models 1-6% at t=1, the stories15M shape (31 MB a token, in its 480 MiB
+// L3) ran 1-2% slower and stories260K (1.2 MB, L2 and L3) 10-15% slower (docs/performance.md).
+// A VM that reports more L3 than it has keeps the usual hint for steps under that size: no worse
+// than before.
 #define L3_UNKNOWN ((size_t)32 << 20)
 
 // Defaults when tuning is off, and the incumbents of a first tune, by CPU vendor and family.
@@ -101,7 +102,7 @@ static const struct { const char *vendor; int family; gemv_tuning tu, resident; 
                                                         // (+14% before the KV cache was on huge pages)
     {"GenuineIntel", 6, {2048, 4, 1}, {0, 2, 0}, 2048}, // Xeon (Sapphire Rapids and later): dram_8192
                                                         // 2 KB / 4 98-99%, 2 KB / 2 92-93%, none 62-67%;
-                                                        // into L2 (AVX-512): decode tg 3-6% up at t=1,
+                                                        // into L2 (AVX-512): decode tg 1-6% up at t=1,
                                                         // where the evicted stream matrix barely tells
                                                         // the hints apart
 };

@@ -1,7 +1,8 @@
 // The read-bandwidth loops (runtime/membw.h) read every byte exactly once: both variants give the
 // plain sum of the 32-bit words at lengths that cross the vector, 8-vector block and stream
 // boundaries, at every 4-byte offset in a 64-byte line. cpu_isa() is fixed per process, so the
-// test runs itself once per path the CPU has, with DECODE_ISA set, and counts the cases.
+// test runs itself once per path the CPU has, with DECODE_ISA set, and counts the cases. Eviction
+// by shares (membw_evict, the cold passes) leaves every byte as it was.
 #include "runtime/membw.h"
 #include "platform/cpu.h"
 #include "tests/check.h"
@@ -41,6 +42,18 @@ int main(int argc, char **argv) {
         CHECKF(system(cmd) == 0, "path %s failed", isas[lvl]);
     }
     CHECK(paths == cpu_isa_max() + 1);
+    // evicted by 3 threads' shares of 7 units, and timed cold: the bytes stay
+    enum { UNIT = 4096 * 3, UNITS = 7 };
+    uint8_t *b = aligned_alloc(64, UNIT * UNITS);
+    pool *pl = pool_create(3);
+    CHECK(b && pl);
+    for (size_t i = 0; i < UNIT * UNITS; i++) b[i] = (uint8_t)(i * 13 + 5);
+    membw_evict(pl, b, UNIT * UNITS, UNIT);
+    double cold = membw_cold_pass_seconds(pl, b, UNIT * UNITS, UNIT, 3);
+    int intact = 1;
+    for (size_t i = 0; i < UNIT * UNITS; i++) intact &= b[i] == (uint8_t)(i * 13 + 5);
+    CHECKF(intact && cold > 0 && cold < 10, "evicted bytes intact %d, cold pass %g s", intact, cold);
+    pool_destroy(pl), free(b);
     printf("membw: %d sums exact on each of %d paths (%s and below; %d skipped: not on this CPU)\n",
            NOFF * NLEN * MEMBW_VARIANTS, paths, isas[cpu_isa_max()], 2 - cpu_isa_max());
     return 0;

@@ -210,6 +210,10 @@ int main(void) {
             tune_describe(&hr, hl, sizeof hl);
             CHECKF(hr.source == TUNE_CACHED && hr.tu.l2 == h2 && gemv_get_tuning().l2 == h2 &&
                    !strstr(hl, "into L2") == !h2, "hint %d: %d '%s'", h2, hr.source, hl);
+            // the L2 hint only for a step past the reported L3
+            gemv_tuning big = tune_pick(l3b + 1, 1), small = tune_pick(l3b, 1);
+            CHECKF(big.l2 == h2 && big.pf == hp && small.l2 == 0 && small.pf == hp, "hint %d: tune_pick %d / %d", h2,
+                   big.l2, small.l2);
         }
         fin = tune_gemv(TUNE_AUTO, path);
         // an unchecked mode (-1) is auto: the line just written stands
@@ -217,7 +221,7 @@ int main(void) {
         CHECKF(m1.source == TUNE_CACHED && same(m1.tu, fin.tu) && m1.kv_pf == fin.kv_pf, "mode -1: source %d '%s'",
                m1.source, m1.note);
         CHECK(!strpbrk(r.key, " \t\n"));                 // one word in the file
-        checks += 44;
+        checks += 47;
     }
     // off: the family default, no measurement, the file untouched
     size_t before_len, after_len;
@@ -273,7 +277,7 @@ int main(void) {
     }
     checks += 9;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 24 : 69));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 24 : 72));
     free(path);
     scratch_remove(dir);
     return 0;

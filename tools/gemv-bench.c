@@ -4,20 +4,22 @@
 // tile reads its padding in both: the roofline's GB/s count it, the GEMV's only the K N weights,
 // so the padding costs pct_roofline). Threads split the GEMV by tile ranges (each thread one
 // contiguous stream); the roofline pass reads the packed buffer itself, split in half tiles.
-// Each trial times enough back-to-back calls to last ~20 ms; the cell, its null control (the
-// identical measurement repeated, interleaved: its distance from the cell row is this run's noise)
-// and the roofline rotate within a trial; the kernel's ceiling runs its trials after them (so
-// pct_ceiling is a same-run ratio, not a same-moment one). Rows report medians. Every result, the
-// ceiling's too, is checked against gemv_packed_ref.
+// Each trial times enough calls to last ~20 ms (back to back; in a cold cell, below, each alone
+// after an eviction); the cell, its null control (the identical measurement repeated,
+// interleaved: its distance from the cell row is this run's noise) and the roofline rotate within
+// a trial; the kernel's ceiling runs its trials after them (so pct_ceiling is a same-run ratio,
+// not a same-moment one). Rows report medians. Every result, the ceiling's too, is checked
+// against gemv_packed_ref.
 // stdout holds only the table (-o csv|json|md); packing speed and progress go to stderr. GFLOP/s
 // (2 K N per call) is appended after pct_roofline, then the kernel's ceiling (ceil_fn) and the
-// cell's percent of it. The kernel's tunings (runtime/tune.h: measured,
-// cached or default, DECODE_TUNE as for decode; stream and resident) are printed in the stderr
-// header; each cell runs with the one tune_pick gives its bytes per thread (the decoder's choice
-// for a step of that size), named on the cell's stderr line; --pf and --interleave override both
-// for sweeps. A dram cell whose bytes fit the L3 the CPU reports (a Xeon reporting 480 MiB holds
-// much of dram_8192) is evicted from every cache before each timed call and roofline pass, so it
-// reads DRAM as a model's stream does; --no-evict times it as it lies, said on stderr.
+// cell's percent of it. The kernel's tunings (runtime/tune.h: measured, cached or default,
+// DECODE_TUNE as for decode; stream and resident) are printed in the stderr header; each cell
+// runs with the one tune_pick gives its bytes (the decoder's choice for a step of that size), a
+// cold cell with the DRAM one, named on the cell's stderr line; --pf, --interleave and --hint
+// override them for sweeps. A dram cell whose bytes fit the L3 the CPU reports (a Xeon reporting
+// 480 MiB holds much of dram_8192) is cold: evicted from every cache before each timed call and
+// each roofline pass, so it reads DRAM as a model's stream does; --no-evict times it as it lies,
+// said on stderr.
 #include "platform/cpu.h"
 #include "platform/wtype.h"
 #include "kernels/gemv.h"
@@ -61,6 +63,8 @@ typedef struct {
     void *P;
     size_t k, n, nt;
     float *y;
+    size_t bytes, unit;                                // packed bytes; the eviction's and roofline's split
+    int cold;                                          // evicted before each timed call and roofline pass
 } job;
 
 static void gemv_fn(void *c, int tid, int nth) {
@@ -179,37 +183,23 @@ static float rnd(void) {                               // xorshift64, uniform in
     return (float)((double)(rng >> 11) / 4503599627370496.0 - 1.0);
 }
 
-typedef struct { const char *p; size_t n; } evict_job;
-static void evict_fn(void *c, int tid, int nth) {
-    const evict_job *e = c;
-    size_t a = e->n * tid / nth, b = e->n * (tid + 1) / nth;
-    cpu_evict(e->p + a, b - a);
-}
-// Evicts [p, p + n) from every cache, each thread a share: the workers are then awake (spinning) when
-// the timed call starts, as in decode, not asleep behind a futex after a single-thread eviction.
-static void evict_all(pool *pl, const void *p, size_t n) {
-    evict_job e = {p, n};
-    pool_run(pl, evict_fn, &e);
-}
-
-// Seconds a call, of reps calls back to back; with evict, each call on weights evicted from every
-// cache first (the eviction not timed).
-static double time_calls(pool *pl, job *j, int reps, size_t evict) {
+// Seconds a call: of reps calls back to back, or, for a cold cell, of reps calls each on weights
+// evicted from every cache first (every thread its share, so no worker sleeps into the call; the
+// eviction not timed).
+static double time_calls(pool *pl, job *j, int reps) {
     double t = util_now(), s = 0;
     for (int r = 0; r < reps; r++) {
-        if (evict) evict_all(pl, j->P, evict), t = util_now();
+        if (j->cold) membw_evict(pl, j->P, j->bytes, j->unit), t = util_now();
         pool_run(pl, gemv_fn, j);
-        if (evict) s += util_now() - t;
+        if (j->cold) s += util_now() - t;
     }
-    return (evict ? s : util_now() - t) / reps;
+    return (j->cold ? s : util_now() - t) / reps;
 }
 
-// The read roofline's seconds a pass over the packed bytes, evicted first as time_calls.
-static double roof_seconds(pool *pl, const job *j, size_t bytes, size_t unit, int reps, int evict) {
-    if (!evict) return membw_pass_seconds(pl, j->P, bytes, unit, reps) / reps;
-    double s = 0;
-    for (int r = 0; r < reps; r++) evict_all(pl, j->P, bytes), s += membw_pass_seconds(pl, j->P, bytes, unit, 1);
-    return s / reps;
+// The read roofline's seconds a pass over the packed weights, evicted before each pass where the
+// cell is cold.
+static double roof_seconds(pool *pl, const job *j, int reps) {
+    return (j->cold ? membw_cold_pass_seconds : membw_pass_seconds)(pl, j->P, j->bytes, j->unit, reps) / reps;
 }
 
 // One cell, one type, one thread count: two rows (the cell and CELL/null). 0 ok, 1 a result that
@@ -229,7 +219,9 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     tu = gemv_get_tuning();                            // as clamped: what the kernels run
     // Plain pages: MADV_HUGEPAGE made cold packing of dram_8192 anywhere from 0.7 to 6 GB/s here
     // (direct compaction on fault) against a steady 2.2, and left the GEMV's share unchanged.
-    job j = {dt, x, W, aligned_alloc(64, bytes), k, n, gemv_n_tiles(n), malloc(n * sizeof(float))};
+    // the roofline and the eviction cut the weights in half tiles: a narrow tile's bytes divide them all
+    job j = {dt, x, W, aligned_alloc(64, bytes), k, n, gemv_n_tiles(n), malloc(n * sizeof(float)), bytes,
+             k * (GEMV_TILE / 2) * es, evict};
     float *yr = malloc(n * sizeof(float));
     if (!j.P || !j.y || !yr) {
         fprintf(stderr, "gemv-bench: out of memory (%zu bytes)\n", bytes);
@@ -253,17 +245,16 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     fprintf(stderr, "pack %s %s t=%d: %.2f GB/s cold (first touch), %.2f GB/s warm\n", cell, dname, nth,
             k * n * es / cold / 1e9, k * n * es / util_median(warm, 3) / 1e9);
 
-    size_t ev = evict ? bytes : 0;
-    double one = time_calls(pl, &j, 1, ev);
-    one = time_calls(pl, &j, 1, ev);
+    double one = time_calls(pl, &j, 1);
+    one = time_calls(pl, &j, 1);
     int reps = util_calls_per_trial(one);
     double tc[MAXTRIAL], tn[MAXTRIAL], tr[MAXTRIAL], tx[MAXTRIAL];
     for (int r = 0; r < trials; r++)
         for (int q = 0; q < 3; q++) {                   // rotate the order within a trial
             int which = (q + r) % 3;
-            if (which == 0) tc[r] = time_calls(pl, &j, reps, ev);
-            else if (which == 1) tn[r] = time_calls(pl, &j, reps, ev);
-            else tr[r] = roof_seconds(pl, &j, bytes, k * (GEMV_TILE / 2) * es, reps, evict);   // a narrow tile's bytes divide them all
+            if (which == 0) tc[r] = time_calls(pl, &j, reps);
+            else if (which == 1) tn[r] = time_calls(pl, &j, reps);
+            else tr[r] = roof_seconds(pl, &j, reps);
         }
     // The ceiling (its sizing too) after the rest, not among them: on a Sapphire Rapids-class Xeon
     // whatever ran right after it was slowed, l3_3584 f16 t=1 by 13% (the cell 84% of the roofline,
