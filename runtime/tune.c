@@ -563,7 +563,7 @@ void tune_describe(const tune_result *r, char *buf, size_t n) {
     static const char *const src[] = {"default", "cached", "measured"};
     snprintf(buf, n, "gemv tuning: %s, prefetch %d B%s, interleave %d; resident (<= %zu KiB a thread): prefetch %d B, "
              "interleave %d; KV prefetch %d B (%s in %.2f s, %.1f GB/s%s; key %s)%s%s", gemv_isa(), r->tu.pf,
-             r->tu.l2 ? " into L2" : "", r->tu.interleave, r->resident_bytes >> 10, r->resident.pf, r->resident.interleave, r->kv_pf,
-             src[r->source], r->seconds, r->gbps, r->evicted ? ", evicted from the caches" : "", r->key,
+             r->tu.l2 ? " into L2" : "", r->tu.interleave, r->resident_bytes >> 10, r->resident.pf,
+             r->resident.interleave, r->kv_pf, src[r->source], r->seconds, r->gbps, r->evicted ? ", evicted from the caches" : "", r->key,
              r->note[0] ? "; " : "", r->note);
 }

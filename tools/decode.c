@@ -383,7 +383,7 @@ static int load(session *S, const options *o, const char **prompt, size_t *plen,
                 tokenizer_n_vocab(S->tok), h->n_vocab);
         return 1;
     }
-    *n_ctx = o->n_ctx > 0 ? o->n_ctx : o->n_ctx == 0 || h->n_ctx_train < 4096 ? h->n_ctx_train : 4096;
+    *n_ctx = o->n_ctx > 0 ? o->n_ctx : (o->n_ctx == 0 || h->n_ctx_train < 4096) ? h->n_ctx_train : 4096;
     if (decoder_check_ctx(&S->m, *n_ctx, (uint32_t)o->cache_type_k, (uint32_t)o->cache_type_v, err)) {
         fprintf(stderr, "decode: %s\n", err);
         return 1;

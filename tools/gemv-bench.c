@@ -284,7 +284,8 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     fprintf(stderr, "%s %s t=%d: %.1f GB/s, roofline %.1f GB/s (%.1f%%), %.1f GFLOP/s, %d calls per trial; "
             "%s%s tuning: prefetch %d B%s, interleave %d; the kernel on L1-resident tiles (%zu x %d a thread) %.1f "
             "GB/s (%.1f%%)\n", cell, dname, nth, out[0].gbps, roof, out[0].pct, out[0].gflops, reps,
-            evict ? "evicted before each call; " : "", which, tu.pf, tu.l2 ? " into L2" : "", tu.interleave, cj.k, (int)(cj.nt * GEMV_TILE), ceil, out[0].pct_ceil);
+            evict ? "evicted before each call; " : "", which, tu.pf, tu.l2 ? " into L2" : "", tu.interleave, cj.k,
+            (int)(cj.nt * GEMV_TILE), ceil, out[0].pct_ceil);
     free(cj.P), free(cj.y);
     free(j.P);
     free(j.y);
