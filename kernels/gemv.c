@@ -44,6 +44,9 @@ static int stripe_ok(uint32_t dt, size_t ldb, size_t j0, size_t w) {
 static int tiles_ok(uint32_t dt, size_t n, size_t t0, size_t t1) {
     return wsize(dt) && t0 <= t1 && t1 <= gemv_n_tiles(n);
 }
+static int segments_ok(uint32_t dt, size_t k, size_t n, size_t t, size_t g0, size_t g1) {
+    return wsize(dt) && t < gemv_n_tiles(n) && g0 <= g1 && g1 <= (k + GEMV_KSEG - 1) / GEMV_KSEG;
+}
 static const void *at(uint32_t dt, const void *base, size_t i) {
     return (const char *)base + i * wsize(dt);
 }
@@ -69,6 +72,18 @@ void gemv_packed_ref(uint32_t dt, const float *x, const void *P, size_t k, size_
     for (size_t j = t0 * GEMV_TILE; j < t1 * GEMV_TILE && j < n; j++) {
         size_t t = j / GEMV_TILE, c = j % GEMV_TILE;
         y[j] = dot_canon(dt, x, at(dt, P, gemv_tile_start(k, n, t) + c), k, gemv_tile_cols(n, t));
+    }
+}
+
+// Segment g's inputs are one segment of dot_canon: its sum from 0, nothing folded.
+void gemv_packed_segments_ref(uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t t,
+                              size_t g0, size_t g1, float *y) {
+    if (!segments_ok(dt, k, n, t, g0, g1)) return;
+    size_t ld = gemv_tile_cols(n, t);
+    for (size_t g = g0; g < g1; g++) {
+        size_t p0 = g * GEMV_KSEG, len = k - p0 < GEMV_KSEG ? k - p0 : GEMV_KSEG;
+        for (size_t c = 0; c < ld; c++)
+            y[(g - g0) * GEMV_TILE + c] = dot_canon(dt, x + p0, at(dt, P, gemv_row_start(k, n, t, p0) + c), len, ld);
     }
 }
 
@@ -267,6 +282,22 @@ INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, s
     }
 }
 
+// Segments [g0, g1) of tile t, each a short column run from 0 into its slot (one tile at a time,
+// as every AVX2 packed call).
+INL void segments_body(int f, const float *x, const void *P, size_t k, size_t n, size_t t, size_t g0,
+                       size_t g1, float *y, int pf, int l2) {
+    const size_t es = f == F_F32 ? 4 : 2, ld = gemv_tile_cols(n, t);
+    const char *tile = (const char *)P + gemv_tile_start(k, n, t) * es;
+    for (size_t g = g0; g < g1; g++) {
+        size_t p0 = g * GEMV_KSEG, len = k - p0 < GEMV_KSEG ? k - p0 : GEMV_KSEG;
+        const char *w = tile + p0 * ld * es;
+        float *yg = y + (g - g0) * GEMV_TILE;
+        if (ld == GEMV_TILE / 2) cols(f, 4, pf, l2, x + p0, w, len, ld, yg);
+        else if (l2) cols(f, 8, pf, 1, x + p0, w, len, ld, yg);
+        else cols(f, 8, pf, 0, x + p0, w, len, ld, yg);
+    }
+}
+
 // The kernels, written out so a grep finds each one; the bodies are specialised per format.
 static AVX2 void gemv_stripe_f32_avx2(const float *x, const void *B, size_t k, size_t ldb,
                                       size_t j0, size_t w, float *y) {
@@ -301,6 +332,13 @@ AVX2 void gemv_packed_avx2_tuned(uint32_t dt, const float *x, const void *P, siz
     if (dt == WTYPE_F32) packed_body(F_F32, x, P, k, n, t0, t1, y, tu->pf, tu->l2);
     else if (dt == WTYPE_F16) packed_body(F_F16, x, P, k, n, t0, t1, y, tu->pf, tu->l2);
     else packed_body(F_BF16, x, P, k, n, t0, t1, y, tu->pf, tu->l2);
+}
+
+AVX2 void gemv_segments_avx2(uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t t,
+                             size_t g0, size_t g1, float *y, const gemv_tuning *tu) {
+    if (dt == WTYPE_F32) segments_body(F_F32, x, P, k, n, t, g0, g1, y, tu->pf, tu->l2);
+    else if (dt == WTYPE_F16) segments_body(F_F16, x, P, k, n, t, g0, g1, y, tu->pf, tu->l2);
+    else segments_body(F_BF16, x, P, k, n, t, g0, g1, y, tu->pf, tu->l2);
 }
 #endif
 
@@ -433,6 +471,24 @@ void gemv_packed_on(int isa, uint32_t dt, const float *x, const void *P, size_t 
     else
 #endif
         t->type[dt].packed(x, P, k, n, t0, t1, y);
+}
+
+void gemv_packed_segments_on(int isa, uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t t,
+                             size_t g0, size_t g1, float *y, const gemv_tuning *tu) {
+    if (!kernels_for(isa) || !segments_ok(dt, k, n, t, g0, g1)) return;
+#if defined(__x86_64__)
+    gemv_tuning cur = gemv_get_tuning();
+    if (!tu) tu = &cur;
+    if (isa == GEMV_AVX512) gemv_segments_avx512(dt, x, P, k, n, t, g0, g1, y, tu);
+    else if (isa == GEMV_AVX2) gemv_segments_avx2(dt, x, P, k, n, t, g0, g1, y, tu);
+    else
+#endif
+        gemv_packed_segments_ref(dt, x, P, k, n, t, g0, g1, y);
+}
+
+void gemv_packed_segments(uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t t, size_t g0,
+                          size_t g1, float *y) {
+    gemv_packed_segments_on(gemv_isa_id(), dt, x, P, k, n, t, g0, g1, y, NULL);
 }
 
 void gemv_stripe(uint32_t dt, const float *x, const void *B, size_t k, size_t ldb, size_t j0,

@@ -68,6 +68,15 @@ void gemv_packed_ref(uint32_t dt, const float *x, const void *P, size_t k, size_
 void gemv_packed(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
                  size_t t0, size_t t1, float *y);
 
+// Split-K partials of tile t: for g in [g0, g1), the slot y + 64 (g - g0) gets, in each of the
+// tile's gemv_tile_cols(n, t) columns, the sum over inputs [g KSEG, min((g + 1) KSEG, k)) from 0:
+// one segment of the canonical order, which a fold then adds left to right. A range other than
+// t < gemv_n_tiles(n), g0 <= g1 <= ceil(k / KSEG) reads and writes nothing.
+void gemv_packed_segments_ref(uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t t,
+                              size_t g0, size_t g1, float *y);
+void gemv_packed_segments(uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t t,
+                          size_t g0, size_t g1, float *y);
+
 // Row-major reference straight on the GGUF layout (tests, reference paths).
 void gemv_rows_ref(uint32_t dt, const float *x, const void *W, size_t k, size_t n, float *y);
 
@@ -86,6 +95,8 @@ void gemv_stripe_on(int isa, uint32_t dt, const float *x, const void *B, size_t 
                     size_t j0, size_t w, float *y);
 void gemv_packed_on(int isa, uint32_t dt, const float *x, const void *P, size_t k, size_t n,
                     size_t t0, size_t t1, float *y, const gemv_tuning *tu);
+void gemv_packed_segments_on(int isa, uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t t,
+                             size_t g0, size_t g1, float *y, const gemv_tuning *tu);
 // The tuning gemv_packed uses. Set it before the threads that call gemv_packed start a job (the
 // pool's hand-off orders it); out-of-range values are clamped (pf to [0, 1 MiB], interleave to
 // 1..GEMV_MAX_INTERLEAVE, and to 1 where the dispatch is not AVX-512; l2 to 0 without a prefetch,

@@ -53,11 +53,12 @@ INL void fold(float *y, __m512 a, size_t s0, __mmask16 m) {
 }
 
 // nt tiles of 64 columns at once (nh = 2), or one narrow tile's 32 columns (nt = 1, nh = 1, ld 32:
-// a last tile of at most 32 outputs); tile u's row p starts at element u * ts + p * ld.
+// a last tile of at most 32 outputs); tile u's row p starts at element u * ts + p * ld and reads
+// x[u * xs + p] (xs 0: every tile the same inputs; KSEG: the segments of one tile, below).
 // With pf > 0 the rows are contiguous (packed) and each tile's stream is prefetched pf bytes ahead,
 // into L2 only where l2 is set (gemv_tuning).
 INL void tiles(int f, int nt, int nh, int pf, int l2, const float *x, const void *w, size_t k, size_t ld,
-               size_t ts, float *y) {
+               size_t ts, size_t xs, float *y) {
     const size_t es = f == F_F32 ? 4 : 2;
     for (size_t s0 = 0; s0 < k; s0 += GEMV_KSEG) {
         size_t s1 = k - s0 > GEMV_KSEG ? s0 + GEMV_KSEG : k;
@@ -70,6 +71,7 @@ INL void tiles(int f, int nt, int nh, int pf, int l2, const float *x, const void
 #pragma GCC unroll 4
             for (int u = 0; u < nt; u++) {
                 const char *row = (const char *)w + (u * ts + p * ld) * es;
+                __m512 xu = xs ? _mm512_set1_ps(x[u * xs + p]) : xv;
                 if (pf)
                     for (int l = 0; l < (int)(GEMV_TILE / 2 * nh * es); l += 64) {
                         if (l2) _mm_prefetch(row + pf + l, _MM_HINT_T1);
@@ -79,8 +81,8 @@ INL void tiles(int f, int nt, int nh, int pf, int l2, const float *x, const void
                 for (int h = 0; h < nh; h++) {
                     __m512 lo, hi;
                     load32(f, row, 32 * (size_t)h, &lo, &hi);
-                    a[u][2 * h] = _mm512_fmadd_ps(xv, lo, a[u][2 * h]);
-                    a[u][2 * h + 1] = _mm512_fmadd_ps(xv, hi, a[u][2 * h + 1]);
+                    a[u][2 * h] = _mm512_fmadd_ps(xu, lo, a[u][2 * h]);
+                    a[u][2 * h + 1] = _mm512_fmadd_ps(xu, hi, a[u][2 * h + 1]);
                 }
             }
         }
@@ -113,24 +115,37 @@ INL void stripe_body(int f, const float *x, const void *B, size_t k, size_t ldb,
     const size_t es = f == F_F32 ? 4 : 2;
     const char *b = (const char *)B + j0 * es;
     size_t i = 0;
-    for (; i + GEMV_TILE <= w; i += GEMV_TILE) tiles(f, 1, 2, 0, 0, x, b + i * es, k, ldb, 0, y + i);
+    for (; i + GEMV_TILE <= w; i += GEMV_TILE) tiles(f, 1, 2, 0, 0, x, b + i * es, k, ldb, 0, 0, y + i);
     for (; i < w; i += 16) {
         size_t r = w - i < 16 ? w - i : 16;
         cols16(f, x, b + i * es, k, ldb, y + i, (__mmask16)((1u << r) - 1));
     }
 }
 
-// A group of g (1..4) whole tiles side by side.
-INL void group(int f, size_t g, int pf, int l2, const float *x, const char *w, size_t k, size_t ts, float *y) {
-    if (g == 4) tiles(f, 4, 2, pf, l2, x, w, k, GEMV_TILE, ts, y);
-    else if (g == 3) tiles(f, 3, 2, pf, l2, x, w, k, GEMV_TILE, ts, y);
-    else if (g == 2) tiles(f, 2, 2, pf, l2, x, w, k, GEMV_TILE, ts, y);
-    else tiles(f, 1, 2, pf, l2, x, w, k, GEMV_TILE, ts, y);
+// A group of g (1..4) whole tiles side by side, tile u reading x + u * xs.
+INL void group(int f, size_t g, int pf, int l2, const float *x, size_t xs, const char *w, size_t k, size_t ts,
+               float *y) {
+    if (g == 4) tiles(f, 4, 2, pf, l2, x, w, k, GEMV_TILE, ts, xs, y);
+    else if (g == 3) tiles(f, 3, 2, pf, l2, x, w, k, GEMV_TILE, ts, xs, y);
+    else if (g == 2) tiles(f, 2, 2, pf, l2, x, w, k, GEMV_TILE, ts, xs, y);
+    else tiles(f, 1, 2, pf, l2, x, w, k, GEMV_TILE, ts, xs, y);
+}
+// The same with each hint its own copy of the loops (the literals fold the prefetch and its tests
+// away).
+INL void group_hinted(int f, size_t g, int pf, int l2, const float *x, size_t xs, const char *w, size_t k,
+                      size_t ts, float *y) {
+    if (pf && l2) group(f, g, pf, 1, x, xs, w, k, ts, y);
+    else if (pf) group(f, g, pf, 0, x, xs, w, k, ts, y);
+    else group(f, g, 0, 0, x, xs, w, k, ts, y);
+}
+// Groups of at most nt of n units, as even as possible (4 with nt = 3 run as 2 + 2, not 3 + 1: a
+// lone tile has only 4 FMA chains, half what the FMA pipes need).
+static inline size_t group_size(size_t n, int nt) {
+    size_t groups = (n + (size_t)nt - 1) / (size_t)nt, g = (n + groups - 1) / groups;
+    return g > 4 ? 4 : g;
 }
 
-// Runs the whole tiles of [t0, t1) in groups of at most nt, as even as possible (4 tiles with
-// nt = 3 run as 2 + 2, not 3 + 1: a lone tile has only 4 FMA chains, half what the FMA pipes need);
-// the zero-padded last tile goes through tmp.
+// Runs the whole tiles of [t0, t1) in groups (group_size); the zero-padded last tile goes through tmp.
 INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, size_t t0,
                      size_t t1, float *y, int pf, int nt, int l2) {
     const size_t es = f == F_F32 ? 4 : 2, ts = k * GEMV_TILE;
@@ -138,24 +153,42 @@ INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, s
     size_t t = t0, whole = n / GEMV_TILE < t1 ? n / GEMV_TILE : t1;
     if (nt < 1) nt = 1;                 // gemv_packed_on passes a tuning unclamped
     while (t < whole) {
-        size_t left = whole - t, groups = (left + (size_t)nt - 1) / (size_t)nt, g = (left + groups - 1) / groups;
-        const char *w = base + t * ts * es;
-        float *yt = y + t * GEMV_TILE;
-        if (g > 4) g = 4;
-        // No prefetch and each hint are their own copies of the loops (the literals fold the
-        // prefetch and its tests away).
-        if (pf && l2) group(f, g, pf, 1, x, w, k, ts, yt);
-        else if (pf) group(f, g, pf, 0, x, w, k, ts, yt);
-        else group(f, g, 0, 0, x, w, k, ts, yt);
+        size_t g = group_size(whole - t, nt);
+        group_hinted(f, g, pf, l2, x, 0, base + t * ts * es, k, ts, y + t * GEMV_TILE);
         t += g;
     }
     if (t < t1) {                     // the zero-padded last tile, narrow at <= 32 outputs
         float tmp[GEMV_TILE];
         size_t r = n - t * GEMV_TILE;
         const char *w = base + t * ts * es;
-        if (r <= GEMV_TILE / 2) tiles(f, 1, 1, pf, l2, x, w, k, GEMV_TILE / 2, ts, tmp);
-        else tiles(f, 1, 2, pf, l2, x, w, k, GEMV_TILE, ts, tmp);
+        if (r <= GEMV_TILE / 2) tiles(f, 1, 1, pf, l2, x, w, k, GEMV_TILE / 2, ts, 0, tmp);
+        else tiles(f, 1, 2, pf, l2, x, w, k, GEMV_TILE, ts, 0, tmp);
         memcpy(y + t * GEMV_TILE, tmp, r * sizeof(float));
+    }
+}
+
+// Segments [g0, g1) of tile t, segment g summed from 0 into the slot y + 64 (g - g0). A tile's
+// segments lie one after another, KSEG rows each, so its full segments run like the tiles of a
+// K = KSEG matrix, in groups side by side, each reading its own KSEG inputs; a short last segment,
+// and every segment of a narrow tile, runs alone.
+INL void segments_body(int f, const float *x, const void *P, size_t k, size_t n, size_t t, size_t g0,
+                       size_t g1, float *y, int pf, int nt, int l2) {
+    const size_t es = f == F_F32 ? 4 : 2, ld = gemv_tile_cols(n, t), seg = GEMV_KSEG * ld;
+    const char *tile = (const char *)P + gemv_tile_start(k, n, t) * es;
+    size_t g = g0, full = k / GEMV_KSEG < g1 ? k / GEMV_KSEG : g1;
+    if (nt < 1) nt = 1;
+    while (g < full && ld == GEMV_TILE) {
+        size_t c = group_size(full - g, nt);
+        group_hinted(f, c, pf, l2, x + g * GEMV_KSEG, GEMV_KSEG, tile + g * seg * es, GEMV_KSEG, seg,
+                     y + (g - g0) * GEMV_TILE);
+        g += c;
+    }
+    for (; g < g1; g++) {
+        size_t p0 = g * GEMV_KSEG, len = k - p0 < GEMV_KSEG ? k - p0 : GEMV_KSEG;
+        const char *w = tile + g * seg * es;
+        float *yg = y + (g - g0) * GEMV_TILE;
+        if (ld == GEMV_TILE) tiles(f, 1, 2, pf, l2, x + p0, w, len, ld, 0, 0, yg);
+        else tiles(f, 1, 1, pf, l2, x + p0, w, len, ld, 0, 0, yg);
     }
 }
 
@@ -187,5 +220,12 @@ A512 void gemv_packed_avx512_tuned(uint32_t dt, const float *x, const void *P, s
     if (dt == WTYPE_F32) packed_body(F_F32, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2);
     else if (dt == WTYPE_F16) packed_body(F_F16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2);
     else packed_body(F_BF16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2);
+}
+
+A512 void gemv_segments_avx512(uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t t,
+                               size_t g0, size_t g1, float *y, const gemv_tuning *tu) {
+    if (dt == WTYPE_F32) segments_body(F_F32, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2);
+    else if (dt == WTYPE_F16) segments_body(F_F16, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2);
+    else segments_body(F_BF16, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2);
 }
 #endif

@@ -15,3 +15,8 @@ void gemv_packed_avx512_tuned(uint32_t dt, const float *x, const void *P, size_t
                               size_t t0, size_t t1, float *y, const gemv_tuning *tu);
 void gemv_packed_avx2_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
                             size_t t0, size_t t1, float *y, const gemv_tuning *tu);
+// gemv_packed_segments on each path, with an explicit tuning.
+void gemv_segments_avx512(uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t t,
+                          size_t g0, size_t g1, float *y, const gemv_tuning *tu);
+void gemv_segments_avx2(uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t t,
+                        size_t g0, size_t g1, float *y, const gemv_tuning *tu);

@@ -474,12 +474,12 @@ static void matmul_share(decoder *d, thread_ctx *c, int layer, int m, const floa
         return;
     }
     for (uint32_t g = r->s0; g < r->s1; g++) {
-        float *slot = partial_slot(d, m, r->t0, g);
         sched_seg_bytes(&shape, r->t0, g, g + 1, &lo, &hi);
         trace(d, c, layer, m, 0, tiles, tiles + lo, hi - lo);
-        trace(d, c, layer, m, 1, d->partials[m], slot, SCHED_SLOT_BYTES);
-        decoder_segment_gemv(w, x, r->t0, g, NULL, slot);
+        trace(d, c, layer, m, 1, d->partials[m], partial_slot(d, m, r->t0, g), SCHED_SLOT_BYTES);
     }
+    // the segments side by side (their slots are consecutive)
+    gemv_packed_segments(w->type, x, w->tiles, w->n_in, w->n_out, r->t0, r->s0, r->s1, partial_slot(d, m, r->t0, r->s0));
 }
 
 // The owner of a split tile folds its segment partials left to right into out (the canonical
@@ -660,9 +660,13 @@ static void tail_share(decoder *d, thread_ctx *c, int layer, int st, int v, cons
     for (;;) {
         uint64_t u0 = atomic_fetch_add_explicit(&q[1], per, memory_order_relaxed), u1 = u0 + per < units ? u0 + per : units;
         if (u0 >= units) return;
-        for (uint64_t u = u0; u < u1; u++)
-            decoder_segment_gemv(decoder_matrix(d, layer, stage_mats[st][u / n_seg]), x, tile, (uint32_t)(u % n_seg), NULL,
-                         tail_slot(d, st, v, (int)(u / n_seg), (uint32_t)(u % n_seg)));
+        for (uint64_t u = u0, e; u < u1; u = e) {   // each matrix's segments of the claim side by side
+            int i = (int)(u / n_seg);
+            const packed_matrix *w = decoder_matrix(d, layer, stage_mats[st][i]);
+            e = (uint64_t)(i + 1) * n_seg < u1 ? (uint64_t)(i + 1) * n_seg : u1;
+            gemv_packed_segments(w->type, x, w->tiles, w->n_in, w->n_out, tile, u % n_seg, u % n_seg + (e - u),
+                                 tail_slot(d, st, v, i, (uint32_t)(u % n_seg)));
+        }
         c->tail_segs += u1 - u0;
         atomic_fetch_or_explicit(&q[3], 1ull << (c->tid & 63), memory_order_relaxed);
         // acq_rel: the finisher sees every slot the others wrote (and their bits) before their own add

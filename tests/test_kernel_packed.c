@@ -5,6 +5,10 @@
 // bit for bit, for every N in 1 .. 2*TILE+9 and N around 3, 4 and 5 tiles (crossing each tile
 // boundary and each interleave group), K in {1, 7, 255, 256, 257, 1000, 4099}, f16, bf16 and f32 with special values; tile
 // sub-ranges (every start, lengths 1..5) write only their outputs; the dispatched gemv_packed too.
+// Split-K segments (gemv_packed_segments): the reference's slots, folded left to right, give the
+// whole GEMV's bits; every path matches the reference slot for slot over each tile's whole segment
+// range, and (K 257 and 1000: a short last segment) every sub-range of 1..5 segments of the first
+// and last tile, writing nothing else.
 #include "kernels/gemv.h"
 #include "test_kernel_util.h"
 #include "tests/check.h"
@@ -67,8 +71,48 @@ static void check_range(const gemv_path *g, uint32_t dt, const float *x, const v
     }
 }
 
+#define NSEG_MAX ((4099 + GEMV_KSEG - 1) / GEMV_KSEG)
+#define SLOTS (NSEG_MAX * GEMV_TILE + GUARD)
+
+// Path g's segments [g0, g1) of tile t into poisoned slots: the tile's columns of each of the
+// g1 - g0 slots bit-identical to the reference's slots of the whole range (ref, written by
+// check_fold; segments are independent sums), nothing else written.
+static void check_segments(const gemv_path *g, uint32_t dt, const float *x, const void *P, size_t k, size_t n,
+                           size_t t, size_t g0, size_t g1, const float *ref) {
+    float y[SLOTS];
+    for (size_t i = 0; i < SLOTS; i++) y[i] = -777.0f;
+    gemv_packed_segments_on(g->isa, dt, x, P, k, n, t, g0, g1, y, &g->tu);
+    size_t ld = gemv_tile_cols(n, t);
+    for (size_t i = 0; i < SLOTS; i++) {
+        int mine = i < (g1 - g0) * GEMV_TILE && i % GEMV_TILE < ld;
+        CHECKF(mine ? same_f32(y[i], ref[g0 * GEMV_TILE + i]) : y[i] == -777.0f,
+               "segments %s %s pf=%d nt=%d l2=%d k=%zu n=%zu t=%zu [%zu,%zu) i=%zu: %.9g vs %.9g", gemv_isa_name(g->isa),
+               dt_name(dt), g->tu.pf, g->tu.interleave, g->tu.l2, k, n, t, g0, g1, i, y[i], mine ? ref[g0 * GEMV_TILE + i] : 0);
+    }
+}
+
+// The reference's segments of every tile into ref (tile t's slots at t * SLOTS), then folded left
+// to right against yr (the whole GEMV); columns past a narrow tile's left alone.
+static void check_fold(uint32_t dt, const float *x, const void *P, size_t k, size_t n, const float *yr, float *ref) {
+    size_t nseg = (k + GEMV_KSEG - 1) / GEMV_KSEG;
+    for (size_t t = 0; t < gemv_n_tiles(n); t++) {
+        float *slots = ref + t * SLOTS;
+        for (size_t i = 0; i < SLOTS; i++) slots[i] = -777.0f;
+        gemv_packed_segments_ref(dt, x, P, k, n, t, 0, nseg, slots);
+        for (size_t i = 0; i < SLOTS; i++)
+            CHECK((i < nseg * GEMV_TILE && i % GEMV_TILE < gemv_tile_cols(n, t)) == (slots[i] != -777.0f));
+        for (size_t c = 0; c < GEMV_TILE && t * GEMV_TILE + c < n; c++) {
+            float y = slots[c];
+            for (size_t g = 1; g < nseg; g++) y = y + slots[g * GEMV_TILE + c];
+            CHECKF(same_f32(y, yr[t * GEMV_TILE + c]), "fold %s k=%zu n=%zu j=%zu: %.9g vs %.9g", dt_name(dt), k, n,
+                   t * GEMV_TILE + c, y, yr[t * GEMV_TILE + c]);
+        }
+    }
+}
+
 int main(void) {
-    size_t facts = layout_facts(), cases = 0, pack_elems = 0, path_cases = 0, n_paths = gemv_paths_report("packed");
+    size_t facts = layout_facts(), cases = 0, pack_elems = 0, path_cases = 0, seg_cases = 0,
+           n_paths = gemv_paths_report("packed");
     CHECKF(facts == 3 * 9 * 11 + 3, "%zu layout cases", facts);
     float y[NMAX + GUARD], yr[NMAX + GUARD], yp[NMAX + GUARD];
     for (size_t d = 0; d < 3; d++)
@@ -106,6 +150,20 @@ int main(void) {
                     CHECK(same_f32(yp[j], yr[j]));
                 }
                 for (size_t i = n; i < NMAX + GUARD; i++) CHECK(y[i] == -777.0f && yp[i] == -777.0f);
+                float *ref = malloc(nt * SLOTS * sizeof *ref);
+                CHECK(ref);
+                check_fold(dt, x, P, k, n, yr, ref);
+                // every path's segments: each tile's whole range; sub-ranges of the first and last tile
+                size_t nseg = (k + GEMV_KSEG - 1) / GEMV_KSEG;
+                for (size_t g = 0; g < N_GEMV_PATHS; g++) {
+                    if (!gemv_isa_supported(GEMV_PATHS[g].isa)) continue;
+                    for (size_t t = 0; t < nt; t++, seg_cases++) check_segments(&GEMV_PATHS[g], dt, x, P, k, n, t, 0, nseg, ref + t * SLOTS);
+                    if (k != 257 && k != 1000) continue;
+                    for (size_t t = 0; t < nt; t += nt - 1 > t ? nt - 1 - t : 1)
+                        for (size_t g0 = 0; g0 < nseg; g0++)
+                            for (size_t g1 = g0 + 1; g1 <= nseg && g1 <= g0 + 5; g1++, seg_cases++)
+                                check_segments(&GEMV_PATHS[g], dt, x, P, k, n, t, g0, g1, ref + t * SLOTS);
+                }
                 // every path: the whole range, then every start with 1..5 tiles (K small enough)
                 for (size_t g = 0; g < N_GEMV_PATHS; g++) {
                     if (!gemv_isa_supported(GEMV_PATHS[g].isa)) continue;
@@ -120,6 +178,9 @@ int main(void) {
                 for (size_t i = 0; i < NMAX + GUARD; i++) y[i] = -777.0f;
                 gemv_packed(dt, x, P, k, n, 0, nt + 1, y);
                 gemv_packed(dt, x, P, k, n, 1, 0, y);
+                gemv_packed_segments(dt, x, P, k, n, nt, 0, 1, y);
+                gemv_packed_segments(dt, x, P, k, n, 0, 1, 0, y);
+                gemv_packed_segments(dt, x, P, k, n, 0, 0, (k + GEMV_KSEG - 1) / GEMV_KSEG + 1, y);
                 gemv_pack(dt, W, k, n, P, nt, nt + 1);
                 for (size_t i = 0; i < NMAX + GUARD; i++) CHECK(y[i] == -777.0f);
                 CHECK(memcmp(P, P2, bytes) == 0);
@@ -128,6 +189,7 @@ int main(void) {
                 free(W);
                 free(P);
                 free(P2);
+                free(ref);
             }
     CHECKF(cases == 3 * NK * NN, "ran %zu packed cases", cases);
     // per path: one whole-range call per case, plus, for the 5 K <= 257, every (start, 1..5 tiles)
@@ -138,7 +200,14 @@ int main(void) {
     }
     size_t want = n_paths * 3 * (NK * NN + 5 * ranges);
     CHECKF(N_GEMV_PATHS == 12 && n_paths >= 2 && path_cases == want, "ran %zu path cases, want %zu", path_cases, want);
+    // segments, per path: each tile's whole range for every case; for K 257 (2 segments) and 1000
+    // (4) every (start, 1..5 segments) of the first and last tile
+    size_t tiles = 0, ends = 0;
+    for (size_t in = 0; in < NN; in++) tiles += gemv_n_tiles(n_at(in)), ends += gemv_n_tiles(n_at(in)) > 1 ? 2 : 1;
+    size_t seg_want = n_paths * 3 * (NK * tiles + ends * (2 + 1 + 4 + 3 + 2 + 1));
+    CHECKF(seg_cases == seg_want, "ran %zu segment cases, want %zu", seg_cases, seg_want);
     printf("packed: %zu layout facts, %zu cases bit-identical, %zu packed elements checked, %zu path "
-           "cases on %zu of %zu paths\n", facts, cases, pack_elems, path_cases, n_paths, N_GEMV_PATHS);
+           "cases and %zu segment cases on %zu of %zu paths\n", facts, cases, pack_elems, path_cases, seg_cases, n_paths,
+           N_GEMV_PATHS);
     return 0;
 }
