@@ -4,8 +4,9 @@
 // memory operation per FMA: eight ymm accumulators stay live for a whole KSEG segment and reach
 // memory once per segment.
 //
-// Bounds (hard checks, also under NDEBUG): an unknown dt, j0 + w > ldb, or a tile range outside
-// [0, gemv_n_tiles(n)] makes the call return without reading or writing anything.
+// Bounds (hard checks, also under NDEBUG): an unknown dt, j0 + w > ldb, a tile range outside
+// [0, gemv_n_tiles(n)] or a segment range outside a tile's segments makes the call return without
+// reading or writing anything.
 #include "kernels/gemv.h"
 #include "kernels/gemm.h"
 #include "kernels/gemv_simd.h"
@@ -81,7 +82,7 @@ void gemv_packed_segments_ref(uint32_t dt, const float *x, const void *P, size_t
     if (!segments_ok(dt, k, n, t, g0, g1)) return;
     size_t ld = gemv_tile_cols(n, t);
     for (size_t g = g0; g < g1; g++) {
-        size_t p0 = g * GEMV_KSEG, len = k - p0 < GEMV_KSEG ? k - p0 : GEMV_KSEG;
+        size_t p0 = g * GEMV_KSEG, len = gemv_seg_len(k, g);
         for (size_t c = 0; c < ld; c++)
             y[(g - g0) * GEMV_TILE + c] = dot_canon(dt, x + p0, at(dt, P, gemv_row_start(k, n, t, p0) + c), len, ld);
     }
@@ -289,7 +290,7 @@ INL void segments_body(int f, const float *x, const void *P, size_t k, size_t n,
     const size_t es = f == F_F32 ? 4 : 2, ld = gemv_tile_cols(n, t);
     const char *tile = (const char *)P + gemv_tile_start(k, n, t) * es;
     for (size_t g = g0; g < g1; g++) {
-        size_t p0 = g * GEMV_KSEG, len = k - p0 < GEMV_KSEG ? k - p0 : GEMV_KSEG;
+        size_t p0 = g * GEMV_KSEG, len = gemv_seg_len(k, g);
         const char *w = tile + p0 * ld * es;
         float *yg = y + (g - g0) * GEMV_TILE;
         if (ld == GEMV_TILE / 2) cols(f, 4, pf, l2, x + p0, w, len, ld, yg);

@@ -59,6 +59,11 @@ static inline size_t gemv_tile_start(size_t k, size_t n, size_t t) {
 static inline size_t gemv_row_start(size_t k, size_t n, size_t t, size_t p) {
     return gemv_tile_start(k, n, t) + p * gemv_tile_cols(n, t);
 }
+// Inputs of segment g of a K-long dot product: KSEG, or what is left of K for the last one.
+static inline size_t gemv_seg_len(size_t k, size_t g) {
+    size_t p0 = g * GEMV_KSEG;
+    return k - p0 < GEMV_KSEG ? k - p0 : GEMV_KSEG;
+}
 size_t gemv_packed_bytes(uint32_t dt, size_t k, size_t n);
 // Packs tiles [t0, t1) of W (n rows of k) into P (gemv_packed_bytes long, 64-byte aligned).
 void gemv_pack(uint32_t dt, const void *W, size_t k, size_t n, void *P, size_t t0, size_t t1);
@@ -107,7 +112,9 @@ gemv_tuning gemv_get_tuning(void);
 // The kernel table: for each ISA one row per weight type (ggml-cpu's type_traits_cpu), chosen
 // once after CPU detection (kernels_get). gemv_stripe / gemv_packed check bounds, then call the
 // chosen row. The avx512 table lives in kernels/gemv_avx512.c; adding an ISA: its table, a
-// GEMV_* id and a line in kernels_for().
+// GEMV_* id, a line in kernels_for() and one in gemv_packed_segments_on() (the segments take the
+// tuning as an argument, as gemv_packed_on's tuned kernels do, so they sit outside the table; an
+// ISA without its line there runs them on the scalar reference).
 typedef void (*gemv_stripe_fn)(const float *x, const void *B, size_t k, size_t ldb, size_t j0,
                                size_t w, float *y);
 typedef void (*gemv_packed_fn)(const float *x, const void *P, size_t k, size_t n, size_t t0,
@@ -132,8 +139,10 @@ const kernel_table *kernels_for(int isa);
 // Contract details (kernels/gemv.c; tests/test_kernel_stripe.c, test_kernel_packed.c):
 // - Bounds are checked on every path, also under NDEBUG: an unknown dt, j0 > ldb or
 //   w > ldb - j0 (stripe), or a range other than t0 <= t1 <= gemv_n_tiles(n) (packed, pack) makes
-//   the call return without reading or writing anything. The caller still owes the buffer sizes:
-//   B holds (k-1)*ldb + j0 + w elements, W n*k, P gemv_packed_bytes, x k floats, y the outputs.
+//   the call return without reading or writing anything; so does a segment range other than
+//   t < gemv_n_tiles(n), g0 <= g1 <= ceil(k / KSEG) (gemv_packed_segments). The caller still owes
+//   the buffer sizes: B holds (k-1)*ldb + j0 + w elements, W n*k, P gemv_packed_bytes, x k floats,
+//   y the outputs (segments: 64 (g1 - g0) floats).
 // - k = 0 gives y = 0 (the empty sum). gemv_packed_bytes is 0 for an unknown dt or on overflow.
 // - Alignment: none is required for correctness (unaligned loads); 64-byte aligned P puts every
 //   tile row on whole cache lines, which the bandwidth figures assume.

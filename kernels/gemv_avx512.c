@@ -184,7 +184,7 @@ INL void segments_body(int f, const float *x, const void *P, size_t k, size_t n,
         g += c;
     }
     for (; g < g1; g++) {
-        size_t p0 = g * GEMV_KSEG, len = k - p0 < GEMV_KSEG ? k - p0 : GEMV_KSEG;
+        size_t p0 = g * GEMV_KSEG, len = gemv_seg_len(k, g);
         const char *w = tile + g * seg * es;
         float *yg = y + (g - g0) * GEMV_TILE;
         if (ld == GEMV_TILE) tiles(f, 1, 2, pf, l2, x + p0, w, len, ld, 0, 0, yg);

@@ -437,7 +437,7 @@ static void trace(decoder *d, const thread_ctx *c, int layer, int m, int write, 
 
 void decoder_segment_gemv(const packed_matrix *w, const float *x, size_t tile, uint32_t g, const void *rows,
                           float *slot) {
-    size_t p0 = (size_t)g * GEMV_KSEG, len = w->n_in - p0 < GEMV_KSEG ? w->n_in - p0 : GEMV_KSEG;
+    size_t p0 = (size_t)g * GEMV_KSEG, len = gemv_seg_len(w->n_in, g);
     size_t left = w->n_out - tile * GEMV_TILE;
     if (!rows) rows = (const char *)w->tiles + gemv_row_start(w->n_in, w->n_out, tile, p0) * wtype_get(w->type)->size;
     // the tile's real outputs only (the slot's others are never read): a narrow tile's rows are narrow here too
@@ -479,7 +479,8 @@ static void matmul_share(decoder *d, thread_ctx *c, int layer, int m, const floa
         trace(d, c, layer, m, 1, d->partials[m], partial_slot(d, m, r->t0, g), SCHED_SLOT_BYTES);
     }
     // the segments side by side (their slots are consecutive)
-    gemv_packed_segments(w->type, x, w->tiles, w->n_in, w->n_out, r->t0, r->s0, r->s1, partial_slot(d, m, r->t0, r->s0));
+    gemv_packed_segments(w->type, x, w->tiles, w->n_in, w->n_out, r->t0, r->s0, r->s1,
+                         partial_slot(d, m, r->t0, r->s0));
 }
 
 // The owner of a split tile folds its segment partials left to right into out (the canonical

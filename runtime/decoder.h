@@ -207,8 +207,8 @@ void decoder_print_stealing(const decoder *d, FILE *f);
 const packed_matrix *decoder_matrix(const decoder *d, int layer, int m);
 // Segment g (rows g * KSEG ..) of tile `tile` of w into slot (64 floats; those past the last
 // output are left as they were), summed from 0. rows: the segment's packed rows, NULL for w's own
-// (the L4 buffer mode passes a copy from another node's lines). Segment ranges of w's own rows go
-// through gemv_packed_segments, side by side.
+// (the L4 buffer mode passes a copy from another node's lines, one segment to a call). Split-K
+// shares and tail claims (matmul_share, tail_share) call gemv_packed_segments, side by side.
 void decoder_segment_gemv(const packed_matrix *w, const float *x, size_t tile, uint32_t g, const void *rows,
                           float *slot);
 // Bytes a step at position pos streams: every packed matrix (a wide last tile's padding

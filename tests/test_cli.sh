@@ -198,12 +198,18 @@ done
 expect 0 "gemv-bench --hint l2" -- "$g" -t 1 -d f16 -r 7 -s 4096x288 --pf 2048 --hint l2
 grep -q "4096x288 f16 t=1:.*overridden tuning: prefetch 2048 B into L2" "$tmp/err" || fail "--hint l2 not applied: $(grep 4096x288 "$tmp/err")"
 expect 2 "gemv-bench --hint l3" -- "$g" -t 1 -s 16x64 --hint l3
+# --segments: each tile's segments a few to a call, then folded (checked against the reference
+# inside: a wrong fold fails the run); rows named CELL/segN; 0 and 65 refused
+expect 0 "gemv-bench --segments 3" -- "$g" -t 1,2 -d f16,bf16 -r 7 -s 1300x100 --segments 3
+[ "$(grep -c '^1300x100/seg3,' "$tmp/out")" = 4 ] || fail "gemv-bench --segments rows: $(cat "$tmp/out")"
+grep -q "1300x100/seg3 bf16 t=2:" "$tmp/err" || fail "gemv-bench --segments stderr: $(cat "$tmp/err")"
+for bad in 0 65 x; do expect 2 "gemv-bench --segments $bad" -- "$g" -t 1 -s 16x64 --segments "$bad"; done
 
 # --help into a full disk is a failure, not help printed, in every tool
 for tool in decode decode-bench gemv-bench gemm-bench roofline gguf-info gguf-convert gguf-synth tokenize l4-bench; do
   expect 1 "$tool --help > /dev/full" -- sh -c '"$1" --help >/dev/full' sh "$bin/$tool"
 done
 
-[ "$cases" = 81 ] || fail "ran $cases cases, expected 81"
+[ "$cases" = 85 ] || fail "ran $cases cases, expected 85"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

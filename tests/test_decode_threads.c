@@ -9,7 +9,8 @@
 // thread of the node it is meant for. Outside the traced token, threads that run out of tiles
 // take them from slower shares (runtime/decoder.h, steal): the runs must have stolen some tiles
 // (more threads than this machine's CPUs make some thread late often) and cut some shares' last
-// tiles into segments among the threads, with the same logits; CLI
+// tiles into segments among the threads, with the same logits (at the default claim floors too,
+// where a claim of gate/up tail segments spans both matrices); CLI
 // dumps at -t 3 under DECODE_ISA=avx2|scalar check those paths too. An f16 KV cache gets its own
 // reference and must match it at 2 and 4 threads, split and on two pretend nodes; a KV cache in
 // blocks of 3 and 8 positions must give the logits of the one-block cache, batched and one token
@@ -382,6 +383,43 @@ static void check_placement(const char *path) {
     llama_model_free(&m);
 }
 
+// Tail claims that span two matrices: with the default claim floors a claim of the gate/up tail
+// takes `per` segments, and where the tile's segments are not a multiple of it (K = 768: three
+// segments, claims of two) the claim that starts at unit 2 holds gate's last segment and up's
+// first, one kernel call for each. Every tail's units all run each token, so any gate/up tail cut
+// means such claims ran; the logits must be -t 1's.
+static void check_tail_claims(const char *path) {
+    llama_model m;
+    char err[GGUF_ERR_MAX];
+    CHECKF(llama_model_load(&m, path, err) == 0, "%s", err);
+    int nv = m.hp.n_vocab, crossing = 0;
+    float *ref = NULL;
+    for (int T = 1; T <= 3; T++) {
+        decoder d;
+        decoder_opts o = decoder_default_opts(T);
+        o.min_stage_bytes = o.min_step_bytes = 0, o.tail_split = 1;   // claim floors as by default
+        init_on(&d, &m, &o, "1");
+        size_t seg = sched_tile_bytes(&d.sched, SCHED_GATE) / sched_n_seg(&d.sched, SCHED_GATE);
+        size_t per = ((size_t)d.min_seg_claim_bytes + seg - 1) / seg;
+        for (int v = 0; T > 1 && v < T; v++)
+            crossing += d.tail_units[DECODER_ST_FFN * T + v] > 0 && sched_n_seg(&d.sched, SCHED_GATE) % per != 0;
+        float *out = malloc(sizeof(float) * nv * N_TOK);
+        CHECK(out);
+        for (int i = 0; i < N_TOK; i++)
+            memcpy(out + (size_t)i * nv, decoder_forward(&d, (int32_t)((i * 37 + 1) % nv), i), sizeof(float) * nv);
+        decoder_stats st;
+        decoder_stats_get(&d, &st);
+        CHECK(T == 1 || st.tail_segs > 0);
+        if (ref) CHECKF(memcmp(out, ref, sizeof(float) * nv * N_TOK) == 0, "T=%d: logits differ from T=1's", T);
+        else ref = out, out = NULL;
+        free(out);
+        decoder_free(&d);
+    }
+    CHECKF(crossing >= 2, "gate/up tails whose claims span both matrices: %d", crossing);
+    free(ref);
+    llama_model_free(&m);
+}
+
 int main(void) {
     dir = scratch_dir();
     char *stories = path_join(SHARED_DIR, "testdata/models/stories260K.gguf");
@@ -398,6 +436,8 @@ int main(void) {
     CHECK(cli == cli_models * 18);
     check_placement(a);
     check_tail_auto(a);
+    char *e = synth("e.gguf", "--n-embd 768 --n-head 12 --n-kv-head 4 --n-ff 1280 --n-vocab 1000 --dtype f16");
+    check_tail_claims(e);
     int api = api_cases(stories) + api_cases(a) + api_cases(b) + api_cases(c);
     CHECK(api == 4 * 47);
     llama_model m;                    // a cache type the kernels do not read: refused at init
@@ -421,7 +461,7 @@ int main(void) {
     printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %d with a group's heads shared,"
            " %zu tiles stolen, %zu tail segments, %zu tails shared) byte-identical, key streams checked\n", cli, api,
            split_runs, shared_group_runs, stolen, tail_segs, tail_shared);
-    free(stories); free(a); free(b); free(c);
+    free(stories); free(a); free(b); free(c); free(e);
     CHECK(scratch_remove(dir) == 0);
     return 0;
 }

@@ -3,12 +3,13 @@
 // path the machine supports (scalar, AVX2, AVX-512 with 1..4 tiles in flight, prefetch on and
 // off; test_kernel_util.h) against gemv_packed_ref and gemv_rows_ref (the GGUF-layout reference)
 // bit for bit, for every N in 1 .. 2*TILE+9 and N around 3, 4 and 5 tiles (crossing each tile
-// boundary and each interleave group), K in {1, 7, 255, 256, 257, 1000, 4099}, f16, bf16 and f32 with special values; tile
-// sub-ranges (every start, lengths 1..5) write only their outputs; the dispatched gemv_packed too.
+// boundary and each interleave group), K in {1, 7, 255, 256, 257, 512, 1000, 4099}, f16, bf16 and
+// f32 with special values; tile sub-ranges (every start, lengths 1..5) write only their outputs;
+// the dispatched gemv_packed too.
 // Split-K segments (gemv_packed_segments): the reference's slots, folded left to right, give the
 // whole GEMV's bits; every path matches the reference slot for slot over each tile's whole segment
-// range, and (K 257 and 1000: a short last segment) every sub-range of 1..5 segments of the first
-// and last tile, writing nothing else.
+// range, and every sub-range of 1..5 segments of the first and last tile (K 257, 512, 1000; K 4099,
+// 16 full segments and a short one, at the N around 3-5 tiles), writing nothing else.
 #include "kernels/gemv.h"
 #include "test_kernel_util.h"
 #include "tests/check.h"
@@ -24,7 +25,7 @@ _Static_assert((GEMV_TILE * 2) % 64 == 0, "an f16/bf16 tile row is whole cache l
 _Static_assert((GEMV_TILE * 4) % 64 == 0, "an f32 tile row is whole cache lines");
 _Static_assert(GEMV_KSEG % 8 == 0, "a segment is whole 8-element blocks");
 
-static const size_t Ks[] = {1, 7, 255, 256, 257, 1000, 4099};
+static const size_t Ks[] = {1, 7, 255, 256, 257, 512, 1000, 4099};
 static const uint32_t DTs[] = {GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_F32};
 #define NK (sizeof Ks / sizeof *Ks)
 #define NSWEEP (2 * GEMV_TILE + 9)
@@ -72,6 +73,9 @@ static void check_range(const gemv_path *g, uint32_t dt, const float *x, const v
 }
 
 #define NSEG_MAX ((4099 + GEMV_KSEG - 1) / GEMV_KSEG)
+// Whether case (k, N index in) checks segment sub-ranges: the K with 2-4 segments everywhere,
+// 4099's 17 at the N around 3-5 tiles.
+static int sub_ranges(size_t k, size_t in) { return k == 257 || k == 512 || k == 1000 || (k == 4099 && in >= NSWEEP); }
 #define SLOTS (NSEG_MAX * GEMV_TILE + GUARD)
 
 // Path g's segments [g0, g1) of tile t into poisoned slots: the tile's columns of each of the
@@ -85,9 +89,10 @@ static void check_segments(const gemv_path *g, uint32_t dt, const float *x, cons
     size_t ld = gemv_tile_cols(n, t);
     for (size_t i = 0; i < SLOTS; i++) {
         int mine = i < (g1 - g0) * GEMV_TILE && i % GEMV_TILE < ld;
-        CHECKF(mine ? same_f32(y[i], ref[g0 * GEMV_TILE + i]) : y[i] == -777.0f,
-               "segments %s %s pf=%d nt=%d l2=%d k=%zu n=%zu t=%zu [%zu,%zu) i=%zu: %.9g vs %.9g", gemv_isa_name(g->isa),
-               dt_name(dt), g->tu.pf, g->tu.interleave, g->tu.l2, k, n, t, g0, g1, i, y[i], mine ? ref[g0 * GEMV_TILE + i] : 0);
+        float want = mine ? ref[g0 * GEMV_TILE + i] : -777.0f;
+        CHECKF(mine ? same_f32(y[i], want) : y[i] == want,
+               "segments %s %s pf=%d nt=%d l2=%d k=%zu n=%zu t=%zu [%zu,%zu) i=%zu: %.9g vs %.9g",
+               gemv_isa_name(g->isa), dt_name(dt), g->tu.pf, g->tu.interleave, g->tu.l2, k, n, t, g0, g1, i, y[i], want);
     }
 }
 
@@ -155,14 +160,16 @@ int main(void) {
                 check_fold(dt, x, P, k, n, yr, ref);
                 // every path's segments: each tile's whole range; sub-ranges of the first and last tile
                 size_t nseg = (k + GEMV_KSEG - 1) / GEMV_KSEG;
-                for (size_t g = 0; g < N_GEMV_PATHS; g++) {
-                    if (!gemv_isa_supported(GEMV_PATHS[g].isa)) continue;
-                    for (size_t t = 0; t < nt; t++, seg_cases++) check_segments(&GEMV_PATHS[g], dt, x, P, k, n, t, 0, nseg, ref + t * SLOTS);
-                    if (k != 257 && k != 1000) continue;
+                for (size_t pi = 0; pi < N_GEMV_PATHS; pi++) {
+                    const gemv_path *path = &GEMV_PATHS[pi];
+                    if (!gemv_isa_supported(path->isa)) continue;
+                    for (size_t t = 0; t < nt; t++, seg_cases++)
+                        check_segments(path, dt, x, P, k, n, t, 0, nseg, ref + t * SLOTS);
+                    if (!sub_ranges(k, in)) continue;
                     for (size_t t = 0; t < nt; t += nt - 1 > t ? nt - 1 - t : 1)
                         for (size_t g0 = 0; g0 < nseg; g0++)
                             for (size_t g1 = g0 + 1; g1 <= nseg && g1 <= g0 + 5; g1++, seg_cases++)
-                                check_segments(&GEMV_PATHS[g], dt, x, P, k, n, t, g0, g1, ref + t * SLOTS);
+                                check_segments(path, dt, x, P, k, n, t, g0, g1, ref + t * SLOTS);
                 }
                 // every path: the whole range, then every start with 1..5 tiles (K small enough)
                 for (size_t g = 0; g < N_GEMV_PATHS; g++) {
@@ -200,14 +207,18 @@ int main(void) {
     }
     size_t want = n_paths * 3 * (NK * NN + 5 * ranges);
     CHECKF(N_GEMV_PATHS == 12 && n_paths >= 2 && path_cases == want, "ran %zu path cases, want %zu", path_cases, want);
-    // segments, per path: each tile's whole range for every case; for K 257 (2 segments) and 1000
-    // (4) every (start, 1..5 segments) of the first and last tile
-    size_t tiles = 0, ends = 0;
-    for (size_t in = 0; in < NN; in++) tiles += gemv_n_tiles(n_at(in)), ends += gemv_n_tiles(n_at(in)) > 1 ? 2 : 1;
-    size_t seg_want = n_paths * 3 * (NK * tiles + ends * (2 + 1 + 4 + 3 + 2 + 1));
+    // segments, per path: each tile's whole range for every case; every (start, 1..5 segments) of
+    // the first and last tile: K 257 and 512 have 3 such ranges (2 segments), 1000 has 10 (4), 4099
+    // 13 * 5 + 4 + 3 + 2 + 1 (17)
+    size_t tiles = 0, ends = 0, ends_extra = 0;
+    for (size_t in = 0; in < NN; in++) {
+        size_t e = gemv_n_tiles(n_at(in)) > 1 ? 2 : 1;
+        tiles += gemv_n_tiles(n_at(in)), ends += e, ends_extra += in >= NSWEEP ? e : 0;
+    }
+    size_t seg_want = n_paths * 3 * (NK * tiles + ends * (3 + 3 + 10) + ends_extra * (13 * 5 + 4 + 3 + 2 + 1));
     CHECKF(seg_cases == seg_want, "ran %zu segment cases, want %zu", seg_cases, seg_want);
     printf("packed: %zu layout facts, %zu cases bit-identical, %zu packed elements checked, %zu path "
-           "cases and %zu segment cases on %zu of %zu paths\n", facts, cases, pack_elems, path_cases, seg_cases, n_paths,
-           N_GEMV_PATHS);
+           "cases and %zu segment cases on %zu of %zu paths\n", facts, cases, pack_elems, path_cases, seg_cases,
+           n_paths, N_GEMV_PATHS);
     return 0;
 }

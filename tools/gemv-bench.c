@@ -19,7 +19,8 @@
 // override them for sweeps. A dram cell whose bytes fit the L3 the CPU reports (a Xeon reporting
 // 480 MiB holds much of dram_8192) is cold: evicted from every cache before each timed call and
 // each roofline pass, so it reads DRAM as a model's stream does; --no-evict times it as it lies,
-// said on stderr.
+// said on stderr. --segments N runs each tile as decode runs a split or stolen tail tile: its KSEG
+// segments N to a call (gemv_packed_segments), then folded; rows named CELL/segN.
 #include "platform/cpu.h"
 #include "platform/wtype.h"
 #include "kernels/gemv.h"
@@ -49,7 +50,7 @@ static const shape CELLS[] = {
 #define MAXTRIAL 101
 
 typedef struct {
-    char cell[40];                                     // a name of 31 at most + "/null"
+    char cell[48];                                     // a name of 31 at most + "/segNN/null"
     const char *dtype;
     size_t k, n;
     int threads;
@@ -65,11 +66,33 @@ typedef struct {
     float *y;
     size_t bytes, unit;                                // packed bytes; the eviction's and roofline's split
     int cold;                                          // evicted before each timed call and roofline pass
+    size_t seg;                                        // 0: whole tiles; N: segments N to a call, folded
+    float *slots;                                      // (threads, segments of a tile, 64) when seg
 } job;
+
+// Tile t of j as split tiles run in decode: its segments j->seg to a call, each into its slot,
+// then folded left to right into y (the canonical order, so y is gemv_packed's).
+static void tile_by_segments(const job *j, size_t t, float *slots) {
+    size_t nseg = (j->k + GEMV_KSEG - 1) / GEMV_KSEG, rows = j->n - t * GEMV_TILE;
+    for (size_t g = 0; g < nseg; g += j->seg)
+        gemv_packed_segments(j->dt, j->x, j->P, j->k, j->n, t, g, g + j->seg < nseg ? g + j->seg : nseg,
+                             slots + g * GEMV_TILE);
+    for (size_t c = 0; c < GEMV_TILE && c < rows; c++) {
+        float y = slots[c];
+        for (size_t g = 1; g < nseg; g++) y = y + slots[g * GEMV_TILE + c];
+        j->y[t * GEMV_TILE + c] = y;
+    }
+}
 
 static void gemv_fn(void *c, int tid, int nth) {
     job *j = c;
-    gemv_packed(j->dt, j->x, j->P, j->k, j->n, j->nt * tid / nth, j->nt * (tid + 1) / nth, j->y);
+    size_t t0 = j->nt * tid / nth, t1 = j->nt * (tid + 1) / nth;
+    if (!j->seg) {
+        gemv_packed(j->dt, j->x, j->P, j->k, j->n, t0, t1, j->y);
+        return;
+    }
+    for (size_t t = t0; t < t1; t++)
+        tile_by_segments(j, t, j->slots + (size_t)tid * ((j->k + GEMV_KSEG - 1) / GEMV_KSEG) * GEMV_TILE);
 }
 // The kernel's own ceiling: each thread runs `calls` GEMVs over its own nt tiles (a multiple of
 // the interleave, so they group as a cell's do) of as many rows as fill 3/4 of L1, with the cell's
@@ -173,6 +196,9 @@ static void usage(FILE *f) {
                "                  tuned, as --pf)\n"
                "  --no-evict      time a dram cell that fits the reported L3 as it lies (default: evicted\n"
                "                  from every cache before each call and roofline pass, so it reads DRAM)\n"
+               "  --segments N    each tile as decode runs a split or stolen tail tile: its 256-input\n"
+               "                  segments N to a call (1..64; AVX-512 runs up to the interleave side by\n"
+               "                  side), then folded; rows named CELL/segN (default: whole tiles)\n"
                "environment: DECODE_ISA=avx512|avx2|scalar, DECODE_TUNE=off|force (see decode --help)\n"
                "stdout: the table only; stderr: packing GB/s (weight bytes packed per second) and progress\n");
 }
@@ -206,7 +232,7 @@ static double roof_seconds(pool *pl, const job *j, int reps) {
 // differs from the reference (rows filled), 2 out of memory (no rows). evict: the cell, its null and
 // its roofline read weights evicted from the caches before each call.
 static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *dname, const void *W,
-                 const float *x, size_t k, size_t n, int trials, const int *over, int evict, row *out) {
+                 const float *x, size_t k, size_t n, int trials, const int *over, int evict, int seg, row *out) {
     size_t es = wtype_get(dt)->size, bytes = gemv_packed_bytes(dt, k, n);
     // an evicted cell reads DRAM: the decoder's tuning for a step from DRAM
     gemv_tuning stream = tune_pick((size_t)-1, 1), tu = evict ? stream : tune_pick(bytes, nth);
@@ -221,17 +247,18 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     // (direct compaction on fault) against a steady 2.2, and left the GEMV's share unchanged.
     // the roofline and the eviction cut the weights in half tiles: a narrow tile's bytes divide them all
     job j = {dt, x, W, aligned_alloc(64, bytes), k, n, gemv_n_tiles(n), malloc(n * sizeof(float)), bytes,
-             k * (GEMV_TILE / 2) * es, evict};
+             k * (GEMV_TILE / 2) * es, evict, (size_t)seg, NULL};
     float *yr = malloc(n * sizeof(float));
-    if (!j.P || !j.y || !yr) {
+    if (seg) j.slots = malloc((size_t)nth * ((k + GEMV_KSEG - 1) / GEMV_KSEG) * GEMV_TILE * sizeof(float));
+    if (!j.P || !j.y || !yr || (seg && !j.slots)) {
         fprintf(stderr, "gemv-bench: out of memory (%zu bytes)\n", bytes);
-        free(j.P), free(j.y), free(yr);
+        free(j.P), free(j.y), free(yr), free(j.slots);
         return 2;
     }
     ceil_job cj;
     if (ceil_make(&cj, dt, W, x, k, n, es, nth, tu.interleave)) {
         fprintf(stderr, "gemv-bench: out of memory (the ceiling's tiles)\n");
-        free(j.P), free(j.y), free(yr);
+        free(j.P), free(j.y), free(yr), free(j.slots);
         return 2;
     }
     double t0 = util_now();
@@ -269,9 +296,12 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     double roof = bytes / util_median(tr, trials) / 1e9;   // what it read: padding too
     double ceil = (double)nth * cj.calls * cj.k * cj.nt * GEMV_TILE * es / util_median(tx, trials) / 1e9;
     double med[2] = {util_median(tc, trials), util_median(tn, trials)};
+    char name[40];
+    if (seg) snprintf(name, sizeof name, "%.31s/seg%d", cell, seg);
+    else snprintf(name, sizeof name, "%.31s", cell);
     for (int i = 0; i < 2; i++) {
         row *o = out + i;
-        snprintf(o->cell, sizeof o->cell, "%.31s%s", cell, i ? "/null" : "");
+        snprintf(o->cell, sizeof o->cell, "%s%s", name, i ? "/null" : "");
         o->dtype = dname, o->k = k, o->n = n, o->threads = nth;
         o->ms = med[i] * 1e3;
         o->gbps = k * n * es / med[i] / 1e9;
@@ -283,10 +313,10 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     }
     fprintf(stderr, "%s %s t=%d: %.1f GB/s, roofline %.1f GB/s (%.1f%%), %.1f GFLOP/s, %d calls per trial; "
             "%s%s tuning: prefetch %d B%s, interleave %d; the kernel on L1-resident tiles (%zu x %d a thread) %.1f "
-            "GB/s (%.1f%%)\n", cell, dname, nth, out[0].gbps, roof, out[0].pct, out[0].gflops, reps,
+            "GB/s (%.1f%%)\n", name, dname, nth, out[0].gbps, roof, out[0].pct, out[0].gflops, reps,
             evict ? "evicted before each call; " : "", which, tu.pf, tu.l2 ? " into L2" : "", tu.interleave, cj.k,
             (int)(cj.nt * GEMV_TILE), ceil, out[0].pct_ceil);
-    free(cj.P), free(cj.y);
+    free(cj.P), free(cj.y), free(j.slots);
     free(j.P);
     free(j.y);
     free(yr);
@@ -327,7 +357,7 @@ int main(int argc, char **argv) {
     int cells_named = 0, nshape = 0;
     shape cl[NCELL + MAXSHAPE];
     const char *fmt = "csv";
-    int pf = -1, inter = -1, hint = -1, no_evict = 0;
+    int pf = -1, inter = -1, hint = -1, no_evict = 0, seg = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("gemv-bench"); }
@@ -341,6 +371,7 @@ int main(int argc, char **argv) {
         else if (ok && !strcmp(a, "--pf")) ok = util_parse_ints(v, &pf, 1, 0, 1 << 20) == 1;
         else if (ok && !strcmp(a, "--interleave")) ok = util_parse_ints(v, &inter, 1, 1, GEMV_MAX_INTERLEAVE) == 1;
         else if (ok && !strcmp(a, "--hint")) ok = (hint = !strcmp(v, "l2") ? 1 : !strcmp(v, "l1") ? 0 : -1) >= 0;
+        else if (ok && !strcmp(a, "--segments")) ok = util_parse_ints(v, &seg, 1, 1, 64) == 1;
         else if (ok && !strcmp(a, "-o")) ok = !strcmp(fmt = v, "csv") || !strcmp(v, "json") || !strcmp(v, "md");
         else ok = 0;
         if (!ok) {
@@ -390,7 +421,8 @@ int main(int argc, char **argv) {
             for (int t = 0; t < nth; t++) {
                 pool *pl = pool_create(th[t]);
                 if (!pl) { fprintf(stderr, "gemv-bench: cannot start %d threads\n", th[t]); return 1; }
-                int rc = bench(pl, th[t], cl[c].name, dts[d], dt_names[d], W, x, k, n, trials, over, evict, rows + nrow);
+                int rc = bench(pl, th[t], cl[c].name, dts[d], dt_names[d], W, x, k, n, trials, over, evict, seg,
+                               rows + nrow);
                 fail |= rc != 0;
                 if (rc != 2) nrow += 2;
                 pool_destroy(pl);
