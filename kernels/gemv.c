@@ -46,7 +46,7 @@ static int tiles_ok(uint32_t dt, size_t n, size_t t0, size_t t1) {
     return wsize(dt) && t0 <= t1 && t1 <= gemv_n_tiles(n);
 }
 static int segments_ok(uint32_t dt, size_t k, size_t n, size_t t, size_t g0, size_t g1) {
-    return wsize(dt) && t < gemv_n_tiles(n) && g0 <= g1 && g1 <= (k + GEMV_KSEG - 1) / GEMV_KSEG;
+    return wsize(dt) && t < gemv_n_tiles(n) && g0 <= g1 && g1 <= gemv_n_segs(k);
 }
 static const void *at(uint32_t dt, const void *base, size_t i) {
     return (const char *)base + i * wsize(dt);
@@ -85,6 +85,14 @@ void gemv_packed_segments_ref(uint32_t dt, const float *x, const void *P, size_t
         size_t p0 = g * GEMV_KSEG, len = gemv_seg_len(k, g);
         for (size_t c = 0; c < ld; c++)
             y[(g - g0) * GEMV_TILE + c] = dot_canon(dt, x + p0, at(dt, P, gemv_row_start(k, n, t, p0) + c), len, ld);
+    }
+}
+
+void gemv_fold_segments(float *out, const float *slots, size_t n_seg, size_t n) {
+    for (size_t j = 0; j < n; j++) {
+        float y = slots[j];
+        for (size_t g = 1; g < n_seg; g++) y = y + slots[g * GEMV_TILE + j];
+        out[j] = y;
     }
 }
 

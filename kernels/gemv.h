@@ -59,7 +59,9 @@ static inline size_t gemv_tile_start(size_t k, size_t n, size_t t) {
 static inline size_t gemv_row_start(size_t k, size_t n, size_t t, size_t p) {
     return gemv_tile_start(k, n, t) + p * gemv_tile_cols(n, t);
 }
-// Inputs of segment g of a K-long dot product: KSEG, or what is left of K for the last one.
+// Segments of a K-long dot product, and the inputs of segment g: KSEG, or what is left of K for
+// the last one.
+static inline size_t gemv_n_segs(size_t k) { return (k + GEMV_KSEG - 1) / GEMV_KSEG; }
 static inline size_t gemv_seg_len(size_t k, size_t g) {
     size_t p0 = g * GEMV_KSEG;
     return k - p0 < GEMV_KSEG ? k - p0 : GEMV_KSEG;
@@ -81,6 +83,9 @@ void gemv_packed_segments_ref(uint32_t dt, const float *x, const void *P, size_t
                               size_t g0, size_t g1, float *y);
 void gemv_packed_segments(uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t t,
                           size_t g0, size_t g1, float *y);
+// The fold of a tile's n_seg segment slots (slot g at slots + 64 g) into out[0 .. n), left to
+// right, ((s0 + s1) + s2) + ...: the canonical order's last step, so out is gemv_packed's.
+void gemv_fold_segments(float *out, const float *slots, size_t n_seg, size_t n);
 
 // Row-major reference straight on the GGUF layout (tests, reference paths).
 void gemv_rows_ref(uint32_t dt, const float *x, const void *W, size_t k, size_t n, float *y);

@@ -444,16 +444,6 @@ void decoder_segment_gemv(const packed_matrix *w, const float *x, size_t tile, u
     gemv_packed(w->type, x + p0, rows, len, left < GEMV_TILE ? left : GEMV_TILE, 0, 1, slot);
 }
 
-// out[j] for n rows from the n_seg segment partials of one tile, slot g at slot0 + 64 g: left to
-// right, ((s0 + s1) + s2) + ..., the canonical order.
-static void fold_slots(float *out, const float *slot0, uint32_t n_seg, size_t n) {
-    for (size_t j = 0; j < n; j++) {
-        float y = slot0[j];
-        for (uint32_t g = 1; g < n_seg; g++) y = y + slot0[(size_t)g * GEMV_TILE + j];
-        out[j] = y;
-    }
-}
-
 // This thread's share of out = W x: whole tiles straight into out; a split tile's segments each
 // into its own partial slot, every one summed from 0 (the fold comes later, by the tile's owner).
 static void matmul_share(decoder *d, thread_ctx *c, int layer, int m, const float *x, float *out) {
@@ -491,7 +481,7 @@ static void finish_share(decoder *d, thread_ctx *c, int layer, int m, float *out
     sched_rows(&d->sched, c->tid, m, &lo, &hi);
     if (l4run_mode_of(d->l4) == L4RUN_BUFFER) l4run_fold(d, c, layer, m, out);
     else if (d->sched.split[m] && lo < hi)
-        fold_slots(out + lo, partial_slot(d, m, r->t0, 0), sched_n_seg(&d->sched, m), hi - lo);
+        gemv_fold_segments(out + lo, partial_slot(d, m, r->t0, 0), sched_n_seg(&d->sched, m), hi - lo);
     if (bias)
         for (size_t j = lo; j < hi; j++) out[j] += bias[j];
 }
@@ -674,7 +664,7 @@ static void tail_share(decoder *d, thread_ctx *c, int layer, int st, int v, cons
         if (atomic_fetch_add_explicit(&q[2], u1 - u0, memory_order_acq_rel) + (u1 - u0) != units) continue;
         c->tail_shared += __builtin_popcountll(atomic_load_explicit(&q[3], memory_order_relaxed)) > 1;
         size_t n = d->sched.shape.mat[m].n, lo = (size_t)tile * GEMV_TILE, rows = n - lo < GEMV_TILE ? n - lo : GEMV_TILE;
-        for (int i = 0; i < stage_n_mats(st); i++) fold_slots(out[i] + lo, tail_slot(d, st, v, i, 0), n_seg, rows);
+        for (int i = 0; i < stage_n_mats(st); i++) gemv_fold_segments(out[i] + lo, tail_slot(d, st, v, i, 0), n_seg, rows);
         stage_epilogue(d, st, tile, tile + 1);
         return;
     }

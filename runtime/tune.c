@@ -286,6 +286,10 @@ static int fastest(const mat *m, const gemv_tuning *c, int nc, int reps, int inc
     return best;
 }
 
+static int same_tuning(gemv_tuning a, gemv_tuning b) {
+    return a.pf == b.pf && a.interleave == b.interleave && a.l2 == b.l2;
+}
+
 // Index of tu in c[0..*nc), appended when absent (c has room for one more); -1 for no tu. Its
 // interleave is capped at nnt, the path's (AVX2 runs one tile whatever a default row or a
 // cache line from another path says), so the pick never reports an interleave that did not run.
@@ -293,13 +297,9 @@ static int find_or_add(gemv_tuning *c, int *nc, const gemv_tuning *tu, int nnt) 
     if (!tu) return -1;
     gemv_tuning t = {tu->pf, tu->interleave > nnt ? nnt : tu->interleave, tu->l2};
     for (int i = 0; i < *nc; i++)
-        if (c[i].pf == t.pf && c[i].interleave == t.interleave && c[i].l2 == t.l2) return i;
+        if (same_tuning(c[i], t)) return i;
     c[*nc] = t;
     return (*nc)++;
-}
-
-static int same_tuning(gemv_tuning a, gemv_tuning b) {
-    return a.pf == b.pf && a.interleave == b.interleave && a.l2 == b.l2;
 }
 
 // The resident candidates (RPF x interleave, and inc when it is none of them) on L2-sized f16

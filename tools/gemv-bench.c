@@ -71,17 +71,13 @@ typedef struct {
 } job;
 
 // Tile t of j as split tiles run in decode: its segments j->seg to a call, each into its slot,
-// then folded left to right into y (the canonical order, so y is gemv_packed's).
+// then folded into y (gemv_fold_segments: the canonical order, so y is gemv_packed's).
 static void tile_by_segments(const job *j, size_t t, float *slots) {
-    size_t nseg = (j->k + GEMV_KSEG - 1) / GEMV_KSEG, rows = j->n - t * GEMV_TILE;
+    size_t nseg = gemv_n_segs(j->k), rows = j->n - t * GEMV_TILE;
     for (size_t g = 0; g < nseg; g += j->seg)
         gemv_packed_segments(j->dt, j->x, j->P, j->k, j->n, t, g, g + j->seg < nseg ? g + j->seg : nseg,
                              slots + g * GEMV_TILE);
-    for (size_t c = 0; c < GEMV_TILE && c < rows; c++) {
-        float y = slots[c];
-        for (size_t g = 1; g < nseg; g++) y = y + slots[g * GEMV_TILE + c];
-        j->y[t * GEMV_TILE + c] = y;
-    }
+    gemv_fold_segments(j->y + t * GEMV_TILE, slots, nseg, rows < GEMV_TILE ? rows : GEMV_TILE);
 }
 
 static void gemv_fn(void *c, int tid, int nth) {
@@ -91,8 +87,8 @@ static void gemv_fn(void *c, int tid, int nth) {
         gemv_packed(j->dt, j->x, j->P, j->k, j->n, t0, t1, j->y);
         return;
     }
-    for (size_t t = t0; t < t1; t++)
-        tile_by_segments(j, t, j->slots + (size_t)tid * ((j->k + GEMV_KSEG - 1) / GEMV_KSEG) * GEMV_TILE);
+    float *slots = j->slots + (size_t)tid * gemv_n_segs(j->k) * GEMV_TILE;   // this thread's
+    for (size_t t = t0; t < t1; t++) tile_by_segments(j, t, slots);
 }
 // The kernel's own ceiling: each thread runs `calls` GEMVs over its own nt tiles (a multiple of
 // the interleave, so they group as a cell's do) of as many rows as fill 3/4 of L1, with the cell's
@@ -249,7 +245,7 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     job j = {dt, x, W, aligned_alloc(64, bytes), k, n, gemv_n_tiles(n), malloc(n * sizeof(float)), bytes,
              k * (GEMV_TILE / 2) * es, evict, (size_t)seg, NULL};
     float *yr = malloc(n * sizeof(float));
-    if (seg) j.slots = malloc((size_t)nth * ((k + GEMV_KSEG - 1) / GEMV_KSEG) * GEMV_TILE * sizeof(float));
+    if (seg) j.slots = malloc((size_t)nth * gemv_n_segs(k) * GEMV_TILE * sizeof(float));
     if (!j.P || !j.y || !yr || (seg && !j.slots)) {
         fprintf(stderr, "gemv-bench: out of memory (%zu bytes)\n", bytes);
         free(j.P), free(j.y), free(yr), free(j.slots);
