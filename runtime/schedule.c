@@ -26,7 +26,7 @@ void sched_tiles_bytes(const sched_mat *m, size_t t0, size_t t1, size_t *lo, siz
     *hi = gemv_tile_start(m->k, m->n, t1) * m->es;
 }
 void sched_seg_bytes(const sched_mat *m, size_t t, uint32_t s0, uint32_t s1, size_t *lo, size_t *hi) {
-    size_t p0 = (size_t)s0 * 256, p1 = (size_t)s1 * 256 < m->k ? (size_t)s1 * 256 : m->k;
+    size_t p0 = (size_t)s0 * GEMV_KSEG, p1 = (size_t)s1 * GEMV_KSEG < m->k ? (size_t)s1 * GEMV_KSEG : m->k;
     *lo = gemv_row_start(m->k, m->n, t, p0) * m->es;
     *hi = gemv_row_start(m->k, m->n, t, p1) * m->es;
 }

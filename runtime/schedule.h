@@ -16,6 +16,7 @@
 // Future keys: each thread's ordered stream of 8 KiB lines it will read (packed tiles) and write
 // (segment partials), the stream an L4 predictor consumes (sched_keys_*).
 #pragma once
+#include "kernels/gemv.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -97,7 +98,7 @@ void sched_print(const sched *s, FILE *f);
 const char *sched_wait_name(int w);
 
 static inline size_t sched_n_tiles(const sched *s, int m) { return (s->shape.mat[m].n + 63) / 64; }
-static inline uint32_t sched_n_seg(const sched *s, int m) { return (uint32_t)((s->shape.mat[m].k + 255) / 256); }
+static inline uint32_t sched_n_seg(const sched *s, int m) { return (uint32_t)gemv_n_segs(s->shape.mat[m].k); }
 // Bytes of one whole packed tile (a narrow last tile has half: sched_tile_read_bytes), and of one
 // tile's partial block (its segment slots rounded up to whole lines: 32 slots per 8 KiB line).
 size_t sched_tile_bytes(const sched *s, int m);
