@@ -66,6 +66,26 @@ static void check_out_nodes(const char *in, int *cases) {
     CHECK(dir_count(dir, "tmp") == 0);   // no temporary file left behind
 }
 
+// OUT that is IN, by its path, a symbolic link or a hard link: refused, IN left as it was.
+static void check_out_is_in(const char *in, int *cases) {
+    char sym[300], hard[300];
+    snprintf(sym, sizeof sym, "%s/in_sym.gguf", dir);
+    snprintf(hard, sizeof hard, "%s/in_hard.gguf", dir);
+    CHECK(symlink(in, sym) == 0 && link(in, hard) == 0);
+    size_t len0, len1;
+    char *before = must_read(in, &len0);
+    const char *same[] = {in, sym, hard};
+    for (int i = 0; i < 3; i++, (*cases)++) {
+        CHECKF(convert(in, same[i], "--type", "f16", NULL) == 1, "OUT %s (IN) accepted", same[i]);
+        check_one_line("is IN");
+        char *after = must_read(in, &len1);
+        CHECK(len1 == len0 && !memcmp(before, after, len0));
+        free(after);
+    }
+    free(before);
+    CHECK(unlink(sym) == 0 && unlink(hard) == 0);
+}
+
 static void make_input(const char *path, int with_ftype, uint32_t wtype) {
     char err[GGUF_ERR_MAX];
     gguf_writer *w = gguf_writer_new(32);
@@ -225,6 +245,7 @@ int main(void) {
 
     make_input(in, 0, GGML_TYPE_F32);
     check_out_nodes(in, &cases);
+    check_out_is_in(in, &cases);
 
     // stories260K to f16: 2-D weights become F16, norms stay F32.
     CHECKF(convert(SHARED_DIR "/testdata/models/stories260K.gguf", f16, "--type", "f16", NULL) == 0, "%s", r.err);
@@ -279,7 +300,7 @@ int main(void) {
     CHECK(after_len == before_len && !memcmp(before, after, before_len));
     free(before), free(after);
     cases++;
-    CHECK(cases == 31);
+    CHECK(cases == 34);
     tool_run_free(&r);
     CHECK(scratch_remove(dir) == 0);
     printf("test_gguf_convert: %d cases ok\n", cases);

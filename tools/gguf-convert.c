@@ -3,12 +3,14 @@
 // PREFIX: a model whose layers differ in type); 1-D tensors (norms, biases) become f32. Rounding is to
 // nearest even and NaN stays NaN (platform/fp.h). Metadata is copied, general.file_type set.
 // OUT is written to a temporary file renamed over it: an existing OUT must be a regular file or
-// a symbolic link to one (the link is kept, its target replaced); anything else is refused.
+// a symbolic link to one (the link is kept, its target replaced); anything else is refused, and
+// so is OUT that is IN (or a link to it).
 // Exit 0 ok, 1 failure (one line on stderr), 2 usage, 128 + N on signal N (SIGINT, SIGTERM,
 // SIGHUP); the temporary file never outlives the process, nor does IN shrinking crash it.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "platform/wtype.h"
 #include "model/gguf.h"
 #include "model/gguf_write.h"
@@ -25,7 +27,8 @@ static void usage(FILE *f) {
                "1-D tensors are stored as f32. Metadata is copied and general.file_type set.\n"
                "--only PREFIX converts only the weights whose names start with PREFIX (blk.1.: one\n"
                "layer; blk.1 would take blk.10 too), the others and general.file_type stay as they are.\n"
-               "An existing OUT must be a regular file or a symbolic link to one (written through).\n");
+               "An existing OUT must be a regular file or a symbolic link to one (written through),\n"
+               "and not IN itself (refused, through a link too).\n");
 }
 
 // One line on stderr, exit status 2; --help prints the full usage.
@@ -125,6 +128,11 @@ int main(int argc, char **argv) {
     int type = wtype_by_name(type_s);
     if (type < 0) { fprintf(stderr, "gguf-convert: --type must be f32, f16 or bf16, not '%s'\n", type_s); return 2; }
     uint32_t ftype = type == WTYPE_F32 ? FTYPE_ALL_F32 : type == WTYPE_F16 ? FTYPE_MOSTLY_F16 : FTYPE_MOSTLY_BF16;
+    struct stat si, so;               // a link to IN included: the conversion is lossy
+    if (!stat(paths[0], &si) && !stat(paths[1], &so) && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+        fprintf(stderr, "gguf-convert: OUT %s is IN %s; not overwriting it\n", paths[1], paths[0]);
+        return 1;
+    }
     char err[GGUF_ERR_MAX];
     if (convert(paths[0], paths[1], (uint32_t)type, ftype, only, err)) { fprintf(stderr, "gguf-convert: %s\n", err); return 1; }
     return 0;
