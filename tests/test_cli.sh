@@ -126,6 +126,17 @@ cases=$((cases + 1))
 "$bin/gemv-bench" -s 64x64 -t 1 -d f16 -r 7 >/dev/full 2>"$tmp/err"; st=$?
 [ "$st" = 1 ] && tail -1 "$tmp/err" | grep -q "writing the table to stdout failed" ||
   fail "gemv-bench, full stdout: exit $st: $(tail -1 "$tmp/err")"
+# An end-of-generation token before -n stops the run and says so, as a full context does; the
+# count it gives is the eval line's. --ignore-eos goes on to -n (the last token needs no forward).
+eog=$tmp/eog.gguf
+"$bin/gguf-synth" "$eog" --n-embd 64 --n-layer 2 --n-head 4 --n-kv-head 2 --n-ff 128 --n-vocab 300 --ctx 64 --dtype f16 --seed 1 >/dev/null || fail "gguf-synth eog"
+sample=(-p a -n 60 -s 2 --temp 1 --top-k 0 --top-p 1 --min-p 0 -t 1 --pack-cache off)
+expect 0 "end of generation" -- "$d" -m "$eog" "${sample[@]}"
+n=$(sed -n 's/^decode: end-of-generation token [0-9]* after \([0-9]*\) tokens; stopping$/\1/p' "$tmp/err")
+[ -n "$n" ] && [ "$n" -lt 59 ] && grep -q "/ *$n tokens" "$tmp/err" || fail "end of generation not said: $(cat "$tmp/err")"
+expect 0 "--ignore-eos" -- "$d" -m "$eog" "${sample[@]}" --ignore-eos
+grep -q "end-of-generation" "$tmp/err" && fail "--ignore-eos: $(cat "$tmp/err")"
+grep -q "/ *59 tokens" "$tmp/err" || fail "--ignore-eos stopped early: $(grep 'eval' "$tmp/err")"
 # The reader of a pipe leaving early: whether decode notices depends on timing, a signal never.
 "$d" -m "$model" -p "Once" -n 2000 --ignore-eos --temp 0 2>/dev/null | head -c 1 >/dev/null
 st=${PIPESTATUS[0]}
@@ -210,6 +221,6 @@ for tool in decode decode-bench gemv-bench gemm-bench roofline gguf-info gguf-co
   expect 1 "$tool --help > /dev/full" -- sh -c '"$1" --help >/dev/full' sh "$bin/$tool"
 done
 
-[ "$cases" = 85 ] || fail "ran $cases cases, expected 85"
+[ "$cases" = 87 ] || fail "ran $cases cases, expected 87"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -516,7 +516,10 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
     for (long i = 0; (o->n_predict < 0 || i < o->n_predict) && !cli_stop; i++) {
         t0 = now_ms();
         int32_t tok = sampler_sample(&S->s, S->d.logits);
-        if (tokenizer_is_eog(S->tok, tok) && !o->ignore_eos) break;
+        if (tokenizer_is_eog(S->tok, tok) && !o->ignore_eos) {   // said, as a context-full stop is
+            fprintf(stderr, "\ndecode: end-of-generation token %d after %ld tokens; stopping\n", tok, i);
+            break;
+        }
         sampler_accept(&S->s, tok);
         if (emit_piece(S, tok, plen == 0 && i == 0)) goto stdout_failed;
         int last = (o->n_predict >= 0 && i + 1 == o->n_predict) || pos >= n_ctx;   // no forward needed
