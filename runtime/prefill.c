@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define ALLOC(ptr, count) ((ptr) = calloc((size_t)(count), sizeof *(ptr)))
 
@@ -35,6 +36,14 @@ int prefill_init(prefill *b, decoder *d, int cap, int cap_logits, char err[GGUF_
     size_t E = h->n_embd, Q = (size_t)h->n_head * h->head_dim, c = (size_t)cap;
     size_t KV = (size_t)h->n_head_kv * h->head_dim;
     b->d = d, b->cap = cap, b->cap_logits = cap_logits;
+    // every page is touched below: past the machine's memory that is the OOM killer, not an error
+    double bytes = sizeof(float) * ((double)c * (3.0 * E + 2.0 * Q + 2.0 * KV + 2.0 * h->n_ff) + (double)cap_logits * h->n_vocab);
+    double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (mem > 0 && bytes > mem * 0.9) {
+        snprintf(err, GGUF_ERR_MAX, "a prompt batch of %d tokens needs %.1f GiB; this machine has %.1f GiB (a smaller -b)",
+                 cap, bytes / (1 << 30), mem / (1 << 30));
+        return -1;
+    }
     if (cap >= 1 && cap_logits >= 1 && cap_logits <= cap && ALLOC(b->x, c * E) && ALLOC(b->xn, c * E) &&
         ALLOC(b->xo, c * E) && ALLOC(b->q, c * Q) && ALLOC(b->att, c * Q) && ALLOC(b->k, c * KV) && ALLOC(b->v, c * KV) &&
         ALLOC(b->gate, c * h->n_ff) && ALLOC(b->up, c * h->n_ff) &&

@@ -137,6 +137,11 @@ n=$(sed -n 's/^decode: end-of-generation token [0-9]* after \([0-9]*\) tokens; s
 expect 0 "--ignore-eos" -- "$d" -m "$eog" "${sample[@]}" --ignore-eos
 grep -q "end-of-generation" "$tmp/err" && fail "--ignore-eos: $(cat "$tmp/err")"
 grep -q "/ *59 tokens" "$tmp/err" || fail "--ignore-eos stopped early: $(grep 'eval' "$tmp/err")"
+# stories260K's step is too small to share: one thread works at -t 2, and both tools say so.
+expect 0 "threads in use" -- "$d" -m "$model" -p a -n 1 --temp 0 -t 2 -v
+grep -q "^decode: threads in use: 1 of 2 (the others stay idle" "$tmp/err" || fail "decode -v: $(grep threads "$tmp/err")"
+expect 0 "decode-bench threads in use" -- "$bin/decode-bench" -m "$model" -t 2 -p 0 -n 2 -r 1 --roofline-mib 0
+grep -q "^decode-bench: .*: threads in use: 1 of 2 (the others" "$tmp/err" || fail "decode-bench: no threads-in-use line"
 # The reader of a pipe leaving early: whether decode notices depends on timing, a signal never.
 "$d" -m "$model" -p "Once" -n 2000 --ignore-eos --temp 0 2>/dev/null | head -c 1 >/dev/null
 st=${PIPESTATUS[0]}
@@ -221,6 +226,6 @@ for tool in decode decode-bench gemv-bench gemm-bench roofline gguf-info gguf-co
   expect 1 "$tool --help > /dev/full" -- sh -c '"$1" --help >/dev/full' sh "$bin/$tool"
 done
 
-[ "$cases" = 87 ] || fail "ran $cases cases, expected 87"
+[ "$cases" = 89 ] || fail "ran $cases cases, expected 89"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

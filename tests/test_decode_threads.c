@@ -282,6 +282,9 @@ static int block_cases(const llama_model *m, const float *ref, const float *ref1
     for (int i = 0; i < N_TOK; i++)
         CHECKF(!memcmp(decoder_forward(&d, tok[i], i), ref + (size_t)i * nv, sizeof(float) * nv),
                "n_ctx %d in blocks of 4: token %d's logits differ", N_TOK, i);
+    // a batch past the machine's memory is refused before a byte is allocated, not OOM-killed
+    prefill big;
+    CHECK(prefill_init(&big, &d, INT32_MAX, INT32_MAX, err) == -1 && strstr(err, "a prompt batch of 2147483647 tokens needs"));
     decoder_free(&d);
     return cases + 1;
 }

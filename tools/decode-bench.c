@@ -70,7 +70,9 @@ static void usage(FILE *f) {
     fprintf(f,
         "usage: decode-bench -m MODEL[,MODEL] [options]\n"
         "  -m, --model LIST     GGUF models (comma-separated)\n"
-        "  -t, --threads LIST   thread counts (default: physical cores)\n"
+        "  -t, --threads LIST   thread counts (default: physical cores); n_threads is the count asked\n"
+        "                       for, as in llama-bench: a model too small for it leaves threads idle\n"
+        "                       (said on stderr)\n"
         "  -p, --n-prompt LIST  prompt tests of N tokens; 0 = none (default 512)\n"
         "  -n, --n-gen LIST     generation tests of N tokens; 0 = none (default 128)\n"
         "  -b, --batch-size LIST\n"
@@ -565,8 +567,10 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
         dopt.cache_type_k = (uint32_t)o->cache_type_k, dopt.cache_type_v = (uint32_t)o->cache_type_v;
         dopt.pack_cache = (packcache_opts){.mode = o->pack_cache, .temp_hook = cli_temp_file};
         fprintf(stderr, "decode-bench: %s: loading for %d thread(s), split-k %d\n", path, T, o->split_ks[s]);
-        if (decoder_init_opts(&d[s], m, max_len, &dopt, err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; }
-        else if (d[s].w.cache_state != PACKCACHE_UNUSED) {
+        if (decoder_init_opts(&d[s], m, max_len, &dopt, err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; continue; }
+        if (pool_size(d[s].pool) < T)     // n_threads stays T, as llama-bench's does
+            fprintf(stderr, "decode-bench: %s: threads in use: %d of %d%s\n", path, pool_size(d[s].pool), T, CLI_THREADS_IDLE_WHY);
+        if (d[s].w.cache_state != PACKCACHE_UNUSED) {
             fprintf(stderr, "decode-bench: packed weights %s %s%s%s\n", d[s].w.cache_state == PACKCACHE_MAPPED ? "mapped from"
                     : "packed into a new cache file,", d[s].w.cache_file, d[s].w.map_note[0] ? "; " : "", d[s].w.map_note);
             settle(&d[s]);
