@@ -12,8 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define ALLOC(ptr, count) ((ptr) = calloc((size_t)(count), sizeof *(ptr)))
-
 // The GEMM reads every packed tile, a wide last tile's padding too: the packed bytes, once per chunk of rows.
 double prefill_weight_bytes(const decoder *d, int n, int batch) {
     const packed_matrix *c = decoder_matrix(d, d->hp.n_layer, SCHED_OUT);
@@ -36,29 +34,24 @@ int prefill_init(prefill *b, decoder *d, int cap, int cap_logits, char err[GGUF_
     size_t E = h->n_embd, Q = (size_t)h->n_head * h->head_dim, c = (size_t)cap;
     size_t KV = (size_t)h->n_head_kv * h->head_dim;
     b->d = d, b->cap = cap, b->cap_logits = cap_logits;
+    if (cap < 1 || cap_logits < 1 || cap_logits > cap) return snprintf(err, GGUF_ERR_MAX, "bad prompt batch size %d", cap), -1;
+    float **bufs[] = {&b->x, &b->xn, &b->xo, &b->q, &b->att, &b->k, &b->v, &b->gate, &b->up, &b->logits};
+    size_t lens[] = {c * E, c * E, c * E, c * Q, c * Q, c * KV, c * KV, c * h->n_ff, c * h->n_ff,
+                     (size_t)cap_logits * h->n_vocab};
+    double bytes = 0, pages = (double)sysconf(_SC_PHYS_PAGES), page = (double)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < 10; i++) bytes += 4.0 * (double)lens[i];
     // every page is touched below: past the machine's memory that is the OOM killer, not an error
-    double bytes = sizeof(float) * ((double)c * (3.0 * E + 2.0 * Q + 2.0 * KV + 2.0 * h->n_ff) + (double)cap_logits * h->n_vocab);
-    double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    if (mem > 0 && bytes > mem * 0.9) {
-        snprintf(err, GGUF_ERR_MAX, "a prompt batch of %d tokens needs %.1f GiB; this machine has %.1f GiB (a smaller -b)",
-                 cap, bytes / (1 << 30), mem / (1 << 30));
-        return -1;
+    if (pages > 0 && page > 0 && bytes > pages * page * 0.9)
+        return snprintf(err, GGUF_ERR_MAX, "a prompt batch of %d tokens needs %.1f GiB; this machine has %.1f GiB "
+                        "(a smaller -b)", cap, bytes / (1 << 30), pages * page / (1 << 30)), -1;
+    for (int i = 0; i < 10; i++) {
+        if (!(*bufs[i] = calloc(lens[i], sizeof(float)))) {
+            prefill_free(b);
+            return snprintf(err, GGUF_ERR_MAX, "out of memory for a prompt batch of %d tokens", cap), -1;
+        }
+        memset(*bufs[i], 0, lens[i] * sizeof(float));   // a fresh mapping's first-write faults belong to the set-up
     }
-    if (cap >= 1 && cap_logits >= 1 && cap_logits <= cap && ALLOC(b->x, c * E) && ALLOC(b->xn, c * E) &&
-        ALLOC(b->xo, c * E) && ALLOC(b->q, c * Q) && ALLOC(b->att, c * Q) && ALLOC(b->k, c * KV) && ALLOC(b->v, c * KV) &&
-        ALLOC(b->gate, c * h->n_ff) && ALLOC(b->up, c * h->n_ff) &&
-        ALLOC(b->logits, (size_t)cap_logits * h->n_vocab)) {
-        // touch every page now: a fresh mapping faults on first write, and that belongs to the
-        // set-up, not to the first batch
-        float *bufs[] = {b->x, b->xn, b->xo, b->q, b->att, b->k, b->v, b->gate, b->up, b->logits};
-        size_t lens[] = {c * E, c * E, c * E, c * Q, c * Q, c * KV, c * KV, c * h->n_ff, c * h->n_ff,
-                         (size_t)cap_logits * h->n_vocab};
-        for (int i = 0; i < 10; i++) memset(bufs[i], 0, lens[i] * sizeof(float));
-        return 0;
-    }
-    prefill_free(b);
-    snprintf(err, GGUF_ERR_MAX, "out of memory for a prompt batch of %d tokens", cap);
-    return -1;
+    return 0;
 }
 
 void prefill_free(prefill *b) {

@@ -5,7 +5,6 @@
 // where threads outnumber groups, a group's query heads are cut over a team of threads.
 // Waits are derived from who owns the rows a step reads.
 #include "runtime/schedule.h"
-#include "kernels/gemv.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -386,8 +385,8 @@ static double layer_mib(const sched *s, int t) {
 
 void sched_print(const sched *s, FILE *f) {
     const sched_shape *h = &s->shape;
-    fprintf(f, "schedule: %d threads, %d layers with one plan, split-k %s; tiles of 64 outputs, "
-            "segments of 256 inputs\n", s->n_threads, h->n_layer, s->split_k >= 2 ? "on" : "off");
+    fprintf(f, "schedule: %d threads, %d layers with one plan, split-k %s; tiles of %d outputs, "
+            "segments of %d inputs\n", s->n_threads, h->n_layer, s->split_k >= 2 ? "on" : "off", GEMV_TILE, GEMV_KSEG);
     for (int m = 0; m < SCHED_N_MAT; m++) {
         size_t nt = sched_n_tiles(s, m), last = (size_t)sched_tile_read_bytes(&h->mat[m], nt - 1);
         fprintf(f, "  %-4s %zu x %zu: %zu tiles of %zu KiB%s%s\n", mat_names[m], h->mat[m].n, h->mat[m].k, nt,

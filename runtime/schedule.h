@@ -97,7 +97,7 @@ void sched_print(const sched *s, FILE *f);
 // The name sched_print gives wait point w (0 <= w < SCHED_N_WAIT; "wo" for "before wo").
 const char *sched_wait_name(int w);
 
-static inline size_t sched_n_tiles(const sched *s, int m) { return (s->shape.mat[m].n + 63) / 64; }
+static inline size_t sched_n_tiles(const sched *s, int m) { return gemv_n_tiles(s->shape.mat[m].n); }
 static inline uint32_t sched_n_seg(const sched *s, int m) { return (uint32_t)gemv_n_segs(s->shape.mat[m].k); }
 // Bytes of one whole packed tile (a narrow last tile has half: sched_tile_read_bytes), and of one
 // tile's partial block (its segment slots rounded up to whole lines: 32 slots per 8 KiB line).

@@ -133,15 +133,19 @@ eog=$tmp/eog.gguf
 sample=(-p a -n 60 -s 2 --temp 1 --top-k 0 --top-p 1 --min-p 0 -t 1 --pack-cache off)
 expect 0 "end of generation" -- "$d" -m "$eog" "${sample[@]}"
 n=$(sed -n 's/^decode: end-of-generation token [0-9]* after \([0-9]*\) tokens; stopping$/\1/p' "$tmp/err")
-[ -n "$n" ] && [ "$n" -lt 59 ] && grep -q "/ *$n tokens" "$tmp/err" || fail "end of generation not said: $(cat "$tmp/err")"
+[ -n "$n" ] && [ "$n" -lt 59 ] && grep -q "^decode: eval .*/ *$n tokens" "$tmp/err" || fail "end of generation not said: $(cat "$tmp/err")"
 expect 0 "--ignore-eos" -- "$d" -m "$eog" "${sample[@]}" --ignore-eos
 grep -q "end-of-generation" "$tmp/err" && fail "--ignore-eos: $(cat "$tmp/err")"
-grep -q "/ *59 tokens" "$tmp/err" || fail "--ignore-eos stopped early: $(grep 'eval' "$tmp/err")"
+grep -q "^decode: eval .*/ *59 tokens" "$tmp/err" || fail "--ignore-eos stopped early: $(grep 'eval' "$tmp/err")"
 # stories260K's step is too small to share: one thread works at -t 2, and both tools say so.
 expect 0 "threads in use" -- "$d" -m "$model" -p a -n 1 --temp 0 -t 2 -v
 grep -q "^decode: threads in use: 1 of 2 (the others stay idle" "$tmp/err" || fail "decode -v: $(grep threads "$tmp/err")"
 expect 0 "decode-bench threads in use" -- "$bin/decode-bench" -m "$model" -t 2 -p 0 -n 2 -r 1 --roofline-mib 0
 grep -q "^decode-bench: .*: threads in use: 1 of 2 (the others" "$tmp/err" || fail "decode-bench: no threads-in-use line"
+expect 0 "threads in use, all" -- "$d" -m "$model" -p a -n 1 --temp 0 -t 1 -v
+grep -qx "decode: threads in use: 1 of 1" "$tmp/err" || fail "decode -v -t 1: $(grep threads "$tmp/err")"
+expect 0 "decode-bench threads in use, all" -- "$bin/decode-bench" -m "$model" -t 1 -p 0 -n 2 -r 1 --roofline-mib 0
+grep -q "threads in use" "$tmp/err" && fail "decode-bench -t 1 said threads in use"
 # The reader of a pipe leaving early: whether decode notices depends on timing, a signal never.
 "$d" -m "$model" -p "Once" -n 2000 --ignore-eos --temp 0 2>/dev/null | head -c 1 >/dev/null
 st=${PIPESTATUS[0]}
@@ -226,6 +230,6 @@ for tool in decode decode-bench gemv-bench gemm-bench roofline gguf-info gguf-co
   expect 1 "$tool --help > /dev/full" -- sh -c '"$1" --help >/dev/full' sh "$bin/$tool"
 done
 
-[ "$cases" = 89 ] || fail "ran $cases cases, expected 89"
+[ "$cases" = 91 ] || fail "ran $cases cases, expected 91"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

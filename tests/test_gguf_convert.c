@@ -66,7 +66,8 @@ static void check_out_nodes(const char *in, int *cases) {
     CHECK(dir_count(dir, "tmp") == 0);   // no temporary file left behind
 }
 
-// OUT that is IN, by its path, a symbolic link or a hard link: refused, IN left as it was.
+// OUT that is IN, by its path, a symbolic link or a hard link: refused, IN left as it was (a hard
+// link's case is caught by its exit status only: the rename would replace that name, not IN).
 static void check_out_is_in(const char *in, int *cases) {
     char sym[300], hard[300];
     snprintf(sym, sizeof sym, "%s/in_sym.gguf", dir);

@@ -42,7 +42,7 @@ int cli_physical_cores(void);
 void cli_warn_threads(int n);
 // Why a decoder may start fewer threads than asked (runtime/schedule.h's thresholds).
 #define CLI_THREADS_IDLE_WHY " (the others stay idle: smaller shares of a step would cost more to hand over " \
-                             "than they save; --print-schedule shows who does what)"
+                             "than they save; decode --print-schedule shows who does what)"
 
 // A file an output must not overwrite: an input of the run (its st_dev, st_ino), named in the error.
 typedef struct { uint64_t dev, ino; const char *what; } cli_input;

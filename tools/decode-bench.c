@@ -218,7 +218,11 @@ static double run_prompt(decoder *d, int pos0, int n, int batch) {
     prefill b;
     char err[GGUF_ERR_MAX];
     int32_t *ids = malloc(sizeof *ids * (size_t)n);
-    if (!ids || prefill_init(&b, d, batch < n ? batch : n, 1, err)) { free(ids); return -1; }
+    if (!ids || prefill_init(&b, d, batch < n ? batch : n, 1, err)) {
+        if (ids) fprintf(stderr, "decode-bench: %s\n", err);
+        free(ids);
+        return -1;
+    }
     for (int i = 0; i < n; i++) ids[i] = prompt_token(i, d->hp.n_vocab);
     double t0 = util_now();
     for (int i = 0; i < n; i += b.cap) {

@@ -98,8 +98,9 @@ static void usage(FILE *f) {
         "      --ignore-eos          keep generating past end-of-generation tokens (EOS, EOT, the\n"
         "                            other end-of-turn and FIM pad/repo/separator tokens; -v lists them)\n"
         "      --dump-logits PATH    write each evaluated position's logits (f32 LE, n_vocab per row)\n"
-        "  -v, --verbose             print the kernel path, the GEMV tuning, the wait prefetch, the KV\n"
-        "                            cache and the end-of-generation tokens on stderr\n"
+        "  -v, --verbose             print the kernel path, the GEMV tuning, the threads in use, the\n"
+        "                            wait prefetch, the KV cache and the end-of-generation tokens on\n"
+        "                            stderr\n"
         "  -h, --help                this text\n"
         "environment: DECODE_ISA=avx512|avx2|scalar caps the SIMD path (same logits on every one);\n"
         "  DECODE_TUNE=off|force: per-CPU-family defaults without measuring, or measure again even\n"
@@ -502,7 +503,7 @@ static void moved(const session *S, int *mapped) {
 static int generate(session *S, const options *o, const char *prompt, size_t plen, const int32_t *ids, size_t n_ids, long n_ctx) {
     if (fwrite(prompt, 1, plen, stdout) != plen || fflush(stdout) != 0) goto stdout_failed;
     // The last prompt position's logits only pick the first new token: -n 0 skips it, so the
-    // dump always holds P + N - 1 rows.
+    // dump holds P + N - 1 rows (P + K where an end-of-generation token stops it after K).
     size_t n_eval = o->n_predict == 0 ? n_ids - 1 : n_ids;
     double t0 = now_ms();
     char err[GGUF_ERR_MAX];

@@ -128,7 +128,7 @@ int main(int argc, char **argv) {
     int type = wtype_by_name(type_s);
     if (type < 0) { fprintf(stderr, "gguf-convert: --type must be f32, f16 or bf16, not '%s'\n", type_s); return 2; }
     uint32_t ftype = type == WTYPE_F32 ? FTYPE_ALL_F32 : type == WTYPE_F16 ? FTYPE_MOSTLY_F16 : FTYPE_MOSTLY_BF16;
-    struct stat si, so;               // a link to IN included: the conversion is lossy
+    struct stat si, so;               // its path or a link to it: a slip, and the conversion is lossy
     if (!stat(paths[0], &si) && !stat(paths[1], &so) && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
         fprintf(stderr, "gguf-convert: OUT %s is IN %s; not overwriting it\n", paths[1], paths[0]);
         return 1;
