@@ -225,11 +225,33 @@ expect 0 "gemv-bench --segments 3" -- "$g" -t 1,2 -d f16,bf16 -r 7 -s 1300x100 -
 grep -q "1300x100/seg3 bf16 t=2:" "$tmp/err" || fail "gemv-bench --segments stderr: $(cat "$tmp/err")"
 for bad in 0 65 x; do expect 2 "gemv-bench --segments $bad" -- "$g" -t 1 -s 16x64 --segments "$bad"; done
 
+# A table into a full disk is a failure in every bench, not a table printed (the last stderr line
+# says so); sizes past half the memory are refused, not allocated and filled; roofline's labels
+# are the sizes asked for.
+for cmd in "roofline -t 1 -s 256K -r 1" "gemm-bench -m 1 -t 1 -d f32 -k 64 -n 64 -r 3" "l4-bench -r 1"; do
+  set -- $cmd; tool=$1; shift
+  cases=$((cases + 1))
+  "$bin/$tool" "$@" >/dev/full 2>"$tmp/err"; st=$?
+  [ "$st" = 1 ] && tail -1 "$tmp/err" | grep -q "^$tool: writing the .* to stdout failed$" ||
+    fail "$tool, full stdout: exit $st: $(tail -1 "$tmp/err")"
+done
+mem_kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
+if [ "${mem_kb:-0}" -gt 0 ] && [ "$mem_kb" -lt 200000000 ]; then   # under ~190 GiB: both sizes are past half
+  expect 2 "gemm-bench past half the memory" -- "$bin/gemm-bench" -m 4096 -k 65536 -n 262144 -d f32 -t 1 -r 3
+  grep -q "needs .* GiB, more than half of this machine's" "$tmp/err" || fail "gemm-bench: $(cat "$tmp/err")"
+  expect 2 "roofline past half the memory" -- "$bin/roofline" -t 1 -s 1024G
+  grep -q "more than half of this machine's memory" "$tmp/err" || fail "roofline: $(cat "$tmp/err")"
+else
+  echo "skipped: the size refusals (this machine has $mem_kb kB)"; cases=$((cases + 2))
+fi
+expect 0 "roofline labels" -- "$bin/roofline" -t 1 -s 1536,3M -r 1
+grep -q "^| 1536 B | 1 |" "$tmp/out" && grep -q "^| 3 MiB | 1 |" "$tmp/out" || fail "roofline labels: $(cat "$tmp/out")"
+
 # --help into a full disk is a failure, not help printed, in every tool
 for tool in decode decode-bench gemv-bench gemm-bench roofline gguf-info gguf-convert gguf-synth tokenize l4-bench; do
   expect 1 "$tool --help > /dev/full" -- sh -c '"$1" --help >/dev/full' sh "$bin/$tool"
 done
 
-[ "$cases" = 91 ] || fail "ran $cases cases, expected 91"
+[ "$cases" = 97 ] || fail "ran $cases cases, expected 97"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

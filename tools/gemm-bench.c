@@ -157,6 +157,18 @@ int main(int argc, char **argv) {
     }
     const char *env = cli_env_problem();
     if (env) { fprintf(stderr, "gemm-bench: %s\n", env); return 2; }
+    // the largest cell's buffers, all written: W and P (dtype, P a tile's padding more), X, Y and the f32 weights
+    double most = 0, mem = util_mem_bytes();
+    int big = 0;
+    for (int i = 0; i < nm; i++) {
+        double need = 4.0 * (3.0 * kn[0] * (kn[1] + 64.0) + (double)ms[i] * (kn[0] + kn[1]));
+        if (need > most) most = need, big = ms[i];
+    }
+    if (mem > 0 && most > mem / 2) {
+        fprintf(stderr, "gemm-bench: -m %d -k %d -n %d needs %.1f GiB, more than half of this machine's %.1f GiB\n",
+                big, kn[0], kn[1], most / (1 << 30), mem / (1 << 30));
+        return 2;
+    }
     tune_result tr = tune_gemv(tune_mode_from_env(), NULL);
     char tl[512];
     tune_describe(&tr, tl, sizeof tl);
@@ -175,5 +187,5 @@ int main(int argc, char **argv) {
                 fail |= bench(pl, th[t], all[d], (size_t)ms[i], (size_t)kn[0], (size_t)kn[1], trials, fmt);
         pool_destroy(pl);
     }
-    return fail;
+    return util_stdout_done("gemm-bench", "the table") | fail;
 }

@@ -429,9 +429,5 @@ int main(int argc, char **argv) {
         free(wf);
     }
     print(rows, nrow, fmt);
-    if (fflush(stdout) || ferror(stdout)) {          // a full disk must not look like a table
-        fprintf(stderr, "gemv-bench: writing the table to stdout failed\n");
-        return 1;
-    }
-    return fail;
+    return util_stdout_done("gemv-bench", "the table") ? 1 : fail;
 }

@@ -331,5 +331,5 @@ int main(int argc, char **argv) {
     bench_insert_steady(runs);
     bench_evict(runs);
     bench_rrip();
-    return 0;
+    return util_stdout_done("l4-bench", "the figures");
 }

@@ -13,7 +13,8 @@
 static void usage(FILE *f) {
     fprintf(f, "usage: roofline [-t THREADS] [-s SIZES] [-r TRIALS] [-o md|csv]\n"
                "  -t LIST   thread counts, e.g. 1,2 (default 1,2)\n"
-               "  -s LIST   working-set sizes with K, M or G suffix (default 256K,768K,8M,24M,1G)\n"
+               "  -s LIST   working-set sizes with K, M or G suffix, rounded down to whole 256-byte\n"
+               "            blocks, each at most half the machine's memory (default 256K,768K,8M,24M,1G)\n"
                "  -r N      trials per point, median and best reported (default 7)\n"
                "  -o FMT    md (default) or csv: size_bytes,threads,median_gbps,best_gbps\n");
 }
@@ -35,6 +36,16 @@ static int parse_sizes(const char *s, size_t *out) {
     }
 }
 
+// "8 MiB", or the largest unit that divides it exactly ("1536 KiB", "256 B").
+static const char *size_label(size_t b) {
+    static char s[32];
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB"};
+    int u = 0;
+    while (u < 3 && b % 1024 == 0) b /= 1024, u++;
+    snprintf(s, sizeof s, "%zu %s", b, unit[u]);
+    return s;
+}
+
 int main(int argc, char **argv) {
     int th[MAXL] = {1, 2}, nth = 2, trials = 7, csv = 0;
     size_t sz[MAXL] = {256 << 10, 768 << 10, 8 << 20, 24 << 20, 1 << 30};
@@ -54,6 +65,13 @@ int main(int argc, char **argv) {
         }
         i++;
     }
+    double mem = util_mem_bytes();    // each buffer is allocated and written
+    for (int s = 0; s < nsz; s++)
+        if (mem > 0 && (double)sz[s] > mem / 2) {
+            fprintf(stderr, "roofline: -s %zu bytes is more than half of this machine's memory (%.0f MiB)\n", sz[s],
+                    mem / 1048576);
+            return 2;
+        }
     printf(csv ? "size_bytes,threads,median_gbps,best_gbps\n"
                : "| working set | threads | median GB/s | best GB/s |\n|---|---|---|---|\n");
     for (int s = 0; s < nsz; s++) {
@@ -72,13 +90,11 @@ int main(int argc, char **argv) {
             }
             double med = util_median(g, trials);
             if (csv) printf("%zu,%d,%.1f,%.1f\n", sz[s], th[t], med, best);
-            else if (sz[s] >= 1 << 30) printf("| %.0f GiB | %d | %.1f | %.1f |\n", sz[s] / 1073741824.0, th[t], med, best);
-            else if (sz[s] >= 1 << 20) printf("| %.0f MiB | %d | %.1f | %.1f |\n", sz[s] / 1048576.0, th[t], med, best);
-            else printf("| %.0f KiB | %d | %.1f | %.1f |\n", sz[s] / 1024.0, th[t], med, best);
+            else printf("| %s | %d | %.1f | %.1f |\n", size_label(sz[s]), th[t], med, best);
             fflush(stdout);
             pool_destroy(pl);
         }
         free(buf);
     }
-    return 0;
+    return util_stdout_done("roofline", "the table");
 }

@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include "platform/clock.h"
 
 // splitmix64: the next value of the sequence with state *s (any seed is fine).
@@ -78,12 +79,19 @@ static inline int util_calls_per_trial(double one) {
     return one >= 0.02 ? 1 : (int)(0.02 / (one > 1e-7 ? one : 1e-7)) + 1;
 }
 
-// After --help: 0 when stdout took it all, else 1 after a line on stderr (a full disk or a closed
-// pipe must not look like help printed).
-static inline int util_help_done(const char *tool) {
+// At the end of what a tool prints: 0 when stdout took it all, else 1 after a line on stderr
+// (a full disk or a closed pipe must not look like a table or help printed).
+static inline int util_stdout_done(const char *tool, const char *what) {
     if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
-    fprintf(stderr, "%s: writing the help to stdout failed\n", tool);
+    fprintf(stderr, "%s: writing %s to stdout failed\n", tool, what);
     return 1;
+}
+static inline int util_help_done(const char *tool) { return util_stdout_done(tool, "the help"); }
+
+// The machine's physical memory in bytes; 0 when unknown.
+static inline double util_mem_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
 }
 
 // Median of v[0..n) (sorts v); n >= 1.
