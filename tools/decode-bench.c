@@ -191,8 +191,7 @@ static int parse_args(int argc, char **argv, options *o) {
     if (env) { fprintf(stderr, "decode-bench: %s\n", env); return 2; }
     if (!o->n_models) { fprintf(stderr, "decode-bench: missing -m MODEL (see --help)\n"); return 2; }
     // the roofline's buffer is allocated and touched: at most half the RAM
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    int half_mib = pages > 0 && page > 0 ? (int)fmin((double)pages * (double)page / 2 / 1048576, 1 << 20) : 0;
+    int half_mib = (int)fmin(util_mem_bytes() / 2 / 1048576, 1 << 20);
     if (half_mib > 0 && o->roofline_mib > half_mib) {
         if (o->roofline_asked) {
             fprintf(stderr, "decode-bench: --roofline-mib %d is more than half of this machine's memory (%d MiB)\n",
