@@ -36,3 +36,6 @@ int cpu_isa_name_ok(const char *s);
 // the CPU has it, else clflush), so the next read of them comes from memory whatever the caches'
 // size; 0 done, -1 where the ISA has no such instruction (nothing done).
 int cpu_evict(const void *p, size_t n);
+// The machine's physical memory in bytes; 0 when unknown. What a buffer that is written whole
+// may not exceed (a KV cache, a prompt batch, a benchmark's buffers), or the OOM killer ends the run.
+double cpu_mem_bytes(void);

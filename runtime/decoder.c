@@ -3,6 +3,7 @@
 // before each step for the threads that produce what it reads and a publish after it. One pool
 // job per token.
 #include "runtime/decoder.h"
+#include "platform/cpu.h"
 #include "kernels/gemv.h"
 #include "kernels/ops.h"
 #include "runtime/tune.h"
@@ -33,7 +34,7 @@ int decoder_check_ctx(const llama_model *m, int64_t n_ctx, uint32_t kt, uint32_t
     if (n_ctx > INT32_MAX) return gguf_fail(err, m->f.path, NULL, "context size %lld is too large", (long long)n_ctx);
     if (kv_pair_bytes(kt, vt) == 0) return gguf_fail(err, m->f.path, NULL, "KV cache types must be f32 or f16");
     double bytes = decoder_kv_cache_bytes(h, n_ctx, kt, vt);
-    double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    double mem = cpu_mem_bytes();
     if (mem > 0 && bytes > mem * 0.9)
         return gguf_fail(err, m->f.path, NULL, "context size %lld needs a %.1f GiB KV cache; this machine has %.1f GiB",
                     (long long)n_ctx, bytes / (1 << 30), mem / (1 << 30));

@@ -4,13 +4,13 @@
 // rotated and every K and V row is in the cache, each query reading positions [0, its own] as
 // decode does.
 #include "runtime/prefill.h"
+#include "platform/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/gemv.h"
 #include "kernels/ops.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 // The GEMM reads every packed tile, a wide last tile's padding too: the packed bytes, once per chunk of rows.
 double prefill_weight_bytes(const decoder *d, int n, int batch) {
@@ -38,12 +38,12 @@ int prefill_init(prefill *b, decoder *d, int cap, int cap_logits, char err[GGUF_
     float **bufs[] = {&b->x, &b->xn, &b->xo, &b->q, &b->att, &b->k, &b->v, &b->gate, &b->up, &b->logits};
     size_t lens[] = {c * E, c * E, c * E, c * Q, c * Q, c * KV, c * KV, c * h->n_ff, c * h->n_ff,
                      (size_t)cap_logits * h->n_vocab};
-    double bytes = 0, pages = (double)sysconf(_SC_PHYS_PAGES), page = (double)sysconf(_SC_PAGESIZE);
+    double bytes = 0, mem = cpu_mem_bytes();
     for (int i = 0; i < 10; i++) bytes += 4.0 * (double)lens[i];
     // every page is touched below: past the machine's memory that is the OOM killer, not an error
-    if (pages > 0 && page > 0 && bytes > pages * page * 0.9)
+    if (mem > 0 && bytes > mem * 0.9)
         return snprintf(err, GGUF_ERR_MAX, "a prompt batch of %d tokens needs %.1f GiB; this machine has %.1f GiB "
-                        "(a smaller -b)", cap, bytes / (1 << 30), pages * page / (1 << 30)), -1;
+                        "(a smaller -b)", cap, bytes / (1 << 30), mem / (1 << 30)), -1;
     for (int i = 0; i < 10; i++) {
         if (!(*bufs[i] = calloc(lens[i], sizeof(float)))) {
             prefill_free(b);

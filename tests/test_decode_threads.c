@@ -17,6 +17,7 @@
 // at a time; a cache type the kernels do not read is refused at init. The in-process runs are
 // profiled (decoder_set_profile): each thread's times must agree with the wait by step.
 #include "model/llama.h"
+#include "platform/cpu.h"
 #include "runtime/decoder.h"
 #include "runtime/prefill.h"
 #include "tests/check.h"
@@ -25,7 +26,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define N_TOK 10
 #define MAXT 8
@@ -288,7 +288,7 @@ static int block_cases(const llama_model *m, const float *ref, const float *ref1
     const llama_hparams *h = &m->hp;
     double per = 4.0 * (3.0 * h->n_embd + 2.0 * h->n_head * h->head_dim + 2.0 * h->n_head_kv * h->head_dim +
                         2.0 * h->n_ff + h->n_vocab);
-    double over = floor(0.9 * (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) / per) + 1;
+    double over = floor(0.9 * cpu_mem_bytes() / per) + 1;
     prefill big;
     CHECK(over > 1 && over < INT32_MAX);
     CHECKF(prefill_init(&big, &d, (int)over, (int)over, err) == -1 && strstr(err, "tokens needs"), "%.0f tokens: %s", over, err);

@@ -3,6 +3,7 @@
 // own head size, linear and Llama 3 RoPE scaling). Each case builds a small model with the
 // writer, then binds it.
 #include "model/gguf_write.h"
+#include "platform/cpu.h"
 #include "model/llama.h"
 #include "runtime/decoder.h"
 #include "tests/check.h"
@@ -153,7 +154,7 @@ int main(void) {
     CHECK(decoder_check_ctx(&m, 128, WTYPE_BF16, WTYPE_F32, err) != 0 && strstr(err, "f32 or f16"));
     // A context whose f32 cache exceeds the memory bound while its f16 cache fits: the check counts
     // the element size.
-    double mem = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    double mem = cpu_mem_bytes();
     double mid = 0.9 * mem / (6.0 * m.hp.n_layer * m.hp.n_head_kv * m.hp.head_dim);
     if (mid < INT32_MAX) {
         CHECK(decoder_check_ctx(&m, (int64_t)mid, WTYPE_F32, WTYPE_F32, err) != 0);

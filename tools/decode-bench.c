@@ -13,6 +13,7 @@
 // repetition, on one set of packed weights per split-K value (the L4 is swapped between runs), so
 // drift hits them alike; repeat a value for a null control (--l4 off,off,...).
 #include "kernels/ops.h"
+#include "platform/cpu.h"
 #include "runtime/membw.h"
 #include "model/llama.h"
 #include "platform/clock.h"
@@ -191,7 +192,7 @@ static int parse_args(int argc, char **argv, options *o) {
     if (env) { fprintf(stderr, "decode-bench: %s\n", env); return 2; }
     if (!o->n_models) { fprintf(stderr, "decode-bench: missing -m MODEL (see --help)\n"); return 2; }
     // the roofline's buffer is allocated and touched: at most half the RAM
-    int half_mib = (int)fmin(util_mem_bytes() / 2 / 1048576, 1 << 20);
+    int half_mib = (int)fmin(cpu_mem_bytes() / 2 / 1048576, 1 << 20);
     if (half_mib > 0 && o->roofline_mib > half_mib) {
         if (o->roofline_asked) {
             fprintf(stderr, "decode-bench: --roofline-mib %d is more than half of this machine's memory (%d MiB)\n",

@@ -13,6 +13,7 @@
 // machine that stays near the work done while wall time grows with the other load (the GEMM and
 // the probe are measured with the same clock either way, so the percentage stays a like ratio).
 #include "kernels/gemm.h"
+#include "platform/cpu.h"
 #include "kernels/gemv.h"
 #include "platform/wtype.h"
 #include "runtime/pool.h"
@@ -158,7 +159,7 @@ int main(int argc, char **argv) {
     const char *env = cli_env_problem();
     if (env) { fprintf(stderr, "gemm-bench: %s\n", env); return 2; }
     // the largest cell's buffers, all written: W and P (dtype, P a tile's padding more), X, Y and the f32 weights
-    double most = 0, mem = util_mem_bytes();
+    double most = 0, mem = cpu_mem_bytes();
     int big = 0;
     for (int i = 0; i < nm; i++) {
         double need = 4.0 * (3.0 * kn[0] * (kn[1] + 64.0) + (double)ms[i] * (kn[0] + kn[1]));

@@ -19,6 +19,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include "model/bpe.h"
+#include "platform/cpu.h"
 #include "platform/wtype.h"
 #include "tools/util.h"
 #include "model/gguf_write.h"
@@ -451,7 +452,8 @@ static int check_size(const args *a, char err[GGUF_ERR_MAX]) {
     int have_fs = statvfs(dir, &fs) == 0;          // a missing directory is the writer's error
     free(dir);
     uint64_t room = have_fs ? (uint64_t)fs.f_bavail * fs.f_frsize : UINT64_MAX;
-    uint64_t mem = util_mem_bytes() > 0 ? (uint64_t)util_mem_bytes() : UINT64_MAX;
+    double phys = cpu_mem_bytes();
+    uint64_t mem = phys > 0 ? (uint64_t)phys : UINT64_MAX;
     if (total > room) {
         snprintf(err, GGUF_ERR_MAX, "%s: the model needs %.3g bytes, its file system has %.3g free",
                  a->out, (double)total, (double)room);

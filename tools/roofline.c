@@ -3,6 +3,7 @@
 // plain stream and several prefetched ones); a trial is enough
 // back-to-back passes to last ~20 ms; reported are the median and the best trial in 1e9 bytes/s.
 #include "runtime/membw.h"
+#include "platform/cpu.h"
 #include "tools/util.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +66,7 @@ int main(int argc, char **argv) {
         }
         i++;
     }
-    double mem = util_mem_bytes();    // each buffer is allocated and written
+    double mem = cpu_mem_bytes();    // each buffer is allocated and written
     for (int s = 0; s < nsz; s++)
         if (mem > 0 && (double)sz[s] > mem / 2) {
             fprintf(stderr, "roofline: -s %zu bytes is more than half of this machine's memory (%.0f MiB)\n", sz[s],

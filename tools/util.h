@@ -10,7 +10,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 #include "platform/clock.h"
 
 // splitmix64: the next value of the sequence with state *s (any seed is fine).
@@ -87,12 +86,6 @@ static inline int util_stdout_done(const char *tool, const char *what) {
     return 1;
 }
 static inline int util_help_done(const char *tool) { return util_stdout_done(tool, "the help"); }
-
-// The machine's physical memory in bytes; 0 when unknown.
-static inline double util_mem_bytes(void) {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
-}
 
 // Median of v[0..n) (sorts v); n >= 1.
 static inline double util_median(double *v, int n) {
