@@ -159,11 +159,10 @@ int argmax_ref(const float *x, int n) {
 // One KV head at a time with its group of query heads (n_head / n_head_kv of them), so each K and
 // V row comes from memory once per group, not once per query head: the scores run in blocks of
 // positions with the group's heads inside (the block's K rows stay in L1), softmax per head, then
-// the V sum in chunks of positions with the heads inside. Small heads take several groups at a
-// time (attention_batch), so their V sums have FMA chains enough. The loop order decides which
-// row is in cache, never an output's arithmetic.
-
-#define VCHUNK 64                 // positions per V chunk: VCHUNK rows of V stay in L1 for the group
+// the V sum in blocks of ATTN_VBLOCK positions with the heads inside (a block's V rows stay in L1
+// for the group). Small heads take several groups at a time (attention_batch), so their V sums
+// have FMA chains enough. The loop order decides which row is in cache, never an output's
+// arithmetic.
 
 static atomic_int kv_prefetch_bytes;   // attention_set_prefetch's, read as each attention call starts
 
@@ -205,6 +204,42 @@ static void vsum_ref(float *o, const float *a, const void *v, uint32_t vt, int p
 // Rows per block of a call over n_pos positions: lay's, or n_pos where the cache is one block.
 static inline int kv_block_rows(kv_layout lay, int n_pos) {
     return lay.block_rows > 0 && lay.block_rows < n_pos ? lay.block_rows : n_pos;
+}
+
+// The KV prefetch of a block: the distance in rows (0: none) and the rows the block has (the
+// SIMD paths' kv_prefetch; the reference ignores it).
+typedef struct { int ahead, n_pos; } kvpf;
+
+// The V sums of ng groups of grp heads (scores a + h * n_pos; group g0 + j's V rows in lay):
+// piece adds positions [p0, p1) of one cache block into chains continued from o (vsum_ref's
+// contract), and chain (ng * grp * hd floats) holds one ATTN_VBLOCK block's sums, which o then
+// adds: blocks counted from position 0, cut where the cache's blocks end, so the arithmetic is the
+// same in every layout. o starts zeroed, so the first block sums into it directly (0 + s is s).
+// av: the V prefetch distance in rows.
+typedef void vsum_piece_fn(float *o, const float *a, int n_pos, const void *v, uint32_t vt, size_t head_stride,
+                           int p0, int p1, size_t stride, int hd, int ng, int grp, kvpf pf);
+static inline __attribute__((always_inline)) void vsum_blocks(float *o, float *chain, const float *a, int n_pos,
+        const void *v, uint32_t vt, kv_layout lay, int g0, int ng, int grp, int hd, int av, vsum_piece_fn *piece) {
+    const int B = kv_block_rows(lay, n_pos);
+    const size_t n = (size_t)ng * grp * hd;
+    for (int c0 = 0; c0 < n_pos; c0 += ATTN_VBLOCK) {
+        const int c1 = n_pos - c0 < ATTN_VBLOCK ? n_pos : c0 + ATTN_VBLOCK;
+        float *s = c0 ? chain : o;
+        if (c0) memset(chain, 0, n * sizeof *chain);
+        for (int p = c0, e; p < c1; p = e) {
+            const int b0 = p / B * B, nb = n_pos - b0 < B ? n_pos - b0 : B;
+            e = c1 < b0 + nb ? c1 : b0 + nb;
+            piece(s, a + b0, n_pos, kv_at(v, vt, kv_index(lay, g0, b0)), vt, lay.head, p - b0, e - b0, lay.row, hd, ng,
+                  grp, (kvpf){av, nb});
+        }
+        for (size_t i = 0; c0 && i < n; i++) o[i] += chain[i];
+    }
+}
+
+size_t attention_scratch(int n_pos, int n_head, int n_head_kv, int head_dim) {
+    if (n_pos <= 0 || n_head <= 0 || n_head_kv <= 0 || head_dim <= 0) return 0;
+    int grp = n_head / n_head_kv, batch = n_head < 8 ? n_head : 8;
+    return ((size_t)n_pos + (size_t)head_dim) * (size_t)(grp > batch ? grp : batch);
 }
 
 kv_layout kv_blocks(int head_dim, size_t elem, int n_heads, int n_ctx, int block_rows) {
@@ -262,20 +297,30 @@ size_t attention_prefetch_lines(uintptr_t c, size_t row_bytes, size_t w_bytes, i
                        lines ? max : 0);
 }
 
+// vsum_blocks' piece, a head at a time.
+static void vsum_piece_ref(float *o, const float *a, int n_pos, const void *v, uint32_t vt, size_t head_stride,
+                           int p0, int p1, size_t stride, int hd, int ng, int grp, kvpf pf) {
+    (void)pf;
+    for (int h = 0; h < ng * grp; h++)
+        vsum_ref(o + (size_t)h * hd, a + (size_t)h * n_pos, kv_at(v, vt, (size_t)(h / grp) * head_stride), vt, p0, p1,
+                 0, hd, stride);
+}
+
 void attention_ref(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
                    int n_head, int n_head_kv, int head_dim, kv_layout lay, float *scratch) {
     if (!attn_ok(kt, vt, n_pos, n_head, n_head_kv, head_dim)) return;
     const float scale = 1.0f / sqrtf((float)head_dim);
-    const int grp = n_head / n_head_kv, hd = head_dim, B = kv_block_rows(lay, n_pos);
-    for (int h = 0; h < n_head; h++) {
-        for (int p = 0; p < n_pos; p++)
-            scratch[p] = dot_ref(q + (size_t)h * hd, kv_at(k, kt, kv_index(lay, h / grp, p)), kt, hd) * scale;
-        softmax_ref(scratch, n_pos);
-        float *oh = out + (size_t)h * hd;
-        memset(oh, 0, (size_t)hd * sizeof *oh);
-        for (int b0 = 0; b0 < n_pos; b0 += B)   // a block's first row: kv_index of its first position
-            vsum_ref(oh, scratch + b0, kv_at(v, vt, kv_index(lay, h / grp, b0)), vt, 0, n_pos - b0 < B ? n_pos - b0 : B,
-                     0, hd, lay.row);
+    const int grp = n_head / n_head_kv, hd = head_dim;
+    memset(out, 0, (size_t)n_head * hd * sizeof *out);
+    for (int g = 0; g < n_head_kv; g++) {
+        for (int i = 0; i < grp; i++) {
+            float *s = scratch + (size_t)i * n_pos;
+            for (int p = 0; p < n_pos; p++)
+                s[p] = dot_ref(q + (size_t)(g * grp + i) * hd, kv_at(k, kt, kv_index(lay, g, p)), kt, hd) * scale;
+            softmax_ref(s, n_pos);
+        }
+        vsum_blocks(out + (size_t)g * grp * hd, scratch + (size_t)grp * n_pos, scratch, n_pos, v, vt, lay, g, 1, grp,
+                    hd, 0, vsum_piece_ref);
     }
 }
 
@@ -429,7 +474,6 @@ static inline __attribute__((always_inline)) AVX2 __m256 kv_load8(const void *c,
 // read rate. kv_pf_lines states which lines (attention_prefetch_lines in ops.h).
 // Within a block: its rows are one stream; the next block's lie elsewhere (a measurement build that
 // also prefetched the next block's first rows as a block ended gained nothing on a Zen 5).
-typedef struct { int ahead, n_pos; } kvpf;   // the distance in rows (0: none) and the rows the block has
 
 static inline __attribute__((always_inline)) void kv_prefetch(const void *c, uint32_t t, size_t stride, int p,
                                                               int n, int w, kvpf pf) {
@@ -627,8 +671,22 @@ static inline __attribute__((always_inline)) AVX2 void vsum_group(float *o, cons
     for (; h < grp; h++) vsum_head(o + (size_t)h * hd, a + (size_t)h * n_pos, v, vt, p0, p1, hd, stride, pf);
 }
 
+// vsum_blocks' piece: a batch of several groups, or one group's heads; called through a pointer,
+// so it fixes the cache type itself (the loads fold to one kind per loop).
+static AVX2 void vsum_piece(float *o, const float *a, int n_pos, const void *v, uint32_t vt, size_t head_stride,
+                            int p0, int p1, size_t stride, int hd, int ng, int grp, kvpf pf) {
+#define PIECE(VT)                                                                                  \
+    do {                                                                                           \
+        if (ng > 1) vsum_chains(o, a, n_pos, v, VT, head_stride, p0, p1, stride, hd, ng, grp, pf); \
+        else vsum_group(o, a, n_pos, v, VT, p0, p1, hd, stride, grp, pf);                          \
+    } while (0)
+    if (vt == WTYPE_F16) PIECE(WTYPE_F16);
+    else PIECE(WTYPE_F32);
+#undef PIECE
+}
+
 // Groups per batch: as many as fit eight V chains when a group has 1, 2 or 4 (grp * head_dim/8),
-// else 1; attention's scratch holds the scores of one batch.
+// else 1; attention's scratch holds the scores and one V block's sums of one batch.
 static int attention_batch(int grp, int hd) {
     int c = grp * (hd / 8);
     return hd % 8 == 0 && (c == 1 || c == 2 || c == 4) ? 8 / c : 1;
@@ -660,17 +718,8 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
                 }
             }
         for (int h = 0; h < ng * grp; h++) softmax_fn(scratch + (size_t)h * n_pos, n_pos);
-        float *og = out + (size_t)g0 * grp * hd;
-        for (int b0 = 0; b0 < n_pos; b0 += B) {
-            const int nb = n_pos - b0 < B ? n_pos - b0 : B;
-            const void *vb = kv_at(v, vt, kv_index(lay, g0, b0));
-            const kvpf pfv = {av, nb};
-            for (int p0 = 0; p0 < nb; p0 += VCHUNK) {
-                int p1 = nb - p0 < VCHUNK ? nb : p0 + VCHUNK;
-                if (ng > 1) vsum_chains(og, scratch + b0, n_pos, vb, vt, lay.head, p0, p1, row, hd, ng, grp, pfv);
-                else vsum_group(og, scratch + b0, n_pos, vb, vt, p0, p1, hd, row, grp, pfv);
-            }
-        }
+        vsum_blocks(out + (size_t)g0 * grp * hd, scratch + (size_t)ng * grp * n_pos, scratch, n_pos, v, vt, lay, g0, ng,
+                    grp, hd, av, vsum_piece);
         g0 += ng;
     }
 }
@@ -829,6 +878,14 @@ INL5 void vsum_batch16(float *o, const float *a, int n_pos, const void *v, uint3
     }
 }
 
+// vsum_blocks' piece from hd 16 on (attention_body512's wide case), the cache type fixed as in
+// vsum_piece.
+static A512BW void vsum_piece512(float *o, const float *a, int n_pos, const void *v, uint32_t vt, size_t head_stride,
+                                 int p0, int p1, size_t stride, int hd, int ng, int grp, kvpf pf) {
+    if (vt == WTYPE_F16) vsum_batch16(o, a, n_pos, v, WTYPE_F16, head_stride, p0, p1, stride, hd, ng * grp, grp, pf);
+    else vsum_batch16(o, a, n_pos, v, WTYPE_F32, head_stride, p0, p1, stride, hd, ng * grp, grp, pf);
+}
+
 // attention_body in sixteen lanes: heads paired for the scores where hd is whole 8-blocks (a lone
 // last head of an odd group, the n_pos % 8 tail positions and other head sizes take the AVX2
 // scores); the V sums in zmm from hd 16 on, AVX2's below. With grp 1 up to 8 groups a batch (the
@@ -865,19 +922,8 @@ INL5 void attention_body512(float *out, const float *q, const void *k, uint32_t 
             }
         }
         for (int h = 0; h < ng * grp; h++) softmax_avx512(scratch + (size_t)h * n_pos, n_pos);
-        float *og = out + (size_t)g0 * grp * hd;
-        for (int b0 = 0; b0 < n_pos; b0 += B) {
-            const int nb = n_pos - b0 < B ? n_pos - b0 : B;
-            const void *vb = kv_at(v, vt, kv_index(lay, g0, b0));
-            const float *ab = scratch + b0;
-            const kvpf pfv = {av, nb};
-            for (int p0 = 0; p0 < nb; p0 += VCHUNK) {
-                int p1 = nb - p0 < VCHUNK ? nb : p0 + VCHUNK;
-                if (wide) vsum_batch16(og, ab, n_pos, vb, vt, lay.head, p0, p1, row, hd, ng * grp, grp, pfv);
-                else if (ng > 1) vsum_chains(og, ab, n_pos, vb, vt, lay.head, p0, p1, row, hd, ng, grp, pfv);
-                else vsum_group(og, ab, n_pos, vb, vt, p0, p1, hd, row, grp, pfv);
-            }
-        }
+        vsum_blocks(out + (size_t)g0 * grp * hd, scratch + (size_t)ng * grp * n_pos, scratch, n_pos, v, vt, lay, g0, ng,
+                    grp, hd, av, wide ? vsum_piece512 : vsum_piece);
         g0 += ng;
     }
 }

@@ -59,9 +59,14 @@ kv_layout kv_blocks(int head_dim, size_t elem, int n_heads, int n_ctx, int block
 // widened exactly to f32 where it is read, the arithmetic then that of an f32 cache holding the
 // widened values), both laid out as lay says. The layout decides where a row is read, never the
 // arithmetic: the same rows in any layout give the same bits.
-// out: (n_head, head_dim). scratch: n_pos * max(n_head / n_head_kv, min(n_head, 8)) floats (the
-// scores of one KV head's group of query heads, or of up to 8 query heads of several small
-// groups at once). Query head i reads kv head i / (n_head/n_head_kv).
+// out: (n_head, head_dim). scratch: attention_scratch(n_pos, n_head, n_head_kv, head_dim) floats
+// (the scores of one KV head's group of query heads, or of up to 8 query heads of several small
+// groups at once, and their V sums over one position block). Query head i reads kv head
+// i / (n_head/n_head_kv). Each output's V sum runs in blocks of ATTN_VBLOCK positions counted
+// from 0, whatever the layout: an fma chain from 0 over a block's positions, ascending, and the
+// block sums added left to right (its error grows with the blocks, not with every position).
+#define ATTN_VBLOCK 64
+size_t attention_scratch(int n_pos, int n_head, int n_head_kv, int head_dim);
 void attention(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
                int n_head, int n_head_kv, int head_dim, kv_layout lay, float *scratch);
 // Bytes attention's SIMD path prefetches its K and V rows ahead (0, the initial value: none;
@@ -90,7 +95,7 @@ void f32_to_bf16_row(const float *src, uint16_t *dst, size_t n);
 
 // Scalar reference of attention's SIMD path (same bits): dot products over head_dim in eight
 // lanes reduced ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) then the tail; softmax_ref; V summed with
-// fmaf, p ascending. Both return without writing when n_pos, n_head, n_head_kv or head_dim is not
+// fmaf, p ascending, in ATTN_VBLOCK blocks added left to right. Both return without writing when n_pos, n_head, n_head_kv or head_dim is not
 // positive, n_head % n_head_kv != 0, or a cache type is neither WTYPE_F32 nor WTYPE_F16.
 void attention_ref(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
                    int n_head, int n_head_kv, int head_dim, kv_layout lay, float *scratch);

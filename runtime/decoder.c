@@ -149,9 +149,8 @@ static void ctx_job_run(void *arg, int tid, int n_threads) {
     thread_ctx *c = &j->d->threads[tid];
     c->tid = tid, c->node = j->d->sched.node[tid], c->cpu = j->cpu[tid];
     const llama_hparams *h = &j->d->hp;
-    int grp = h->n_head / h->n_head_kv, batch = h->n_head < 8 ? h->n_head : 8;   // ops.h's scratch
-    if (!ALLOC(c->xb, h->n_embd) || !ALLOC(c->att_scores, (size_t)j->d->n_ctx * (grp > batch ? grp : batch)) ||
-        !ALLOC(c->rope_cs, h->n_rot))
+    size_t att = attention_scratch(j->d->n_ctx, h->n_head, h->n_head_kv, h->head_dim);
+    if (!ALLOC(c->xb, h->n_embd) || !ALLOC(c->att_scores, att) || !ALLOC(c->rope_cs, h->n_rot))
         j->failed = 1;
     c->rope_pos = -1;
 }

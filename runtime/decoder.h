@@ -60,7 +60,7 @@ typedef struct thread_ctx_s {
     int node;                     // NUMA node index
     int cpu;                      // CPU it is pinned to
     float *xb;                    // (n_embd) its RMSNorm of the residual stream
-    float *att_scores;            // (max(n_head / n_head_kv, min(n_head, 8)), n_ctx) attention scores (ops.h)
+    float *att_scores;            // (attention_scratch(n_ctx, ...)) attention's scores and V sums (ops.h)
     float *rope_cs;               // (n_rot) RoPE's cos and sin at rope_pos (rope_angles), for every layer
     int rope_pos;                 // the position rope_cs holds; -1: none yet
     double wait_s[SCHED_N_WAIT];  // seconds waited before each step since decoder_stats_reset

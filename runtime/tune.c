@@ -361,7 +361,7 @@ static int measure_kv(const mat *m, int inc, int *kv) {
     int c[NKPF + 1], nc = NKPF, ii = -1;
     for (int i = 0; i < NKPF; i++) c[i] = KPF[i], ii = KPF[i] == inc ? i : ii;
     if (inc >= 0 && ii < 0) c[ii = nc++] = inc;
-    float *scratch = malloc(sizeof(float) * (size_t)n_pos * KV_HEADS);
+    float *scratch = malloc(sizeof(float) * attention_scratch(n_pos, KV_HEADS, KV_HEADS, KV_HD));
     if (!scratch) return -1;
     double t[TUNE_MAX_CANDIDATES * ROUNDS];
     time_rounds(attention_time, &(kv_job){k, v, n_pos, m->cold, scratch, c, lay}, nc, ROUNDS, t);
