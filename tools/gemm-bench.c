@@ -88,6 +88,13 @@ static void usage(FILE *f) {
 
 typedef struct { uint32_t dt; const char *name; } dtype;
 
+// Bytes bench allocates for a cell: W and P in the weight type, X, Y, the reference row and the
+// f32 weights (the size check in main reads this, so the two cannot drift apart).
+static double bench_bytes(uint32_t dt, size_t m, size_t k, size_t n) {
+    return (double)n * k * wtype_get(dt)->size + (double)gemv_packed_bytes(dt, k, n) +
+           4.0 * ((double)m * k + (double)m * n + (double)n + (double)n * k);
+}
+
 static int bench(pool *pl, int nth, dtype d, size_t m, size_t k, size_t n, int trials, const char *fmt) {
     size_t es = wtype_get(d.dt)->size, nt = gemv_n_tiles(n), bytes = gemv_packed_bytes(d.dt, k, n);
     void *W = malloc(n * k * es), *P = aligned_alloc(64, bytes);
@@ -158,13 +165,13 @@ int main(int argc, char **argv) {
     }
     const char *env = cli_env_problem();
     if (env) { fprintf(stderr, "gemm-bench: %s\n", env); return 2; }
-    // the largest cell's buffers, all written: W and P (dtype, P a tile's padding more), X, Y and the f32 weights
-    double most = 0, mem = cpu_mem_bytes();
+    double most = 0, mem = cpu_mem_bytes();   // the largest cell's buffers, all written
     int big = 0;
-    for (int i = 0; i < nm; i++) {
-        double need = 4.0 * (3.0 * kn[0] * (kn[1] + 64.0) + (double)ms[i] * (kn[0] + kn[1]));
-        if (need > most) most = need, big = ms[i];
-    }
+    for (int d = 0; d < 3; d++)
+        for (int i = 0; i < nm && (types >> d & 1); i++) {
+            double need = bench_bytes(all[d].dt, (size_t)ms[i], (size_t)kn[0], (size_t)kn[1]);
+            if (need > most) most = need, big = ms[i];
+        }
     if (mem > 0 && most > mem / 2) {
         fprintf(stderr, "gemm-bench: -m %d -k %d -n %d needs %.1f GiB, more than half of this machine's %.1f GiB\n",
                 big, kn[0], kn[1], most / (1 << 30), mem / (1 << 30));
