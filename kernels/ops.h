@@ -95,8 +95,9 @@ void f32_to_bf16_row(const float *src, uint16_t *dst, size_t n);
 
 // Scalar reference of attention's SIMD path (same bits): dot products over head_dim in eight
 // lanes reduced ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)) then the tail; softmax_ref; V summed with
-// fmaf, p ascending, in ATTN_VBLOCK blocks added left to right. Both return without writing when n_pos, n_head, n_head_kv or head_dim is not
-// positive, n_head % n_head_kv != 0, or a cache type is neither WTYPE_F32 nor WTYPE_F16.
+// fmaf, p ascending, in ATTN_VBLOCK blocks added left to right. Both return without writing when
+// n_pos, n_head, n_head_kv or head_dim is not positive, n_head % n_head_kv != 0, or a cache type is
+// neither WTYPE_F32 nor WTYPE_F16.
 void attention_ref(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
                    int n_head, int n_head_kv, int head_dim, kv_layout lay, float *scratch);
 // Scalar reference of argmax_f32 (same index).

@@ -227,7 +227,7 @@ static size_t test_argmax(void) {
 // (min(n_pos, ATTN_VBLOCK) + its blocks) u: a chain over one block, then a rounding per block sum.
 // One set of rows in every cache layout (ops.h kv_layout): position-major (rows of every head,
 // padded or not), head-major (each head's positions one stream, heads padded apart) and position
-// blocks of 5, 8 and 72 rows (blocks that split attention's 8-position groups and V chunks, or
+// blocks of 5, 8 and 72 rows (blocks that split attention's 8-position groups and V blocks, or
 // hold whole ones; heads and blocks padded apart or not), the padding NaN: every layout must give
 // the first one's bits. K and V each f32 or f16, where the reference must also equal the f32
 // reference on the widened values (the f16 contract in ops.h). The SIMD path also runs with its
