@@ -66,7 +66,7 @@ kv_layout kv_blocks(int head_dim, size_t elem, int n_heads, int n_ctx, int block
 // from 0, whatever the layout: an fma chain from 0 over a block's positions, ascending, and the
 // block sums added left to right (its error grows with the blocks, not with every position).
 #define ATTN_VBLOCK 64
-size_t attention_scratch(int n_pos, int n_head, int n_head_kv, int head_dim);
+size_t attention_scratch(int n_pos, int n_head, int n_head_kv, int head_dim);   // 0 if one is not positive
 void attention(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
                int n_head, int n_head_kv, int head_dim, kv_layout lay, float *scratch);
 // Bytes attention's SIMD path prefetches its K and V rows ahead (0, the initial value: none;
