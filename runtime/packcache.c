@@ -290,18 +290,27 @@ static void tidy(const char *dir, const char *path) {
 // Why a file of total bytes should not be written into dir: free space unknown, too little of it
 // beyond the spare (1 GiB, or a tenth of the file system when that is more: the cache is on by
 // default and must not fill a disk), or a file-size limit below it. 0: go ahead.
+// bytes in GB, MB or kB, three significant digits or more (a small cache file is not "0.00 GB").
+static const char *size_str(char buf[32], double bytes) {
+    double u = bytes >= 1e9 ? 1e9 : bytes >= 1e6 ? 1e6 : 1e3, v = bytes / u;
+    snprintf(buf, 32, "%.*f %s", v >= 100 ? 0 : v >= 10 ? 1 : 2, v, u == 1e9 ? "GB" : u == 1e6 ? "MB" : "kB");
+    return buf;
+}
+
 static int no_room(const char *dir, const char *path, size_t total, char *note, size_t n) {
     struct statvfs vfs;
     struct rlimit rl;
+    char a[32], t[32], sp[32], sh[32];
     if (statvfs(dir, &vfs)) return snprintf(note, n, "not writing %s: free space unknown: %s", path, strerror(errno)), -1;
     double avail = (double)vfs.f_bavail * vfs.f_frsize, size = (double)vfs.f_blocks * vfs.f_frsize;
     double spare = size * SPARE_SHARE > SPARE_BYTES ? size * SPARE_SHARE : SPARE_BYTES;
     if (avail < (double)total + spare)
-        return snprintf(note, n, "not writing %s: %.2f GB free, it takes %.2f GB and %.2f GB is kept spare",
-                        path, avail / 1e9, total / 1e9, spare / 1e9), -1;
+        return snprintf(note, n, "not writing %s: %s free, it takes %s and %s is kept spare (%s short)", path,
+                        size_str(a, avail), size_str(t, (double)total), size_str(sp, spare),
+                        size_str(sh, (double)total + spare - avail)), -1;
     if (!getrlimit(RLIMIT_FSIZE, &rl) && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < total)
-        return snprintf(note, n, "not writing %s: it takes %.2f GB, over the file-size limit (ulimit -f)",
-                        path, total / 1e9), -1;
+        return snprintf(note, n, "not writing %s: it takes %s, over the file-size limit (ulimit -f)", path,
+                        size_str(t, (double)total)), -1;
     return 0;
 }
 
