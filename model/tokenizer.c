@@ -45,14 +45,16 @@ struct tokenizer {
     int add_bos, add_space_prefix;
     int32_t *user;              // (n_user) user-defined pieces, longest first
     int32_t n_user;
-    // Which user pieces a text holds, found in one pass per distinct length by a rolling hash.
-    uint64_t *user_key;         // (n_user) rolling hash of user[k], mixed with its length
-    int32_t *user_slot;         // (n_user_slot) open addressing: k + 1, 0 empty
-    uint32_t n_user_slot;
-    uint32_t *user_lens;        // (n_user_lens) the distinct lengths
-    int32_t *user_count;        // (n_user_lens) pieces of each
-    uint64_t (*user_first)[4];  // (n_user_lens) bit set of the first bytes of each length's pieces
-    int32_t n_user_lens;
+    // Which user pieces a text holds: an Aho-Corasick automaton over them, one pass over the text
+    // whatever their number and lengths. A node is a prefix of some piece; node 0 is the empty one.
+    int32_t n_node;
+    uint64_t *ac_key;           // (n_ac_slot) an edge: parent << 8 | byte
+    int32_t *ac_slot;           // (n_ac_slot) open addressing of the edges: child + 1, 0 empty
+    uint32_t n_ac_slot;
+    int32_t *ac_fail;           // (n_node) the longest proper suffix that is a node
+    int32_t *ac_dict;           // (n_node) the nearest node on the fail chain that ends a piece, -1 none
+    int32_t *ac_piece;          // (n_node) a piece k (collect_user's order) that ends here, -1 none
+    int32_t *ac_same;           // (n_user) the next piece with the same text, -1 none
     const pretok *pre;          // byte-level BPE only (NULL: SentencePiece)
     bpe *bpe;
 };
@@ -304,63 +306,93 @@ static int collect_eog(tokenizer *t, const gguf_file *g, char *err) {
     return 0;
 }
 
-#define ROLL 0x100000001b3ull     // rolling hash base: h(s) = sum s[i] ROLL^(n - 1 - i), mod 2^64
-
-static uint64_t user_mix(uint64_t h, size_t n) { return h ^ (uint64_t)n * 0x9e3779b97f4a7c15ull; }
-static uint32_t user_hash_slot(const tokenizer *t, uint64_t key) {
-    return (uint32_t)((key * 0xbf58476d1ce4e5b9ull) >> 32) & (t->n_user_slot - 1);
+static uint32_t ac_hash(const tokenizer *t, uint64_t key) {
+    return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (t->n_ac_slot - 1);
 }
 
-// The rolling-hash index of the user pieces (collect_user's order) and their distinct lengths.
+// The child of node u along byte c, -1 none.
+static int32_t ac_child(const tokenizer *t, int32_t u, uint8_t c) {
+    uint64_t key = (uint64_t)u << 8 | c;
+    for (uint32_t j = ac_hash(t, key); t->ac_slot[j]; j = (j + 1) & (t->n_ac_slot - 1))
+        if (t->ac_key[j] == key) return t->ac_slot[j] - 1;
+    return -1;
+}
+
+// The trie of the user pieces (collect_user's order), then fail and dictionary links breadth
+// first; first/sib/queue list each node's children for that walk.
 static int index_user(tokenizer *t) {
-    for (t->n_user_slot = 16; t->n_user_slot < 2u * (uint32_t)t->n_user; t->n_user_slot *= 2) {}
-    t->user_key = malloc((size_t)t->n_user * sizeof *t->user_key);
-    t->user_slot = calloc(t->n_user_slot, sizeof *t->user_slot);
-    t->user_lens = malloc((size_t)t->n_user * sizeof *t->user_lens);
-    t->user_count = calloc((size_t)t->n_user, sizeof *t->user_count);
-    t->user_first = calloc((size_t)t->n_user, sizeof *t->user_first);
-    if (!t->user_key || !t->user_slot || !t->user_lens || !t->user_count || !t->user_first) return -1;
+    size_t total = 1;
+    for (int32_t k = 0; k < t->n_user; k++) total += t->off[t->user[k] + 1] - t->off[t->user[k]];
+    if (total > INT32_MAX / 4) return -1;
+    for (t->n_ac_slot = 16; t->n_ac_slot < 2 * total; t->n_ac_slot *= 2) {}
+    t->ac_key = malloc(t->n_ac_slot * sizeof *t->ac_key);
+    t->ac_slot = calloc(t->n_ac_slot, sizeof *t->ac_slot);
+    t->ac_fail = malloc(total * sizeof *t->ac_fail);
+    t->ac_dict = malloc(total * sizeof *t->ac_dict);
+    t->ac_piece = malloc(total * sizeof *t->ac_piece);
+    t->ac_same = malloc((size_t)t->n_user * sizeof *t->ac_same);
+    int32_t *first = malloc(total * sizeof *first), *sib = malloc(total * sizeof *sib), *queue = malloc(total * sizeof *queue);
+    uint8_t *byte = malloc(total);
+    int rc = -1;
+    if (!t->ac_key || !t->ac_slot || !t->ac_fail || !t->ac_dict || !t->ac_piece || !t->ac_same || !first || !sib ||
+        !queue || !byte)
+        goto out;
+    memset(first, -1, total * sizeof *first);
+    memset(t->ac_piece, -1, total * sizeof *t->ac_piece);
+    t->n_node = 1;
     for (int32_t k = 0; k < t->n_user; k++) {
         const uint8_t *p = (const uint8_t *)t->text + t->off[t->user[k]];
-        uint32_t n = t->off[t->user[k] + 1] - t->off[t->user[k]];
-        uint64_t h = 0;
-        for (uint32_t i = 0; i < n; i++) h = h * ROLL + p[i];
-        t->user_key[k] = user_mix(h, n);
-        uint32_t s = user_hash_slot(t, t->user_key[k]);
-        while (t->user_slot[s]) s = (s + 1) & (t->n_user_slot - 1);
-        t->user_slot[s] = k + 1;
-        if (!t->n_user_lens || t->user_lens[t->n_user_lens - 1] != n) t->user_lens[t->n_user_lens++] = n;
-        t->user_count[t->n_user_lens - 1]++;
-        t->user_first[t->n_user_lens - 1][p[0] >> 6] |= 1ull << (p[0] & 63);
-    }
-    return 0;
-}
-
-// Marks in seen[k] each user piece k that occurs in text[0..len): one rolling pass per length,
-// ended early once every piece of that length has been seen.
-static void find_users(const tokenizer *t, const char *text, size_t len, uint8_t *seen) {
-    const uint8_t *s = (const uint8_t *)text;
-    for (int32_t l = 0; l < t->n_user_lens; l++) {
-        size_t n = t->user_lens[l];
-        int32_t left = t->user_count[l];
-        const uint64_t *first = t->user_first[l];
-        if (n > len) continue;
-        uint64_t h = 0, top = 1;                 // top = ROLL^(n - 1)
-        for (size_t i = 0; i < n; i++) { h = h * ROLL + s[i]; if (i) top *= ROLL; }
-        for (size_t i = 0; left > 0; i++) {
-            uint64_t key = user_mix(h, n);
-            for (uint32_t j = user_hash_slot(t, key); (first[s[i] >> 6] >> (s[i] & 63) & 1) && t->user_slot[j];
-                 j = (j + 1) & (t->n_user_slot - 1)) {
-                int32_t k = t->user_slot[j] - 1;
-                if (t->user_key[k] == key && !seen[k] && !memcmp(t->text + t->off[t->user[k]], s + i, n)) {
-                    seen[k] = 1;
-                    left--;
-                }
+        int32_t u = 0, n = (int32_t)(t->off[t->user[k] + 1] - t->off[t->user[k]]);
+        for (int32_t i = 0; i < n; i++) {
+            int32_t v = ac_child(t, u, p[i]);
+            if (v < 0) {
+                uint64_t key = (uint64_t)u << 8 | p[i];
+                uint32_t j = ac_hash(t, key);
+                while (t->ac_slot[j]) j = (j + 1) & (t->n_ac_slot - 1);
+                v = t->n_node++;
+                t->ac_key[j] = key, t->ac_slot[j] = v + 1;
+                byte[v] = p[i], sib[v] = first[u], first[u] = v;
             }
-            if (i + n >= len) break;
-            h = (h - s[i] * top) * ROLL + s[i + n];
+            u = v;
+        }
+        t->ac_same[k] = t->ac_piece[u], t->ac_piece[u] = k;
+    }
+    size_t head = 0, tail = 0;
+    t->ac_fail[0] = 0, t->ac_dict[0] = -1;
+    for (queue[tail++] = 0; head < tail;) {
+        int32_t u = queue[head++];
+        for (int32_t v = first[u]; v >= 0; v = sib[v]) {
+            int32_t f = t->ac_fail[u], w = -1;
+            while (u && (w = ac_child(t, f, byte[v])) < 0 && f) f = t->ac_fail[f];
+            t->ac_fail[v] = w >= 0 ? w : 0;
+            t->ac_dict[v] = t->ac_piece[t->ac_fail[v]] >= 0 ? t->ac_fail[v] : t->ac_dict[t->ac_fail[v]];
+            queue[tail++] = v;
         }
     }
+    rc = 0;
+out:
+    free(first), free(sib), free(queue), free(byte);
+    return rc;
+}
+
+// Marks in seen[k] each user piece k that occurs in text[0..len): one pass of the automaton. A
+// node's dictionary chain is walked until a node already reported (done), so each piece costs
+// its report once, however often it occurs.
+static int find_users(const tokenizer *t, const char *text, size_t len, uint8_t *seen) {
+    uint8_t *done = calloc((size_t)t->n_node, 1);
+    if (!done) return -1;
+    const uint8_t *s = (const uint8_t *)text;
+    for (size_t i = 0, u = 0; i < len; i++) {
+        int32_t v;
+        while ((v = ac_child(t, (int32_t)u, s[i])) < 0 && u) u = (size_t)t->ac_fail[u];
+        u = v >= 0 ? (size_t)v : 0;
+        for (int32_t w = t->ac_piece[u] >= 0 ? (int32_t)u : t->ac_dict[u]; w >= 0 && !done[w]; w = t->ac_dict[w]) {
+            done[w] = 1;
+            for (int32_t k = t->ac_piece[w]; k >= 0; k = t->ac_same[k]) seen[k] = 1;
+        }
+    }
+    free(done);
+    return 0;
 }
 
 // The user-defined pieces the text is split at before merging, longest first (llama.cpp's
@@ -447,8 +479,8 @@ int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) 
 void tokenizer_free(tokenizer *t) {
     if (!t) return;
     free(t->text); free(t->off); free(t->score); free(t->type); free(t->bucket); free(t->sorted);
-    free(t->user); free(t->user_key); free(t->user_slot); free(t->user_lens);
-    free(t->user_count); free(t->user_first);
+    free(t->user); free(t->ac_key); free(t->ac_slot); free(t->ac_fail); free(t->ac_dict); free(t->ac_piece);
+    free(t->ac_same);
     bpe_free(t->bpe);
     free(t);
 }
@@ -657,7 +689,7 @@ int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_b
     if (t->n_user && n_frag) {
         uint8_t *seen = calloc((size_t)t->n_user, 1);
         if (!seen) { free(frag); free(tmp); free(ids); return -1; }
-        find_users(t, text, len, seen);
+        if (find_users(t, text, len, seen)) { free(seen); free(frag); free(tmp); free(ids); return -1; }
         partition(t, text, frag, &n_frag, tmp, seen);
         free(seen);
     }
