@@ -323,7 +323,6 @@ static int32_t ac_child(const tokenizer *t, int32_t u, uint8_t c) {
 static int index_user(tokenizer *t) {
     size_t total = 1;
     for (int32_t k = 0; k < t->n_user; k++) total += t->off[t->user[k] + 1] - t->off[t->user[k]];
-    if (total > INT32_MAX / 4) return -1;
     for (t->n_ac_slot = 16; t->n_ac_slot < 2 * total; t->n_ac_slot *= 2) {}
     t->ac_key = malloc(t->n_ac_slot * sizeof *t->ac_key);
     t->ac_slot = calloc(t->n_ac_slot, sizeof *t->ac_slot);
@@ -396,9 +395,14 @@ static int find_users(const tokenizer *t, const char *text, size_t len, uint8_t 
 }
 
 // The user-defined pieces the text is split at before merging, longest first (llama.cpp's
-// order), ties by id: sorted as keys (~length << 32 | id).
+// order), ties by id: sorted as keys (~length << 32 | id). -1: out of memory; -2: their texts
+// pass USER_BYTES_MAX (the automaton takes about 50 bytes a byte of them).
+#define USER_BYTES_MAX (8u << 20)
 static int collect_user(tokenizer *t) {
-    for (int32_t i = 0; i < t->n_vocab; i++) t->n_user += splits_text(t, i);
+    size_t bytes = 0;
+    for (int32_t i = 0; i < t->n_vocab; i++)
+        if (splits_text(t, i)) t->n_user++, bytes += t->off[i + 1] - t->off[i];
+    if (bytes > USER_BYTES_MAX) return -2;
     if (!t->n_user) return 0;
     uint64_t *key = malloc((size_t)t->n_user * sizeof *key);
     if (!key || !(t->user = malloc((size_t)t->n_user * sizeof *t->user))) { free(key); return -1; }
@@ -468,9 +472,12 @@ int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) 
         if (id < 0) id = lookup(t, &one, 1);
         t->byte_tok[b] = id >= 0 ? id : t->unk;
     }
-    if (collect_user(t)) {
+    rc = collect_user(t);
+    if (rc) {
         tokenizer_free(t);
-        return gguf_fail(err, g->path, "tokenizer.ggml.tokens", "out of memory");
+        return rc == -2 ? gguf_fail(err, g->path, "tokenizer.ggml.tokens",
+                                    "user-defined pieces of more than %u MiB in all", USER_BYTES_MAX >> 20)
+                        : gguf_fail(err, g->path, "tokenizer.ggml.tokens", "out of memory");
     }
     *out = t;
     return 0;

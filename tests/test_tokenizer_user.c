@@ -1,7 +1,8 @@
 // User-defined pieces split the text before any merge, longest first, each stretch after one
 // taking the space prefix again; end-of-turn markers stored as user-defined ("<|end|>") stay
 // plain text, as llama.cpp retypes them to control. The vocab is llama-spm plus seven
-// user-defined pieces; the expected ids are llama.cpp's (release v0.4.0) on the same file.
+// user-defined pieces; the expected ids are llama.cpp's (release v0.4.0) on the same file. Then
+// a vocab whose user-defined pieces pass the 8 MiB the tokenizer takes is refused by name.
 #include "model/gguf_write.h"
 #include "model/tokenizer.h"
 #include "tests/check.h"
@@ -9,10 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const extra[] = {"<|user|>", "\n\n", "Hellx", "lo wor", "<|end|>", "  ", "zq"};
-enum { N_EXTRA = sizeof extra / sizeof *extra };
+static const char *const extra_pieces[] = {"<|user|>", "\n\n", "Hellx", "lo wor", "<|end|>", "  ", "zq"};
+enum { N_EXTRA = sizeof extra_pieces / sizeof *extra_pieces };
 
-static void build(const char *src, const char *dst) {
+// src's vocab plus the user-defined pieces extra[0..n_extra), written to dst.
+static void build(const char *src, const char *dst, const char *const *extra, int n_extra) {
     char err[GGUF_ERR_MAX];
     gguf_file g;
     CHECKF(gguf_open(&g, src, err) == 0, "%s", err);
@@ -20,7 +22,7 @@ static void build(const char *src, const char *dst) {
     CHECK(gguf_get_arr(&g, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &tk, err) == 0);
     CHECK(gguf_get_arr(&g, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, &sc, err) == 0);
     CHECK(gguf_get_arr(&g, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, &ty, err) == 0);
-    uint64_t n = tk->n + N_EXTRA;
+    uint64_t n = tk->n + (uint64_t)n_extra;
     char **s = calloc(n, sizeof *s);
     float *score = calloc(n, sizeof *score);
     int32_t *type = calloc(n, sizeof *type);
@@ -34,7 +36,7 @@ static void build(const char *src, const char *dst) {
         memcpy(&score[i], sc->data + 4 * i, 4);
         memcpy(&type[i], ty->data + 4 * i, 4);
     }
-    for (int i = 0; i < N_EXTRA; i++) { CHECK((s[tk->n + i] = strdup(extra[i]))); type[tk->n + i] = 4; }
+    for (int i = 0; i < n_extra; i++) { CHECK((s[tk->n + i] = strdup(extra[i]))); type[tk->n + i] = 4; }
     gguf_writer *w = gguf_writer_new(32);
     CHECK(w);
     for (uint64_t i = 0; i < g.n_kv; i++)
@@ -53,7 +55,7 @@ static void build(const char *src, const char *dst) {
 int main(void) {
     char *dir = scratch_dir();
     char *path = path_join(dir, "user.gguf");
-    build(SHARED_DIR "/testdata/vocab/ggml-vocab-llama-spm.gguf", path);
+    build(SHARED_DIR "/testdata/vocab/ggml-vocab-llama-spm.gguf", path, extra_pieces, N_EXTRA);
     char err[GGUF_ERR_MAX];
     gguf_file g;
     tokenizer *t;
@@ -83,6 +85,19 @@ int main(void) {
     CHECK(n_cases == 9);
     tokenizer_free(t);
     gguf_close(&g);
+    // User-defined pieces of more than 8 MiB in all are refused by name, before the automaton is
+    // built (about 50 bytes a byte of them): eight pieces of 1 MiB and one byte more.
+    char *big[9];
+    for (int i = 0; i < 9; i++) {
+        size_t n = i < 8 ? 1 << 20 : 1;
+        CHECK((big[i] = malloc(n + 1)));
+        memset(big[i], 'a' + i, n), big[i][n] = 0;
+    }
+    build(SHARED_DIR "/testdata/vocab/ggml-vocab-llama-spm.gguf", path, (const char *const *)big, 9);
+    CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
+    CHECK(tokenizer_load(&t, &g, err) == -1 && strstr(err, "user-defined pieces of more than 8 MiB in all"));
+    gguf_close(&g);
+    for (int i = 0; i < 9; i++) free(big[i]);
     free(path);
     CHECK(scratch_remove(dir) == 0);
     printf("user-defined pieces: %d cases\n", n_cases);
