@@ -86,7 +86,7 @@ int main(void) {
     tokenizer_free(t);
     gguf_close(&g);
     // User-defined pieces of more than 8 MiB in all are refused by name, before the automaton is
-    // built (about 50 bytes a byte of them): eight pieces of 1 MiB and one byte more.
+    // built (50-70 bytes a byte of them): eight pieces of 1 MiB and one byte more.
     char *big[9];
     for (int i = 0; i < 9; i++) {
         size_t n = i < 8 ? 1 << 20 : 1;
