@@ -396,7 +396,8 @@ static int find_users(const tokenizer *t, const char *text, size_t len, uint8_t 
 
 // The user-defined pieces the text is split at before merging, longest first (llama.cpp's
 // order), ties by id: sorted as keys (~length << 32 | id). -1: out of memory; -2: their texts
-// pass USER_BYTES_MAX (the automaton peaks at 50-70 bytes a byte of them, about 600 MB at the limit).
+// pass USER_BYTES_MAX (building the automaton peaks at 50-70 bytes a byte of them, about 600 MB
+// at the limit).
 #define USER_BYTES_MAX (8u << 20)
 static int collect_user(tokenizer *t) {
     size_t bytes = 0;
