@@ -330,7 +330,8 @@ static int index_user(tokenizer *t) {
     t->ac_dict = malloc(total * sizeof *t->ac_dict);
     t->ac_piece = malloc(total * sizeof *t->ac_piece);
     t->ac_same = malloc((size_t)t->n_user * sizeof *t->ac_same);
-    int32_t *first = malloc(total * sizeof *first), *sib = malloc(total * sizeof *sib), *queue = malloc(total * sizeof *queue);
+    int32_t *first = malloc(total * sizeof *first), *sib = malloc(total * sizeof *sib);
+    int32_t *queue = malloc(total * sizeof *queue);
     uint8_t *byte = malloc(total);
     int rc = -1;
     if (!t->ac_key || !t->ac_slot || !t->ac_fail || !t->ac_dict || !t->ac_piece || !t->ac_same || !first || !sib ||
