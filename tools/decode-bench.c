@@ -213,13 +213,13 @@ static int32_t prompt_token(int i, int vocab) {
 }
 
 // n prompt tokens at positions pos0.. in batches of `batch` through prefill (its buffers
-// allocated before the clock starts); seconds, or -1 out of memory.
+// allocated before the clock starts); seconds, or -1 after a line on stderr saying why.
 static double run_prompt(decoder *d, int pos0, int n, int batch) {
     prefill b;
-    char err[GGUF_ERR_MAX];
+    char err[GGUF_ERR_MAX] = "out of memory for the prompt's ids";
     int32_t *ids = malloc(sizeof *ids * (size_t)n);
     if (!ids || prefill_init(&b, d, batch < n ? batch : n, 1, err)) {
-        if (ids) fprintf(stderr, "decode-bench: %s\n", err);
+        fprintf(stderr, "decode-bench: %s\n", err);
         free(ids);
         return -1;
     }
@@ -237,7 +237,7 @@ static double run_prompt(decoder *d, int pos0, int n, int batch) {
 
 // Seconds to evaluate n tokens from position pos0 (the cache holding [0, pos0)): prompt tokens
 // (tg = 0; batch > 1 through prefill, 1 one at a time) or greedy generation feeding back each
-// argmax (tg = 1); -1 out of memory.
+// argmax (tg = 1); -1 when a prompt's buffers cannot be had (run_prompt said why).
 static double run_test(decoder *d, int pos0, int n, int tg, int batch) {
     if (!tg && batch > 1) return run_prompt(d, pos0, n, batch);
     int vocab = d->hp.n_vocab;
@@ -303,7 +303,7 @@ static void print_profile(const decoder *d, const result *r, int n) {
     }
 }
 
-// One timed repetition of a test: its tok/s joins the result's samples. -1 out of memory.
+// One timed repetition of a test: its tok/s joins the result's samples. -1 as run_test.
 static int bench_rep(decoder *d, const options *o, int n, int tg, int rep, result *r) {
     decoder_stats_reset(d);
     double s = run_test(d, r->n_depth, n, tg, r->batch_size);
@@ -589,8 +589,8 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
         int tg = k >= o->n_prompts, len = tg ? o->gens[k - o->n_prompts] : o->prompts[k];
         if (k == 0 && depth)          // a new depth: its context, once per decoder (tests write after it)
             for (int s = 0; s < made && !status; s++) {
-                if (run_prompt(&d[s], 0, depth, PREFILL_DEFAULT_BATCH) < 0) {
-                    fprintf(stderr, "decode-bench: %s: out of memory\n", path);
+                if (run_prompt(&d[s], 0, depth, PREFILL_DEFAULT_BATCH) < 0) {   // it said why
+                    fprintf(stderr, "decode-bench: %s: cannot fill the context to depth %d\n", path, depth);
                     status = 1;
                 } else fprintf(stderr, "decode-bench: %s t=%d: context filled to depth %d\n", path, T, depth);
             }
@@ -615,7 +615,7 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
                 decoder_set_tail_split(dc, rs[c].tail_split);
                 int failed = rep < 0 ? run_test(dc, depth, len < 16 ? len : 16, tg, rs[c].batch_size) < 0
                                      : bench_rep(dc, o, len, tg, rep, &rs[c]) < 0;
-                if (failed) { fprintf(stderr, "decode-bench: %s: out of memory\n", path); status = 1; }
+                if (failed) { fprintf(stderr, "decode-bench: %s: the test stopped (why: above)\n", path); status = 1; }
             }
         if (status) *n = c0;          // the results printed are the finished tests'
         for (int c = c0; c < *n; c++) bench_finish(&d[(c - c0) / per_split], len, roof, &rs[c]);
