@@ -88,18 +88,27 @@ static void usage(FILE *f) {
 
 typedef struct { uint32_t dt; const char *name; } dtype;
 
-// Bytes bench allocates for a cell: W and P in the weight type, X, Y, the reference row and the
-// f32 weights (the size check in main reads this, so the two cannot drift apart).
+// The bytes of a cell's buffers, as bench allocates them: W and P in the weight type, X, Y, the
+// reference row and the f32 weights; main's size check sums the same list.
+enum { BUF_W, BUF_P, BUF_X, BUF_Y, BUF_YR, BUF_WF, N_BUF };
+static void bench_sizes(uint32_t dt, size_t m, size_t k, size_t n, size_t sz[N_BUF]) {
+    sz[BUF_W] = n * k * wtype_get(dt)->size, sz[BUF_P] = gemv_packed_bytes(dt, k, n);
+    sz[BUF_X] = m * k * sizeof(float), sz[BUF_Y] = m * n * sizeof(float), sz[BUF_YR] = n * sizeof(float);
+    sz[BUF_WF] = n * k * sizeof(float);
+}
 static double bench_bytes(uint32_t dt, size_t m, size_t k, size_t n) {
-    return (double)n * k * wtype_get(dt)->size + (double)gemv_packed_bytes(dt, k, n) +
-           4.0 * ((double)m * k + (double)m * n + (double)n + (double)n * k);
+    size_t sz[N_BUF];
+    double total = 0;
+    bench_sizes(dt, m, k, n, sz);
+    for (int i = 0; i < N_BUF; i++) total += (double)sz[i];
+    return total;
 }
 
 static int bench(pool *pl, int nth, dtype d, size_t m, size_t k, size_t n, int trials, const char *fmt) {
-    size_t es = wtype_get(d.dt)->size, nt = gemv_n_tiles(n), bytes = gemv_packed_bytes(d.dt, k, n);
-    void *W = malloc(n * k * es), *P = aligned_alloc(64, bytes);
-    float *X = malloc(m * k * sizeof(float)), *Y = malloc(m * n * sizeof(float)), *yr = malloc(n * sizeof(float));
-    float *wf = malloc(n * k * sizeof(float));
+    size_t nt = gemv_n_tiles(n), sz[N_BUF];
+    bench_sizes(d.dt, m, k, n, sz);
+    void *W = malloc(sz[BUF_W]), *P = aligned_alloc(64, sz[BUF_P]);
+    float *X = malloc(sz[BUF_X]), *Y = malloc(sz[BUF_Y]), *yr = malloc(sz[BUF_YR]), *wf = malloc(sz[BUF_WF]);
     if (!W || !P || !X || !Y || !yr || !wf) { fprintf(stderr, "gemm-bench: out of memory\n"); return 1; }
     for (size_t i = 0; i < n * k; i++) wf[i] = rnd();
     wtype_get(d.dt)->from_f32(wf, W, n * k);
@@ -107,7 +116,7 @@ static int bench(pool *pl, int nth, dtype d, size_t m, size_t k, size_t n, int t
     for (size_t i = 0; i < m * k; i++) X[i] = rnd();
     gemv_pack(d.dt, W, k, n, P, 0, nt);
     job j = {.dt = d.dt, .X = X, .P = P, .m = m, .k = k, .n = n, .nt = nt, .Y = Y};
-    gemv_set_tuning(tune_pick(bytes, nth));             // decode's prefetch for weights of this size
+    gemv_set_tuning(tune_pick(sz[BUF_P], nth));             // decode's prefetch for weights of this size
     int rg = reps_for(pl, gemm_fn, &j);
     double tg[MAXTRIAL], tn[MAXTRIAL], tp[MAXTRIAL];
     for (int r = 0; r < trials; r++) {
