@@ -35,7 +35,7 @@ int decoder_check_ctx(const llama_model *m, int64_t n_ctx, uint32_t kt, uint32_t
     if (kv_pair_bytes(kt, vt) == 0) return gguf_fail(err, m->f.path, NULL, "KV cache types must be f32 or f16");
     double bytes = decoder_kv_cache_bytes(h, n_ctx, kt, vt);
     double mem = cpu_mem_bytes();
-    if (mem > 0 && bytes > mem * 0.9)
+    if (mem > 0 && bytes > mem * DECODER_MEM_SHARE)
         return gguf_fail(err, m->f.path, NULL, "context size %lld needs a %.1f GiB KV cache; this machine has %.1f GiB",
                     (long long)n_ctx, bytes / (1 << 30), mem / (1 << 30));
     return 0;

@@ -140,8 +140,11 @@ typedef struct decoder_s {
     float *logits;                // (n_vocab)
 } decoder;
 
+// The share of the machine's memory (cpu_mem_bytes) one buffer written whole may take: the KV
+// cache, a prompt batch's buffers. Past it the run would end at the OOM killer, so it is refused.
+#define DECODER_MEM_SHARE 0.9
 // Checks a context length: 1 <= n_ctx, and the KV cache it needs (K and V elements of the types
-// kt and vt, WTYPE_F32 or WTYPE_F16) fits in memory.
+// kt and vt, WTYPE_F32 or WTYPE_F16) fits in DECODER_MEM_SHARE of memory.
 int decoder_check_ctx(const llama_model *m, int64_t n_ctx, uint32_t kt, uint32_t vt, char err[GGUF_ERR_MAX]);
 // Bytes of a KV cache of n_ctx positions, K and V of types kt and vt; 0 unless both are f32 or f16.
 double decoder_kv_cache_bytes(const llama_hparams *h, int64_t n_ctx, uint32_t kt, uint32_t vt);

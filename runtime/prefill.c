@@ -41,7 +41,7 @@ int prefill_init(prefill *b, decoder *d, int cap, int cap_logits, char err[GGUF_
     double bytes = 0, mem = cpu_mem_bytes();
     for (int i = 0; i < 10; i++) bytes += 4.0 * (double)lens[i];
     // every page is touched below: past the machine's memory that is the OOM killer, not an error
-    if (mem > 0 && bytes > mem * 0.9)
+    if (mem > 0 && bytes > mem * DECODER_MEM_SHARE)
         return snprintf(err, GGUF_ERR_MAX, "a prompt batch of %d tokens needs %.1f GiB; this machine has %.1f GiB "
                         "(a smaller -b)", cap, bytes / (1 << 30), mem / (1 << 30)), -1;
     for (int i = 0; i < 10; i++) {

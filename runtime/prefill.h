@@ -23,7 +23,7 @@ typedef struct {
     float *logits;                // (cap_logits, n_vocab)
 } prefill;
 
-// 0 ok, -1 with err (out of memory, or buffers past 90% of the machine's memory). 1 <= cap_logits <= cap.
+// 0 ok, -1 with err (out of memory, or buffers past DECODER_MEM_SHARE of the machine's memory). 1 <= cap_logits <= cap.
 int prefill_init(prefill *b, decoder *d, int cap, int cap_logits, char err[GGUF_ERR_MAX]);
 // Evaluates tokens[0, n) at positions pos0 .. pos0 + n - 1, the cache holding [0, pos0);
 // 1 <= n <= cap, pos0 + n <= n_ctx, 0 <= n_logits <= min(n, cap_logits). Returns the logits of

@@ -283,12 +283,12 @@ static int block_cases(const llama_model *m, const float *ref, const float *ref1
     for (int i = 0; i < N_TOK; i++)
         CHECKF(!memcmp(decoder_forward(&d, tok[i], i), ref + (size_t)i * nv, sizeof(float) * nv),
                "n_ctx %d in blocks of 4: token %d's logits differ", N_TOK, i);
-    // a batch one token past 90% of the machine's memory is refused before a byte is allocated,
+    // a batch one token past DECODER_MEM_SHARE of the machine's memory is refused before a byte is allocated,
     // not OOM-killed: its buffers are n_embd x 3, q x 2, k/v x 2, n_ff x 2 and n_vocab floats a token
     const llama_hparams *h = &m->hp;
     double per = 4.0 * (3.0 * h->n_embd + 2.0 * h->n_head * h->head_dim + 2.0 * h->n_head_kv * h->head_dim +
                         2.0 * h->n_ff + h->n_vocab);
-    double over = floor(0.9 * cpu_mem_bytes() / per) + 1;
+    double over = floor(DECODER_MEM_SHARE * cpu_mem_bytes() / per) + 1;
     prefill big;
     CHECK(over > 1 && over < INT32_MAX);
     CHECKF(prefill_init(&big, &d, (int)over, (int)over, err) == -1 && strstr(err, "tokens needs"), "%.0f tokens: %s", over, err);

@@ -155,7 +155,7 @@ int main(void) {
     // A context whose f32 cache exceeds the memory bound while its f16 cache fits: the check counts
     // the element size.
     double mem = cpu_mem_bytes();
-    double mid = 0.9 * mem / (6.0 * m.hp.n_layer * m.hp.n_head_kv * m.hp.head_dim);
+    double mid = DECODER_MEM_SHARE * mem / (6.0 * m.hp.n_layer * m.hp.n_head_kv * m.hp.head_dim);
     if (mid < INT32_MAX) {
         CHECK(decoder_check_ctx(&m, (int64_t)mid, WTYPE_F32, WTYPE_F32, err) != 0);
         CHECK(decoder_check_ctx(&m, (int64_t)mid, WTYPE_F16, WTYPE_F16, err) == 0);
