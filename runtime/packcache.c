@@ -245,7 +245,8 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
 }
 
 // A cache file nobody needs any more: ours (magic), and its model gone, changed, or made by
-// another version. Files that are not ours are left alone.
+// another version. Files that are not ours are left alone, and so is a cache whose model cannot
+// be looked at for another reason than its absence (no permission, an I/O error): it may be back.
 static int stale(const char *file) {
     header h;
     int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -255,7 +256,9 @@ static int stale(const char *file) {
     if (!ours) return 0;
     struct stat st;
     h.model[MODEL_PATH_MAX - 1] = 0;
-    return h.version != PACKCACHE_VERSION || stat(h.model, &st) || (uint64_t)st.st_dev != h.dev ||
+    if (h.version != PACKCACHE_VERSION) return 1;
+    if (stat(h.model, &st)) return errno == ENOENT || errno == ENOTDIR;
+    return (uint64_t)st.st_dev != h.dev ||
            (uint64_t)st.st_ino != h.ino || (uint64_t)st.st_size != h.size ||
            (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec != h.ctime_ns;
 }
