@@ -53,7 +53,7 @@ static const pretok table[] = {
 };
 
 const pretok *pretok_find(const char *name, size_t len) {
-    if (!name) return &table[0];
+    if (!name || !len) return &table[0];   // llama.cpp reads a missing key as "": the same default
     for (size_t i = 0; i < sizeof table / sizeof *table; i++)
         if (strlen(table[i].name) == len && !memcmp(table[i].name, name, len)) return &table[i];
     return NULL;

@@ -14,7 +14,7 @@ typedef struct {
     int add_bos;                // tokenizer.ggml.add_bos_token's default
 } pretok;
 
-// The pre-tokenizer called name[0..len), NULL if unknown; name NULL (no key) is "default".
+// The pre-tokenizer called name[0..len), NULL if unknown; name NULL (no key) or empty is "default".
 const pretok *pretok_find(const char *name, size_t len);
 // Names accepted, NULL-terminated (for tests and tools).
 extern const char *const pretok_names[];

@@ -247,7 +247,7 @@ static void check_speed(void) {
 
 static char *scratch;
 
-// A gguf-synth BPE vocab in the scratch dir (pre NULL: no tokenizer.ggml.pre key).
+// A gguf-synth BPE vocab in the scratch dir (pre NULL: no tokenizer.ggml.pre key; '': empty).
 static const char *synth_bpe(const char *pre) {
     static char path[600];
     char spec[160];
@@ -260,7 +260,7 @@ static const char *synth_bpe(const char *pre) {
 }
 
 // Every accepted name loads, with llama.cpp's BOS default (true for the Llama 3 names only);
-// no key means "default"; an unknown name is refused in one line naming it.
+// no key or an empty name means "default"; an unknown name is refused in one line naming it.
 static int check_pre_names(void) {
     int n = 0;
     for (const char *const *p = pretok_names; *p; p++, n++) {
@@ -270,6 +270,9 @@ static int check_pre_names(void) {
         tokenizer_free(t);
     }
     tokenizer *t = load_ok(synth_bpe(NULL));
+    CHECK(tokenizer_add_bos(t) == 0 && tokenizer_n_vocab(t) == 3000);
+    tokenizer_free(t);
+    t = load_ok(synth_bpe("''"));                 // an empty name is llama.cpp's missing key: default
     CHECK(tokenizer_add_bos(t) == 0 && tokenizer_n_vocab(t) == 3000);
     tokenizer_free(t);
     char err[GGUF_ERR_MAX];

@@ -151,7 +151,7 @@ char *synth_model(const char *dir, const char *name, const char *spec) {
     strcpy(words, spec);
     for (char *save, *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
         CHECKF(n < 63, "too many gguf-synth options: %s", spec);
-        argv[n++] = w;
+        argv[n++] = strcmp(w, "''") ? w : "";   // '' is an empty argument
     }
     argv[n] = NULL;
     if (run_capture(argv, out, out) != 0) {

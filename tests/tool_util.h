@@ -37,9 +37,9 @@ const char *argv_text(const char *const *argv);
 // BIN_DIR/name in a static buffer per call slot (slot 0..7).
 const char *bin_path(const char *name, int slot);
 
-// gguf-synth dir/name with spec's options (space-separated words, no quoting), its output kept
-// in dir/synth.txt; the test fails with the command and that output if it fails. Returns the
-// model's path, malloc'ed.
+// gguf-synth dir/name with spec's options (space-separated words, no quoting; the word '' is an
+// empty one), its output kept in dir/synth.txt; the test fails with the command and that output
+// if it fails. Returns the model's path, malloc'ed.
 char *synth_model(const char *dir, const char *name, const char *spec);
 
 char *scratch_dir(void);                       // mkdtemp'ed; free() the string
