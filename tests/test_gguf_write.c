@@ -195,6 +195,13 @@ int main(void) {
         gguf_writer_free(w);
     }
 
+    // An empty path is refused before anything is written (lstat's ENOENT once read it as a new
+    // file: the whole model went to a temporary file in the working directory, then the rename failed).
+    w = gguf_writer_new(32);
+    gguf_w_u32(w, "k", 1);
+    CHECKF(gguf_writer_save(w, "", err) == -1 && !strcmp(err, "the output path is empty"), "'%s'", err);
+    gguf_writer_free(w);
+
     // ---- argument errors surface at save, and no file is left behind
     struct { const char *what; int id; } bad[] = {
         {"duplicate key", 0}, {"name", 1}, {"general.alignment", 2}, {"fill callback", 3},
