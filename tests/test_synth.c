@@ -314,13 +314,14 @@ int main(void) {
     int n_files = dir_count(dir, "");                           // no temporary file either
     CHECKF(n_files == 2, "%d files in the scratch directory", n_files);   // stdout, stderr
     const char *const arch_bad[][4] = {{"--arch", "gpt2"}, {"--rope-scaling", "yarn"}, {"--rope-factor", "0"},
-        {"--head-dim", "1"}, {"--arch", "qwen3", "--bias"}, {"--arch", "qwen2", "--rope-scaling", "llama3"}};
+        {"--head-dim", "1"}, {"--arch", "qwen3", "--bias"}, {"--arch", "qwen2", "--rope-scaling", "llama3"},
+        {"--rope-factor", "8"}, {"--rope-scaling", "llama3", "--rope-factor", "8"}};   // a factor nothing reads
     for (size_t i = 0; i < sizeof arch_bad / sizeof *arch_bad; i++, cases++)
         CHECKF(synth_err(bad, arch_bad[i][0], arch_bad[i][1], arch_bad[i][2], arch_bad[i][3], NULL) == 2, "%s %s",
                arch_bad[i][0], arch_bad[i][1]);
     CHECK(synth_err(bad, "--head-dim", "7", NULL) == 1); cases++;
     CHECK(synth_err(bad, "--arch", "qwen2", "--head-dim", "32", NULL) == 1); cases++;
-    CHECK(cases == 32);
+    CHECK(cases == 34);
 
     // One model, and the same again, another seed, f16, bf16, tied, without biases.
     CHECK(synth(f32, SHAPE, "--seed", "7", "--bias", NULL) == 0);

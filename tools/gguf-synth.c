@@ -44,7 +44,7 @@ static void usage(void) {
         "  --rope-scaling S  llama3: an F32 rope_freqs.weight from Llama 3.1's factors (8, 1, 4,\n"
         "                 8192), as llama.cpp's converter writes it (llama only); linear:\n"
         "                 rope.scaling.type linear with rope.scaling.factor --rope-factor\n"
-        "  --rope-factor F   the linear scaling factor (default 4)\n"
+        "  --rope-factor F   the linear scaling factor (default 4; with --rope-scaling linear only)\n"
         "  --tie          no output.weight: the head reuses token_embd.weight\n"
         "  --bias         add f32 blk.N.attn_{q,k,v}.bias (always there for qwen2; not for qwen3)\n"
         "  --vocab spm|bpe  SentencePiece (default) or byte-level BPE (tokenizer.ggml.model gpt2)\n"
@@ -305,6 +305,7 @@ typedef struct {
     long long head_dim;          // -1: n_embd / n_head, and no key_length written
     int scaling;                 // SCALE_*
     float rope_factor;           // linear scaling factor
+    int rope_factor_set;         // --rope-factor given (only linear scaling reads it)
 } args;
 
 enum { ARCH_LLAMA, ARCH_QWEN2, ARCH_QWEN3 };
@@ -332,7 +333,7 @@ static int parse_ll(const char *s, long long *v) {
 // 0 ok, 2 usage error (one line on stderr), 3 --help.
 static int parse_args(args *a, int argc, char **argv) {
     *a = (args){0, 64, 2, 4, -1, -1, 512, 256, GGML_TYPE_F32, 1, 10000.0f, 0, 0, 0, NULL, ARCH_LLAMA, -1,
-                SCALE_NONE, 4.0f};
+                SCALE_NONE, 4.0f, 0};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         long long *dst = !strcmp(f, "--n-embd") ? &a->n_embd : !strcmp(f, "--n-layer") ? &a->n_layer
@@ -359,7 +360,7 @@ static int parse_args(args *a, int argc, char **argv) {
             float v = strtof(val, &end);
             if (end == val || *end) { fprintf(stderr, "gguf-synth: %s: bad value '%s'" HINT, f, val); return 2; }
             if (!strcmp(f, "--rope-base")) a->rope_base = v;
-            else a->rope_factor = v;
+            else a->rope_factor = v, a->rope_factor_set = 1;
             i++;
         } else if (!strcmp(f, "--arch")) {
             if ((a->arch = lookup(val, arch_names, 3)) < 0) {
@@ -412,6 +413,8 @@ static const char *check_values(const args *a) {
     if (a->head_dim != -1 && (a->head_dim < 2 || a->head_dim > 4096)) return "--head-dim must be in [2, 4096]";
     if (a->arch == ARCH_QWEN3 && a->bias)
         return "--bias: qwen3 has no attention biases (llama.cpp would refuse the file)";
+    if (a->rope_factor_set && a->scaling != SCALE_LINEAR)
+        return "--rope-factor needs --rope-scaling linear (llama3 writes Llama 3.1's own factors)";
     if (a->scaling == SCALE_LLAMA3 && a->arch != ARCH_LLAMA)
         return "--rope-scaling llama3 is for --arch llama (llama.cpp reads rope_freqs.weight there only)";
     return NULL;
