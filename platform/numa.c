@@ -172,13 +172,20 @@ static int start_node(const topo *t) {
     return 0;
 }
 
+int topo_mode_cpus(const topo *t, topo_numa_mode m) {
+    if (m != TOPO_NUMA_ISOLATE) return t->n_cpus;
+    int lo, hi;
+    node_cpus(t, start_node(t), &lo, &hi);
+    return hi - lo;
+}
+
 void topo_place(const topo *t, topo_numa_mode m, int n_threads, int *cpu_out, int *node_out) {
     int iso = m == TOPO_NUMA_ISOLATE ? start_node(t) : -1;
     for (int i = 0; i < n_threads; i++) {
         int nd, lo, hi, first;
         if (m == TOPO_NUMA_OFF) {
             cpu_out[i] = t->cpu[i % t->n_cpus];
-            node_out[i] = t->node[i % t->n_cpus];
+            node_out[i] = 0;
             continue;
         }
         if (iso >= 0) nd = iso, first = 0;

@@ -133,6 +133,7 @@ static int plan(decoder *d, const decoder_opts *o, int *cpu, char *err) {
     if (!node) return -1;
     topo_numa_mode mode = o->numa < 0 ? topo_default_mode(&d->topo) : (topo_numa_mode)o->numa;
     topo_place(&d->topo, mode, used, cpu, node);
+    if (mode == TOPO_NUMA_OFF) d->topo.bindable = 0;   // off: one node to the schedule, memory where the kernel puts it
     int split_k = o->split_k >= 0 ? o->split_k : used >= 2 ? used : 0;   // auto: as many chunks as threads
     sched_opts so = {.n_threads = used, .node = node, .split_k = split_k, .min_bytes = (size_t)stage_min};
     d->tuning = tune_pick((size_t)d->weight_bytes, used);   // cache-resident steps skip the prefetch

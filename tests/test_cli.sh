@@ -188,6 +188,21 @@ expect 0 "print-schedule -t 2" -- "$d" -m "$sched" -p a -n 1 --temp 0 -t 2 --pri
 grep -q "^schedule: 2 threads" "$tmp/err" && grep -q "^thread 1 (node 0)" "$tmp/err" &&
   grep -q "^  wo      whole tiles$" "$tmp/err" && grep -q "^  down    whole tiles$" "$tmp/err" ||
   fail "print-schedule -t 2: $(cat "$tmp/err")"
+# --numa off is no NUMA handling: two pretend nodes, yet every thread on node 0 (and the cache
+# file usable, which a schedule over two nodes refuses); distribute spreads them.
+for mode in off distribute; do
+  want=$([ $mode = off ] && echo 0 || echo 1)
+  expect 0 "print-schedule --numa $mode" -- env DECODE_FAKE_NUMA=2 "$d" -m "$sched" -p a -n 1 --temp 0 -t 2 --numa $mode --print-schedule -v
+  grep -q "^thread 1 (node $want)" "$tmp/err" || fail "--numa $mode on two pretend nodes: thread 1 not on node $want: $(grep '^thread' "$tmp/err")"
+  [ $mode = distribute ] || grep -q "packed weights \(saved to\|mapped from\)" "$tmp/err" ||
+    fail "--numa off: the cache file not used: $(grep packed "$tmp/err")"
+done
+# --numa isolate runs on the starting node's CPUs: more threads than those is the warning (two
+# pretend nodes split the CPUs, so -t of them all is more than one node's; one CPU is two -t 2)
+n=$(nproc); n=$(( n > 1 ? n : 2 ))
+expect 0 "--numa isolate, -t over the node" -- env DECODE_FAKE_NUMA=2 "$d" -m "$sched" -p a -n 1 --temp 0 -t $n --numa isolate
+grep -q "warning: -t $n is more than the [0-9]* CPUs of the starting node (--numa isolate)" "$tmp/err" ||
+  fail "--numa isolate, -t over the node: no warning: $(cat "$tmp/err")"
 expect 0 "print-schedule -t 2 --tail-split on" -- "$d" -m "$sched" -p a -n 1 --temp 0 -t 2 --print-schedule --tail-split on
 grep -q "^  down    whole tiles, then the last tile of 2 shares in" "$tmp/err" ||
   fail "print-schedule --tail-split on: $(cat "$tmp/err")"
@@ -246,12 +261,14 @@ else
 fi
 expect 0 "roofline labels" -- "$bin/roofline" -t 1 -s 1536,3M -r 1
 grep -q "^| 1536 B | 1 |" "$tmp/out" && grep -q "^| 3 MiB | 1 |" "$tmp/out" || fail "roofline labels: $(cat "$tmp/out")"
+expect 0 "roofline -o csv -o md" -- "$bin/roofline" -t 1 -s 256K -r 1 -o csv -o md   # the last -o wins
+grep -q "^| 256 KiB | 1 |" "$tmp/out" || fail "roofline -o csv -o md: not the table: $(cat "$tmp/out")"
 
 # --help into a full disk is a failure, not help printed, in every tool
 for tool in decode decode-bench gemv-bench gemm-bench roofline gguf-info gguf-convert gguf-synth tokenize l4-bench; do
   expect 1 "$tool --help > /dev/full" -- sh -c '"$1" --help >/dev/full' sh "$bin/$tool"
 done
 
-[ "$cases" = 97 ] || fail "ran $cases cases, expected 97"
+[ "$cases" = 101 ] || fail "ran $cases cases, expected 101"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -26,13 +26,13 @@ static int check_place(const topo *t) {
             for (int i = 0; i < T; i++) {
                 CHECK(node[i] >= 0 && node[i] < t->n_nodes);
                 CHECK(cpu_node(t, cpu[i]) >= 0);                  // an allowed CPU
-                if (m == TOPO_NUMA_OFF) CHECK(cpu[i] == t->cpu[i % t->n_cpus]);
+                if (m == TOPO_NUMA_OFF) CHECK(cpu[i] == t->cpu[i % t->n_cpus] && node[i] == 0);
                 if (m == TOPO_NUMA_DISTRIBUTE) {
                     CHECK(node[i] == (int)((long)i * t->n_nodes / T));
                     if (t->n_cpus >= t->n_nodes) CHECK(cpu_node(t, cpu[i]) == node[i]);
                 }
                 if (m == TOPO_NUMA_ISOLATE) CHECK(node[i] == node[0]);
-                if (i) CHECK(node[i] >= node[i - 1] || m == TOPO_NUMA_OFF);
+                if (i) CHECK(node[i] >= node[i - 1]);
             }
             cases++;
         }

@@ -172,11 +172,15 @@ int cli_physical_cores(void) {
     return n;
 }
 
-void cli_warn_threads(int n) {
-    int cpus = cli_cpus();
+void cli_warn_threads(int n, int numa) {
+    topo t;
+    char err[256];
+    int iso = numa == TOPO_NUMA_ISOLATE, cpus = cli_cpus();
+    if (iso && !topo_discover(&t, err)) cpus = topo_mode_cpus(&t, TOPO_NUMA_ISOLATE), topo_free(&t);
     if (n > cpus)
-        fprintf(stderr, "%s: warning: -t %d is more than the %d CPUs available; threads will take turns "
-                "and each token will be slower than at -t %d\n", tool_name, n, cpus, cpus);
+        fprintf(stderr, "%s: warning: -t %d is more than the %d CPUs %s; threads will take turns "
+                "and each token will be slower than at -t %d\n", tool_name, n, cpus,
+                iso ? "of the starting node (--numa isolate)" : "available", cpus);
 }
 
 static int same_file(const struct stat *a, uint64_t dev, uint64_t ino) {

@@ -38,8 +38,9 @@ char *cli_read_file(const char *path, size_t max, size_t *len, struct stat *st);
 // share a core's memory bandwidth; 1 when unknown): the default thread count.
 int cli_cpus(void);
 int cli_physical_cores(void);
-// The warning, on stderr, when n threads are more than the CPUs.
-void cli_warn_threads(int n);
+// The warning, on stderr, when n threads are more than the CPUs they will run on (numa: the
+// topo_numa_mode asked for, -1 the default; isolate counts the starting node's).
+void cli_warn_threads(int n, int numa);
 // Why a decoder may start fewer threads than asked (runtime/schedule.h's thresholds).
 #define CLI_THREADS_IDLE_WHY " (the others stay idle: smaller shares of a step would cost more to hand over " \
                              "than they save; decode --print-schedule shows who does what)"

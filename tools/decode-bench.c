@@ -669,7 +669,7 @@ int main(int argc, char **argv) {
         free(o.model_list);
         return 1;
     }
-    for (int ti = 0; ti < o.n_threads; ti++) cli_warn_threads(o.threads[ti]);
+    for (int ti = 0; ti < o.n_threads; ti++) cli_warn_threads(o.threads[ti], o.numa);
     tune_result tr = tune_gemv(tune_mode_from_env(), NULL);   // as decode does: the same kernels' tuning
     char tline[512];
     tune_describe(&tr, tline, sizeof tline);

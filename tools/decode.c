@@ -94,7 +94,9 @@ static void usage(FILE *f) {
         "      --repeat-penalty F    repeat penalty, 1.0 = off (default: %.2f)\n"
         "      --repeat-last-n N     tokens the penalty looks back; 0 = off, -1 = context (default: %d)\n"
         "  -s, --seed N              sampling seed; -1 or none: random, printed on stderr when --temp > 0\n"
-        "      --no-bos              do not prepend BOS (default: prepend when the model asks or says nothing)\n"
+        "      --no-bos              do not prepend BOS (default: as the model's add_bos_token says; where\n"
+        "                            absent, yes for SentencePiece vocabularies and llama.cpp's default\n"
+        "                            for the pre-tokenizer for byte-level BPE, yes only for Llama 3's)\n"
         "      --ignore-eos          keep generating past end-of-generation tokens (EOS, EOT, the\n"
         "                            other end-of-turn and FIM pad/repo/separator tokens; -v lists them)\n"
         "      --dump-logits PATH    write each evaluated position's logits (f32 LE, n_vocab per row)\n"
@@ -585,7 +587,7 @@ int main(int argc, char **argv) {
     int r = parse_args(argc, argv, &o);
     if (r) return r < 0 ? 0 : r;
     if (!o.seed_set) o.sp.seed = random_seed();
-    cli_warn_threads(o.n_threads);
+    cli_warn_threads(o.n_threads, o.numa);
     session S;
     memset(&S, 0, sizeof S);
     int status = run(&S, &o);

@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
         if (ok && !strcmp(a, "-t")) ok = (nth = util_parse_ints(v, th, MAXL, 1, 1024)) > 0;
         else if (ok && !strcmp(a, "-s")) ok = (nsz = parse_sizes(v, sz)) > 0;
         else if (ok && !strcmp(a, "-r")) ok = util_parse_ints(v, &trials, 1, 1, 1000) == 1;
-        else if (ok && !strcmp(a, "-o")) ok = !strcmp(v, "md") || (csv = !strcmp(v, "csv"));
+        else if (ok && !strcmp(a, "-o")) ok = (csv = !strcmp(v, "csv")) || !strcmp(v, "md");   // the last -o wins
         else ok = 0;
         if (!ok) {
             fprintf(stderr, "roofline: bad or incomplete option '%s' (see --help)\n", a);
