@@ -36,7 +36,8 @@ int topo_parse_mode(const char *s);
 const char *topo_mode_name(topo_numa_mode m);
 // Mode used when none is asked for: distribute on several nodes (real or fake), else off.
 topo_numa_mode topo_default_mode(const topo *t);
-// The CPUs mode m pins threads to: the starting node's under isolate, else every allowed CPU.
+// How many CPUs mode m pins threads to: the starting node's under isolate, else every allowed
+// CPU (pretend nodes outnumbering the CPUs share them, so distribute may use fewer).
 int topo_mode_cpus(const topo *t, topo_numa_mode m);
 // Places n_threads threads: cpu_out[i] the CPU thread i is pinned to, node_out[i] its node index.
 // More threads than CPUs is allowed (CPUs are reused round-robin within the thread's node).

@@ -390,6 +390,19 @@ static void check_placement(const char *path) {
     CHECKF(d.sched.node[0] == 0 && d.sched.node[u - 1] == 1, "%d threads used: first on node %d, last on node %d",
            u, d.sched.node[0], d.sched.node[u - 1]);
     decoder_free(&d);
+    // -t 2 on the same two nodes: distribute gives each node a thread and a KV arena; off is no
+    // NUMA handling, one node to the schedule and one arena (it gave each thread its CPU's node,
+    // which alternate on real nodes)
+    for (int mode = TOPO_NUMA_OFF; mode <= TOPO_NUMA_DISTRIBUTE; mode++) {
+        o = decoder_default_opts(2);
+        o.numa = mode;
+        init_on(&d, &m, &o, "2");
+        int off = mode == TOPO_NUMA_OFF;
+        CHECKF(d.sched.n_threads == 2 && d.sched.node[0] == 0 && d.sched.node[1] == !off && d.n_kv_arena == 2 - off,
+               "--numa %s: %d threads, thread 1 on node %d, %d KV arenas", topo_mode_name((topo_numa_mode)mode),
+               d.sched.n_threads, d.sched.node[1], d.n_kv_arena);
+        decoder_free(&d);
+    }
     llama_model_free(&m);
 }
 

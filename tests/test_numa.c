@@ -17,6 +17,31 @@ static int cpu_node(const topo *t, int cpu) {
     return -1;
 }
 
+// topo_mode_cpus against topo_place, started from each allowed CPU in turn (pinned there, so the
+// starting node is that CPU's): isolate's count is the distinct CPUs its threads get, the others
+// every allowed CPU. Returns the cases.
+static int check_mode_cpus(const topo *t) {
+    int cases = 0, n = 2 * t->n_cpus + 1, *cpu = malloc(sizeof(int) * (size_t)n), *node = malloc(sizeof(int) * (size_t)n);
+    CHECK(cpu && node);
+    CHECK(topo_mode_cpus(t, TOPO_NUMA_OFF) == t->n_cpus && topo_mode_cpus(t, TOPO_NUMA_DISTRIBUTE) == t->n_cpus);
+    for (int i = 0; i < t->n_cpus && i < 64; i++, cases++) {
+        CHECK(affinity_pin_self(t->cpu[i]) == 0);
+        topo_place(t, TOPO_NUMA_ISOLATE, n, cpu, node);
+        int distinct = 0;
+        for (int a = 0; a < n; a++) {
+            int seen = 0;
+            for (int b = 0; b < a && !seen; b++) seen = cpu[b] == cpu[a];
+            distinct += !seen;
+        }
+        CHECKF(topo_mode_cpus(t, TOPO_NUMA_ISOLATE) == distinct && node[0] == t->node[i],
+               "started on CPU %d: %d CPUs counted, %d used, node %d", t->cpu[i], topo_mode_cpus(t, TOPO_NUMA_ISOLATE),
+               distinct, node[0]);
+        affinity_unpin_self(t->cpu[i]);
+    }
+    free(cpu), free(node);
+    return cases;
+}
+
 // Placement invariants for every mode and thread count 1..2*CPUs+3.
 static int check_place(const topo *t) {
     int cases = 0, cpu[64], node[64];
@@ -72,7 +97,7 @@ int main(void) {
         int x = 0;
         topo_bind(&t, &x, sizeof x, 1);           // fake nodes never bind: a no-op
         CHECK(topo_node_of(&t, &x) == -1);
-        cases += check_place(&t);
+        cases += check_place(&t) + check_mode_cpus(&t);
         topo_free(&t);
     }
     // Two pretend nodes, 4 threads: threads 0-1 on node 0, 2-3 on node 1.

@@ -313,7 +313,7 @@ int main(void) {
     CHECK(!exists(bad));
     int n_files = dir_count(dir, "");                           // no temporary file either
     CHECKF(n_files == 2, "%d files in the scratch directory", n_files);   // stdout, stderr
-    const char *const arch_bad[][4] = {{"--arch", "gpt2"}, {"--rope-scaling", "yarn"}, {"--rope-factor", "0"},
+    const char *const arch_bad[][4] = {{"--arch", "gpt2"}, {"--rope-scaling", "yarn"}, {"--rope-scaling", "linear", "--rope-factor", "0"},
         {"--head-dim", "1"}, {"--arch", "qwen3", "--bias"}, {"--arch", "qwen2", "--rope-scaling", "llama3"},
         {"--rope-factor", "8"}, {"--rope-scaling", "llama3", "--rope-factor", "8"}};   // a factor nothing reads
     for (size_t i = 0; i < sizeof arch_bad / sizeof *arch_bad; i++, cases++)

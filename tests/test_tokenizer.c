@@ -272,10 +272,18 @@ static int check_pre_names(void) {
     tokenizer *t = load_ok(synth_bpe(NULL));
     CHECK(tokenizer_add_bos(t) == 0 && tokenizer_n_vocab(t) == 3000);
     tokenizer_free(t);
-    t = load_ok(synth_bpe("''"));                 // an empty name is llama.cpp's missing key: default
-    CHECK(tokenizer_add_bos(t) == 0 && tokenizer_n_vocab(t) == 3000);
-    tokenizer_free(t);
     char err[GGUF_ERR_MAX];
+    {   // an empty name is llama.cpp's missing key: the default (the key is there, empty)
+        const char *path = synth_bpe("''"), *pre;
+        uint64_t len = 1;
+        gguf_file g;
+        CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
+        CHECK(gguf_get_str(&g, "tokenizer.ggml.pre", &pre, &len, err) == 0 && len == 0);
+        gguf_close(&g);
+        t = load_ok(path);
+        CHECK(tokenizer_add_bos(t) == 0 && tokenizer_n_vocab(t) == 3000);
+        tokenizer_free(t);
+    }
     const char *path = synth_bpe("qwen-bogus\n");
     CHECK(load(path, &t, err) == -1 && t == NULL);
     CHECKF(strstr(err, path) && strstr(err, "tokenizer.ggml.pre") && strstr(err, "unknown pre-tokenizer 'qwen-bogus\\x0a'"),

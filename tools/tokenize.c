@@ -27,7 +27,9 @@ static const char usage[] =
     "                tokenizer test .inp): one line of ids per case\n"
     "  --time N      encode the whole text N times (1..1000); print \"tokens T median_s S min_s S\"\n"
     "  --no-bos      do not prepend BOS (by default it is prepended when\n"
-    "                tokenizer.ggml.add_bos_token says so; absent: true for SentencePiece)\n"
+    "                tokenizer.ggml.add_bos_token says so; absent: true for SentencePiece,\n"
+    "                for byte-level BPE llama.cpp's default for the pre-tokenizer, true only\n"
+    "                for Llama 3's)\n"
     "Prints the ids space-separated on one line.\n";
 
 // One line on stderr, exit status 2; --help prints the full usage.
