@@ -193,7 +193,7 @@ grep -q "^schedule: 2 threads" "$tmp/err" && grep -q "^thread 1 (node 0)" "$tmp/
 # used); distribute spreads them.
 for mode in off distribute; do
   want=$([ $mode = off ] && echo 0 || echo 1)
-  expect 0 "print-schedule --numa $mode" -- env DECODE_FAKE_NUMA=2 "$d" -m "$sched" -p a -n 1 --temp 0 -t 2 --numa $mode --print-schedule -v
+  expect 0 "print-schedule --numa $mode" -- env DECODE_FAKE_NUMA=2 "$d" -m "$sched" -p a -n 1 --temp 0 -t 2 --numa $mode --pack-cache auto --print-schedule -v
   grep -q "^thread 1 (node $want)" "$tmp/err" || fail "--numa $mode on two pretend nodes: thread 1 not on node $want: $(grep '^thread' "$tmp/err")"
   span=$(grep -c "not used: the threads span NUMA nodes" "$tmp/err")
   [ "$span" = $([ $mode = off ] && echo 0 || echo 1) ] || fail "--numa $mode: the cache refused for spanning nodes $span times"
