@@ -112,7 +112,7 @@ long decoder_wait_prefetch_env(void) {
 static size_t wait_prefetch_bytes(long asked) {
     if (asked < 0) asked = decoder_wait_prefetch_env();
     if (asked >= 0) return (size_t)asked;
-    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    long l2 = cpu_cache_bytes(2);
     return (size_t)(l2 > 0 && l2 / 2 < WAIT_PF_BYTES ? l2 / 2 : WAIT_PF_BYTES);
 }
 

@@ -65,7 +65,8 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // caches do not stand for DRAM: on a Zen 3 (32 MiB L3) 64 MiB put prefetch 1 KB 3% ahead of 2 KB
 // where 128 MiB and dram_8192 put it 8-12%
 // ahead; on a Xeon whose L3 held 64 MiB every choice tied there while no prefetch cost 15-35% on
-// dram_8192. A VM's reported L3 (256 MiB on that Zen 3, 508 MiB on a Zen 5 with 32) is no guide,
+// dram_8192. A VM's reported L3 (glibc's: 256 MiB on that Zen 3, 508 MiB on a Zen 5 with 32, 320
+// on a Zen 4 whose sysfs, read first since (cpu_cache_bytes), says 32) is no guide,
 // so a measurement decides whether the caches hold it (dram_alloc): on a 16-core Xeon with 300 MiB
 // of L3 they did, and the tuning was for L3 while the models that need it (2 GB and up) stream
 // from DRAM there. Where they hold it, it is evicted before each timed call.
@@ -138,10 +139,7 @@ static cpu_id cpu_ident(void) {
     return c;
 }
 
-static long cache_kb(int name) {
-    long v = sysconf(name);
-    return v > 0 ? v / 1024 : 0;
-}
+static long cache_kb(int level) { return cpu_cache_bytes(level) / 1024; }
 
 // 1 when c's family has a row, 0 for the fallback. A row's hint is the AVX-512 kernel's: the AVX2
 // one, a tile at a time, ran 7% slower into L2 on the Xeon where AVX-512 ran 5% faster (decode at
@@ -307,7 +305,7 @@ static int find_or_add(gemv_tuning *c, int *nc, const gemv_tuning *tu, int nnt) 
 // each), tune_choose by the fastest of RROUNDS. *stream_nt: the interleave with the least such time with
 // prefetch on. 0 ok, -1 no memory.
 static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *stream_nt) {
-    size_t l2 = (size_t)cache_kb(_SC_LEVEL2_CACHE_SIZE) << 10;
+    size_t l2 = (size_t)cache_kb(2) << 10;
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1, nc = NRPF * nnt;
     gemv_tuning c[NRPF * GEMV_MAX_INTERLEAVE + 1];
     for (int i = 0; i < nc; i++) c[i] = (gemv_tuning){RPF[i / nnt], i % nnt + 1, 0};
@@ -474,15 +472,14 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     memset(&r, 0, sizeof r);
     cpu_id c = cpu_ident();
     snprintf(r.key, sizeof r.key, "%s-f%d-m%d-s%d-l1d%ldK-l2%ldK-l3%ldK-%s", c.vendor, c.family, c.model,
-             c.stepping, cache_kb(_SC_LEVEL1_DCACHE_SIZE), cache_kb(_SC_LEVEL2_CACHE_SIZE),
-             cache_kb(_SC_LEVEL3_CACHE_SIZE), gemv_isa());
+             c.stepping, cache_kb(1), cache_kb(2), cache_kb(3), gemv_isa());
     for (char *p = r.key; *p; p++)      // one word in the cache file ("  Shanghai  ", "VIA VIA VIA ")
         if (*p <= ' ' || *p > '~') *p = '_';
     char path[4096];
     if (cache_path) snprintf(path, sizeof path, "%s", cache_path);
     else if (cachedir_path("tune", path, sizeof path)) path[0] = 0;
     int has_row = family_default(&c, &r.tu, &r.resident, &r.kv_pf);
-    r.resident_bytes = (size_t)cache_kb(_SC_LEVEL2_CACHE_SIZE) << 10 >> 1;
+    r.resident_bytes = (size_t)cache_kb(2) << 10 >> 1;
     r.source = TUNE_DEFAULT;
     if (gemv_isa_id() == GEMV_SCALAR) r.resident = r.tu;           // scalar has no choices
     if (mode == TUNE_OFF || gemv_isa_id() == GEMV_SCALAR) goto done;
@@ -534,7 +531,7 @@ done:
     gemv_set_tuning(r.tu);
     r.tu = gemv_get_tuning();
     picked_stream = r.tu, picked_resident = r.resident, picked_resident_bytes = r.resident_bytes, picked = 1;
-    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    long l3 = cpu_cache_bytes(3);
     picked_l3_bytes = l3 > 0 ? (size_t)l3 : L3_UNKNOWN;
     picked_kv = r.kv_pf;
     r.seconds = monotonic_seconds() - t0;

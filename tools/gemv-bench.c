@@ -118,7 +118,7 @@ static double ceil_seconds(pool *pl, ceil_job *j) {
 // cell's weights W (n rows of k, es bytes each, GGUF layout). 0 ok, -1 out of memory (nothing held).
 static int ceil_make(ceil_job *cj, uint32_t dt, const void *W, const float *x, size_t k, size_t n, size_t es,
                      int nth, int interleave) {
-    long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    long l1 = cpu_cache_bytes(1);
     size_t nt = interleave == 3 ? 3 : 4, w = nt * GEMV_TILE;
     size_t ck = (size_t)(l1 > 0 ? l1 : 32768) * 3 / 4 / (w * es);
     if (ck < 16) ck = 16;
@@ -386,7 +386,7 @@ int main(int argc, char **argv) {
     if (pf >= 0 || inter > 0 || hint >= 0)
         fprintf(stderr, "gemv-bench: overridden in every cell: prefetch %d B, interleave %d, hint %s (-1: tuned)\n",
                 pf, inter, hint < 0 ? "-1" : hint ? "l2" : "l1");
-    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    long l3 = cpu_cache_bytes(3);
     if (nshape && !cells_named) cells = 0;
     memcpy(cl, CELLS, sizeof CELLS);
     static row rows[(NCELL + MAXSHAPE) * 3 * MAXT * 2];
