@@ -1,4 +1,5 @@
 #include "platform/cpu.h"
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -95,29 +96,29 @@ double cpu_mem_bytes(void) {
     return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
 }
 
-// sysfs describes the caches the kernel was told of (what lscpu prints); glibc's sysconf decodes
-// CPUID itself and can be far off under a hypervisor (320 MiB of L3 for a 32 MiB one on an EPYC VM).
+// sysfs describes the caches the kernel was told of (what lscpu prints): one instance of each, the
+// one CPU 0 shares. glibc's sysconf reads another CPUID leaf for L3, the whole package's (320 MiB on
+// an EPYC VM whose CPUs share one 32 MiB instance).
+static int read_leaf(int index, const char *leaf, char *buf, int n) {
+    char path[96];
+    snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/%s", index, leaf);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    int ok = fgets(buf, n, f) != NULL;
+    fclose(f);
+    return ok ? 0 : -1;
+}
+
 static long sysfs_cache_bytes(int level) {
-    char path[96], buf[64];
-    for (int i = 0; i < 16; i++) {
-        long lv = -1, kb = -1;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-        FILE *f = fopen(path, "r");
-        if (!f) return 0;
-        if (fgets(buf, sizeof buf, f)) lv = strtol(buf, NULL, 10);
-        fclose(f);
-        if (lv != level) continue;
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
-        if (!(f = fopen(path, "r"))) continue;
-        int usable = fgets(buf, sizeof buf, f) && strncmp(buf, "Instruction", 11) != 0;
-        fclose(f);
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        if (!usable || !(f = fopen(path, "r"))) continue;
-        char unit = 0;
-        if (fgets(buf, sizeof buf, f) && sscanf(buf, "%ld%c", &kb, &unit) >= 1 && kb > 0)
-            kb = unit == 'M' ? kb << 20 : unit == 'K' ? kb << 10 : kb;
-        fclose(f);
-        if (kb > 0) return kb;
+    char buf[64];
+    for (int i = 0; i < 16 && !read_leaf(i, "level", buf, sizeof buf); i++) {
+        long kb = 0;
+        char k = 0;
+        if (strtol(buf, NULL, 10) != level) continue;
+        if (!read_leaf(i, "type", buf, sizeof buf) && !strncmp(buf, "Instruction", 11)) continue;
+        // the kernel writes "%uK"; anything else is not trusted
+        if (read_leaf(i, "size", buf, sizeof buf) || sscanf(buf, "%ld%c", &kb, &k) != 2 || k != 'K') continue;
+        if (kb > 0 && kb <= LONG_MAX >> 10) return kb << 10;
     }
     return 0;
 }

@@ -39,6 +39,7 @@ int cpu_evict(const void *p, size_t n);
 // The machine's physical memory in bytes; 0 when unknown. What a buffer that is written whole
 // may not exceed (a KV cache, a prompt batch, a benchmark's buffers), or the OOM killer ends the run.
 double cpu_mem_bytes(void);
-// The size in bytes of CPU 0's level-1 data, level-2 or level-3 cache (level 1..3): sysfs first, as
-// lscpu reads it, else sysconf; 0 when neither knows.
+// The size in bytes of CPU 0's level-1 data, level-2 or level-3 cache (level 1..3), one instance
+// (a part with several L3s, one a CCD, reports one): sysfs first, as lscpu reads it, else sysconf;
+// 0 when neither knows.
 long cpu_cache_bytes(int level);

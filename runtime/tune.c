@@ -86,7 +86,9 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // gave DRAM-streamed models 1-6% at t=1, the stories15M shape (31 MB a token, in its 480 MiB
 // L3) ran 1-2% slower and stories260K (1.2 MB, L2 and L3) 10-15% slower (docs/performance.md).
 // A VM that reports more L3 than it has keeps the usual hint for steps under that size: no worse
-// than before.
+// than before. The size is one L3 instance (cpu_cache_bytes): on a part with an L3 a CCD, a step
+// between one instance and all of them, its threads spread over the CCDs, takes the hint
+// (unmeasured).
 #define L3_UNKNOWN ((size_t)32 << 20)
 
 // Defaults when tuning is off, and the incumbents of a first tune, by CPU vendor and family.

@@ -101,7 +101,7 @@ static int choose_cases(void) {
 // on a Zen 4 whose sysfs says 32): where sysfs lists a level, the figure is sysfs's.
 static void check_cache_sizes(void) {
     CHECK(cpu_cache_bytes(0) == 0 && cpu_cache_bytes(4) == 0 && cpu_cache_bytes(-1) == 0);
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 16; i++) {
         char p[96], t[32] = "";
         long lv = 0, kb = 0;
         snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
@@ -113,7 +113,8 @@ static void check_cache_sizes(void) {
         if ((f = fopen(p, "r"))) { CHECK(fscanf(f, "%31s", t) == 1); fclose(f); }
         snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
         if (lv < 1 || lv > 3 || !strcmp(t, "Instruction") || !(f = fopen(p, "r"))) continue;
-        if (fscanf(f, "%ldK", &kb) == 1 && kb > 0)
+        char unit = 0;
+        if (fscanf(f, "%ld%c", &kb, &unit) == 2 && unit == 'K' && kb > 0)
             CHECKF(cpu_cache_bytes((int)lv) == kb << 10, "L%ld: %ld bytes, sysfs %ld KiB", lv, cpu_cache_bytes((int)lv), kb);
         fclose(f);
     }
