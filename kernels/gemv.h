@@ -30,11 +30,14 @@ enum { GEMV_SCALAR, GEMV_AVX2, GEMV_AVX512, GEMV_N_ISA };
 // interleave, tiles run side by side as independent FMA chains (1..GEMV_MAX_INTERLEAVE; the AVX2
 // path has the registers for one); l2, the prefetch's hint: 0 into every cache level (prefetcht0),
 // 1 into L2 and below only (prefetcht1), which leaves the L1's miss buffers to the loads (on a
-// Sapphire Rapids-class Xeon 1-6% more tok/s at one thread on models streamed from DRAM).
+// Sapphire Rapids-class Xeon 1-6% more tok/s at one thread on models streamed from DRAM);
+// f16y, 1: the AVX-512 kernel widens f16 eight weights at a time into ymm chains (a Zen 4 issues
+// the zmm vcvtph2ps at half the ymm's rate per weight), 0 sixteen into zmm; bf16 and f32 ignore it.
 typedef struct {
     int pf;
     int interleave;
     int l2;
+    int f16y;
 } gemv_tuning;
 
 // Stripe kernel, scalar reference and run-time dispatched SIMD path.

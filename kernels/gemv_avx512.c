@@ -17,7 +17,8 @@
 #define A512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #define INL static inline __attribute__((always_inline)) A512
 
-enum { F_F32, F_F16, F_BF16 };
+// F_F16Y: f16 widened eight at a time into ymm accumulators (the tuning's f16y), same order.
+enum { F_F32, F_F16, F_BF16, F_F16Y };
 
 // Sixteen weights from element i, widened exactly; m masks the lanes read (others are 0).
 INL __m512 load16(int f, const void *w, size_t i, __mmask16 m) {
@@ -51,21 +52,29 @@ INL void unshuffle(__m512 *lo, __m512 *hi) {
 INL void fold(float *y, __m512 a, size_t s0, __mmask16 m) {
     _mm512_mask_storeu_ps(y, m, s0 == 0 ? a : _mm512_add_ps(_mm512_maskz_loadu_ps(m, y), a));
 }
+INL void fold8(float *y, __m256 a, size_t s0) {
+    _mm256_storeu_ps(y, s0 == 0 ? a : _mm256_add_ps(_mm256_loadu_ps(y), a));
+}
 
 // nt tiles of 64 columns at once (nh = 2), or one narrow tile's 32 columns (nt = 1, nh = 1, ld 32:
 // a last tile of at most 32 outputs); tile u's row p starts at element u * ts + p * ld and reads
 // x[u * xs + p] (xs 0: every tile the same inputs; KSEG: the segments of one tile, below).
 // With pf > 0 the rows are contiguous (packed) and each tile's stream is prefetched pf bytes ahead,
 // into L2 only where l2 is set (gemv_tuning).
+// F_F16Y keeps a tile's 64 columns in eight ymm chains (b) instead of four zmm (a).
 INL void tiles(int f, int nt, int nh, int pf, int l2, const float *x, const void *w, size_t k, size_t ld,
                size_t ts, size_t xs, float *y) {
     const size_t es = f == F_F32 ? 4 : 2;
     for (size_t s0 = 0; s0 < k; s0 += GEMV_KSEG) {
         size_t s1 = k - s0 > GEMV_KSEG ? s0 + GEMV_KSEG : k;
         __m512 a[GEMV_MAX_INTERLEAVE][4];
+        __m256 b[GEMV_MAX_INTERLEAVE][8];
 #pragma GCC unroll 16
         for (int u = 0; u < nt; u++)
-            for (int v = 0; v < 4; v++) a[u][v] = _mm512_setzero_ps();
+            for (int v = 0; v < 8; v++) {
+                if (f == F_F16Y) b[u][v] = _mm256_setzero_ps();
+                else if (v < 4) a[u][v] = _mm512_setzero_ps();
+            }
         for (size_t p = s0; p < s1; p++) {
             __m512 xv = _mm512_set1_ps(x[p]);
 #pragma GCC unroll 4
@@ -77,6 +86,14 @@ INL void tiles(int f, int nt, int nh, int pf, int l2, const float *x, const void
                         if (l2) _mm_prefetch(row + pf + l, _MM_HINT_T1);
                         else _mm_prefetch(row + pf + l, _MM_HINT_T0);
                     }
+                if (f == F_F16Y) {
+#pragma GCC unroll 8
+                    for (int v = 0; v < 4 * nh; v++) {
+                        __m256 wv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + 8 * v)));
+                        b[u][v] = _mm256_fmadd_ps(_mm512_castps512_ps256(xu), wv, b[u][v]);
+                    }
+                    continue;
+                }
 #pragma GCC unroll 2
                 for (int h = 0; h < nh; h++) {
                     __m512 lo, hi;
@@ -85,6 +102,13 @@ INL void tiles(int f, int nt, int nh, int pf, int l2, const float *x, const void
                     a[u][2 * h + 1] = _mm512_fmadd_ps(xu, hi, a[u][2 * h + 1]);
                 }
             }
+        }
+        if (f == F_F16Y) {
+#pragma GCC unroll 4
+            for (int u = 0; u < nt; u++)
+#pragma GCC unroll 8
+                for (int v = 0; v < 4 * nh; v++) fold8(y + GEMV_TILE * u + 8 * v, b[u][v], s0);
+            continue;
         }
 #pragma GCC unroll 4
         for (int u = 0; u < nt; u++)
@@ -208,7 +232,8 @@ A512 void gemv_packed_f32_avx512(const float *x, const void *P, size_t k, size_t
 }
 A512 void gemv_packed_f16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
     gemv_tuning tu = gemv_get_tuning();
-    packed_body(F_F16, x, P, k, n, t0, t1, y, tu.pf, tu.interleave, tu.l2);
+    if (tu.f16y) packed_body(F_F16Y, x, P, k, n, t0, t1, y, tu.pf, tu.interleave, tu.l2);
+    else packed_body(F_F16, x, P, k, n, t0, t1, y, tu.pf, tu.interleave, tu.l2);
 }
 A512 void gemv_packed_bf16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
     gemv_tuning tu = gemv_get_tuning();
@@ -218,6 +243,7 @@ A512 void gemv_packed_bf16_avx512(const float *x, const void *P, size_t k, size_
 A512 void gemv_packed_avx512_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
                                    size_t t0, size_t t1, float *y, const gemv_tuning *tu) {
     if (dt == WTYPE_F32) packed_body(F_F32, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2);
+    else if (dt == WTYPE_F16 && tu->f16y) packed_body(F_F16Y, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2);
     else if (dt == WTYPE_F16) packed_body(F_F16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2);
     else packed_body(F_BF16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2);
 }
@@ -225,6 +251,7 @@ A512 void gemv_packed_avx512_tuned(uint32_t dt, const float *x, const void *P, s
 A512 void gemv_segments_avx512(uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t t,
                                size_t g0, size_t g1, float *y, const gemv_tuning *tu) {
     if (dt == WTYPE_F32) segments_body(F_F32, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2);
+    else if (dt == WTYPE_F16 && tu->f16y) segments_body(F_F16Y, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2);
     else if (dt == WTYPE_F16) segments_body(F_F16, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2);
     else segments_body(F_BF16, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2);
 }

@@ -97,19 +97,19 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // was measured on; on the others the tuner's measurement is what counts.
 // The KV prefetch (kv) was measured on the Zen 5 only; the other rows take their stream distance.
 static const struct { const char *vendor; int family; gemv_tuning tu, resident; int kv; } DEFAULTS[] = {
-    {"AuthenticAMD", 0x19, {1024, 1, 0}, {0, 1, 0}, 1024},   // Zen 3 (model 1): dram_8192 t=1 1 KB 87-90% of
+    {"AuthenticAMD", 0x19, {1024, 1, 0, 0}, {0, 1, 0, 0}, 1024},   // Zen 3 (model 1): dram_8192 t=1 1 KB 87-90% of
                                                         // the roofline, none 75-79%, 2 KB 71-78%
-    {"AuthenticAMD", 0x1a, {2048, 4, 0}, {0, 3, 0}, 2048},   // Zen 5: 2 KB / 4 tuned and best in a dram_8192
+    {"AuthenticAMD", 0x1a, {2048, 4, 0, 0}, {0, 3, 0, 0}, 2048},   // Zen 5: 2 KB / 4 tuned and best in a dram_8192
                                                         // sweep (an earlier sweep: 8 KB); resident:
                                                         // l2_512's best; KV: 2 KB, +4% tg at depth 4000
                                                         // (+14% before the KV cache was on huge pages)
-    {"GenuineIntel", 6, {2048, 4, 1}, {0, 2, 0}, 2048}, // Xeon (Sapphire Rapids and later): dram_8192
+    {"GenuineIntel", 6, {2048, 4, 1, 0}, {0, 2, 0, 0}, 2048}, // Xeon (Sapphire Rapids and later): dram_8192
                                                         // 2 KB / 4 98-99%, 2 KB / 2 92-93%, none 62-67%;
                                                         // into L2 (AVX-512): decode tg 1-6% up at t=1,
                                                         // where the evicted stream matrix barely tells
                                                         // the hints apart
 };
-static const gemv_tuning FALLBACK = {4096, 2, 0}, FALLBACK_RESIDENT = {0, 2, 0};
+static const gemv_tuning FALLBACK = {4096, 2, 0, 0}, FALLBACK_RESIDENT = {0, 2, 0, 0};
 #define FALLBACK_KV 2048
 
 // The last tune_gemv's choices, for tune_pick (0 resident_bytes: none yet).
@@ -287,7 +287,7 @@ static int fastest(const mat *m, const gemv_tuning *c, int nc, int reps, int inc
 }
 
 static int same_tuning(gemv_tuning a, gemv_tuning b) {
-    return a.pf == b.pf && a.interleave == b.interleave && a.l2 == b.l2;
+    return a.pf == b.pf && a.interleave == b.interleave && a.l2 == b.l2 && a.f16y == b.f16y;
 }
 
 // Index of tu in c[0..*nc), appended when absent (c has room for one more); -1 for no tu. Its
@@ -295,7 +295,7 @@ static int same_tuning(gemv_tuning a, gemv_tuning b) {
 // cache line from another path says), so the pick never reports an interleave that did not run.
 static int find_or_add(gemv_tuning *c, int *nc, const gemv_tuning *tu, int nnt) {
     if (!tu) return -1;
-    gemv_tuning t = {tu->pf, tu->interleave > nnt ? nnt : tu->interleave, tu->l2};
+    gemv_tuning t = {tu->pf, tu->interleave > nnt ? nnt : tu->interleave, tu->l2, tu->f16y};
     for (int i = 0; i < *nc; i++)
         if (same_tuning(c[i], t)) return i;
     c[*nc] = t;
@@ -305,12 +305,14 @@ static int find_or_add(gemv_tuning *c, int *nc, const gemv_tuning *tu, int nnt) 
 // The resident candidates (RPF x interleave, and inc when it is none of them) on L2-sized f16
 // and bf16 matrices, each warm in L2; time_rounds, a round's time the f16 + bf16 sum (RCALLS calls
 // each), tune_choose by the fastest of RROUNDS. *stream_nt: the interleave with the least such time with
-// prefetch on. 0 ok, -1 no memory.
+// prefetch on. Then, on AVX-512, the f16 widening (f16y) at that pick on the f16 matrix alone: a
+// property of the core's conversion rate, which only a matrix the kernel does not wait on shows
+// (from DRAM the two widths tie), so the stream tuning takes it too. 0 ok, -1 no memory.
 static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *stream_nt) {
     size_t l2 = (size_t)cache_kb(2) << 10;
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1, nc = NRPF * nnt;
     gemv_tuning c[NRPF * GEMV_MAX_INTERLEAVE + 1];
-    for (int i = 0; i < nc; i++) c[i] = (gemv_tuning){RPF[i / nnt], i % nnt + 1, 0};
+    for (int i = 0; i < nc; i++) c[i] = (gemv_tuning){RPF[i / nnt], i % nnt + 1, 0, inc ? inc->f16y : 0};
     int ii = find_or_add(c, &nc, inc, nnt);
     double t[TUNE_MAX_CANDIDATES * RROUNDS];
     mat m[2];
@@ -319,6 +321,12 @@ static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *
     if (!bad) {
         time_rounds(gemv_time, &(gemv_job){m, 2, c, RCALLS}, nc, RROUNDS, t);
         *resident = c[tune_choose(t, nc, RROUNDS, ii, 1)];
+        if (nnt > 1) {
+            gemv_tuning w[2] = {*resident, *resident};
+            w[0].f16y = 0, w[1].f16y = 1;
+            time_rounds(gemv_time, &(gemv_job){m, 1, w, RCALLS}, 2, RROUNDS, t);
+            *resident = w[tune_choose(t, 2, RROUNDS, inc ? inc->f16y != 0 : 0, 1)];
+        }
         double best_pf = 1e300;
         for (int i = 0; i < nc; i++) {
             double lo = 1e300;
@@ -375,25 +383,28 @@ static int measure_kv(const mat *m, int inc, int *kv) {
 // spread of the rounds; 0 ok (tu, resident, gbps, evicted set), -1 out of memory.
 static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int inc_kv, gemv_tuning *tu,
                    gemv_tuning *resident, int *kv, double *gbps, int *evicted) {
-    *tu = (gemv_tuning){PF[NPF - 1], 1, 0};
+    *tu = (gemv_tuning){PF[NPF - 1], 1, 0, 0};
     int l2 = inc ? inc->l2 : 0;   // the interleave and distance are timed at the incumbent's hint
     double s;
     if (measure_resident(inc_resident, resident, &tu->interleave)) return -1;
+    const int y = resident->f16y;
     mat m;
     if (dram_alloc(&m)) { mat_free(&m); return -1; }
     gemv_tuning c[NPF + GEMV_MAX_INTERLEAVE + 1];
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1;
     if (nnt > 1) {
-        for (int i = 0; i < nnt; i++) c[i] = (gemv_tuning){STREAM_PF, i + 1, l2};
+        for (int i = 0; i < nnt; i++) c[i] = (gemv_tuning){STREAM_PF, i + 1, l2, y};
         int nt = inc ? inc->interleave : tu->interleave;
         tu->interleave = c[fastest(&m, c, nnt, 1, nt - 1, &s)].interleave;
     }
     int nc = NPF;
-    for (int i = 0; i < NPF; i++) c[i] = (gemv_tuning){PF[i], tu->interleave, PF[i] ? l2 : 0};
-    int ii = find_or_add(c, &nc, inc, nnt);
+    for (int i = 0; i < NPF; i++) c[i] = (gemv_tuning){PF[i], tu->interleave, PF[i] ? l2 : 0, y};
+    gemv_tuning inc_y = inc ? *inc : *tu;
+    inc_y.f16y = y;               // the width is settled: the incumbent's distance and interleave with it
+    int ii = find_or_add(c, &nc, inc ? &inc_y : NULL, nnt);
     *tu = c[fastest(&m, c, nc, 1, ii, &s)];
     if (tu->pf > 0) {             // then the hint at that distance
-        gemv_tuning h[2] = {{tu->pf, tu->interleave, 0}, {tu->pf, tu->interleave, 1}};
+        gemv_tuning h[2] = {{tu->pf, tu->interleave, 0, y}, {tu->pf, tu->interleave, 1, y}};
         *tu = h[fastest(&m, h, 2, 1, tu->l2, &s)];
     }
     *gbps = gemv_packed_bytes(WTYPE_F16, m.k, m.n) / s / 1e9;
@@ -414,16 +425,18 @@ static double check_gbps(gemv_tuning tu) {
     return g;
 }
 
-// ---- cache file: one line per machine, "KEY pf interleave gbps checked rpf rinterleave kvpf evicted l2" ----
+// ---- cache file: one line per machine, "KEY pf interleave gbps checked rpf rinterleave kvpf evicted l2 f16y" ----
 // (checked in unix seconds; rpf rinterleave the resident tuning; kvpf attention's KV prefetch;
-// evicted 1 where the stream matrix was evicted before each call; l2 the stream prefetch's hint. A
-// line without them, from a build before they were tuned, reads as a miss and is measured again:
-// so does a line from before the eviction, whose picks may have been made in L3.)
+// evicted 1 where the stream matrix was evicted before each call; l2 the stream prefetch's hint;
+// f16y the f16 widening of both tunings. A line without them, from a build before they were
+// tuned, reads as a miss and is measured again: so does a line from before the eviction, whose
+// picks may have been made in L3.)
 
 // A tuning a cache line may carry (anything else reads as a miss).
 static int sane(gemv_tuning t) {
     return t.pf >= 0 && t.pf <= (1 << 20) && t.interleave >= 1 && t.interleave <= GEMV_MAX_INTERLEAVE &&
-           (t.l2 == 0 || (t.l2 == 1 && t.pf > 0));     // no hint without a prefetch
+           (t.l2 == 0 || (t.l2 == 1 && t.pf > 0)) &&    // no hint without a prefetch
+           (t.f16y == 0 || t.f16y == 1);
 }
 
 static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv_tuning *resident, int *kv,
@@ -433,12 +446,12 @@ static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv
     char line[512], k[256];
     int found = -1;
     while (found && fgets(line, sizeof line, f)) {
-        gemv_tuning t, rt = {0, 0, 0};
+        gemv_tuning t, rt = {0, 0, 0, 0};
         double g;
         long long c = 0;
         int kp, ev;
-        if (sscanf(line, "%255s %d %d %lf %lld %d %d %d %d %d", k, &t.pf, &t.interleave, &g, &c, &rt.pf, &rt.interleave,
-                   &kp, &ev, &t.l2) == 10 &&
+        if (sscanf(line, "%255s %d %d %lf %lld %d %d %d %d %d %d", k, &t.pf, &t.interleave, &g, &c, &rt.pf,
+                   &rt.interleave, &kp, &ev, &t.l2, &t.f16y) == 11 && (rt.f16y = t.f16y, 1) &&
             !strcmp(k, key) && g > 0 && isfinite(g) && sane(t) && sane(rt) && kp >= 0 && kp <= (1 << 20) &&
             (ev == 0 || ev == 1))
             *tu = t, *resident = rt, *kv = kp, *evicted = ev, *gbps = g, *checked = c, found = 0;
@@ -461,8 +474,8 @@ static int cache_store(const char *path, const char *key, gemv_tuning tu, gemv_t
     while (in && fgets(line, sizeof line, in))
         if (sscanf(line, "%255s", k) == 1 && strcmp(k, key) && strchr(line, '\n')) fputs(line, out);
     if (in) fclose(in);
-    fprintf(out, "%s %d %d %.2f %lld %d %d %d %d %d\n", key, tu.pf, tu.interleave, gbps, (long long)time(NULL),
-            resident.pf, resident.interleave, kv, evicted, tu.l2);
+    fprintf(out, "%s %d %d %.2f %lld %d %d %d %d %d %d\n", key, tu.pf, tu.interleave, gbps, (long long)time(NULL),
+            resident.pf, resident.interleave, kv, evicted, tu.l2, tu.f16y);
     if (fclose(out) || rename(tmp, path)) { unlink(tmp); return -1; }
     return 0;
 }
@@ -561,8 +574,8 @@ int tune_pick_kv(size_t kv_bytes, int threads) {
 void tune_describe(const tune_result *r, char *buf, size_t n) {
     static const char *const src[] = {"default", "cached", "measured"};
     snprintf(buf, n, "gemv tuning: %s, prefetch %d B%s, interleave %d; resident (<= %zu KiB a thread): prefetch %d B, "
-             "interleave %d; KV prefetch %d B (%s in %.2f s, %.1f GB/s%s; key %s)%s%s", gemv_isa(), r->tu.pf,
+             "interleave %d;%s KV prefetch %d B (%s in %.2f s, %.1f GB/s%s; key %s)%s%s", gemv_isa(), r->tu.pf,
              r->tu.l2 ? " into L2" : "", r->tu.interleave, r->resident_bytes >> 10, r->resident.pf,
-             r->resident.interleave, r->kv_pf, src[r->source], r->seconds, r->gbps, r->evicted ? ", evicted from the caches" : "", r->key,
-             r->note[0] ? "; " : "", r->note);
+             r->resident.interleave, r->tu.f16y ? " f16 widened into ymm;" : "", r->kv_pf, src[r->source], r->seconds,
+             r->gbps, r->evicted ? ", evicted from the caches" : "", r->key, r->note[0] ? "; " : "", r->note);
 }

@@ -1,7 +1,7 @@
 // Packed-tile layout and kernel: the divisibility facts the layout rests on; gemv_pack against
 // the layout's definition element by element (whole, and tile range by tile range); every GEMV
 // path the machine supports (scalar, AVX2, AVX-512 with 1..4 tiles in flight, prefetch on and
-// off; test_kernel_util.h) against gemv_packed_ref and gemv_rows_ref (the GGUF-layout reference)
+// off, f16 widened into zmm or ymm; test_kernel_util.h) against gemv_packed_ref and gemv_rows_ref (the GGUF-layout reference)
 // bit for bit, for every N in 1 .. 2*TILE+9 and N around 3, 4 and 5 tiles (crossing each tile
 // boundary and each interleave group), K in {1, 7, 255, 256, 257, 512, 1000, 4099}, f16, bf16 and
 // f32 with special values; tile sub-ranges (every start, lengths 1..5) write only their outputs;
@@ -206,7 +206,7 @@ int main(void) {
         for (size_t t0 = 0; t0 < nt; t0++) ranges += nt - t0 < 5 ? nt - t0 : 5;
     }
     size_t want = n_paths * 3 * (NK * NN + 5 * ranges);
-    CHECKF(N_GEMV_PATHS == 12 && n_paths >= 2 && path_cases == want, "ran %zu path cases, want %zu", path_cases, want);
+    CHECKF(N_GEMV_PATHS == 20 && n_paths >= 2 && path_cases == want, "ran %zu path cases, want %zu", path_cases, want);
     // segments, per path: each tile's whole range for every case; every (start, 1..5 segments) of
     // the first and last tile: K 257 and 512 have 3 such ranges (2 segments), 1000 has 10 (4), 4099
     // 13 * 5 + 4 + 3 + 2 + 1 (17)

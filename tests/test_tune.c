@@ -34,9 +34,9 @@ static int valid_resident(gemv_tuning t) {
 static int valid_kv(int kv) { return kv == 0 || kv == 1024 || kv == 2048 || kv == 4096; }
 
 // Lines in path that start with key; *pf/*nt from the last one, its resident pair in rt ({-1, -1}
-// when the line has none), its KV prefetch in last_kv, its eviction flag in last_ev and its
-// prefetch hint in last_l2 (-1 when none).
-static int last_kv, last_ev, last_l2;
+// when the line has none), its KV prefetch in last_kv, its eviction flag in last_ev, its
+// prefetch hint in last_l2 and its f16 widening in last_y (-1 when none).
+static int last_kv, last_ev, last_l2, last_y;
 static int lines_with_r(const char *path, const char *key, int *pf, int *nt, gemv_tuning *rt) {
     size_t len;
     char *s = must_read(path, &len), *save = NULL;
@@ -45,9 +45,10 @@ static int lines_with_r(const char *path, const char *key, int *pf, int *nt, gem
         if (!strncmp(l, key, strlen(key)) && l[strlen(key)] == ' ') {
             double g;
             long long c;
-            n++, rt->pf = rt->interleave = last_kv = last_ev = last_l2 = -1, rt->l2 = 0;
-            sscanf(l + strlen(key), "%d %d %lf %lld %d %d %d %d %d", pf, nt, &g, &c, &rt->pf, &rt->interleave, &last_kv,
-                   &last_ev, &last_l2);
+            n++, rt->pf = rt->interleave = last_kv = last_ev = last_l2 = last_y = -1, rt->l2 = 0;
+            sscanf(l + strlen(key), "%d %d %lf %lld %d %d %d %d %d %d", pf, nt, &g, &c, &rt->pf, &rt->interleave,
+                   &last_kv, &last_ev, &last_l2, &last_y);
+            rt->f16y = last_y;
         }
     free(s);
     return n;
@@ -67,7 +68,9 @@ static void write_cache(const char *path, const char *fmt, ...) {
     CHECK(fclose(f) == 0);
 }
 
-static int same(gemv_tuning a, gemv_tuning b) { return a.pf == b.pf && a.interleave == b.interleave && a.l2 == b.l2; }
+static int same(gemv_tuning a, gemv_tuning b) {
+    return a.pf == b.pf && a.interleave == b.interleave && a.l2 == b.l2 && a.f16y == b.f16y;
+}
 
 // tune_choose on made-up rounds (seconds; 3 candidates x 5 rounds unless said). Returns its checks.
 static int choose_cases(void) {
@@ -133,6 +136,9 @@ int main(void) {
         CHECK(same(gemv_get_tuning(), r.tu));
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == r.tu.pf && nt == r.tu.interleave &&
               same(rt, r.resident) && last_kv == r.kv_pf && last_ev == r.evicted && last_l2 == r.tu.l2);
+        // one f16 widening for both tunings, ymm only where the AVX-512 kernel runs
+        CHECKF(r.tu.f16y == r.resident.f16y && last_y == r.tu.f16y && (gemv_isa_id() == GEMV_AVX512 || !r.tu.f16y),
+               "f16y %d / %d, line %d", r.tu.f16y, r.resident.f16y, last_y);
         CHECKF(valid_resident(r.resident) && r.resident_bytes > 0, "resident pf %d interleave %d, %zu bytes",
                r.resident.pf, r.resident.interleave, r.resident_bytes);
         CHECKF(valid_kv(r.kv_pf) && attention_get_prefetch() == r.kv_pf, "KV prefetch %d, attention has %d", r.kv_pf,
@@ -145,7 +151,7 @@ int main(void) {
         // ... with the hint into every level where the step fits the reported L3 (32 MiB if none)
         long l3 = cpu_cache_bytes(3);
         size_t l3b = l3 > 0 ? (size_t)l3 : (size_t)32 << 20;
-        gemv_tuning in_l3 = {r.tu.pf, r.tu.interleave, 0};
+        gemv_tuning in_l3 = {r.tu.pf, r.tu.interleave, 0, r.tu.f16y};
         CHECK(same(tune_pick(r.resident_bytes + 1, 1), r.resident_bytes + 1 <= l3b ? in_l3 : r.tu));
         CHECK(same(tune_pick(l3b, 1), in_l3) && same(tune_pick(l3b + 1, 1), r.tu));
         CHECK(same(gemv_get_tuning(), r.tu));
@@ -158,7 +164,7 @@ int main(void) {
                c.evicted == r.evicted && fabs(c.gbps - r.gbps) < 0.006, "auto after force: source %d note '%s'",
                c.source, c.note);
         // a stale entry (rate 1000x off) beside another machine's and a garbage line
-        write_cache(path, "other-machine 512 3 12.50\ngarbage\n%s 0 4 99999.00 0 0 4 1024 0 0\n", r.key);
+        write_cache(path, "other-machine 512 3 12.50\ngarbage\n%s 0 4 99999.00 0 0 4 1024 0 0 0\n", r.key);
         tune_result s = tune_gemv(TUNE_AUTO, path);
         CHECKF(s.source == TUNE_MEASURED && strstr(s.note, "measured again"), "stale entry: %d '%s'", s.source, s.note);
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == s.tu.pf && nt == s.tu.interleave &&
@@ -169,7 +175,8 @@ int main(void) {
         // result is a candidate and the line is rewritten with it
         // (interleaves 4 and 3 as another path would cache them: AVX2 runs one tile, so its
         // result must say 1, not keep an incumbent interleave that never ran)
-        write_cache(path, "%s %d 4 99999.00 0 %d 3 %d 0 %d\n", r.key, r.tu.pf, r.resident.pf, r.kv_pf, r.tu.l2);
+        write_cache(path, "%s %d 4 99999.00 0 %d 3 %d 0 %d %d\n", r.key, r.tu.pf, r.resident.pf, r.kv_pf, r.tu.l2,
+                    r.tu.f16y);
         tune_result h = tune_gemv(TUNE_AUTO, path);
         CHECKF(gemv_isa_id() == GEMV_AVX512 || (h.tu.interleave == 1 && h.resident.interleave == 1),
                "AVX2 re-tune kept interleave %d / %d", h.tu.interleave, h.resident.interleave);
@@ -179,12 +186,14 @@ int main(void) {
               lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == h.tu.pf && nt == h.tu.interleave &&
               same(rt, h.resident) && last_kv == h.kv_pf);
         // impossible values (interleave 99, negative prefetch; a KV prefetch past 1 MiB; an eviction
-        // flag or a hint but 0 or 1; a hint without a prefetch) read as a miss: measured, no note;
-        // so does a fresh line from before the hint was tuned (no hint)
-        const char *bad[] = {"2048 99 10.00 %lld -4096 2 0 0 0", "2048 2 10.00 %lld 0 2 2000000 0 0",
-                             "2048 2 10.00 %lld 0 2 -1 0 0", "2048 2 10.00 %lld 0 2 1024 2 0", "2048 2 10.00 %lld 0 2 1024 0 2", "0 2 10.00 %lld 0 2 1024 0 1",
-                             "2048 2 10.00 %lld 0 2 1024 0"};
-        for (int i = 0; i < 7; i++) {
+        // flag, a hint or an f16 widening but 0 or 1; a hint without a prefetch) read as a miss:
+        // measured, no note; so does a fresh line from before the hint or the widening was tuned
+        const char *bad[] = {"2048 99 10.00 %lld -4096 2 0 0 0 0", "2048 2 10.00 %lld 0 2 2000000 0 0 0",
+                             "2048 2 10.00 %lld 0 2 -1 0 0 0", "2048 2 10.00 %lld 0 2 1024 2 0 0",
+                             "2048 2 10.00 %lld 0 2 1024 0 2 0", "0 2 10.00 %lld 0 2 1024 0 1 0",
+                             "2048 2 10.00 %lld 0 2 1024 0 0 2", "2048 2 10.00 %lld 0 2 1024 0 0 -1",
+                             "2048 2 10.00 %lld 0 2 1024 0", "2048 2 10.00 %lld 0 2 1024 0 0"};
+        for (int i = 0; i < 10; i++) {
             char fmt[96];
             snprintf(fmt, sizeof fmt, "%%s %s\n", bad[i]);
             write_cache(path, fmt, r.key, (long long)time(NULL));
@@ -216,8 +225,8 @@ int main(void) {
         CHECKF(o8.source == TUNE_MEASURED, "line without the eviction flag: source %d '%s'", o8.source, o8.note);
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && last_ev == o8.evicted);
         // a fresh line that says evicted is reused with the flag, and the line says so
-        write_cache(path, "%s %d %d %.2f %lld %d %d %d 1 %d\n", r.key, o8.tu.pf, o8.tu.interleave, o8.gbps,
-                    (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.kv_pf, o8.tu.l2);
+        write_cache(path, "%s %d %d %.2f %lld %d %d %d 1 %d %d\n", r.key, o8.tu.pf, o8.tu.interleave, o8.gbps,
+                    (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.kv_pf, o8.tu.l2, o8.tu.f16y);
         tune_result e1 = tune_gemv(TUNE_AUTO, path);
         char e1_line[512];
         tune_describe(&e1, e1_line, sizeof e1_line);
@@ -227,8 +236,8 @@ int main(void) {
         // a fresh line's hint is what the kernels run, and the tuning line says "into L2" for it only
         for (int h2 = 0; h2 < 2; h2++) {
             int hp = o8.tu.pf ? o8.tu.pf : 2048;
-            write_cache(path, "%s %d %d %.2f %lld %d %d %d 1 %d\n", r.key, hp, o8.tu.interleave, o8.gbps,
-                        (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.kv_pf, h2);
+            write_cache(path, "%s %d %d %.2f %lld %d %d %d 1 %d %d\n", r.key, hp, o8.tu.interleave, o8.gbps,
+                        (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.kv_pf, h2, o8.tu.f16y);
             tune_result hr = tune_gemv(TUNE_AUTO, path);
             char hl[512];
             tune_describe(&hr, hl, sizeof hl);
@@ -239,13 +248,27 @@ int main(void) {
             CHECKF(big.l2 == h2 && big.pf == hp && small.l2 == 0 && small.pf == hp, "hint %d: tune_pick %d / %d", h2,
                    big.l2, small.l2);
         }
+        // a fresh line's f16 widening is what the kernels run, in both tunings (ymm only where the
+        // AVX-512 kernel runs), and the tuning line says so
+        for (int wy = 0; wy < 2; wy++) {
+            write_cache(path, "%s %d %d %.2f %lld %d %d %d 1 %d %d\n", r.key, o8.tu.pf, o8.tu.interleave, o8.gbps,
+                        (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.kv_pf, o8.tu.l2, wy);
+            tune_result yr = tune_gemv(TUNE_AUTO, path);
+            char yl[512];
+            tune_describe(&yr, yl, sizeof yl);
+            int want = wy && gemv_isa_id() == GEMV_AVX512;
+            CHECKF(yr.source == TUNE_CACHED && yr.tu.f16y == want && yr.resident.f16y == want &&
+                   gemv_get_tuning().f16y == want && tune_pick((size_t)1 << 40, 1).f16y == want &&
+                   tune_pick(yr.resident_bytes, 1).f16y == want && !strstr(yl, "ymm") == !want,
+                   "f16y %d: %d '%s'", wy, yr.source, yl);
+        }
         fin = tune_gemv(TUNE_AUTO, path);
         // an unchecked mode (-1) is auto: the line just written stands
         tune_result m1 = tune_gemv(-1, path);
         CHECKF(m1.source == TUNE_CACHED && same(m1.tu, fin.tu) && m1.kv_pf == fin.kv_pf, "mode -1: source %d '%s'",
                m1.source, m1.note);
         CHECK(!strpbrk(r.key, " \t\n"));                 // one word in the file
-        checks += 47;
+        checks += 49;
     }
     // off: the family default, no measurement, the file untouched
     size_t before_len, after_len;
@@ -301,7 +324,7 @@ int main(void) {
     }
     checks += 9;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 24 : 72));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 24 : 74));
     free(path);
     scratch_remove(dir);
     return 0;

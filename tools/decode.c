@@ -471,8 +471,9 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
         fprintf(stderr, "decode: packed-weight cache: %s\n", w->cache_note);
     if (o->print_schedule) print_schedule(&S->d);
     if (o->verbose) {
-        fprintf(stderr, "decode: gemv tuning for this model's step: prefetch %d B%s, interleave %d\n",
-                S->d.tuning.pf, S->d.tuning.l2 ? " into L2" : "", S->d.tuning.interleave);
+        fprintf(stderr, "decode: gemv tuning for this model's step: prefetch %d B%s, interleave %d%s\n",
+                S->d.tuning.pf, S->d.tuning.l2 ? " into L2" : "", S->d.tuning.interleave,
+                S->d.tuning.f16y ? ", f16 widened into ymm" : "");
         fprintf(stderr, "decode: threads in use: %d of %d%s\n", pool_size(S->d.pool), o->n_threads,
                 pool_size(S->d.pool) < o->n_threads ? CLI_THREADS_IDLE_WHY : "");
         fprintf(stderr, "decode: a thread that waits prefetches up to %zu bytes of what its next step reads\n",

@@ -190,6 +190,8 @@ static void usage(FILE *f) {
                "  --interleave N  tiles in flight, 1..4, AVX-512 only (default: tuned, as --pf)\n"
                "  --hint l1|l2    the prefetch's target: every cache level, or L2 and below (default:\n"
                "                  tuned, as --pf)\n"
+               "  --widen zmm|ymm f16 weights widened sixteen at a time into zmm, or eight into ymm, on the\n"
+               "                  AVX-512 path (default: tuned, one choice for every cell)\n"
                "  --no-evict      time a dram cell that fits the reported L3 as it lies (default: evicted\n"
                "                  from every cache before each call and roofline pass, so it reads DRAM)\n"
                "  --segments N    each tile as decode runs a split or stolen tail tile: its 256-input\n"
@@ -237,6 +239,7 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     if (over[0] >= 0) tu.pf = over[0], which = "overridden";
     if (over[1] > 0) tu.interleave = over[1], which = "overridden";
     if (over[2] >= 0) tu.l2 = over[2], which = "overridden";
+    if (over[3] >= 0 && dt == WTYPE_F16) tu.f16y = over[3], which = "overridden";
     gemv_set_tuning(tu);
     tu = gemv_get_tuning();                            // as clamped: what the kernels run
     // Plain pages: MADV_HUGEPAGE made cold packing of dram_8192 anywhere from 0.7 to 6 GB/s here
@@ -308,9 +311,10 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
         o->pct_ceil = 100.0 * o->gbps / ceil;
     }
     fprintf(stderr, "%s %s t=%d: %.1f GB/s, roofline %.1f GB/s (%.1f%%), %.1f GFLOP/s, %d calls per trial; "
-            "%s%s tuning: prefetch %d B%s, interleave %d; the kernel on L1-resident tiles (%zu x %d a thread) %.1f "
+            "%s%s tuning: prefetch %d B%s, interleave %d%s; the kernel on L1-resident tiles (%zu x %d a thread) %.1f "
             "GB/s (%.1f%%)\n", name, dname, nth, out[0].gbps, roof, out[0].pct, out[0].gflops, reps,
-            evict ? "evicted before each call; " : "", which, tu.pf, tu.l2 ? " into L2" : "", tu.interleave, cj.k,
+            evict ? "evicted before each call; " : "", which, tu.pf, tu.l2 ? " into L2" : "", tu.interleave,
+            tu.f16y && dt == WTYPE_F16 ? ", widened into ymm" : "", cj.k,
             (int)(cj.nt * GEMV_TILE), ceil, out[0].pct_ceil);
     free(cj.P), free(cj.y), free(j.slots);
     free(j.P);
@@ -353,7 +357,7 @@ int main(int argc, char **argv) {
     int cells_named = 0, nshape = 0;
     shape cl[NCELL + MAXSHAPE];
     const char *fmt = "csv";
-    int pf = -1, inter = -1, hint = -1, no_evict = 0, seg = 0;
+    int pf = -1, inter = -1, hint = -1, widen = -1, no_evict = 0, seg = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("gemv-bench"); }
@@ -367,6 +371,7 @@ int main(int argc, char **argv) {
         else if (ok && !strcmp(a, "--pf")) ok = util_parse_ints(v, &pf, 1, 0, 1 << 20) == 1;
         else if (ok && !strcmp(a, "--interleave")) ok = util_parse_ints(v, &inter, 1, 1, GEMV_MAX_INTERLEAVE) == 1;
         else if (ok && !strcmp(a, "--hint")) ok = (hint = !strcmp(v, "l2") ? 1 : !strcmp(v, "l1") ? 0 : -1) >= 0;
+        else if (ok && !strcmp(a, "--widen")) ok = (widen = !strcmp(v, "ymm") ? 1 : !strcmp(v, "zmm") ? 0 : -1) >= 0;
         else if (ok && !strcmp(a, "--segments")) ok = util_parse_ints(v, &seg, 1, 1, 64) == 1;
         else if (ok && !strcmp(a, "-o")) ok = !strcmp(fmt = v, "csv") || !strcmp(v, "json") || !strcmp(v, "md");
         else ok = 0;
@@ -379,13 +384,13 @@ int main(int argc, char **argv) {
     const char *env = cli_env_problem();
     if (env) { fprintf(stderr, "gemv-bench: %s\n", env); return 2; }
     tune_result tr = tune_gemv(tune_mode_from_env(), NULL);
-    const int over[3] = {pf, inter, hint};
+    const int over[4] = {pf, inter, hint, widen};
     char line[768];
     tune_describe(&tr, line, sizeof line);
     fprintf(stderr, "gemv-bench: isa %s, %d trials; %s\n", gemv_isa(), trials, line);
-    if (pf >= 0 || inter > 0 || hint >= 0)
-        fprintf(stderr, "gemv-bench: overridden in every cell: prefetch %d B, interleave %d, hint %s (-1: tuned)\n",
-                pf, inter, hint < 0 ? "-1" : hint ? "l2" : "l1");
+    if (pf >= 0 || inter > 0 || hint >= 0 || widen >= 0)
+        fprintf(stderr, "gemv-bench: overridden in every cell: prefetch %d B, interleave %d, hint %s, f16 widening %s"
+                " (-1: tuned)\n", pf, inter, hint < 0 ? "-1" : hint ? "l2" : "l1", widen < 0 ? "-1" : widen ? "ymm" : "zmm");
     long l3 = cpu_cache_bytes(3);
     if (nshape && !cells_named) cells = 0;
     memcpy(cl, CELLS, sizeof CELLS);
