@@ -32,7 +32,8 @@ enum { GEMV_SCALAR, GEMV_AVX2, GEMV_AVX512, GEMV_N_ISA };
 // 1 into L2 and below only (prefetcht1), which leaves the L1's miss buffers to the loads (on a
 // Sapphire Rapids-class Xeon 1-6% more tok/s at one thread on models streamed from DRAM);
 // f16y, 1: the AVX-512 kernel widens f16 eight weights at a time into ymm chains (a Zen 4 issues
-// the zmm vcvtph2ps at half the ymm's rate per weight), 0 sixteen into zmm; bf16 and f32 ignore it.
+// the zmm vcvtph2ps at half the ymm's rate per weight), at most 3 tiles side by side whatever the
+// interleave (eight chains a tile: 4 tiles would spill); 0 sixteen into zmm; bf16 and f32 ignore it.
 typedef struct {
     int pf;
     int interleave;

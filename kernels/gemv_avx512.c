@@ -17,8 +17,9 @@
 #define A512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #define INL static inline __attribute__((always_inline)) A512
 
-// F_F16Y: f16 widened eight at a time into ymm accumulators (the tuning's f16y), same order.
-enum { F_F32, F_F16, F_BF16, F_F16Y };
+// The kernel formats: gemv_simd.h's GEMV_FMT_*, F_F16Y f16 widened eight at a time into ymm
+// accumulators (the tuning's f16y), same order.
+enum { F_F32 = GEMV_FMT_F32, F_F16 = GEMV_FMT_F16, F_BF16 = GEMV_FMT_BF16, F_F16Y = GEMV_FMT_F16Y };
 
 // Sixteen weights from element i, widened exactly; m masks the lanes read (others are 0).
 INL __m512 load16(int f, const void *w, size_t i, __mmask16 m) {
@@ -168,6 +169,9 @@ static inline size_t group_size(size_t n, int nt) {
     size_t groups = (n + (size_t)nt - 1) / (size_t)nt, g = (n + groups - 1) / groups;
     return g > 4 ? 4 : g;
 }
+// The tiles side by side at interleave nt: in ymm, eight chains a tile, at most 3 (24 of the 32
+// registers; 4 tiles spilled chains to the stack and ran no faster).
+static inline int max_group(int f, int nt) { return nt < 1 ? 1 : f == F_F16Y && nt > 3 ? 3 : nt; }
 
 // Runs the whole tiles of [t0, t1) in groups (group_size); the zero-padded last tile goes through tmp.
 INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, size_t t0,
@@ -175,7 +179,7 @@ INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, s
     const size_t es = f == F_F32 ? 4 : 2, ts = k * GEMV_TILE;
     const char *base = (const char *)P;
     size_t t = t0, whole = n / GEMV_TILE < t1 ? n / GEMV_TILE : t1;
-    if (nt < 1) nt = 1;                 // gemv_packed_on passes a tuning unclamped
+    nt = max_group(f, nt);              // gemv_packed_on passes a tuning unclamped
     while (t < whole) {
         size_t g = group_size(whole - t, nt);
         group_hinted(f, g, pf, l2, x, 0, base + t * ts * es, k, ts, y + t * GEMV_TILE);
@@ -200,7 +204,7 @@ INL void segments_body(int f, const float *x, const void *P, size_t k, size_t n,
     const size_t es = f == F_F32 ? 4 : 2, ld = gemv_tile_cols(n, t), seg = GEMV_KSEG * ld;
     const char *tile = (const char *)P + gemv_tile_start(k, n, t) * es;
     size_t g = g0, full = k / GEMV_KSEG < g1 ? k / GEMV_KSEG : g1;
-    if (nt < 1) nt = 1;
+    nt = max_group(f, nt);
     while (g < full && ld == GEMV_TILE) {
         size_t c = group_size(full - g, nt);
         group_hinted(f, c, pf, l2, x + g * GEMV_KSEG, GEMV_KSEG, tile + g * seg * es, GEMV_KSEG, seg,
@@ -226,33 +230,39 @@ A512 void gemv_stripe_f16_avx512(const float *x, const void *B, size_t k, size_t
 A512 void gemv_stripe_bf16_avx512(const float *x, const void *B, size_t k, size_t ldb, size_t j0, size_t w, float *y) {
     stripe_body(F_BF16, x, B, k, ldb, j0, w, y);
 }
-A512 void gemv_packed_f32_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
-    gemv_tuning tu = gemv_get_tuning();
-    packed_body(F_F32, x, P, k, n, t0, t1, y, tu.pf, tu.interleave, tu.l2);
-}
-A512 void gemv_packed_f16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
-    gemv_tuning tu = gemv_get_tuning();
-    if (tu.f16y) packed_body(F_F16Y, x, P, k, n, t0, t1, y, tu.pf, tu.interleave, tu.l2);
-    else packed_body(F_F16, x, P, k, n, t0, t1, y, tu.pf, tu.interleave, tu.l2);
-}
-A512 void gemv_packed_bf16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
-    gemv_tuning tu = gemv_get_tuning();
-    packed_body(F_BF16, x, P, k, n, t0, t1, y, tu.pf, tu.interleave, tu.l2);
+int gemv_avx512_format(uint32_t dt, const gemv_tuning *tu) {
+    return dt == WTYPE_F32 ? F_F32 : dt == WTYPE_BF16 ? F_BF16 : tu->f16y ? F_F16Y : F_F16;
 }
 
 A512 void gemv_packed_avx512_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
                                    size_t t0, size_t t1, float *y, const gemv_tuning *tu) {
-    if (dt == WTYPE_F32) packed_body(F_F32, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2);
-    else if (dt == WTYPE_F16 && tu->f16y) packed_body(F_F16Y, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2);
-    else if (dt == WTYPE_F16) packed_body(F_F16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2);
-    else packed_body(F_BF16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2);
+    switch (gemv_avx512_format(dt, tu)) {
+    case F_F32: packed_body(F_F32, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2); break;
+    case F_F16: packed_body(F_F16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2); break;
+    case F_F16Y: packed_body(F_F16Y, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2); break;
+    default: packed_body(F_BF16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2);
+    }
+}
+A512 void gemv_packed_f32_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
+    gemv_tuning tu = gemv_get_tuning();
+    gemv_packed_avx512_tuned(WTYPE_F32, x, P, k, n, t0, t1, y, &tu);
+}
+A512 void gemv_packed_f16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
+    gemv_tuning tu = gemv_get_tuning();
+    gemv_packed_avx512_tuned(WTYPE_F16, x, P, k, n, t0, t1, y, &tu);
+}
+A512 void gemv_packed_bf16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y) {
+    gemv_tuning tu = gemv_get_tuning();
+    gemv_packed_avx512_tuned(WTYPE_BF16, x, P, k, n, t0, t1, y, &tu);
 }
 
 A512 void gemv_segments_avx512(uint32_t dt, const float *x, const void *P, size_t k, size_t n, size_t t,
                                size_t g0, size_t g1, float *y, const gemv_tuning *tu) {
-    if (dt == WTYPE_F32) segments_body(F_F32, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2);
-    else if (dt == WTYPE_F16 && tu->f16y) segments_body(F_F16Y, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2);
-    else if (dt == WTYPE_F16) segments_body(F_F16, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2);
-    else segments_body(F_BF16, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2);
+    switch (gemv_avx512_format(dt, tu)) {
+    case F_F32: segments_body(F_F32, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2); break;
+    case F_F16: segments_body(F_F16, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2); break;
+    case F_F16Y: segments_body(F_F16Y, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2); break;
+    default: segments_body(F_BF16, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2);
+    }
 }
 #endif

@@ -321,17 +321,18 @@ static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *
     if (!bad) {
         time_rounds(gemv_time, &(gemv_job){m, 2, c, RCALLS}, nc, RROUNDS, t);
         *resident = c[tune_choose(t, nc, RROUNDS, ii, 1)];
-        if (nnt > 1) {
-            gemv_tuning w[2] = {*resident, *resident};
-            w[0].f16y = 0, w[1].f16y = 1;
-            time_rounds(gemv_time, &(gemv_job){m, 1, w, RCALLS}, 2, RROUNDS, t);
-            *resident = w[tune_choose(t, 2, RROUNDS, inc ? inc->f16y != 0 : 0, 1)];
-        }
         double best_pf = 1e300;
         for (int i = 0; i < nc; i++) {
             double lo = 1e300;
             for (int r = 0; r < RROUNDS; r++) lo = t[i * RROUNDS + r] < lo ? t[i * RROUNDS + r] : lo;
             if (c[i].pf > 0 && lo < best_pf) best_pf = lo, *stream_nt = c[i].interleave;
+        }
+        if (nnt > 1) {
+            gemv_tuning w[2] = {*resident, *resident};
+            double tw[2 * RROUNDS];
+            w[0].f16y = 0, w[1].f16y = 1;
+            time_rounds(gemv_time, &(gemv_job){m, 1, w, RCALLS}, 2, RROUNDS, tw);
+            *resident = w[tune_choose(tw, 2, RROUNDS, inc ? inc->f16y != 0 : 0, 1)];
         }
     }
     mat_free(&m[0]), mat_free(&m[1]);
@@ -451,10 +452,12 @@ static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv
         long long c = 0;
         int kp, ev;
         if (sscanf(line, "%255s %d %d %lf %lld %d %d %d %d %d %d", k, &t.pf, &t.interleave, &g, &c, &rt.pf,
-                   &rt.interleave, &kp, &ev, &t.l2, &t.f16y) == 11 && (rt.f16y = t.f16y, 1) &&
+                   &rt.interleave, &kp, &ev, &t.l2, &t.f16y) == 11 &&
             !strcmp(k, key) && g > 0 && isfinite(g) && sane(t) && sane(rt) && kp >= 0 && kp <= (1 << 20) &&
-            (ev == 0 || ev == 1))
+            (ev == 0 || ev == 1)) {
+            rt.f16y = t.f16y;                               // one width for both tunings
             *tu = t, *resident = rt, *kv = kp, *evicted = ev, *gbps = g, *checked = c, found = 0;
+        }
     }
     fclose(f);
     return found;

@@ -11,6 +11,7 @@
 // range, and every sub-range of 1..5 segments of the first and last tile (K 257, 512, 1000; K 4099,
 // 16 full segments and a short one, at the N around 3-5 tiles), writing nothing else.
 #include "kernels/gemv.h"
+#include "kernels/gemv_simd.h"
 #include "test_kernel_util.h"
 #include "tests/check.h"
 #include <stdlib.h>
@@ -217,6 +218,19 @@ int main(void) {
     }
     size_t seg_want = n_paths * 3 * (NK * tiles + ends * (3 + 3 + 10) + ends_extra * (13 * 5 + 4 + 3 + 2 + 1));
     CHECKF(seg_cases == seg_want, "ran %zu segment cases, want %zu", seg_cases, seg_want);
+    // The paths' f16 runs where they say (results alone cannot tell: every width gives the same
+    // bits): the AVX-512 entry points take their format from gemv_avx512_format, f16y only for f16.
+    size_t ymm_paths = 0;
+#if defined(__x86_64__)
+    for (size_t g = 0; g < N_GEMV_PATHS; g++) {
+        const gemv_tuning *tu = &GEMV_PATHS[g].tu;
+        if (GEMV_PATHS[g].isa != GEMV_AVX512) continue;
+        ymm_paths += gemv_avx512_format(WTYPE_F16, tu) == GEMV_FMT_F16Y;
+        CHECK(gemv_avx512_format(WTYPE_F16, tu) == (tu->f16y ? GEMV_FMT_F16Y : GEMV_FMT_F16));
+        CHECK(gemv_avx512_format(WTYPE_BF16, tu) == GEMV_FMT_BF16 && gemv_avx512_format(WTYPE_F32, tu) == GEMV_FMT_F32);
+    }
+    CHECKF(ymm_paths == 8, "%zu paths widen f16 into ymm, want 8", ymm_paths);
+#endif
     printf("packed: %zu layout facts, %zu cases bit-identical, %zu packed elements checked, %zu path "
            "cases and %zu segment cases on %zu of %zu paths\n", facts, cases, pack_elems, path_cases, seg_cases,
            n_paths, N_GEMV_PATHS);
