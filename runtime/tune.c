@@ -97,17 +97,17 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // was measured on; on the others the tuner's measurement is what counts.
 // The KV prefetch (kv) was measured on the Zen 5 only; the other rows take their stream distance.
 static const struct { const char *vendor; int family; gemv_tuning tu, resident; int kv; } DEFAULTS[] = {
-    {"AuthenticAMD", 0x19, {1024, 1, 0, 0}, {0, 1, 0, 0}, 1024},   // Zen 3 (model 1): dram_8192 t=1 1 KB 87-90% of
-                                                        // the roofline, none 75-79%, 2 KB 71-78%
-    {"AuthenticAMD", 0x1a, {2048, 4, 0, 0}, {0, 3, 0, 0}, 2048},   // Zen 5: 2 KB / 4 tuned and best in a dram_8192
-                                                        // sweep (an earlier sweep: 8 KB); resident:
-                                                        // l2_512's best; KV: 2 KB, +4% tg at depth 4000
-                                                        // (+14% before the KV cache was on huge pages)
-    {"GenuineIntel", 6, {2048, 4, 1, 0}, {0, 2, 0, 0}, 2048}, // Xeon (Sapphire Rapids and later): dram_8192
-                                                        // 2 KB / 4 98-99%, 2 KB / 2 92-93%, none 62-67%;
-                                                        // into L2 (AVX-512): decode tg 1-6% up at t=1,
-                                                        // where the evicted stream matrix barely tells
-                                                        // the hints apart
+    {"AuthenticAMD", 0x19, {1024, 1, 0, 0}, {0, 1, 0, 0}, 1024}, // Zen 3 (model 1): dram_8192 t=1 1 KB 87-90% of
+                                                               // the roofline, none 75-79%, 2 KB 71-78%
+    {"AuthenticAMD", 0x1a, {2048, 4, 0, 0}, {0, 3, 0, 0}, 2048}, // Zen 5: 2 KB / 4 tuned and best in a dram_8192
+                                                               // sweep (an earlier sweep: 8 KB); resident:
+                                                               // l2_512's best; KV: 2 KB, +4% tg at depth 4000
+                                                               // (+14% before the KV cache was on huge pages)
+    {"GenuineIntel", 6, {2048, 4, 1, 0}, {0, 2, 0, 0}, 2048},  // Xeon (Sapphire Rapids and later): dram_8192
+                                                               // 2 KB / 4 98-99%, 2 KB / 2 92-93%, none 62-67%;
+                                                               // into L2 (AVX-512): decode tg 1-6% up at t=1,
+                                                               // where the evicted stream matrix barely tells
+                                                               // the hints apart
 };
 static const gemv_tuning FALLBACK = {4096, 2, 0, 0}, FALLBACK_RESIDENT = {0, 2, 0, 0};
 #define FALLBACK_KV 2048
