@@ -334,6 +334,10 @@ static char *out_target(const char *path, int *mode, char *err) {
     if (!*path) { snprintf(err, GGUF_ERR_MAX, "the output path is empty"); return NULL; }   // lstat: ENOENT, "a new file"
     if (lstat(path, &st)) {
         if (errno != ENOENT) { snprintf(err, GGUF_ERR_MAX, "%s: cannot stat: %s", path, strerror(errno)); return NULL; }
+        if (path[strlen(path) - 1] == '/') {         // a missing directory: no file name to write
+            snprintf(err, GGUF_ERR_MAX, "%s: ends in '/': name the output file", path);
+            return NULL;
+        }
         p = strdup(path);                            // a new file
     } else {
         int link = S_ISLNK(st.st_mode);
@@ -395,7 +399,8 @@ int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
     if (o.fd < 0) {
         int e = errno;
         if (w->temp_hook) w->temp_hook(NULL);
-        snprintf(err, GGUF_ERR_MAX, "%s: cannot create a temporary file: %s", path, strerror(e));
+        if (e == ENOENT) snprintf(err, GGUF_ERR_MAX, "%s: cannot create the file: its directory does not exist", path);
+        else snprintf(err, GGUF_ERR_MAX, "%s: cannot create a temporary file: %s", path, strerror(e));
         free(tmp); free(o.buf); free(dst);
         return -1;
     }

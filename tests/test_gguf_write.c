@@ -200,6 +200,15 @@ int main(void) {
     w = gguf_writer_new(32);
     gguf_w_u32(w, "k", 1);
     CHECKF(gguf_writer_save(w, "", err) == -1 && !strcmp(err, "the output path is empty"), "'%s'", err);
+    // ... and so is a missing path ending in '/', or one whose directory is missing, each said as
+    // such (both read "cannot create a temporary file: No such file or directory")
+    char miss[300];
+    snprintf(miss, sizeof miss, "%s/nodir/", tmpdir);
+    CHECKF(gguf_writer_save(w, miss, err) == -1 && strstr(err, "ends in '/'"), "'%s'", err);
+    snprintf(miss, sizeof miss, "%s/nodir/x.gguf", tmpdir);
+    CHECKF(gguf_writer_save(w, miss, err) == -1 && strstr(err, "its directory does not exist"), "'%s'", err);
+    snprintf(miss, sizeof miss, "%s/nodir", tmpdir);
+    CHECK(access(miss, F_OK) != 0);
     gguf_writer_free(w);
 
     // ---- argument errors surface at save, and no file is left behind

@@ -51,11 +51,13 @@ static void print_scalar(uint32_t type, const uint8_t *p) {
     }
 }
 
+// A key is cut as a string value is, marked: two long keys that differ past the cut must not
+// print as the same key.
 static void print_kv(const gguf_kv *kv) {
-    char key[4 * 128 + 8];
-    gguf_escape(key, sizeof key, kv->key, strlen(kv->key));
     if (kv->type != GGUF_TYPE_ARRAY) {
-        printf("  %-8s %s = ", gguf_type_name(kv->type), key);
+        printf("  %-8s ", gguf_type_name(kv->type));
+        print_str(kv->key, strlen(kv->key), 0);
+        printf(" = ");
         if (kv->type == GGUF_TYPE_STRING) {
             uint64_t len;
             memcpy(&len, kv->data, 8);
@@ -66,7 +68,9 @@ static void print_kv(const gguf_kv *kv) {
         putchar('\n');
         return;
     }
-    printf("  %s[%llu] %s = [", gguf_type_name(kv->arr_type), (unsigned long long)kv->n, key);
+    printf("  %s[%llu] ", gguf_type_name(kv->arr_type), (unsigned long long)kv->n);
+    print_str(kv->key, strlen(kv->key), 0);
+    printf(" = [");
     for (uint64_t i = 0; i < kv->n && i < ARR_SHOW; i++) {
         if (i) printf(", ");
         if (kv->arr_type == GGUF_TYPE_STRING) {
