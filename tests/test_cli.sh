@@ -30,6 +30,8 @@ expect 2 "missing value" -- "$d" -m "$model" -n
 expect 2 "bad number" -- "$d" -m "$model" -n 12x
 expect 2 "zero threads" -- "$d" -m "$model" -t 0
 expect 2 "bad temp" -- "$d" -m "$model" --temp nan
+expect 0 "temp that underflows to 0" -- "$d" -m "$model" -p hi -n 1 --temp 1e-50
+expect 2 "seed with a space before its minus" -- "$d" -m "$model" -p hi --seed ' -5'
 expect 2 "both -p and -f" -- "$d" -m "$model" -p a -f /dev/null
 expect 1 "missing model" -- "$d" -m "$tmp/none.gguf" -p hi
 expect 1 "not a gguf" -- "$d" -m /etc/hostname -p hi
@@ -270,6 +272,6 @@ for tool in decode decode-bench gemv-bench gemm-bench roofline gguf-info gguf-co
   expect 1 "$tool --help > /dev/full" -- sh -c '"$1" --help >/dev/full' sh "$bin/$tool"
 done
 
-[ "$cases" = 101 ] || fail "ran $cases cases, expected 101"
+[ "$cases" = 103 ] || fail "ran $cases cases, expected 103"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

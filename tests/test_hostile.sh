@@ -86,6 +86,12 @@ cases=$((cases + 1))
 run 1 "dump in a missing directory" -- "$d" -m "$model" -p hi --dump-logits "$tmp/no/such/dir/x"
 run 1 "dump is a directory" -- "$d" -m "$model" -p hi --dump-logits "$tmp"
 run 0 "dump = /dev/null" -- "$d" -m "$model" -p hi -n 2 --temp 0 --dump-logits /dev/null
+# a pipe stdout also writes to would interleave raw floats with the text: refused like its file
+cases=$((cases + 1))
+"$d" -m "$model" -p hi -n 2 --temp 0 --dump-logits /dev/stdout 2>"$tmp/err" | cat >"$tmp/pipe.out"
+st=${PIPESTATUS[0]}
+[ "$st" = 1 ] && grep -q "where stdout goes" "$tmp/err" && [ ! -s "$tmp/pipe.out" ] ||
+  fail "dump = stdout's pipe: exit $st, $(wc -c <"$tmp/pipe.out") bytes out: $(cat "$tmp/err")"
 
 # ---- 2. closed descriptors: nothing but logits in the dump, in every combination
 cp "$tmp/m.orig" "$model"                 # each section starts whole, even when one above failed
@@ -228,7 +234,7 @@ printf '\0' | dd of="$tmp/nobos.gguf" bs=1 seek=$((off + ${#key} + 4)) conv=notr
 run 1 "empty prompt, model without BOS" -- "$d" -m "$tmp/nobos.gguf" -p "" && has "adds no BOS" "empty prompt"
 grep -q -- "--no-bos" "$tmp/err" && fail "the empty-prompt error names --no-bos, which was not given"
 
-want=$([ -z "$sanitize" ] && echo 61 || echo 60)
+want=$([ -z "$sanitize" ] && echo 62 || echo 61)
 [ "$cases" = $want ] || fail "ran $cases cases, expected $want"
 echo "hostile cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -163,7 +163,7 @@ static void encode(const tokenizer *t, const char *s, size_t len, int bos, int32
 static void check_llama_spm_rules(void) {
     tokenizer *t = load_ok(VOCAB "ggml-vocab-llama-spm.gguf");
     CHECK(tokenizer_n_vocab(t) == 32000 && tokenizer_bos(t) == 1 && tokenizer_eos(t) == 2);
-    CHECK(tokenizer_add_bos(t) == 1);
+    CHECK(tokenizer_add_bos(t) == 1 && tokenizer_space_prefix(t) == 1);
     int32_t *ids;
     size_t n;
     encode(t, "", 0, 1, &ids, &n);                     // empty text: BOS only / nothing
@@ -267,6 +267,8 @@ static int check_pre_names(void) {
         tokenizer *t = load_ok(synth_bpe(*p));
         int llama3 = !strcmp(*p, "llama-bpe") || !strcmp(*p, "llama3") || !strcmp(*p, "llama-v3");
         CHECKF(tokenizer_add_bos(t) == llama3 && tokenizer_bos(t) == 0 && tokenizer_eos(t) == 0, "%s", *p);
+        // no space in front: decode keeps a first piece's leading space (it is the text's)
+        CHECKF(tokenizer_space_prefix(t) == 0, "%s", *p);
         tokenizer_free(t);
     }
     tokenizer *t = load_ok(synth_bpe(NULL));

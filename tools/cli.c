@@ -201,12 +201,14 @@ FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, i
         close(fd);
         return NULL;
     }
-    if (S_ISREG(st.st_mode)) {
+    // A pipe, socket or terminal that stdout or stderr also reaches would mix the two streams;
+    // a device such as /dev/null takes both harmlessly.
+    int shared = S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || isatty(fd);
+    if (S_ISREG(st.st_mode))
         for (int i = 0; i < n && !clash; i++)
             if (same_file(&st, in[i].dev, in[i].ino)) clash = in[i].what;
-        if (!clash && fstat(1, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stdout goes";
-        if (!clash && fstat(2, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stderr goes";
-    }
+    if (shared && !clash && fstat(1, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stdout goes";
+    if (shared && !clash && fstat(2, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stderr goes";
     if (clash) {
         fprintf(stderr, "%s: %s %s is %s; not overwriting it\n", tool_name, flag, path, clash);
         close(fd);

@@ -16,6 +16,7 @@
 #include "tools/util.h"
 #include "runtime/tune.h"
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -134,7 +135,8 @@ static int parse_float(const char *s, float *out) {
     char *end;
     errno = 0;
     float v = strtof(s, &end);
-    if (errno || end == s || *end || !isfinite(v)) return -1;
+    int under = errno == ERANGE && fabsf(v) < 1.0f;    // 1e-50: as good as 0, as llama.cpp reads it
+    if ((errno && !under) || end == s || *end || !isfinite(v)) return -1;
     *out = v;
     return 0;
 }
@@ -202,7 +204,7 @@ static int parse_args(int argc, char **argv, options *o) {
             unsigned long long s; char *end; errno = 0;
             s = strtoull(v, &end, 10);
             if (!strcmp(v, "-1")) o->seed_set = 0;     // llama.cpp's "random"
-            else if (errno || end == v || *end || v[0] == '-') return usage_error("bad seed '%s'", v);
+            else if (errno || end == v || *end || !isdigit((unsigned char)v[0])) return usage_error("bad seed '%s'", v);
             else o->sp.seed = s, o->seed_set = 1;
         } else if (!strcmp(a, "--top-k")) {
             if (parse_long(v, INT_MIN, INT_MAX, &n)) return usage_error("bad --top-k value '%s'", v);
@@ -527,7 +529,7 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
             break;
         }
         sampler_accept(&S->s, tok);
-        if (emit_piece(S, tok, plen == 0 && i == 0)) goto stdout_failed;
+        if (emit_piece(S, tok, plen == 0 && i == 0 && tokenizer_space_prefix(S->tok))) goto stdout_failed;
         int last = (o->n_predict >= 0 && i + 1 == o->n_predict) || pos >= n_ctx;   // no forward needed
         if (!last && forward(S, tok, pos++)) goto dump_failed;
         moved(S, &mapped);
