@@ -129,7 +129,8 @@ cases=$((cases + 1))
 [ "$st" = 1 ] && tail -1 "$tmp/err" | grep -q "writing the table to stdout failed" ||
   fail "gemv-bench, full stdout: exit $st: $(tail -1 "$tmp/err")"
 # An end-of-generation token before -n stops the run and says so, as a full context does; the
-# count it gives is the eval line's. --ignore-eos goes on to -n (the last token needs no forward).
+# count it gives is the eval line's. --ignore-eos never draws one, so goes on to -n (the last token
+# needs no forward).
 eog=$tmp/eog.gguf
 "$bin/gguf-synth" "$eog" --n-embd 64 --n-layer 2 --n-head 4 --n-kv-head 2 --n-ff 128 --n-vocab 300 --ctx 64 --dtype f16 --seed 1 >/dev/null || fail "gguf-synth eog"
 sample=(-p a -n 60 -s 2 --temp 1 --top-k 0 --top-p 1 --min-p 0 -t 1 --pack-cache off)

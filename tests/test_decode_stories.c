@@ -71,7 +71,7 @@ static void run_model(const char *model, const char *tag, run_result *res) {
 
 // End of generation beyond EOS: a copy of the model whose tokenizer.ggml.eot_token_id is the
 // first greedy token not generated before position 5. decode must stop right before it (stdout
-// the pieces up to there), and go past it with --ignore-eos.
+// the pieces up to there), and with --ignore-eos never draw it: the next-best token takes its place.
 static void check_eot(const int32_t *gen) {
     int k = 5;
     for (int seen = 1; seen && k < N_GEN; k += seen) {
@@ -94,12 +94,30 @@ static void check_eot(const int32_t *gen) {
     CHECKF(want && got && got_len == want_len && !memcmp(got, want, want_len),
            "eot %d at generated token %d: stdout of %zu bytes, want %zu", gen[k], k, got_len, want_len);
     free(got);
-    argv[9] = "--ignore-eos";
-    CHECKF(run_capture(argv, out, NULL) == 0, "decode --ignore-eos on the eot model failed");
+    // --ignore-eos never draws it (llama-cli's -inf bias): at generated token k the text goes on
+    // with the best other logit of the dumped row (which keeps the eot's logit as computed)
+    char *dump = path_join(dir, "eot.bin");
+    const char *argv_ie[] = {argv[0], "-m", model, "-p", "", "-n", "256", "--temp", "0", "--ignore-eos",
+                             "--dump-logits", dump, NULL};
+    CHECKF(run_capture(argv_ie, out, NULL) == 0, "decode --ignore-eos on the eot model failed");
     got = read_all(out, &got_len);
-    CHECKF(got && got_len > want_len && !memcmp(got, want, want_len), "--ignore-eos stopped at the eot");
-    printf("eot_token_id %d: decode stops before generated token %d (%zu bytes), --ignore-eos goes on (%zu)\n",
-           gen[k], k, want_len, got_len);
+    size_t dump_len;
+    float *rows = (float *)read_all(dump, &dump_len);
+    int n_vocab = 512, next = -1, best = 0;             // stories260K's vocabulary
+    CHECK(rows && dump_len >= (size_t)(k + 1) * n_vocab * sizeof(float));
+    const float *row = rows + (size_t)k * n_vocab;     // row 0 is BOS's, row k picks generated token k
+    for (int v = 0; v < n_vocab; v++) {
+        if (row[v] > row[best]) best = v;
+        if (v != gen[k] && (next < 0 || row[v] > row[next])) next = v;
+    }
+    CHECKF(best == gen[k], "the dump's row %d has argmax %d, not the eot %d", k, best, gen[k]);
+    size_t piece_len;
+    char *piece = render_ids(&g, &next, 1, 0, &piece_len);
+    CHECKF(got && piece && got_len >= want_len + piece_len && !memcmp(got, want, want_len) &&
+           !memcmp(got + want_len, piece, piece_len), "--ignore-eos: not token %d after the eot's place", next);
+    printf("eot_token_id %d: decode stops before generated token %d (%zu bytes), --ignore-eos goes on with %d (%zu)\n",
+           gen[k], k, want_len, next, got_len);
+    free(rows); free(piece); free(dump);
     gguf_close(&g);
     free(got); free(want); free(model); free(out);
 }

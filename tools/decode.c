@@ -98,8 +98,9 @@ static void usage(FILE *f) {
         "      --no-bos              do not prepend BOS (default: as the model's add_bos_token says; where\n"
         "                            absent, yes for SentencePiece vocabularies and llama.cpp's default\n"
         "                            for the pre-tokenizer for byte-level BPE, yes only for Llama 3's)\n"
-        "      --ignore-eos          keep generating past end-of-generation tokens (EOS, EOT, the\n"
-        "                            other end-of-turn and FIM pad/repo/separator tokens; -v lists them)\n"
+        "      --ignore-eos          never sample end-of-generation tokens (EOS, EOT, the other\n"
+        "                            end-of-turn and FIM pad/repo/separator tokens; -v lists them): their\n"
+        "                            logits count as -inf, as in llama-cli (--dump-logits keeps them)\n"
         "      --dump-logits PATH    write each evaluated position's logits (f32 LE, n_vocab per row)\n"
         "  -v, --verbose             print the kernel path, the GEMV tuning, the threads in use, the\n"
         "                            wait prefetch, the KV cache and the end-of-generation tokens on\n"
@@ -505,6 +506,14 @@ static void moved(const session *S, int *mapped) {
     if (*mapped && !S->d.w.map) *mapped = 0, cli_test_stop("moved");
 }
 
+// --ignore-eos: no end-of-generation token can be drawn (llama-cli's bias); the dump was written
+// before, with the logits as computed.
+static void mask_eog(session *S) {
+    const int32_t *eog;
+    int n = tokenizer_eog(S->tok, &eog);
+    for (int i = 0; i < n; i++) S->d.logits[eog[i]] = -INFINITY;
+}
+
 static int generate(session *S, const options *o, const char *prompt, size_t plen, const int32_t *ids, size_t n_ids, long n_ctx) {
     if (fwrite(prompt, 1, plen, stdout) != plen || fflush(stdout) != 0) goto stdout_failed;
     // The last prompt position's logits only pick the first new token: -n 0 skips it, so the
@@ -523,6 +532,7 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
     // A generated token's time is its sampling, its output and its forward pass.
     for (long i = 0; (o->n_predict < 0 || i < o->n_predict) && !cli_stop; i++) {
         t0 = now_ms();
+        if (o->ignore_eos) mask_eog(S);
         int32_t tok = sampler_sample(&S->s, S->d.logits);
         if (tokenizer_is_eog(S->tok, tok) && !o->ignore_eos) {   // said, as a context-full stop is
             fprintf(stderr, "\ndecode: end-of-generation token %d after %ld tokens; stopping\n", tok, i);
