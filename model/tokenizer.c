@@ -513,7 +513,7 @@ size_t tokenizer_max_token_bytes(const tokenizer *t) {
     return t->bpe ? 4 * n : n;
 }
 int tokenizer_add_bos(const tokenizer *t) { return t->add_bos; }
-int tokenizer_space_prefix(const tokenizer *t) { return t->add_space_prefix; }
+int tokenizer_space_prefix(const tokenizer *t) { return !t->bpe && t->add_space_prefix; }   // BPE ignores the key
 
 // ---- encoding ----
 

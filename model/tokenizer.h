@@ -26,8 +26,9 @@ int tokenizer_eog(const tokenizer *t, const int32_t **ids);
 // tokenizer.ggml.add_bos_token; when absent, llama.cpp's default: true for SentencePiece, for
 // byte-level BPE true only with the Llama 3 pre-tokenizers.
 int tokenizer_add_bos(const tokenizer *t);
-// tokenizer.ggml.add_space_prefix (absent: SentencePiece yes, byte-level BPE no): whether text
-// is encoded with a space in front, so a first piece's leading space is not the text's.
+// Whether text is encoded with a space in front, so a first piece's leading space is not the
+// text's: SentencePiece's tokenizer.ggml.add_space_prefix (absent: yes); never for byte-level BPE,
+// whose encoding ignores the key.
 int tokenizer_space_prefix(const tokenizer *t);
 
 // Tokenizes len bytes of text (special-token text is not parsed), BOS first when add_bos.

@@ -32,6 +32,7 @@ expect 2 "zero threads" -- "$d" -m "$model" -t 0
 expect 2 "bad temp" -- "$d" -m "$model" --temp nan
 expect 0 "temp that underflows to 0" -- "$d" -m "$model" -p hi -n 1 --temp 1e-50
 expect 2 "seed with a space before its minus" -- "$d" -m "$model" -p hi --seed ' -5'
+expect 0 "seed with a plus, as std::stoul reads it" -- "$d" -m "$model" -p hi -n 1 --seed +42
 expect 2 "both -p and -f" -- "$d" -m "$model" -p a -f /dev/null
 expect 1 "missing model" -- "$d" -m "$tmp/none.gguf" -p hi
 expect 1 "not a gguf" -- "$d" -m /etc/hostname -p hi
@@ -273,6 +274,6 @@ for tool in decode decode-bench gemv-bench gemm-bench roofline gguf-info gguf-co
   expect 1 "$tool --help > /dev/full" -- sh -c '"$1" --help >/dev/full' sh "$bin/$tool"
 done
 
-[ "$cases" = 103 ] || fail "ran $cases cases, expected 103"
+[ "$cases" = 104 ] || fail "ran $cases cases, expected 104"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

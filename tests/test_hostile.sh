@@ -92,6 +92,10 @@ cases=$((cases + 1))
 st=${PIPESTATUS[0]}
 [ "$st" = 1 ] && grep -q "where stdout goes" "$tmp/err" && [ ! -s "$tmp/pipe.out" ] ||
   fail "dump = stdout's pipe: exit $st, $(wc -c <"$tmp/pipe.out") bytes out: $(cat "$tmp/err")"
+# ... and a terminal, by any name (/dev/tty is another device number than stdout's /dev/pts/N)
+cases=$((cases + 1))
+script -qec "\"$d\" -m \"$model\" -p hi -n 2 --temp 0 --dump-logits /dev/tty" /dev/null >"$tmp/tty.out" 2>&1; st=$?
+[ "$st" = 1 ] && grep -q "is a terminal" "$tmp/tty.out" || fail "dump = /dev/tty: exit $st: $(head -c 300 "$tmp/tty.out")"
 
 # ---- 2. closed descriptors: nothing but logits in the dump, in every combination
 cp "$tmp/m.orig" "$model"                 # each section starts whole, even when one above failed
@@ -234,7 +238,7 @@ printf '\0' | dd of="$tmp/nobos.gguf" bs=1 seek=$((off + ${#key} + 4)) conv=notr
 run 1 "empty prompt, model without BOS" -- "$d" -m "$tmp/nobos.gguf" -p "" && has "adds no BOS" "empty prompt"
 grep -q -- "--no-bos" "$tmp/err" && fail "the empty-prompt error names --no-bos, which was not given"
 
-want=$([ -z "$sanitize" ] && echo 62 || echo 61)
+want=$([ -z "$sanitize" ] && echo 63 || echo 62)
 [ "$cases" = $want ] || fail "ran $cases cases, expected $want"
 echo "hostile cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -201,9 +201,11 @@ FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, i
         close(fd);
         return NULL;
     }
-    // A pipe, socket or terminal that stdout or stderr also reaches would mix the two streams;
-    // a device such as /dev/null takes both harmlessly.
-    int shared = S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || isatty(fd);
+    // A pipe or socket that stdout or stderr also reaches would mix the two streams; a device such
+    // as /dev/null takes both harmlessly. A terminal takes no binary output at all (/dev/tty has
+    // its own device number, so it would pass a comparison with stdout's /dev/pts/N).
+    int shared = S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+    if (isatty(fd)) clash = "a terminal";
     if (S_ISREG(st.st_mode))
         for (int i = 0; i < n && !clash; i++)
             if (same_file(&st, in[i].dev, in[i].ino)) clash = in[i].what;

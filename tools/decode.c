@@ -16,7 +16,6 @@
 #include "tools/util.h"
 #include "runtime/tune.h"
 #include <cjson/cJSON.h>
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -205,7 +204,8 @@ static int parse_args(int argc, char **argv, options *o) {
             unsigned long long s; char *end; errno = 0;
             s = strtoull(v, &end, 10);
             if (!strcmp(v, "-1")) o->seed_set = 0;     // llama.cpp's "random"
-            else if (errno || end == v || *end || !isdigit((unsigned char)v[0])) return usage_error("bad seed '%s'", v);
+            else if (errno || end == v || *end || v[strspn(v, " \t\n\v\f\r")] == '-')   // strtoull wraps " -5"
+                return usage_error("bad seed '%s'", v);
             else o->sp.seed = s, o->seed_set = 1;
         } else if (!strcmp(a, "--top-k")) {
             if (parse_long(v, INT_MIN, INT_MAX, &n)) return usage_error("bad --top-k value '%s'", v);

@@ -8,6 +8,7 @@
 
 #define ARR_SHOW 8          // array elements shown before "... (N total)"
 #define STR_SHOW 160        // string bytes shown
+#define KEY_TAIL 48         // of those, a long key's last bytes
 #define KV_SHOW 4096        // without --all, longer lists are cut (a crafted file may hold millions)
 #define TENSOR_SHOW 65536
 
@@ -51,12 +52,21 @@ static void print_scalar(uint32_t type, const uint8_t *p) {
     }
 }
 
-// A key is cut as a string value is, marked: two long keys that differ past the cut must not
-// print as the same key.
+// A long key shows its first and last bytes and its length: keys of one family differ at the
+// end, and two of them must not print alike.
+static void print_key(const char *k) {
+    size_t len = strlen(k);
+    if (len <= STR_SHOW) { print_str(k, len, 0); return; }
+    char head[4 * STR_SHOW + 8], tail[4 * KEY_TAIL + 8];
+    gguf_escape(head, sizeof head, k, STR_SHOW - KEY_TAIL);
+    gguf_escape(tail, sizeof tail, k + len - KEY_TAIL, KEY_TAIL);
+    printf("%s...%s (%zu bytes)", head, tail, len);
+}
+
 static void print_kv(const gguf_kv *kv) {
     if (kv->type != GGUF_TYPE_ARRAY) {
         printf("  %-8s ", gguf_type_name(kv->type));
-        print_str(kv->key, strlen(kv->key), 0);
+        print_key(kv->key);
         printf(" = ");
         if (kv->type == GGUF_TYPE_STRING) {
             uint64_t len;
@@ -69,7 +79,7 @@ static void print_kv(const gguf_kv *kv) {
         return;
     }
     printf("  %s[%llu] ", gguf_type_name(kv->arr_type), (unsigned long long)kv->n);
-    print_str(kv->key, strlen(kv->key), 0);
+    print_key(kv->key);
     printf(" = [");
     for (uint64_t i = 0; i < kv->n && i < ARR_SHOW; i++) {
         if (i) printf(", ");
