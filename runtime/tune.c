@@ -66,7 +66,7 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // where 128 MiB and dram_8192 put it 8-12%
 // ahead; on a Xeon whose L3 held 64 MiB every choice tied there while no prefetch cost 15-35% on
 // dram_8192. A VM's reported L3 (glibc's: 256 MiB on that Zen 3, 508 MiB on a Zen 5 with 32, 320
-// on a Zen 4 whose sysfs, read first since (cpu_cache_bytes), says 32) is no guide,
+// MiB on a Zen 4 whose sysfs, which cpu_cache_bytes now reads first, says 32) is no guide,
 // so a measurement decides whether the caches hold it (dram_alloc): on a 16-core Xeon with 300 MiB
 // of L3 they did, and the tuning was for L3 while the models that need it (2 GB and up) stream
 // from DRAM there. Where they hold it, it is evicted before each timed call.
@@ -141,7 +141,7 @@ static cpu_id cpu_ident(void) {
     return c;
 }
 
-static long cache_kb(int level) { return cpu_cache_bytes(level) / 1024; }
+static long cache_kb(int level) { return cpu_cache_bytes(level) / 1024; }   // the key's unit
 
 // 1 when c's family has a row, 0 for the fallback. A row's hint is the AVX-512 kernel's: the AVX2
 // one, a tile at a time, ran 7% slower into L2 on the Xeon where AVX-512 ran 5% faster (decode at
@@ -309,7 +309,7 @@ static int find_or_add(gemv_tuning *c, int *nc, const gemv_tuning *tu, int nnt) 
 // property of the core's conversion rate, which only a matrix the kernel does not wait on shows
 // (from DRAM the two widths tie), so the stream tuning takes it too. 0 ok, -1 no memory.
 static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *stream_nt) {
-    size_t l2 = (size_t)cache_kb(2) << 10;
+    size_t l2 = (size_t)cpu_cache_bytes(2);
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1, nc = NRPF * nnt;
     gemv_tuning c[NRPF * GEMV_MAX_INTERLEAVE + 1];
     for (int i = 0; i < nc; i++) c[i] = (gemv_tuning){RPF[i / nnt], i % nnt + 1, 0, inc ? inc->f16y : 0};
@@ -400,8 +400,8 @@ static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int 
     }
     int nc = NPF;
     for (int i = 0; i < NPF; i++) c[i] = (gemv_tuning){PF[i], tu->interleave, PF[i] ? l2 : 0, y};
-    gemv_tuning inc_y = inc ? *inc : *tu;
-    inc_y.f16y = y;               // the width is settled: the incumbent's distance and interleave with it
+    gemv_tuning inc_y;            // the width is settled: the incumbent's distance and interleave with it
+    if (inc) inc_y = *inc, inc_y.f16y = y;
     int ii = find_or_add(c, &nc, inc ? &inc_y : NULL, nnt);
     *tu = c[fastest(&m, c, nc, 1, ii, &s)];
     if (tu->pf > 0) {             // then the hint at that distance
@@ -497,7 +497,7 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     if (cache_path) snprintf(path, sizeof path, "%s", cache_path);
     else if (cachedir_path("tune", path, sizeof path)) path[0] = 0;
     int has_row = family_default(&c, &r.tu, &r.resident, &r.kv_pf);
-    r.resident_bytes = (size_t)cache_kb(2) << 10 >> 1;
+    r.resident_bytes = (size_t)cpu_cache_bytes(2) / 2;
     r.source = TUNE_DEFAULT;
     if (gemv_isa_id() == GEMV_SCALAR) r.resident = r.tu;           // scalar has no choices
     if (mode == TUNE_OFF || gemv_isa_id() == GEMV_SCALAR) goto done;
