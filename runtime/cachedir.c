@@ -9,8 +9,12 @@
 int cachedir_path(const char *name, char *buf, size_t n) {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     int k;
+    struct stat st;
     if (xdg && *xdg == '/') k = snprintf(buf, n, "%s/decode/%s", xdg, name);
-    else if (home && *home) k = snprintf(buf, n, "%s/.cache/decode/%s", home, name);
+    // HOME only when it is an existing directory named absolutely: mkdir -p below would make a
+    // missing one, or a relative one under whatever the current directory is
+    else if (home && *home == '/' && stat(home, &st) == 0 && S_ISDIR(st.st_mode))
+        k = snprintf(buf, n, "%s/.cache/decode/%s", home, name);
     else return -1;
     return k > 0 && (size_t)k < n ? 0 : -1;
 }

@@ -1,5 +1,6 @@
 // The user's cache directory for decode's files (the GEMV tuning, packed weights):
-// $XDG_CACHE_HOME/decode when XDG_CACHE_HOME is an absolute path, else ~/.cache/decode.
+// $XDG_CACHE_HOME/decode when XDG_CACHE_HOME is an absolute path, else ~/.cache/decode when HOME
+// is an absolute path to an existing directory; else none.
 #pragma once
 #include <stddef.h>
 

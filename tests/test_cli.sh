@@ -4,7 +4,7 @@
 # logits, --print-schedule's plan and stealing lines.
 # usage: test_cli.sh BIN_DIR SHARED_DIR
 set -u
-bin=$1; shared=$2
+bin=$(cd "$1" && pwd); shared=$(cd "$2" && pwd)   # absolute: some cases change directory
 model=$shared/testdata/models/stories260K.gguf
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cases=0; fails=0
@@ -54,6 +54,17 @@ for c in "0 5000" "- 4096" "100 100"; do
 done
 expect 1 "empty prompt without BOS" -- "$d" -m "$model" -p "" --no-bos
 expect 1 "dump path unwritable" -- "$d" -m "$model" -p hi --dump-logits "$tmp/no/such/dir/x"
+# The dump is never the prompt, whatever kind of file that is: a FIFO whose writer has gone (its
+# open would block for ever) or the pipe behind /dev/stdin (decode holds its only reader).
+mkfifo "$tmp/fifo"
+{ printf Lily >"$tmp/fifo" & } 2>/dev/null
+expect 1 "dump into the prompt's FIFO" -- timeout 60 "$d" -m "$model" -f "$tmp/fifo" -n 4 --dump-logits "$tmp/fifo"
+grep -q "is the prompt file; not overwriting it" "$tmp/err" || fail "dump into the prompt's FIFO: $(cat "$tmp/err")"
+expect 1 "dump into the prompt's pipe" -- sh -c 'printf Lily | timeout 60 "$1" -m "$2" -f /dev/stdin -n 4 --dump-logits /dev/stdin' sh "$d" "$model"
+# No cache directory where HOME is relative or missing (mkdir -p made ./rel/.cache, or HOME itself)
+expect 0 "relative HOME" -- sh -c 'cd "$1" && env -u XDG_CACHE_HOME HOME=rel "$2" -m "$3" -p hi -n 1' sh "$tmp" "$d" "$model"
+expect 0 "missing HOME" -- env -u XDG_CACHE_HOME HOME="$tmp/nohome" "$d" -m "$model" -p hi -n 1
+[ ! -e "$tmp/rel" ] && [ ! -e "$tmp/nohome" ] || fail "a cache directory made under a relative or missing HOME"
 
 # stdout is the prompt, exactly, then the pieces; stderr carries the timings.
 prompt='Once upon a  time,	"odd" \n spacing'
@@ -274,6 +285,6 @@ for tool in decode decode-bench gemv-bench gemm-bench roofline gguf-info gguf-co
   expect 1 "$tool --help > /dev/full" -- sh -c '"$1" --help >/dev/full' sh "$bin/$tool"
 done
 
-[ "$cases" = 104 ] || fail "ran $cases cases, expected 104"
+[ "$cases" = 108 ] || fail "ran $cases cases, expected 108"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

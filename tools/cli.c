@@ -187,15 +187,29 @@ static int same_file(const struct stat *a, uint64_t dev, uint64_t ino) {
     return (uint64_t)a->st_dev == dev && (uint64_t)a->st_ino == ino;
 }
 
+// Which of the inputs in[0..n) st is, if a write to it would reach one: a regular file, a FIFO or
+// a socket (a device such as /dev/null takes both harmlessly); NULL if none.
+static const char *input_clash(const struct stat *st, const cli_input *in, int n) {
+    if (!S_ISREG(st->st_mode) && !S_ISFIFO(st->st_mode) && !S_ISSOCK(st->st_mode)) return NULL;
+    for (int i = 0; i < n; i++)
+        if (same_file(st, in[i].dev, in[i].ino)) return in[i].what;
+    return NULL;
+}
+
 FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, int n, int trunc) {
     int fd;
+    struct stat st, o;
+    const char *clash = NULL;
+    // Before the open too: opening the FIFO the prompt came from, its writer gone, would block.
+    if (stat(path, &st) == 0 && (clash = input_clash(&st, in, n))) {
+        fprintf(stderr, "%s: %s %s is %s; not overwriting it\n", tool_name, flag, path, clash);
+        return NULL;
+    }
     while ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666)) < 0 && errno == EINTR && !cli_stop) {}
     if (fd < 0) {
         if (!cli_stop) fprintf(stderr, "%s: %s %s: %s\n", tool_name, flag, path, strerror(errno));
         return NULL;
     }
-    struct stat st, o;
-    const char *clash = NULL;
     if (fstat(fd, &st)) {             // unknown: it could be the model
         fprintf(stderr, "%s: %s %s: %s\n", tool_name, flag, path, strerror(errno));
         close(fd);
@@ -206,9 +220,7 @@ FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, i
     // its own device number, so it would pass a comparison with stdout's /dev/pts/N).
     int shared = S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
     if (isatty(fd)) clash = "a terminal";
-    if (S_ISREG(st.st_mode))
-        for (int i = 0; i < n && !clash; i++)
-            if (same_file(&st, in[i].dev, in[i].ino)) clash = in[i].what;
+    if (!clash) clash = input_clash(&st, in, n);   // the open may have reached another file than stat
     if (shared && !clash && fstat(1, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stdout goes";
     if (shared && !clash && fstat(2, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stderr goes";
     if (clash) {
