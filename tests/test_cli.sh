@@ -280,11 +280,38 @@ grep -q "^| 1536 B | 1 |" "$tmp/out" && grep -q "^| 3 MiB | 1 |" "$tmp/out" || f
 expect 0 "roofline -o csv -o md" -- "$bin/roofline" -t 1 -s 256K -r 1 -o csv -o md   # the last -o wins
 grep -q "^| 256 KiB | 1 |" "$tmp/out" || fail "roofline -o csv -o md: not the table: $(cat "$tmp/out")"
 
-# --help into a full disk is a failure, not help printed, in every tool
+# --help into a full disk or a pipe already closed is a failure named on stderr, not help printed
+# or a death by SIGPIPE (exit 141), in every tool
 for tool in decode decode-bench gemv-bench gemm-bench roofline gguf-info gguf-convert gguf-synth tokenize l4-bench; do
   expect 1 "$tool --help > /dev/full" -- sh -c '"$1" --help >/dev/full' sh "$bin/$tool"
+  cases=$((cases + 1))
+  { sleep 0.2; "$bin/$tool" --help 2>"$tmp/err"; echo $? >"$tmp/st"; } | true
+  [ "$(cat "$tmp/st")" = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ] || fail "$tool --help into a closed pipe: exit $(cat "$tmp/st"): $(cat "$tmp/err")"
 done
 
-[ "$cases" = 108 ] || fail "ran $cases cases, expected 108"
+# An empty item in a list option is refused, not skipped; the bench tools name a bad DECODE_ISA
+# and a bad option on one line; tokenize --time into a full disk says so.
+for l4 in "--l4 off,,stream" "--l4 ,off" "--tail-split on,off," "--split-k auto,,off"; do
+  expect 2 "decode-bench $l4" -- "$bin/decode-bench" -m "$model" $l4
+done
+expect 2 "decode-bench -m with an empty item" -- "$bin/decode-bench" -m "$model,,$model"
+expect 2 "gemv-bench -c with an empty item" -- "$g" -t 1 -c l2_512,
+expect 2 "roofline DECODE_ISA typo" -- env DECODE_ISA=foo "$bin/roofline" -t 1 -s 256K -r 1
+expect 2 "l4-bench unknown option" -- "$bin/l4-bench" --bogus
+expect 1 "tokenize --time into a full disk" -- sh -c '"$1" -m "$2" -p hi --time 3 >/dev/full' sh "$bin/tokenize" "$model"
+# gguf-synth's seed is decimal, as its help says: 010 is ten
+expect 0 "gguf-synth --seed 010" -- "$bin/gguf-synth" "$tmp/s010.gguf" --n-embd 32 --n-layer 1 --n-head 2 --n-kv-head 2 --n-ff 64 --n-vocab 300 --seed 010
+expect 0 "gguf-synth --seed 10" -- "$bin/gguf-synth" "$tmp/s10.gguf" --n-embd 32 --n-layer 1 --n-head 2 --n-kv-head 2 --n-ff 64 --n-vocab 300 --seed 10
+cmp -s "$tmp/s010.gguf" "$tmp/s10.gguf" || fail "gguf-synth --seed 010 is not --seed 10"
+# decode-bench stopped by a signal leaves no --plot file it created (an empty SVG looked like a
+# finished one)
+cases=$((cases + 1))
+"$bin/decode-bench" -m "$model" -t 1 -p 0 -n 500 -r 128 --roofline-mib 0 --plot "$tmp/stopped.svg" >/dev/null 2>"$tmp/err" &
+pid=$!
+for _ in $(seq 100); do grep -q "loading for" "$tmp/err" && break; sleep 0.1; done
+kill -INT $pid; wait $pid; st=$?
+[ "$st" = 130 ] && [ ! -e "$tmp/stopped.svg" ] || fail "decode-bench stopped: exit $st, plot left: $(ls "$tmp/stopped.svg" 2>&1)"
+
+[ "$cases" = 130 ] || fail "ran $cases cases, expected 130"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -8,7 +8,9 @@
 // waits to count); -d fills the context first (n_depth, more KV bytes a token); at 2 threads stderr
 // breaks the sync wait down by step, summing to sync_wait_pct, and --profile adds each thread's
 // time by step; bad usage exits 2, and a missing model (anywhere in -m) or a --plot naming a model 1
-// before anything runs, each with one line on stderr.
+// before anything runs, each with one line on stderr; a model path with characters a format
+// reserves (or bytes that are not UTF-8) comes out escaped in each, and a repeated list value is
+// a plot line of its own.
 #include "runtime/packcache.h"
 #include "tests/check.h"
 #include "tests/tool_util.h"
@@ -290,9 +292,40 @@ int main(void) {
         free(now);
         tool_run_free(&r);
     }
+    // a model path no format may hold raw (a quote, &, <, |, a byte that is not UTF-8): CSV quotes
+    // it, markdown escapes '|', JSON and SVG get U+FFFD and SVG its entities; and a repeated --l4
+    // value is a null control, a line of its own in the plot
+    char *odd = path_join(dir, "q\"a&b<c|d\xff.gguf"), *svg2 = path_join(dir, "odd.svg"), *expect = NULL;
+    CHECK(symlink(copy, odd) == 0);
+    static const char *const fmts[] = {"csv", "md", "json"};
+    for (int i = 0; i < 3; i++, cases++) {
+        const char *const argv[] = {bin_path("decode-bench", 0), "-m", odd, "-t", "1", "-p", "0", "-n", "2", "-r", "1",
+                                    "--roofline-mib", "0", "--l4", "off,off", "-o", fmts[i], "--plot", svg2, NULL};
+        run_read(argv, dir, &r);
+        CHECKF(r.status == 0, "%s", r.err);
+        if (i == 0) CHECK(asprintf(&expect, "\n\"%s/q\"\"a&b<c|d\xef\xbf\xbd.gguf\",", dir) > 0);
+        else if (i == 1) CHECK((expect = strdup("| q\"a&b<c\\|d\xef\xbf\xbd.gguf |")) != NULL);
+        else CHECK(asprintf(&expect, "%s/q\"a&b<c|d\xef\xbf\xbd.gguf", dir) > 0);
+        if (i < 2) CHECKF(strstr(r.out, expect) && strstr(strstr(r.out, expect) + 1, expect), "%s: %s", fmts[i], r.out);
+        else {
+            cJSON *ja = cJSON_Parse(r.out);
+            const cJSON *name = cJSON_GetObjectItem(cJSON_GetArrayItem(ja, 1), "model_filename");
+            CHECKF(cJSON_GetArraySize(ja) == 2 && cJSON_IsString(name) && !strcmp(name->valuestring, expect), "%s", r.out);
+            cJSON_Delete(ja);
+        }
+        free(expect);
+        char *plot = must_read(svg2, &clen);
+        int lines = 0;
+        for (const char *p = plot; (p = strstr(p, "<polyline")); p++) lines++;
+        CHECKF(lines == 2 && strstr(plot, ">q\"a&amp;b&lt;c|d\xef\xbf\xbd.gguf tg2") && !strchr(plot, '\xff'), "%s", plot);
+        free(plot);
+        tool_run_free(&r);
+    }
+    unlink(odd), unlink(svg2);
+    free(odd), free(svg2);
     unlink(link), unlink(copy);
     free(orig), free(copy), free(link), free(both);
-    CHECK(cases == 31);
+    CHECK(cases == 34);
     printf("decode-bench: %d interface cases\n", cases);
     free(model);
     CHECK(scratch_remove(dir) == 0);

@@ -25,11 +25,13 @@ static const char *tool_name = "?";
 static int graceful_stop;
 static char bus_line[PATH_MAX + 256];            // the SIGBUS message, ready to write
 static volatile sig_atomic_t bus_len;
-static char temp_path[PATH_MAX + 1];
-static volatile sig_atomic_t temp_set;
+// The handlers' files to remove: [0] cli_temp_file's, [1] cli_created_output's.
+static char temp_path[2][PATH_MAX + 1];
+static volatile sig_atomic_t temp_set[2];
 
 static void remove_temp(void) {
-    if (temp_set) unlink(temp_path);
+    for (int i = 0; i < 2; i++)
+        if (temp_set[i]) unlink(temp_path[i]);
 }
 
 static void on_stop(int sig) {
@@ -98,12 +100,14 @@ void cli_mapped_file(const char *path) {
     bus_len = n > 0 ? n : 0;
 }
 
-void cli_temp_file(const char *path) {
-    temp_set = 0;
-    if (!path || strlen(path) >= sizeof temp_path) return;
-    strcpy(temp_path, path);
-    temp_set = 1;
+static void set_temp(int i, const char *path) {
+    temp_set[i] = 0;
+    if (!path || strlen(path) >= sizeof temp_path[i]) return;
+    strcpy(temp_path[i], path);
+    temp_set[i] = 1;
 }
+void cli_temp_file(const char *path) { set_temp(0, path); }
+void cli_created_output(const char *path) { set_temp(1, path); }
 
 void cli_test_stop(const char *phase) {
     const char *want = getenv("DECODE_TEST_STOP");

@@ -24,6 +24,9 @@ void cli_mapped_file(const char *path);
 // A temporary file the handlers remove before exiting; NULL when there is none any more.
 // Matches gguf_writer's temp hook.
 void cli_temp_file(const char *path);
+// An output file this run created (none was there before): the handlers remove it too, so a
+// stopped run leaves no empty or half-written file behind; NULL once it is complete.
+void cli_created_output(const char *path);
 // Test hook: when the environment has DECODE_TEST_STOP=phase, writes "TOOL: stopped at PHASE"
 // to stderr and stops the process (SIGSTOP) until a SIGCONT, so a test can act at that point.
 void cli_test_stop(const char *phase);

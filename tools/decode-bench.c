@@ -57,6 +57,7 @@ typedef struct {                  // one test's result
     size_t model_size;            // bytes of the file
     size_t n_params;
     int n_threads, n_prompt, n_gen, split_k, l4, tail_split;
+    int series;                   // which entries of the -n/-p, -d, --split-k, --l4 and --tail-split lists
     int batch_size;               // pp: tokens per batch; tg: 1 (one token per step)
     int n_depth;                  // tokens in the context before the test's first one
     const char *l4_used;          // the mode l4 resolved to
@@ -114,10 +115,10 @@ static int parse_list(const char *s, int *out, int lo, int hi) {
     return n;
 }
 
-// A comma list of words, each mapped by word(); -1 for an empty list or a word it rejects.
+// A comma list of words, each mapped by word(); -1 for an empty list or item, or a word it rejects.
 static int parse_words(const char *s, int *out, int (*word)(const char *)) {
     char buf[256];
-    if (strlen(s) >= sizeof buf) return -1;
+    if (strlen(s) >= sizeof buf || !util_list_items_ok(s)) return -1;
     strcpy(buf, s);
     int n = 0;
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
@@ -159,7 +160,7 @@ static int parse_args(int argc, char **argv, options *o) {
             o->n_models = 0;
             char *tok = s ? strtok(s, ",") : NULL;
             for (; tok && o->n_models < MAXV; tok = strtok(NULL, ",")) o->models[o->n_models++] = tok;
-            bad = o->n_models == 0 || tok;   // none, or more than MAXV
+            bad = o->n_models == 0 || tok || !util_list_items_ok(v);   // none, more than MAXV, or an empty one
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) bad = (o->n_threads = parse_list(v, o->threads, 1, 4096)) < 0;
         else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) bad = (o->n_prompts = parse_list(v, o->prompts, 0, 1 << 20)) < 0;
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) bad = (o->n_gens = parse_list(v, o->gens, 0, 1 << 20)) < 0;
@@ -346,12 +347,48 @@ static void bench_finish(decoder *d, int n, double roof, result *r) {
     fprintf(stderr, "decode-bench: %s: sync wait %.2f%% of thread time, before:%s\n", label, r->sync_wait_pct, line);
 }
 
+// Appends str to buf (n bytes, *o used, room kept for a closing quote and the NUL); 0, or -1
+// when it does not fit.
+static int put(char *buf, size_t n, size_t *o, const char *str, size_t len) {
+    if (*o + len + 2 > n) return -1;
+    memcpy(buf + *o, str, len);
+    *o += len;
+    return 0;
+}
+
+// A model's path as each output can hold it, into buf (cut short past n bytes): valid UTF-8 (each
+// invalid byte U+FFFD), then CSV quotes a field holding a comma, quote or line break (quotes
+// doubled); markdown and SVG turn control bytes into '?', markdown escapes '|' and SVG &, < and >.
+enum { NAME_JSON, NAME_CSV, NAME_MD, NAME_SVG };
+static const char *name_for(const char *path, int fmt, char *buf, size_t n) {
+    const uint8_t *s = (const uint8_t *)path;
+    size_t len = strlen(path), o = 0, k;
+    int quote = fmt == NAME_CSV && strpbrk(path, ",\"\n\r");
+    if (quote) buf[o++] = '"';
+    for (size_t i = 0; i < len; i += k) {
+        int c = s[i];
+        k = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        const char *rep = NULL;
+        if (!k || k > len - i || !gguf_utf8_valid(s + i, k)) k = 1, rep = "\xef\xbf\xbd";
+        else if (k > 1) rep = NULL;
+        else if ((c < 0x20 || c == 0x7f) && (fmt == NAME_MD || fmt == NAME_SVG)) rep = "?";
+        else if (c == '"' && quote) rep = "\"\"";
+        else if (c == '|' && fmt == NAME_MD) rep = "\\|";
+        else if (fmt == NAME_SVG && (c == '&' || c == '<' || c == '>')) rep = c == '&' ? "&amp;" : c == '<' ? "&lt;" : "&gt;";
+        if (rep ? put(buf, n, &o, rep, strlen(rep)) : put(buf, n, &o, path + i, k)) break;
+    }
+    if (quote) buf[o++] = '"';
+    buf[o] = 0;
+    return buf;
+}
+
 #define JSON_FIELDS 25              // to_json's fields: fewer means cJSON ran out of memory
 
 // One result as DESIGN.md's JSON object; NULL when any part of it could not be made.
 static cJSON *to_json(const result *r, const options *o) {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "model_filename", r->model);
+    char name[1024];
+    cJSON_AddStringToObject(j, "model_filename", name_for(r->model, NAME_JSON, name, sizeof name));
     cJSON_AddNumberToObject(j, "model_size", (double)r->model_size);
     cJSON_AddNumberToObject(j, "model_n_params", (double)r->n_params);
     cJSON_AddNumberToObject(j, "n_threads", r->n_threads);
@@ -431,7 +468,8 @@ static int print_results(const result *rs, int n, const options *o) {
                "type_k,type_v,pack_cache,tail_split\n");
         for (int i = 0; i < n; i++) {
             const result *r = &rs[i];
-            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%s,%s,%s,%d,%d,%.0f,%.3f,%s,%s,%s,%s\n", r->model, r->model_size,
+            char name[1024];
+            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%s,%s,%s,%d,%d,%.0f,%.3f,%s,%s,%s,%s\n", name_for(r->model, NAME_CSV, name, sizeof name), r->model_size,
                    r->n_threads, r->n_prompt, r->n_gen, r->avg_ts, r->stddev_ts,
                    o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa), r->split_k, r->l4_used,
                    r->bytes_per_token, r->gbps, num_str(0, has_roofline(r), "%.3f", r->roofline_gbps, ""),
@@ -450,10 +488,10 @@ static int print_results(const result *rs, int n, const options *o) {
     printf("| --- | ---: | ---: | --- | ---: | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int i = 0; i < n; i++) {
         const result *r = &rs[i];
-        char depth[32] = "";
+        char depth[32] = "", name[1024];
         if (r->n_depth) snprintf(depth, sizeof depth, " @ d%d", r->n_depth);
         printf("| %s | %.2f MiB | %d | %s | %d | %s | %s | %d | %s%d%s | %.2f ± %.2f | %.2f | %.2f | %s | %s | %s |\n",
-               base(r->model), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k,
+               name_for(base(r->model), NAME_MD, name, sizeof name), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k,
                cli_tail_split_name(r->tail_split), kv, r->batch_size,
                r->n_gen ? "tg" : "pp", r->n_gen ? r->n_gen : r->n_prompt, depth, r->avg_ts, r->stddev_ts,
                r->bytes_per_token / 1e6, r->gbps, num_str(0, has_roofline(r), "%.2f", r->roofline_gbps, "-"),
@@ -463,11 +501,11 @@ static int print_results(const result *rs, int n, const options *o) {
     return 0;
 }
 
-// One line of the plot: tg results that differ only in their thread count.
+// One line of the plot: tg results that differ only in their thread count. By the entries of the
+// option lists, not their values: a repeated value (-m M,M, --l4 off,off) is a null control, a
+// line of its own.
 static int same_series(const result *a, const result *b) {
-    return a->n_gen == b->n_gen && a->n_depth == b->n_depth && a->l4 == b->l4 && a->split_k == b->split_k &&
-           a->tail_split == b->tail_split &&
-           !strcmp(a->model, b->model);
+    return a->model == b->model && a->series == b->series;
 }
 
 // The members of rs[i]'s series (rs[i] the first) into idx, by thread count; their number.
@@ -536,8 +574,9 @@ static int write_plot(FILE *f, const result *rs, int n) {
             }
             fprintf(f, "\"/>\n");
         }
+        char name[1024];
         fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s tg%d @ d%d, l4 %s, split-k %d, tails %s%s</text>\n",
-                L + 10, T + 14 * (series + 1), c, base(rs[i].model), rs[i].n_gen, rs[i].n_depth, rs[i].l4_used,
+                L + 10, T + 14 * (series + 1), c, name_for(base(rs[i].model), NAME_SVG, name, sizeof name), rs[i].n_gen, rs[i].n_depth, rs[i].l4_used,
                 rs[i].split_k, cli_tail_split_name(rs[i].tail_split), roof ? " (dashed: roofline / bytes per token)" : "");
         series++;
     }
@@ -604,7 +643,8 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
                                   .n_gen = tg ? len : 0, .split_k = o->split_ks[s], .l4 = o->l4s[l / o->n_tails],
                                   .tail_split = o->tails[l % o->n_tails],
                                   .batch_size = tg ? 1 : o->batches[b], .n_depth = depth,
-                                  .n_params = decoder_n_params(&d[s])};
+                                  .n_params = decoder_n_params(&d[s]),
+                                  .series = ((dk * o->n_split + s) * o->n_l4 * o->n_tails + l) * nb + b};
                 }
         for (int rep = -1; rep < o->reps && !status; rep++)          // rep -1: the warmups
             for (int c = c0; c < *n && !status; c++) {
@@ -669,6 +709,7 @@ int main(int argc, char **argv) {
         free(o.model_list);
         return 1;
     }
+    if (plot && !plot_existed) cli_created_output(o.plot);   // a stopped run leaves no empty plot
     for (int ti = 0; ti < o.n_threads; ti++) cli_warn_threads(o.threads[ti], o.numa);
     tune_result tr = tune_gemv(tune_mode_from_env(), NULL);   // as decode does: the same kernels' tuning
     char tline[512];
@@ -707,6 +748,7 @@ int main(int argc, char **argv) {
         fclose(plot);
         if (!plot_existed) unlink(o.plot);
     }
+    cli_created_output(NULL);
     free(rs); free(roof); free(o.model_list);
     return status;
 }

@@ -138,7 +138,7 @@ static int bench(pool *pl, int nth, dtype d, size_t m, size_t k, size_t n, int t
     for (int i = 0; i < 2; i++) {
         double gf = flop / med[i] / 1e9;
         const char *sep = strcmp(fmt, "md") ? "," : " | ";
-        printf("%s%s%s%s%s%zu%s%zu%s%zu%s%d%s%.4f%s%.1f%s%.1f%s%.1f%s\n", strcmp(fmt, "md") ? "" : "| ",
+        printf("%s%s%s%s%s%zu%s%zu%s%zu%s%d%s%.6g%s%.1f%s%.1f%s%.1f%s\n", strcmp(fmt, "md") ? "" : "| ",
                i ? "gemm/null" : "gemm", sep, d.name, sep, m, sep, k, sep, n, sep, nth, sep, med[i] * 1e3,
                sep, gf, sep, peak, sep, 100.0 * gf / peak, strcmp(fmt, "md") ? "" : " |");
     }
@@ -148,6 +148,7 @@ static int bench(pool *pl, int nth, dtype d, size_t m, size_t k, size_t n, int t
 }
 
 int main(int argc, char **argv) {
+    cli_init("gemm-bench", 0);
     static const char *const names[3] = {"f16", "bf16", "f32"};
     static const dtype all[3] = {{WTYPE_F16, "f16"}, {WTYPE_BF16, "bf16"}, {WTYPE_F32, "f32"}};
     int ms[MAXL] = {1, 2, 4, 8, 16, 32, 64, 128, 512}, nm = 9, th[MAXL] = {1, 2}, nth = 2, trials = 7, kn[2] = {2048, 5632};

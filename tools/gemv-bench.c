@@ -327,12 +327,12 @@ static void print(const row *r, int n, const char *fmt) {
     if (!strcmp(fmt, "csv")) {
         printf("cell,dtype,k,n,threads,median_ms,gbps,roofline_gbps,pct_roofline,gflops,ceiling_gbps,pct_ceiling\n");
         for (int i = 0; i < n; i++)
-            printf("%s,%s,%zu,%zu,%d,%.4f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", r[i].cell, r[i].dtype, r[i].k, r[i].n,
+            printf("%s,%s,%zu,%zu,%d,%.6g,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f\n", r[i].cell, r[i].dtype, r[i].k, r[i].n,
                    r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct, r[i].gflops, r[i].ceil, r[i].pct_ceil);
     } else if (!strcmp(fmt, "json")) {
         printf("[");
         for (int i = 0; i < n; i++)
-            printf("%s{\"cell\":\"%s\",\"dtype\":\"%s\",\"k\":%zu,\"n\":%zu,\"threads\":%d,\"median_ms\":%.4f,"
+            printf("%s{\"cell\":\"%s\",\"dtype\":\"%s\",\"k\":%zu,\"n\":%zu,\"threads\":%d,\"median_ms\":%.6g,"
                    "\"gbps\":%.1f,\"roofline_gbps\":%.1f,\"pct_roofline\":%.1f,\"gflops\":%.1f,"
                    "\"ceiling_gbps\":%.1f,\"pct_ceiling\":%.1f}", i ? "," : "", r[i].cell, r[i].dtype, r[i].k,
                    r[i].n, r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct, r[i].gflops, r[i].ceil,
@@ -342,13 +342,14 @@ static void print(const row *r, int n, const char *fmt) {
         printf("| cell | dtype | k | n | threads | median ms | GB/s | roofline GB/s | %% of roofline | GFLOP/s | "
                "ceiling GB/s | %% of ceiling |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (int i = 0; i < n; i++)
-            printf("| %s | %s | %zu | %zu | %d | %.4f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", r[i].cell,
+            printf("| %s | %s | %zu | %zu | %d | %.6g | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", r[i].cell,
                    r[i].dtype, r[i].k, r[i].n, r[i].threads, r[i].ms, r[i].gbps, r[i].roof, r[i].pct, r[i].gflops,
                    r[i].ceil, r[i].pct_ceil);
     }
 }
 
 int main(int argc, char **argv) {
+    cli_init("gemv-bench", 0);
     static const char *const cell_names[NCELL] = {"l2_512", "l2_1024", "l3_2048", "l3_3584", "dram_8192", "dram_32768"};
     static const char *const dt_names[3] = {"f16", "bf16", "f32"};
     const uint32_t dts[3] = {WTYPE_F16, WTYPE_BF16, WTYPE_F32};

@@ -352,7 +352,7 @@ static int parse_args(args *a, int argc, char **argv) {
             i++;
         } else if (!strcmp(f, "--seed")) {
             char *end; errno = 0;
-            a->seed = strtoull(val, &end, 0);
+            a->seed = strtoull(val, &end, 10);   // decimal, as the help says: 010 is ten, not eight
             if (errno || end == val || *end || val[0] == '-') { fprintf(stderr, "gguf-synth: --seed: bad value '%s'" HINT, val); return 2; }
             i++;
         } else if (!strcmp(f, "--rope-base") || !strcmp(f, "--rope-factor")) {

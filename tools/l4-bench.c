@@ -10,6 +10,7 @@
 #include "l4/internal.h"
 #include "tools/util.h"
 #include <math.h>
+#include <signal.h>
 
 #define N_KEYS 8192
 #define N_OPS 8192
@@ -302,12 +303,17 @@ static void bench_rrip(void) {
 }
 
 int main(int argc, char **argv) {
+    signal(SIGPIPE, SIG_IGN);         // a closed pipe is a write error (util_stdout_done), not a signal
     int runs = 201;
     static const char usage[] = "usage: l4-bench [-r RUNS]\n"
                                 "  -r RUNS  timed runs per figure, median reported (1..100000, default 201)\n";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { fputs(usage, stdout); return util_help_done("l4-bench"); }
-        if (strcmp(argv[i], "-r") || i + 1 == argc) { fputs(usage, stderr); return 2; }
+        if (strcmp(argv[i], "-r") || i + 1 == argc) {
+            fprintf(stderr, strcmp(argv[i], "-r") ? "l4-bench: unknown option '%s' (see --help)\n"
+                                                  : "l4-bench: %s needs a value (see --help)\n", argv[i]);
+            return 2;
+        }
         if (util_parse_ints(argv[++i], &runs, 1, 1, 100000) != 1) {
             fprintf(stderr, "l4-bench: -r must be 1..100000, got '%s'\n", argv[i]);
             return 2;

@@ -55,8 +55,8 @@ static int time_encode(const tokenizer *t, const char *text, size_t len, int bos
         free(ids);
     }
     double med = util_median(s, reps);          // sorts s: s[0] is the fastest
-    printf("tokens %zu median_s %.4f min_s %.4f\n", n, med, s[0]);
-    return fflush(stdout) ? 1 : 0;
+    printf("tokens %zu median_s %.6g min_s %.6g\n", n, med, s[0]);
+    return util_stdout_done("tokenize", "the timing");
 }
 
 int main(int argc, char **argv) {

@@ -107,11 +107,17 @@ static inline int util_parse_ints(const char *s, int *out, int max, int lo, int 
     }
 }
 
-// Parses a comma list of names from all[0..n_all) into a bit mask; 0 on an unknown name.
+// Whether a comma list has no empty item (strtok would skip one: "off,,stream", ",off", "on,").
+static inline int util_list_items_ok(const char *s) {
+    return *s && *s != ',' && s[strlen(s) - 1] != ',' && !strstr(s, ",,");
+}
+
+// Parses a comma list of names from all[0..n_all) into a bit mask; 0 on an unknown name or an
+// empty item.
 static inline unsigned util_parse_names(const char *s, const char *const *all, int n_all) {
     unsigned mask = 0;
     char buf[256];
-    if (strlen(s) >= sizeof buf) return 0;
+    if (strlen(s) >= sizeof buf || !util_list_items_ok(s)) return 0;
     strcpy(buf, s);
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         int i = 0;
