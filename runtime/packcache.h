@@ -35,7 +35,7 @@ typedef struct {
 int packcache_parse_mode(const char *s);
 const char *packcache_mode_name(int mode);
 // The cache file for the model in f: DIR/<hash of its real path>.pack. 0 ok; -1 with why not in
-// note (no XDG_CACHE_HOME nor HOME, a model not read from a file, a path too long).
+// note (no cache directory: runtime/cachedir.h; a model not read from a file, a path too long).
 int packcache_path(const packcache_opts *o, const gguf_file *f, char *buf, size_t n, char *note, size_t nn);
 
 typedef struct model_weights model_weights;

@@ -3,7 +3,7 @@
 // on one CPU costs 15-20% on another, so it is measured, not guessed: a short single-thread run
 // (0.3-0.4 s on a Sapphire Rapids-class Xeon with clflushopt, about 1 s with the 128 MiB matrix)
 // over a DRAM-sized and a half-L2 packed matrix picks the fastest candidates, and the result is
-// cached in $XDG_CACHE_HOME/decode/tune (or ~/.cache/decode/tune) under a key of
+// cached in $XDG_CACHE_HOME/decode/tune (or ~/.cache/decode/tune; runtime/cachedir.h) under a key of
 // CPU vendor, family, model, stepping, cache sizes and the GEMV path. The DRAM-sized matrix is
 // 32 MiB evicted before each timed call where the CPU has clflushopt, else 128 MiB, evicted only
 // where the caches hold it: the stream tuning is for DRAM on a CPU with a large L3 too.

@@ -10,7 +10,7 @@ decode_test(test_gguf_scale model test_gguf_scale.c)
 # libFuzzer target for the reader, clang only and not a ctest (docs/fuzzing.md). gguf.c is
 # compiled into it so the fuzzer's coverage and sanitizers instrument the parser itself.
 if(CMAKE_C_COMPILER_ID MATCHES "Clang" AND NOT SANITIZE MATCHES "thread")
-  add_executable(fuzz_gguf fuzz_gguf.c ${PROJECT_SOURCE_DIR}/model/gguf.c)
+  add_executable(fuzz_gguf fuzz_gguf.c ${PROJECT_SOURCE_DIR}/model/gguf.c ${PROJECT_SOURCE_DIR}/platform/hugepage.c)
   target_include_directories(fuzz_gguf PRIVATE ${PROJECT_SOURCE_DIR})
   target_compile_options(fuzz_gguf PRIVATE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -g)
   target_link_options(fuzz_gguf PRIVATE -fsanitize=fuzzer,address,undefined)

@@ -57,10 +57,14 @@ expect 1 "dump path unwritable" -- "$d" -m "$model" -p hi --dump-logits "$tmp/no
 # The dump is never the prompt, whatever kind of file that is: a FIFO whose writer has gone (its
 # open would block for ever) or the pipe behind /dev/stdin (decode holds its only reader).
 mkfifo "$tmp/fifo"
-{ printf Lily >"$tmp/fifo" & } 2>/dev/null
+printf Lily >"$tmp/fifo" & writer=$!
 expect 1 "dump into the prompt's FIFO" -- timeout 60 "$d" -m "$model" -f "$tmp/fifo" -n 4 --dump-logits "$tmp/fifo"
 grep -q "is the prompt file; not overwriting it" "$tmp/err" || fail "dump into the prompt's FIFO: $(cat "$tmp/err")"
+kill $writer 2>/dev/null; wait $writer 2>/dev/null   # still blocked in its open where decode never read
 expect 1 "dump into the prompt's pipe" -- sh -c 'printf Lily | timeout 60 "$1" -m "$2" -f /dev/stdin -n 4 --dump-logits /dev/stdin' sh "$d" "$model"
+# ... nor stdin's pipe when the prompt is -p: decode holds its only reader and never reads it
+expect 1 "dump into stdin's pipe" -- sh -c 'printf Lily | timeout 60 "$1" -m "$2" -p hi -n 4 --dump-logits /dev/stdin' sh "$d" "$model"
+grep -q "is where stdin comes from" "$tmp/err" || fail "dump into stdin's pipe: $(cat "$tmp/err")"
 # No cache directory where HOME is relative or missing (mkdir -p made ./rel/.cache, or HOME itself)
 expect 0 "relative HOME" -- sh -c 'cd "$1" && env -u XDG_CACHE_HOME HOME=rel "$2" -m "$3" -p hi -n 1' sh "$tmp" "$d" "$model"
 expect 0 "missing HOME" -- env -u XDG_CACHE_HOME HOME="$tmp/nohome" "$d" -m "$model" -p hi -n 1
@@ -285,7 +289,8 @@ grep -q "^| 256 KiB | 1 |" "$tmp/out" || fail "roofline -o csv -o md: not the ta
 for tool in decode decode-bench gemv-bench gemm-bench roofline gguf-info gguf-convert gguf-synth tokenize l4-bench; do
   expect 1 "$tool --help > /dev/full" -- sh -c '"$1" --help >/dev/full' sh "$bin/$tool"
   cases=$((cases + 1))
-  { sleep 0.2; "$bin/$tool" --help 2>"$tmp/err"; echo $? >"$tmp/st"; } | true
+  rm -f "$tmp/go"; mkfifo "$tmp/go"     # the tool starts once the pipe's reader has closed it
+  { read -r _ <"$tmp/go"; "$bin/$tool" --help 2>"$tmp/err"; echo $? >"$tmp/st"; } | { exec 0<&-; echo >"$tmp/go"; }
   [ "$(cat "$tmp/st")" = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ] || fail "$tool --help into a closed pipe: exit $(cat "$tmp/st"): $(cat "$tmp/err")"
 done
 
@@ -295,6 +300,11 @@ for l4 in "--l4 off,,stream" "--l4 ,off" "--tail-split on,off," "--split-k auto,
   expect 2 "decode-bench $l4" -- "$bin/decode-bench" -m "$model" $l4
 done
 expect 2 "decode-bench -m with an empty item" -- "$bin/decode-bench" -m "$model,,$model"
+# a model path of 1,250 bytes and more is printed whole (it was cut at 1,022)
+long=$tmp; for _ in 1 2 3 4 5; do long=$long/$(printf 'a%.0s' $(seq 250)); done
+mkdir -p "$long" && ln -s "$model" "$long/m.gguf"
+expect 0 "decode-bench, a long model path" -- "$bin/decode-bench" -m "$long/m.gguf" -t 1 -p 0 -n 1 -r 1 --roofline-mib 0 -o csv
+grep -q "^$long/m.gguf," "$tmp/out" || fail "decode-bench cut a long model path: $(tail -1 "$tmp/out" | cut -c1-80)..."
 expect 2 "gemv-bench -c with an empty item" -- "$g" -t 1 -c l2_512,
 expect 2 "roofline DECODE_ISA typo" -- env DECODE_ISA=foo "$bin/roofline" -t 1 -s 256K -r 1
 expect 2 "l4-bench unknown option" -- "$bin/l4-bench" --bogus
@@ -311,7 +321,17 @@ pid=$!
 for _ in $(seq 100); do grep -q "loading for" "$tmp/err" && break; sleep 0.1; done
 kill -INT $pid; wait $pid; st=$?
 [ "$st" = 130 ] && [ ! -e "$tmp/stopped.svg" ] || fail "decode-bench stopped: exit $st, plot left: $(ls "$tmp/stopped.svg" 2>&1)"
+# A tool stopped by SIGINT ends by that signal, not with exit status 130, so a shell loop around
+# it stops too (bash goes on after a child that exits 130: it handled the signal itself). decode
+# first finishes its token and prints its timings. perl (Debian's essential perl-base) tells the
+# two apart: $? & 127 is the signal a child died of.
+for cmd in "roofline -t 1 -s 64M -r 1000" "decode -m $model -p Once -n 100000 --ignore-eos --temp 0 -c 100000"; do
+  cases=$((cases + 1))
+  got=$(perl -e '$p = fork; if (!$p) { open STDOUT, ">/dev/null"; open STDERR, ">/dev/null"; exec @ARGV }
+                 select(undef, undef, undef, 0.5); kill "INT", $p; waitpid($p, 0); print $? & 127' "$bin/"$cmd)
+  [ "$got" = 2 ] || fail "${cmd%% *} after SIGINT: ended by signal '$got', want 2"
+done
 
-[ "$cases" = 130 ] || fail "ran $cases cases, expected 130"
+[ "$cases" = 134 ] || fail "ran $cases cases, expected 134"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -34,10 +34,20 @@ static void remove_temp(void) {
         if (temp_set[i]) unlink(temp_path[i]);
 }
 
+void cli_exit_signal(int sig) {
+    signal(sig, SIG_DFL);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    raise(sig);                                 // pending while a handler blocks it ...
+    sigprocmask(SIG_UNBLOCK, &one, NULL);       // ... delivered here: the process ends by it
+    _exit(128 + sig);                           // (only if it could not)
+}
+
 static void on_stop(int sig) {
     if (graceful_stop && !cli_stop) { cli_stop = sig; return; }
     remove_temp();
-    _exit(128 + sig);
+    cli_exit_signal(sig);
 }
 
 // A read past the end of a file mapping is BUS_ADRERR; anything else gets the default action
@@ -227,6 +237,9 @@ FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, i
     if (!clash) clash = input_clash(&st, in, n);   // the open may have reached another file than stat
     if (shared && !clash && fstat(1, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stdout goes";
     if (shared && !clash && fstat(2, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stderr goes";
+    // stdin's pipe or FIFO: read by this process (or not at all), so the writes would fill it and block
+    if (!clash && !S_ISREG(st.st_mode) && shared && fstat(0, &o) == 0 && same_file(&st, o.st_dev, o.st_ino))
+        clash = "where stdin comes from";
     if (clash) {
         fprintf(stderr, "%s: %s %s is %s; not overwriting it\n", tool_name, flag, path, clash);
         close(fd);

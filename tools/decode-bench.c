@@ -22,6 +22,7 @@
 #include "runtime/prefill.h"
 #include "runtime/tune.h"
 #include "tools/cli.h"
+#include <limits.h>
 #include "tools/util.h"
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -356,10 +357,13 @@ static int put(char *buf, size_t n, size_t *o, const char *str, size_t len) {
     return 0;
 }
 
-// A model's path as each output can hold it, into buf (cut short past n bytes): valid UTF-8 (each
+// A model's path as each output can hold it, into buf (NAME_OUT bytes): valid UTF-8 (each
 // invalid byte U+FFFD), then CSV quotes a field holding a comma, quote or line break (quotes
 // doubled); markdown and SVG turn control bytes into '?', markdown escapes '|' and SVG &, < and >.
 enum { NAME_JSON, NAME_CSV, NAME_MD, NAME_SVG };
+// Room for any path a model was opened by (shorter than PATH_MAX), each byte at most 5 bytes out
+// (&amp;) or 3 (U+FFFD), plus the quotes and the NUL: nothing is ever cut.
+#define NAME_OUT (5 * PATH_MAX + 3)
 static const char *name_for(const char *path, int fmt, char *buf, size_t n) {
     const uint8_t *s = (const uint8_t *)path;
     size_t len = strlen(path), o = 0, k;
@@ -387,7 +391,7 @@ static const char *name_for(const char *path, int fmt, char *buf, size_t n) {
 // One result as DESIGN.md's JSON object; NULL when any part of it could not be made.
 static cJSON *to_json(const result *r, const options *o) {
     cJSON *j = cJSON_CreateObject();
-    char name[1024];
+    char name[NAME_OUT];
     cJSON_AddStringToObject(j, "model_filename", name_for(r->model, NAME_JSON, name, sizeof name));
     cJSON_AddNumberToObject(j, "model_size", (double)r->model_size);
     cJSON_AddNumberToObject(j, "model_n_params", (double)r->n_params);
@@ -468,7 +472,7 @@ static int print_results(const result *rs, int n, const options *o) {
                "type_k,type_v,pack_cache,tail_split\n");
         for (int i = 0; i < n; i++) {
             const result *r = &rs[i];
-            char name[1024];
+            char name[NAME_OUT];
             printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%s,%s,%s,%d,%d,%.0f,%.3f,%s,%s,%s,%s\n", name_for(r->model, NAME_CSV, name, sizeof name), r->model_size,
                    r->n_threads, r->n_prompt, r->n_gen, r->avg_ts, r->stddev_ts,
                    o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa), r->split_k, r->l4_used,
@@ -488,7 +492,7 @@ static int print_results(const result *rs, int n, const options *o) {
     printf("| --- | ---: | ---: | --- | ---: | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int i = 0; i < n; i++) {
         const result *r = &rs[i];
-        char depth[32] = "", name[1024];
+        char depth[32] = "", name[NAME_OUT];
         if (r->n_depth) snprintf(depth, sizeof depth, " @ d%d", r->n_depth);
         printf("| %s | %.2f MiB | %d | %s | %d | %s | %s | %d | %s%d%s | %.2f ± %.2f | %.2f | %.2f | %s | %s | %s |\n",
                name_for(base(r->model), NAME_MD, name, sizeof name), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k,
@@ -574,7 +578,7 @@ static int write_plot(FILE *f, const result *rs, int n) {
             }
             fprintf(f, "\"/>\n");
         }
-        char name[1024];
+        char name[NAME_OUT];
         fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s tg%d @ d%d, l4 %s, split-k %d, tails %s%s</text>\n",
                 L + 10, T + 14 * (series + 1), c, name_for(base(rs[i].model), NAME_SVG, name, sizeof name), rs[i].n_gen, rs[i].n_depth, rs[i].l4_used,
                 rs[i].split_k, cli_tail_split_name(rs[i].tail_split), roof ? " (dashed: roofline / bytes per token)" : "");

@@ -154,7 +154,7 @@ int main(int argc, char **argv) {
     int ms[MAXL] = {1, 2, 4, 8, 16, 32, 64, 128, 512}, nm = 9, th[MAXL] = {1, 2}, nth = 2, trials = 7, kn[2] = {2048, 5632};
     unsigned types = 0x3;
     const char *fmt = "csv";
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {   // every option but --help takes a value
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("gemm-bench"); }
         int ok = v != NULL;
@@ -171,7 +171,6 @@ int main(int argc, char **argv) {
             fprintf(stderr, "gemm-bench: bad or incomplete option '%s'%s%s (see --help)\n", a, v ? " " : "", v ? v : "");
             return 2;
         }
-        i++;
     }
     const char *env = cli_env_problem();
     if (env) { fprintf(stderr, "gemm-bench: %s\n", env); return 2; }
@@ -197,11 +196,11 @@ int main(int argc, char **argv) {
                "|---|---|---|---|---|---|---|---|---|---|\n");
     else printf("cell,dtype,m,k,n,threads,median_ms,gflops,peak_gflops,pct_peak\n");
     int fail = 0;
-    for (int t = 0; t < nth; t++) {
+    for (int t = 0; t < nth && !ferror(stdout); t++) {   // a reader gone (`| head`) ends the measuring
         pool *pl = pool_create(th[t]);
         if (!pl) { fprintf(stderr, "gemm-bench: cannot start %d threads\n", th[t]); return 1; }
         for (int d = 0; d < 3; d++)
-            for (int i = 0; i < nm && (types >> d & 1); i++)
+            for (int i = 0; i < nm && (types >> d & 1) && !ferror(stdout); i++)
                 fail |= bench(pl, th[t], all[d], (size_t)ms[i], (size_t)kn[0], (size_t)kn[1], trials, fmt);
         pool_destroy(pl);
     }

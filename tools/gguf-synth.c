@@ -39,7 +39,7 @@ static void usage(void) {
         "  --n-vocab N    vocabulary size, >= 260 (default 512)\n"
         "  --ctx N        llama.context_length (default 256)\n"
         "  --dtype T      f32|f16|bf16 for 2-D weights; norms and biases stay f32 (default f32)\n"
-        "  --seed S       weights depend only on the seed and the tensor name (default 1)\n"
+        "  --seed S       weights depend only on the seed (decimal) and the tensor name (default 1)\n"
         "  --rope-base F  rope.freq_base (default 10000)\n"
         "  --rope-scaling S  llama3: an F32 rope_freqs.weight from Llama 3.1's factors (8, 1, 4,\n"
         "                 8192), as llama.cpp's converter writes it (llama only); linear:\n"

@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
     int th[MAXL] = {1, 2}, nth = 2, trials = 7, csv = 0;
     size_t sz[MAXL] = {256 << 10, 768 << 10, 8 << 20, 24 << 20, 1 << 30};
     int nsz = 5;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {   // every option but --help takes a value
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("roofline"); }
         int ok = v != NULL;
@@ -66,7 +66,6 @@ int main(int argc, char **argv) {
             fprintf(stderr, "roofline: bad or incomplete option '%s' (see --help)\n", a);
             return 2;
         }
-        i++;
     }
     const char *env = cli_env_problem();   // DECODE_ISA picks the read loop
     if (env) { fprintf(stderr, "roofline: %s\n", env); return 2; }
@@ -79,10 +78,11 @@ int main(int argc, char **argv) {
         }
     printf(csv ? "size_bytes,threads,median_gbps,best_gbps\n"
                : "| working set | threads | median GB/s | best GB/s |\n|---|---|---|---|\n");
-    for (int s = 0; s < nsz; s++) {
+    // a row at a time; a reader gone (`| head`) ends the measuring at the next row
+    for (int s = 0; s < nsz && !ferror(stdout); s++) {
         void *buf = aligned_alloc(64, sz[s]);
         if (!buf) { fprintf(stderr, "roofline: cannot allocate %zu bytes\n", sz[s]); return 1; }
-        for (int t = 0; t < nth; t++) {
+        for (int t = 0; t < nth && !ferror(stdout); t++) {
             pool *pl = pool_create(th[t]);
             if (!pl) { fprintf(stderr, "roofline: cannot start %d threads\n", th[t]); return 1; }
             membw_touch(pl, buf, sz[s], 64);                            // first touch by the reader
