@@ -285,8 +285,9 @@ int main(void) {
 #define SHAPE "--n-embd", "48", "--n-layer", "2", "--n-head", "4", "--n-kv-head", "2", "--n-ff", "80", \
               "--n-vocab", "300", "--ctx", "64"
 
-    // Usage errors (bad flags, values outside an option's range) exit 2, impossible shapes 1,
-    // each with one stderr line, and neither leaves a file.
+    // Usage errors (bad flags, values outside an option's range, shapes that do not fit together)
+    // exit 2, a model too large for the disk or memory 1, each with one stderr line, and neither
+    // leaves a file.
     int cases = 0;
     CHECK(synth("--help", NULL) == 0); cases++;
     const char *const usage_bad[][4] = {{"--n-embd", "x"}, {"--n-embd", "12x"}, {"--dtype", "q4_0"},
@@ -300,7 +301,7 @@ int main(void) {
     const char *const shape_bad[][2] = {{"--n-head", "5"}, {"--n-kv-head", "3"}, {"--n-head", "64"},
         {"--n-head", "128"}};
     for (size_t i = 0; i < sizeof shape_bad / sizeof *shape_bad; i++, cases++)
-        CHECKF(synth_err(bad, shape_bad[i][0], shape_bad[i][1], NULL) == 1, "%s %s", shape_bad[i][0], shape_bad[i][1]);
+        CHECKF(synth_err(bad, shape_bad[i][0], shape_bad[i][1], NULL) == 2, "%s %s", shape_bad[i][0], shape_bad[i][1]);
     char *nodir = path_join(dir, "missing/x.gguf");
     CHECK(synth_err(nodir, NULL) == 1); cases++;
     free(nodir);
@@ -319,8 +320,8 @@ int main(void) {
     for (size_t i = 0; i < sizeof arch_bad / sizeof *arch_bad; i++, cases++)
         CHECKF(synth_err(bad, arch_bad[i][0], arch_bad[i][1], arch_bad[i][2], arch_bad[i][3], NULL) == 2, "%s %s",
                arch_bad[i][0], arch_bad[i][1]);
-    CHECK(synth_err(bad, "--head-dim", "7", NULL) == 1); cases++;
-    CHECK(synth_err(bad, "--arch", "qwen2", "--head-dim", "32", NULL) == 1); cases++;
+    CHECK(synth_err(bad, "--head-dim", "7", NULL) == 2); cases++;   // shapes that do not fit: usage errors too
+    CHECK(synth_err(bad, "--arch", "qwen2", "--head-dim", "32", NULL) == 2); cases++;
     CHECK(cases == 34);
 
     // One model, and the same again, another seed, f16, bf16, tied, without biases.

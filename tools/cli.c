@@ -34,20 +34,11 @@ static void remove_temp(void) {
         if (temp_set[i]) unlink(temp_path[i]);
 }
 
-void cli_exit_signal(int sig) {
-    signal(sig, SIG_DFL);
-    sigset_t one;
-    sigemptyset(&one);
-    sigaddset(&one, sig);
-    raise(sig);                                 // pending while a handler blocks it ...
-    sigprocmask(SIG_UNBLOCK, &one, NULL);       // ... delivered here: the process ends by it
-    _exit(128 + sig);                           // (only if it could not)
-}
-
+// An exit status, never death by the signal (docs/design.md, Interfaces).
 static void on_stop(int sig) {
     if (graceful_stop && !cli_stop) { cli_stop = sig; return; }
     remove_temp();
-    cli_exit_signal(sig);
+    _exit(128 + sig);
 }
 
 // A read past the end of a file mapping is BUS_ADRERR; anything else gets the default action

@@ -19,10 +19,6 @@ extern volatile sig_atomic_t cli_stop;
 // graceful = 0: a stop signal exits at once. graceful = 1: the first only sets cli_stop (the
 // tool stops at its next check, and blocking calls return EINTR); a second one exits at once.
 void cli_init(const char *tool, int graceful);
-// Ends the process by signal sig (its default action), so that a shell running it in a loop
-// stops too (an exit with status 128 + sig tells a shell the tool handled the signal itself, and
-// the loop goes on); async-signal-safe, and the caller flushes stdio first where it must.
-_Noreturn void cli_exit_signal(int sig);
 // The file whose mapping a SIGBUS is reported against (the handler copies the path).
 void cli_mapped_file(const char *path);
 // A temporary file the handlers remove before exiting; NULL when there is none any more.

@@ -614,9 +614,5 @@ int main(int argc, char **argv) {
     tokenizer_free(S.tok);
     llama_model_free(&S.m);
     free(S.file_prompt);
-    if (cli_stop && status == 128 + cli_stop) {   // stopped: by the signal itself, as a shell loop expects
-        fflush(NULL);
-        cli_exit_signal(cli_stop);
-    }
     return status;
 }

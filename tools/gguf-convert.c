@@ -25,8 +25,9 @@ static void usage(FILE *f) {
     fprintf(f, "usage: gguf-convert IN OUT --type f32|f16|bf16 [--only PREFIX]\n"
                "Converts the 2-D (and higher) F32/F16/BF16 weights of IN to the given type;\n"
                "1-D tensors are stored as f32. Metadata is copied and general.file_type set.\n"
-               "--only PREFIX converts only the weights whose names start with PREFIX (blk.1.: one\n"
-               "layer; blk.1 would take blk.10 too), the others and general.file_type stay as they are.\n"
+               "--only PREFIX converts only the 2-D weights whose names start with PREFIX (blk.1.:\n"
+               "one layer; blk.1 would take blk.10 too); the other 2-D weights and general.file_type\n"
+               "stay as they are, and 1-D tensors are stored as f32 whatever their names.\n"
                "An existing OUT must be a regular file or a symbolic link to one (written through),\n"
                "and not IN itself (refused, through a link too).\n");
 }

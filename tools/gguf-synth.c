@@ -420,7 +420,7 @@ static const char *check_values(const args *a) {
     return NULL;
 }
 
-// Sizes that do not fit together (exit 1), or NULL.
+// Sizes that do not fit together (a usage error, exit 2: no file could take them), or NULL.
 static const char *check_shape(const args *a) {
     if (a->n_head % a->n_kv) return "--n-kv-head must divide --n-head";
     if (a->head_dim == -1) {
@@ -637,7 +637,7 @@ int main(int argc, char **argv) {
     if (rc) return 2;
     const char *bad = check_values(&a);
     if (bad) { fprintf(stderr, "gguf-synth: %s" HINT, bad); return 2; }
-    if ((bad = check_shape(&a))) { fprintf(stderr, "gguf-synth: %s\n", bad); return 1; }
+    if ((bad = check_shape(&a))) { fprintf(stderr, "gguf-synth: %s\n", bad); return 2; }
     char err[GGUF_ERR_MAX];
     if (check_size(&a, err) || write_model(&a, err)) { fprintf(stderr, "gguf-synth: %s\n", err); return 1; }
     return 0;

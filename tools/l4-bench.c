@@ -11,6 +11,7 @@
 #include "tools/util.h"
 #include <math.h>
 #include <signal.h>
+#include <unistd.h>
 
 #define N_KEYS 8192
 #define N_OPS 8192
@@ -302,8 +303,13 @@ static void bench_rrip(void) {
                r < 3 ? "," : "\n");
 }
 
+static void on_stop(int sig) { _exit(128 + sig); }
+
 int main(int argc, char **argv) {
-    signal(SIGPIPE, SIG_IGN);         // a closed pipe is a write error (util_stdout_done), not a signal
+    // a closed pipe is a write error (util_stdout_done), a stop signal an exit status: never a
+    // death by signal (docs/design.md, Interfaces; this tool links the l4 library alone, not cli.c)
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGINT, on_stop), signal(SIGTERM, on_stop), signal(SIGHUP, on_stop);
     int runs = 201;
     static const char usage[] = "usage: l4-bench [-r RUNS]\n"
                                 "  -r RUNS  timed runs per figure, median reported (1..100000, default 201)\n";
