@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,19 +19,25 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
-#define PACKCACHE_VERSION 3
+#define PACKCACHE_VERSION 4
 #define REGION_ALIGN 4096                 // each matrix starts on a page; the header takes the first
 #define SPARE_BYTES (1ull << 30)          // disk left free after a write: at least this
 #define SPARE_SHARE 0.10                  // and at least this share of the file system
 #define MODEL_PATH_MAX 3968               // the model's real path, NUL-padded, in the header page
+// A GGUF whose status changed this recently (or later than now) when its cache was made: a
+// rewrite within the same timestamp tick (a second on file systems without nanoseconds, a clock
+// tick on the others) leaves every stat field as it was, so the cache holds a hash of its bytes.
+#define RACY_NS 2000000000ull
 
 typedef struct {
     char magic[8];                        // "DECPACK\0"
     uint32_t version, tile;               // PACKCACHE_VERSION, GEMV_TILE
     uint64_t dev, ino, size, mtime_ns, ctime_ns;   // the GGUF it was made from
     uint64_t fingerprint;                 // of the GGUF's metadata and 64 samples of its data
+    uint64_t content;                     // 0, or (racy: RACY_NS) a hash of all its bytes, checked at each map
     uint64_t code;                        // of a small matrix packed by this build (layout changes)
     uint64_t n_regions, total;            // matrices + embedding table; file length
     char model[MODEL_PATH_MAX];           // the GGUF's real path
@@ -51,6 +58,28 @@ static uint64_t fingerprint(const gguf_file *f) {
     size_t data = f->size - meta;
     for (size_t i = 0; data >= 64 && i < 64; i++) h = fnv(h, f->map + meta + (data - 64) / 63 * i, 64);
     return h;
+}
+
+// Every byte of the file, 8 at a time in four independent lanes (about as fast as the page cache
+// reads); never 0, which says "not hashed". Only where the file's times cannot be trusted (racy).
+static uint64_t content_hash(const gguf_file *f) {
+    uint64_t lane[4] = {FNV0, FNV0 ^ 1, FNV0 ^ 2, FNV0 ^ 3}, w;
+    size_t i = 0;
+    for (; i + 32 <= f->size; i += 32)
+        for (int k = 0; k < 4; k++) {
+            memcpy(&w, f->map + i + 8 * k, 8);
+            lane[k] = (lane[k] ^ w) * 0x9e3779b97f4a7c15ull, lane[k] ^= lane[k] >> 29;
+        }
+    uint64_t h = fnv(FNV0, f->map + i, f->size - i);
+    for (int k = 0; k < 4; k++) h = fnv(h, &lane[k], 8);
+    return h | 1;
+}
+
+static int racy(const gguf_file *f) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+    return f->ctime_ns + RACY_NS > ns;
 }
 
 // A 300 x 130 matrix of each weight type packed by this build: a change to the packing that
@@ -131,7 +160,9 @@ static size_t layout(const llama_model *m, model_weights *w, region *r, size_t *
     return n;
 }
 
-static int expected(const llama_model *m, size_t n_regions, size_t total, header *h) {
+// The header a cache of m must have; with `writing`, a racy model's content hashed into it (a
+// reader hashes only where the file it maps has a hash).
+static int expected(const llama_model *m, size_t n_regions, size_t total, int writing, header *h) {
     memset(h, 0, sizeof *h);
     char model[PATH_MAX];
     if (model_realpath(&m->f, model) || !code_hash()) return -1;
@@ -140,6 +171,7 @@ static int expected(const llama_model *m, size_t n_regions, size_t total, header
     h->dev = m->f.dev, h->ino = m->f.ino, h->size = m->f.size;
     h->mtime_ns = m->f.mtime_ns, h->ctime_ns = m->f.ctime_ns;
     h->fingerprint = fingerprint(&m->f), h->code = code_hash();
+    h->content = writing && racy(&m->f) ? content_hash(&m->f) : 0;
     h->n_regions = n_regions, h->total = total;
     memcpy(h->model, model, strlen(model));
     return 0;
@@ -217,6 +249,17 @@ static void *map_huge(int fd, size_t total, char *note, size_t n) {
     return map;
 }
 
+// A racy cache just found to hold its model, whose times now tell any later rewrite: its hash
+// cleared, so later maps skip the full read. A reader meanwhile sees the hash or 0, either right
+// (a torn value matches neither: that reader rebuilds).
+static void settle_content(const char *path) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    uint64_t zero = 0;
+    if (fd < 0) return;
+    if (pwrite(fd, &zero, sizeof zero, offsetof(header, content)) != (ssize_t)sizeof zero) {}   // next time, then
+    close(fd);
+}
+
 int packcache_map(const char *path, const llama_model *m, model_weights *w, char *note, size_t n) {
     region *r = malloc(((size_t)m->hp.n_layer * LAYER_N_MAT + 2) * sizeof *r);
     if (!r) return snprintf(note, n, "out of memory"), -1;
@@ -227,9 +270,9 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
     if (fd < 0) snprintf(note, n, "%s: %s", path, strerror(errno));
     else if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
         snprintf(note, n, "%s: not a regular file of this user's; rebuilding it", path);
-    else if (expected(m, nr, total, &want)) snprintf(note, n, "out of memory");
+    else if (expected(m, nr, total, 0, &want)) snprintf(note, n, "out of memory");
     else if ((uint64_t)st.st_size != total || pread(fd, &got, sizeof got, 0) != (ssize_t)sizeof got ||
-             memcmp(&got, &want, sizeof got))
+             (want.content = got.content ? content_hash(&m->f) : 0, memcmp(&got, &want, sizeof got)))
         snprintf(note, n, "%s: made from another file or version; rebuilding it", path);
     else {
         void *map = map_huge(fd, total, w->map_note, sizeof w->map_note);
@@ -237,6 +280,7 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
         else {
             for (size_t i = 0; i < nr; i++) *r[i].ptr = (char *)map + r[i].off;
             w->map = map, w->map_bytes = total, rc = 0;
+            if (got.content && !racy(&m->f)) settle_content(path);
         }
     }
     if (fd >= 0) close(fd);
@@ -327,7 +371,7 @@ int packcache_begin(const char *path, const packcache_opts *o, const llama_model
     *pw = (packcache_writer){.fd = -1, .o = o};
     if (!r) { snprintf(note, n, "out of memory"); goto out; }
     size_t total, nr = layout(m, w, r, &total);
-    if (expected(m, nr, total, &h)) { snprintf(note, n, "out of memory"); goto out; }
+    if (expected(m, nr, total, 1, &h)) { snprintf(note, n, "out of memory"); goto out; }
     snprintf(dir, sizeof dir, "%s", path);
     snprintf(pw->path, sizeof pw->path, "%s", path);
     snprintf(pw->tmp, sizeof pw->tmp, "%s.tmp%ld", path, (long)getpid());

@@ -6,8 +6,10 @@
 // The file holds every packed matrix and the embedding table at offsets computed from the model,
 // never read from the file, behind a header naming the GGUF it was made from (its real path,
 // device, inode, size, modification and status-change times, a fingerprint of its metadata and
-// of 64 samples of its data) and the packing (format version, tile width, a hash of a small
-// matrix packed by this build). A file whose header or size differ, or that another user owns, is
+// of 64 samples of its data; where the GGUF had changed within 2 s of the cache's making, a hash
+// of all its bytes, since a rewrite within one timestamp tick keeps every stat field: checked at
+// each map, cleared once the GGUF is older) and the packing (format version, tile width, a hash
+// of a small matrix packed by this build). A file whose header or size differ, or that another user owns, is
 // not used (and is rewritten); its contents are trusted no further: a damaged file gives wrong
 // numbers, never a read outside it. A file is named by a hash of the model's real path, so a model
 // replaced at the same path replaces its file; a writer also removes files whose model is gone or
