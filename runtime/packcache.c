@@ -380,8 +380,9 @@ int packcache_begin(const char *path, const packcache_opts *o, const llama_model
     if (slash) *slash = 0;
     tidy(slash ? dir : ".", path);
     // An existing file is unusable or to be rebuilt: gone now, so the free space counted is real
-    // (a process mapping it keeps its copy).
-    unlink(path);
+    // (a process mapping it keeps its copy). One that cannot go (a directory in its place) would
+    // refuse the rename after the whole write, on every load.
+    if (unlink(path) && errno != ENOENT) { snprintf(note, n, "cannot replace %s: %s", path, strerror(errno)); goto out; }
     if (no_room(slash ? dir : ".", path, total, note, n)) goto out;
     if (o->temp_hook) o->temp_hook(pw->tmp);
     if ((pw->fd = open(pw->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {

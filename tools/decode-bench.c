@@ -614,7 +614,9 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
         dopt.cache_type_k = (uint32_t)o->cache_type_k, dopt.cache_type_v = (uint32_t)o->cache_type_v;
         dopt.pack_cache = (packcache_opts){.mode = o->pack_cache, .temp_hook = cli_temp_file};
         fprintf(stderr, "decode-bench: %s: loading for %d thread(s), split-k %d\n", path, T, o->split_ks[s]);
+        cli_mapped_file(path);             // a SIGBUS is one line naming the file, not a crash
         if (decoder_init_opts(&d[s], m, max_len, &dopt, err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; continue; }
+        if (d[s].w.cache_state != PACKCACHE_UNUSED) cli_mapped_file(d[s].w.cache_file);   // what the tests read
         if (pool_size(d[s].pool) < T)     // n_threads stays T, as llama-bench's does
             fprintf(stderr, "decode-bench: %s: threads in use: %d of %d%s\n", path, pool_size(d[s].pool), T, CLI_THREADS_IDLE_WHY);
         if (d[s].w.cache_state != PACKCACHE_UNUSED) {
