@@ -171,6 +171,7 @@ static int expected(const llama_model *m, size_t n_regions, size_t total, int wr
     h->dev = m->f.dev, h->ino = m->f.ino, h->size = m->f.size;
     h->mtime_ns = m->f.mtime_ns, h->ctime_ns = m->f.ctime_ns;
     h->fingerprint = fingerprint(&m->f), h->code = code_hash();
+    // hashed before the packing reads the model: a rewrite meanwhile makes a mismatch, never a match
     h->content = writing && racy(&m->f) ? content_hash(&m->f) : 0;
     h->n_regions = n_regions, h->total = total;
     memcpy(h->model, model, strlen(model));
@@ -249,14 +250,27 @@ static void *map_huge(int fd, size_t total, char *note, size_t n) {
     return map;
 }
 
+// Whether got (read from a cache file) is want: every field but the content hash first, then,
+// where got has one, the hash of the model's bytes now. *settle: the hash may be cleared, decided
+// before the hash began reading (a rewrite within the model's tick while it read could pass it).
+static int header_matches(header *got, header *want, const gguf_file *f, int *settle) {
+    uint64_t content = got->content;
+    *settle = content && !racy(f);
+    got->content = 0;
+    return !memcmp(got, want, sizeof *got) && (!content || content_hash(f) == content);
+}
+
 // A racy cache just found to hold its model, whose times now tell any later rewrite: its hash
-// cleared, so later maps skip the full read. A reader meanwhile sees the hash or 0, either right
-// (a torn value matches neither: that reader rebuilds).
-static void settle_content(const char *path) {
+// cleared, so later maps skip the full read; only in the file that was checked (st: not one
+// renamed over it since). A reader meanwhile sees the hash or 0, either right (a torn value
+// matches neither: that reader rebuilds). A file it cannot write keeps its hash.
+static void settle_content(const char *path, const struct stat *st) {
     int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat now;
     uint64_t zero = 0;
     if (fd < 0) return;
-    if (pwrite(fd, &zero, sizeof zero, offsetof(header, content)) != (ssize_t)sizeof zero) {}   // next time, then
+    if (!fstat(fd, &now) && now.st_dev == st->st_dev && now.st_ino == st->st_ino &&
+        pwrite(fd, &zero, sizeof zero, offsetof(header, content)) != (ssize_t)sizeof zero) {}   // next time, then
     close(fd);
 }
 
@@ -265,14 +279,14 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
     if (!r) return snprintf(note, n, "out of memory"), -1;
     size_t total, nr = layout(m, w, r, &total);
     header want, got;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK), rc = -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK), rc = -1, settle = 0;
     struct stat st;
     if (fd < 0) snprintf(note, n, "%s: %s", path, strerror(errno));
     else if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
         snprintf(note, n, "%s: not a regular file of this user's; rebuilding it", path);
     else if (expected(m, nr, total, 0, &want)) snprintf(note, n, "out of memory");
     else if ((uint64_t)st.st_size != total || pread(fd, &got, sizeof got, 0) != (ssize_t)sizeof got ||
-             (want.content = got.content ? content_hash(&m->f) : 0, memcmp(&got, &want, sizeof got)))
+             !header_matches(&got, &want, &m->f, &settle))
         snprintf(note, n, "%s: made from another file or version; rebuilding it", path);
     else {
         void *map = map_huge(fd, total, w->map_note, sizeof w->map_note);
@@ -280,7 +294,7 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
         else {
             for (size_t i = 0; i < nr; i++) *r[i].ptr = (char *)map + r[i].off;
             w->map = map, w->map_bytes = total, rc = 0;
-            if (got.content && !racy(&m->f)) settle_content(path);
+            if (settle) settle_content(path, &st);
         }
     }
     if (fd >= 0) close(fd);
@@ -382,7 +396,13 @@ int packcache_begin(const char *path, const packcache_opts *o, const llama_model
     // An existing file is unusable or to be rebuilt: gone now, so the free space counted is real
     // (a process mapping it keeps its copy). One that cannot go (a directory in its place) would
     // refuse the rename after the whole write, on every load.
-    if (unlink(path) && errno != ENOENT) { snprintf(note, n, "cannot replace %s: %s", path, strerror(errno)); goto out; }
+    if (unlink(path)) {
+        int e = errno;
+        if (e != ENOENT && lstat(path, &a) == 0) {   // there (EROFS comes before the lookup)
+            snprintf(note, n, "cannot replace %s: %s", path, strerror(e));
+            goto out;
+        }
+    }
     if (no_room(slash ? dir : ".", path, total, note, n)) goto out;
     if (o->temp_hook) o->temp_hook(pw->tmp);
     if ((pw->fd = open(pw->tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0) {

@@ -211,6 +211,10 @@ racy=$tmp/racy.gguf; cp "$tmp/f16.gguf" "$racy"
 args=(-m "$racy" -p "Once upon a time" -n 12 --temp 0)
 run 0 "a new model" - -- "$d" "${args[@]}" && has "saved to" "a new model"
 pack=$(ls "$dir"/*.pack)
+if [ "$(od -An -tx8 -j64 -N8 "$pack" | tr -d ' ')" = 0000000000000000 ]; then
+  echo "skipped: the racy cases (the first load began over 2 s after the copy: no hash to test)"
+  cases=$((cases + 3))
+else
 size=$(stat -c %s "$racy")
 printf '\x55' | dd of="$racy" bs=1 seek=$((size / 2 + 12345)) conv=notrunc status=none   # one weight's byte
 set -- $(stat -c '%d %i %s %.9Y %.9Z' "$racy")
@@ -222,6 +226,7 @@ run 0 "rewritten within a tick" "$tmp/t.bin" -- "$d" "${args[@]}" -v --dump-logi
 sleep 2.1
 run 0 "an older model" "$tmp/t.bin" -- "$d" "${args[@]}" -v --dump-logits "$tmp/t.bin" && has "mapped from" "an older model"
 [ "$(od -An -tx8 -j64 -N8 "$pack" | tr -d ' ')" = 0000000000000000 ] || fail "the content hash was not cleared"
+fi
 
 run 2 "bad --pack-cache" - -- "$d" "${args[@]}" --pack-cache maybe && has "bad --pack-cache value 'maybe' (auto, move, off, rebuild)" "bad --pack-cache"
 run 2 "bad DECODE_PACK_CACHE" - -- env DECODE_PACK_CACHE=yes "$d" "${args[@]}" && has "DECODE_PACK_CACHE must be" "bad env"
