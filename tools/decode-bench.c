@@ -22,9 +22,9 @@
 #include "runtime/prefill.h"
 #include "runtime/tune.h"
 #include "tools/cli.h"
-#include <limits.h>
 #include "tools/util.h"
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
