@@ -160,9 +160,9 @@ static size_t layout(const llama_model *m, model_weights *w, region *r, size_t *
     return n;
 }
 
-// The header a cache of m must have; with `writing`, a racy model's content hashed into it (a
-// reader hashes only where the file it maps has a hash).
-static int expected(const llama_model *m, size_t n_regions, size_t total, int writing, header *h) {
+// The header a cache of m must have, content 0 (the writer hashes a racy model's bytes itself, a
+// reader only where the file it maps has a hash).
+static int expected(const llama_model *m, size_t n_regions, size_t total, header *h) {
     memset(h, 0, sizeof *h);
     char model[PATH_MAX];
     if (model_realpath(&m->f, model) || !code_hash()) return -1;
@@ -171,8 +171,6 @@ static int expected(const llama_model *m, size_t n_regions, size_t total, int wr
     h->dev = m->f.dev, h->ino = m->f.ino, h->size = m->f.size;
     h->mtime_ns = m->f.mtime_ns, h->ctime_ns = m->f.ctime_ns;
     h->fingerprint = fingerprint(&m->f), h->code = code_hash();
-    // hashed before the packing reads the model: a rewrite meanwhile makes a mismatch, never a match
-    h->content = writing && racy(&m->f) ? content_hash(&m->f) : 0;
     h->n_regions = n_regions, h->total = total;
     memcpy(h->model, model, strlen(model));
     return 0;
@@ -284,7 +282,7 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
     if (fd < 0) snprintf(note, n, "%s: %s", path, strerror(errno));
     else if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
         snprintf(note, n, "%s: not a regular file of this user's; rebuilding it", path);
-    else if (expected(m, nr, total, 0, &want)) snprintf(note, n, "out of memory");
+    else if (expected(m, nr, total, &want)) snprintf(note, n, "out of memory");
     else if ((uint64_t)st.st_size != total || pread(fd, &got, sizeof got, 0) != (ssize_t)sizeof got ||
              !header_matches(&got, &want, &m->f, &settle))
         snprintf(note, n, "%s: made from another file or version; rebuilding it", path);
@@ -385,7 +383,7 @@ int packcache_begin(const char *path, const packcache_opts *o, const llama_model
     *pw = (packcache_writer){.fd = -1, .o = o};
     if (!r) { snprintf(note, n, "out of memory"); goto out; }
     size_t total, nr = layout(m, w, r, &total);
-    if (expected(m, nr, total, 1, &h)) { snprintf(note, n, "out of memory"); goto out; }
+    if (expected(m, nr, total, &h)) { snprintf(note, n, "out of memory"); goto out; }
     snprintf(dir, sizeof dir, "%s", path);
     snprintf(pw->path, sizeof pw->path, "%s", path);
     snprintf(pw->tmp, sizeof pw->tmp, "%s.tmp%ld", path, (long)getpid());
@@ -438,7 +436,10 @@ int packcache_begin(const char *path, const packcache_opts *o, const llama_model
         packcache_abandon(pw);
         goto out;
     }
-    // The header now: no reader opens the temporary name, and the rename comes after the sync.
+    // The header now: no reader opens the temporary name, and the rename comes after the sync. A
+    // racy model's bytes are hashed here, past every refusal and before the packing reads them:
+    // a rewrite meanwhile makes a mismatch, never a match.
+    if (racy(&m->f)) h.content = content_hash(&m->f);
     memcpy(map, &h, sizeof h);
     for (size_t i = 0; i < nr; i++) *r[i].ptr = (char *)map + r[i].off;
     w->map = map, w->map_bytes = total, rc = 0;

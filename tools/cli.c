@@ -192,10 +192,15 @@ static int same_file(const struct stat *a, uint64_t dev, uint64_t ino) {
     return (uint64_t)a->st_dev == dev && (uint64_t)a->st_ino == ino;
 }
 
-// Which of the inputs in[0..n) st is, if a write to it would reach one: a regular file, a FIFO or
-// a socket (a device such as /dev/null takes both harmlessly); NULL if none.
+// A file that one writer's bytes reach another through: a regular file, a FIFO or a socket (a
+// device such as /dev/null takes any number harmlessly).
+static int shared_kind(const struct stat *st) {
+    return S_ISREG(st->st_mode) || S_ISFIFO(st->st_mode) || S_ISSOCK(st->st_mode);
+}
+
+// Which of the inputs in[0..n) st is, if a write to it would reach one (shared_kind); NULL if none.
 static const char *input_clash(const struct stat *st, const cli_input *in, int n) {
-    if (!S_ISREG(st->st_mode) && !S_ISFIFO(st->st_mode) && !S_ISSOCK(st->st_mode)) return NULL;
+    if (!shared_kind(st)) return NULL;
     for (int i = 0; i < n; i++)
         if (same_file(st, in[i].dev, in[i].ino)) return in[i].what;
     return NULL;
@@ -223,7 +228,7 @@ FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, i
     // A pipe or socket that stdout or stderr also reaches would mix the two streams; a device such
     // as /dev/null takes both harmlessly. A terminal takes no binary output at all (/dev/tty has
     // its own device number, so it would pass a comparison with stdout's /dev/pts/N).
-    int shared = S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+    int shared = shared_kind(&st);
     if (isatty(fd)) clash = "a terminal";
     if (!clash) clash = input_clash(&st, in, n);   // the open may have reached another file than stat
     if (shared && !clash && fstat(1, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stdout goes";

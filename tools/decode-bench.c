@@ -372,9 +372,8 @@ static const char *name_for(const char *path, int fmt, char *buf, size_t n) {
     for (size_t i = 0; i < len; i += k) {
         int c = s[i];
         k = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-        const char *rep = NULL;
+        const char *rep = NULL;       // what stands for the k bytes at i, NULL: themselves
         if (!k || k > len - i || !gguf_utf8_valid(s + i, k)) k = 1, rep = "\xef\xbf\xbd";
-        else if (k > 1) rep = NULL;
         else if ((c < 0x20 || c == 0x7f) && (fmt == NAME_MD || fmt == NAME_SVG)) rep = "?";
         else if (c == '"' && quote) rep = "\"\"";
         else if (c == '|' && fmt == NAME_MD) rep = "\\|";
