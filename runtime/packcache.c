@@ -274,21 +274,24 @@ static void settle_content(const char *path, const struct stat *st) {
 
 int packcache_map(const char *path, const llama_model *m, model_weights *w, char *note, size_t n) {
     region *r = malloc(((size_t)m->hp.n_layer * LAYER_N_MAT + 2) * sizeof *r);
-    if (!r) return snprintf(note, n, "out of memory"), -1;
+    if (!r) return snprintf(note, n, "out of memory"), -2;
     size_t total, nr = layout(m, w, r, &total);
     header want, got;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK), rc = -1, settle = 0;
     struct stat st;
-    if (fd < 0) snprintf(note, n, "%s: %s", path, strerror(errno));
-    else if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+    if (fd < 0) {
+        int e = errno;
+        snprintf(note, n, "%s: %s", path, strerror(e));
+        if (e == EMFILE || e == ENFILE || e == ENOMEM) rc = -2;     // this process's lack, not the file's
+    } else if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
         snprintf(note, n, "%s: not a regular file of this user's; rebuilding it", path);
-    else if (expected(m, nr, total, &want)) snprintf(note, n, "out of memory");
+    else if (expected(m, nr, total, &want)) snprintf(note, n, "out of memory"), rc = -2;
     else if ((uint64_t)st.st_size != total || pread(fd, &got, sizeof got, 0) != (ssize_t)sizeof got ||
              !header_matches(&got, &want, &m->f, &settle))
         snprintf(note, n, "%s: made from another file or version; rebuilding it", path);
     else {
         void *map = map_huge(fd, total, w->map_note, sizeof w->map_note);
-        if (map == MAP_FAILED) snprintf(note, n, "%s: cannot map: %s", path, strerror(errno));
+        if (map == MAP_FAILED) snprintf(note, n, "%s: cannot map: %s; packing in memory, the file kept", path, strerror(errno)), rc = -2;
         else {
             for (size_t i = 0; i < nr; i++) *r[i].ptr = (char *)map + r[i].off;
             w->map = map, w->map_bytes = total, rc = 0;

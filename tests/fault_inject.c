@@ -3,7 +3,9 @@
 //               page cache then holds zeros, as when the kernel drops pages it failed to write
 //               back, so a load that went on using the mapping would compute from zeros;
 //   tmp-removed the first blocking flock on a "*.pack.tmp*" file unlinks it first, as another
-//               writer's clean-up could between the open and the lock.
+//               writer's clean-up could between the open and the lock;
+//   map-enomem  every read-only mapping of a "*.pack" file fails with ENOMEM, as under a low
+//               `ulimit -v` or the kernel's map count, the file itself being good.
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -13,12 +15,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 static int fault(const char *name) {
     const char *f = getenv("DECODE_TEST_FAULT");
     return f && !strcmp(f, name);
+}
+
+// The path of fd, or "" (for the faults that pick files by name).
+static const char *fd_path(int fd, char path[4096]) {
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, 4095);
+    path[n > 0 ? n : 0] = 0;
+    return path;
 }
 
 int fdatasync(int fd) {
@@ -34,14 +46,20 @@ int fdatasync(int fd) {
 int flock(int fd, int op) {
     static int done;
     if (fault("tmp-removed") && !done && !(op & LOCK_NB) && (op & LOCK_EX)) {
-        char link[64], path[4096];
-        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(link, path, sizeof path - 1);
-        if (n > 0) {
-            path[n] = 0;
-            if (strstr(path, ".pack.tmp")) done = 1, unlink(path);
-        }
+        char path[4096];
+        if (strstr(fd_path(fd, path), ".pack.tmp")) done = 1, unlink(path);
     }
     int (*real)(int, int) = (int (*)(int, int))dlsym(RTLD_NEXT, "flock");
     return real(fd, op);
+}
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+    char path[4096];
+    size_t n;
+    if (fault("map-enomem") && fd >= 0 && !(prot & PROT_WRITE) && (n = strlen(fd_path(fd, path))) > 5 &&
+        !strcmp(path + n - 5, ".pack"))
+        return errno = ENOMEM, MAP_FAILED;
+    void *(*real)(void *, size_t, int, int, int, off_t) =
+        (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
+    return real(addr, len, prot, flags, fd, off);
 }

@@ -186,6 +186,14 @@ run 0 "fdatasync fails" "$tmp/t.bin" -- env LD_PRELOAD="$fault" DECODE_TEST_FAUL
 run 0 "temporary file removed" "$tmp/t.bin" -- env LD_PRELOAD="$fault" DECODE_TEST_FAULT=tmp-removed "$d" "${args[@]}" \
   --dump-logits "$tmp/t.bin" && has "was removed while being created" "temporary file removed"
 [ "$(packs)" = 0 ] && [ "$(temps)" = 0 ] || fail "temporary file removed left: $(ls -A "$dir")"
+# A good file this process cannot map (out of address space): packed in memory, the file kept.
+run 0 "cache written" "$tmp/t.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/t.bin"
+ino=$(stat -c %i "$dir"/*.pack 2>/dev/null)
+run 0 "cannot map" "$tmp/t.bin" -- env LD_PRELOAD="$fault" DECODE_TEST_FAULT=map-enomem "$d" "${args[@]}" \
+  --dump-logits "$tmp/t.bin" && has "cannot map: Cannot allocate memory; packing in memory, the file kept" "cannot map"
+[ -n "$ino" ] && [ "$(stat -c %i "$dir"/*.pack 2>/dev/null)" = "$ino" ] && [ "$(temps)" = 0 ] ||
+  fail "cannot map: the cache file was not kept as it was: $(ls -iA "$dir")"
+run 0 "mapped after" "$tmp/t.bin" -- "$d" "${args[@]}" -v --dump-logits "$tmp/t.bin" && has "mapped from" "mapped after"
 rm -rf "$XDG_CACHE_HOME"
 run 0 "two nodes" "$tmp/t.bin" -- env DECODE_FAKE_NUMA=2 "$d" "${args[@]}" -t 2 --numa distribute -v --dump-logits "$tmp/t.bin" &&
   has "span NUMA nodes" "two nodes"
@@ -255,5 +263,5 @@ run 0 "a directory in the way" - -- "$d" -m "$model" -p "Once upon a time" -n 1 
 rmdir "$pack"
 
 echo "pack cache cases: $cases"
-[ "$cases" = 95 ] || fail "$cases cases ran, want 95"
+[ "$cases" = 98 ] || fail "$cases cases ran, want 98"
 [ $fails = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }
