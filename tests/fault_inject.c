@@ -4,6 +4,9 @@
 //               back, so a load that went on using the mapping would compute from zeros;
 //   tmp-removed the first blocking flock on a "*.pack.tmp*" file unlinks it first, as another
 //               writer's clean-up could between the open and the lock;
+//   pack-sigbus the temporary "*.pack.tmp*" file cut to one page once its pages are faulted in
+//               writable, so the packing's writes past it fault (SIGBUS), as a page that cannot
+//               be stored would;
 //   map-enomem  every read-only mapping of a "*.pack" file fails with ENOMEM, as under a low
 //               `ulimit -v` or the kernel's map count, the file itself being good.
 #ifndef _GNU_SOURCE
@@ -53,13 +56,23 @@ int flock(int fd, int op) {
     return real(fd, op);
 }
 
+static int pack_tmp_fd = -1;                      // pack-sigbus: the temporary file mapped writable
+
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     char path[4096];
     size_t n;
+    if (fault("pack-sigbus") && fd >= 0 && (prot & PROT_WRITE) && strstr(fd_path(fd, path), ".pack.tmp")) pack_tmp_fd = fd;
     if (fault("map-enomem") && fd >= 0 && !(prot & PROT_WRITE) && (n = strlen(fd_path(fd, path))) > 5 &&
         !strcmp(path + n - 5, ".pack"))
         return errno = ENOMEM, MAP_FAILED;
     void *(*real)(void *, size_t, int, int, int, off_t) =
         (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
     return real(addr, len, prot, flags, fd, off);
+}
+
+int madvise(void *addr, size_t len, int advice) {
+    int (*real)(void *, size_t, int) = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "madvise");
+    int rc = real(addr, len, advice);
+    if (advice == MADV_POPULATE_WRITE && pack_tmp_fd >= 0 && ftruncate(pack_tmp_fd, 4096)) {}
+    return rc;
 }

@@ -186,6 +186,13 @@ run 0 "fdatasync fails" "$tmp/t.bin" -- env LD_PRELOAD="$fault" DECODE_TEST_FAUL
 run 0 "temporary file removed" "$tmp/t.bin" -- env LD_PRELOAD="$fault" DECODE_TEST_FAULT=tmp-removed "$d" "${args[@]}" \
   --dump-logits "$tmp/t.bin" && has "was removed while being created" "temporary file removed"
 [ "$(packs)" = 0 ] && [ "$(temps)" = 0 ] || fail "temporary file removed left: $(ls -A "$dir")"
+# A page of the file being written that cannot be stored (SIGBUS in a packing thread): one line
+# naming the temporary file, not the model; exit 1, nothing left behind.
+rm -rf "$XDG_CACHE_HOME"
+run 1 "a page cannot be stored" - -- env LD_PRELOAD="$fault" DECODE_TEST_FAULT=pack-sigbus "$d" "${args[@]}" -t 2 &&
+  { [ "$(grep -c "^decode: cannot write $dir/[0-9a-f]*\.pack\.tmp[0-9]*: no space left on its file system, or an I/O error$" "$tmp/err")" = 1 ] &&
+    [ "$(grep -c . "$tmp/err")" = 1 ] || fail "a page cannot be stored: $(head -c 400 "$tmp/err")"; }
+[ "$(packs)" = 0 ] && [ "$(temps)" = 0 ] || fail "a page cannot be stored left: $(ls -A "$dir")"
 # A good file this process cannot map (out of address space): packed in memory, the file kept.
 run 0 "cache written" "$tmp/t.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/t.bin"
 ino=$(stat -c %i "$dir"/*.pack 2>/dev/null)
@@ -263,5 +270,5 @@ run 0 "a directory in the way" - -- "$d" -m "$model" -p "Once upon a time" -n 1 
 rmdir "$pack"
 
 echo "pack cache cases: $cases"
-[ "$cases" = 98 ] || fail "$cases cases ran, want 98"
+[ "$cases" = 99 ] || fail "$cases cases ran, want 99"
 [ $fails = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }

@@ -25,6 +25,7 @@ static const char *tool_name = "?";
 static int graceful_stop;
 static char bus_line[PATH_MAX + 256];            // the SIGBUS message, ready to write
 static volatile sig_atomic_t bus_len;
+static char bus_real[PATH_MAX];                  // that file's real path, as /proc/self/maps names it
 // The handlers' files to remove: [0] cli_temp_file's, [1] cli_created_output's.
 static char temp_path[2][PATH_MAX + 1];
 static volatile sig_atomic_t temp_set[2];
@@ -41,13 +42,55 @@ static void on_stop(int sig) {
     _exit(128 + sig);
 }
 
-// A read past the end of a file mapping is BUS_ADRERR; anything else gets the default action
-// (raised again: a sent SIGBUS would not recur on its own, a fault does). Several threads reading the
-// mapping fault together: the first reports and exits, the others wait for that exit (with
-// SA_RESETHAND the second fault took the default action before the first could exit).
+static uintptr_t hex(char **p) {
+    uintptr_t v = 0;
+    for (int d; (d = **p >= '0' && **p <= '9' ? **p - '0' : **p >= 'a' && **p <= 'f' ? **p - 'a' + 10 : -1) >= 0; (*p)++)
+        v = v << 4 | (uintptr_t)d;
+    return v;
+}
+
+// The file mapped at addr, from /proc/self/maps, into path ("" if none or unreadable); read(2)
+// and byte parsing only, for the SIGBUS handler. Lines are "lo-hi perms offset dev inode  path".
+static void mapped_path(uintptr_t addr, char *path, size_t cap) {
+    static char buf[1 << 18];                   // this process's maps: a few hundred lines
+    size_t n = 0;
+    ssize_t r;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    path[0] = 0;
+    if (fd < 0) return;
+    while (n < sizeof buf - 1 && (r = read(fd, buf + n, sizeof buf - 1 - n)) > 0) n += (size_t)r;
+    close(fd);
+    buf[n] = 0;
+    for (char *line = buf; *line;) {
+        char *end = strchr(line, '\n'), *p = line;
+        if (end) *end = 0;
+        uintptr_t lo = hex(&p), hi = (p += *p == '-', hex(&p));
+        if (addr >= lo && addr < hi) {
+            for (int field = 0; field < 4 && *p; field++) {    // perms, offset, dev, inode
+                while (*p == ' ') p++;
+                while (*p && *p != ' ') p++;
+            }
+            while (*p == ' ') p++;
+            if (*p == '/' && strlen(p) < cap) strcpy(path, p);
+            return;
+        }
+        if (!end) break;
+        line = end + 1;
+    }
+}
+
+static void put(const char *s) { ssize_t r = write(2, s, strlen(s)); (void)r; }
+
+// A read past the end of a file mapping is BUS_ADRERR (an I/O error reading it too); anything else gets the default action
+// (raised again: a sent SIGBUS would not recur on its own, a fault does). The faulting address
+// names the file: the one cli_mapped_file prepared a line for, the temporary file being written
+// (a page it could not store: no space, an I/O error), or another mapped file. Several threads
+// fault together: the first reports and exits, the others wait for that exit (with SA_RESETHAND
+// the second fault took the default action before the first could exit).
 static void on_bus(int sig, siginfo_t *si, void *uc) {
     (void)uc;
     static atomic_flag reporting = ATOMIC_FLAG_INIT;
+    static char path[PATH_MAX + 32];
     if (si->si_code != BUS_ADRERR || !bus_len) {
         struct sigaction dfl = {.sa_handler = SIG_DFL};
         sigaction(sig, &dfl, NULL);
@@ -55,8 +98,15 @@ static void on_bus(int sig, siginfo_t *si, void *uc) {
         return;
     }
     if (atomic_flag_test_and_set(&reporting)) for (;;) pause();
-    ssize_t r = write(2, bus_line, (size_t)bus_len);
-    (void)r;
+    mapped_path((uintptr_t)si->si_addr, path, sizeof path);
+    if (!path[0] || !strcmp(path, bus_real)) {
+        ssize_t r = write(2, bus_line, (size_t)bus_len);
+        (void)r;
+    } else if (temp_set[0] && !strcmp(strrchr(path, '/'), strrchr(temp_path[0], '/') ? strrchr(temp_path[0], '/') : "")) {
+        put(tool_name), put(": cannot write "), put(path), put(": no space left on its file system, or an I/O error\n");
+    } else {
+        put(tool_name), put(": "), put(path), put(": the file shrank while it was being read (truncated or rewritten in place)\n");
+    }
     remove_temp();
     _exit(1);
 }
@@ -98,6 +148,7 @@ void cli_mapped_file(const char *path) {
                      "%s: %s: the file shrank while it was being read (truncated or rewritten in place)\n",
                      tool_name, path);
     if (n >= (int)sizeof bus_line) { n = (int)sizeof bus_line - 1; bus_line[n - 1] = '\n'; }
+    if (!realpath(path, bus_real)) bus_real[0] = 0;
     bus_len = n > 0 ? n : 0;
 }
 

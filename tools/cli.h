@@ -19,7 +19,9 @@ extern volatile sig_atomic_t cli_stop;
 // graceful = 0: a stop signal exits at once. graceful = 1: the first only sets cli_stop (the
 // tool stops at its next check, and blocking calls return EINTR); a second one exits at once.
 void cli_init(const char *tool, int graceful);
-// The file whose mapping a SIGBUS is reported against (the handler copies the path).
+// The file whose mapping a SIGBUS is reported against (the handler copies the path). The
+// handler names the file the faulting address maps instead where that is another one (found in
+// /proc/self/maps): the temporary cache file being written (cli_temp_file) or any other file.
 void cli_mapped_file(const char *path);
 // A temporary file the handlers remove before exiting; NULL when there is none any more.
 // Matches gguf_writer's temp hook.
