@@ -272,6 +272,13 @@ static void settle_content(const char *path, const struct stat *st) {
     close(fd);
 }
 
+// An error that says this process lacks something (memory, address space, descriptors) or that
+// the file system cannot map files, not that the file is bad: such a file is kept.
+static int lacking(int e) {
+    return e == ENOMEM || e == EAGAIN || e == EINTR || e == EMFILE || e == ENFILE || e == ENODEV;
+}
+#define KEPT "; packing in memory, the file kept"
+
 int packcache_map(const char *path, const llama_model *m, model_weights *w, char *note, size_t n) {
     region *r = malloc(((size_t)m->hp.n_layer * LAYER_N_MAT + 2) * sizeof *r);
     if (!r) return snprintf(note, n, "out of memory"), -2;
@@ -281,17 +288,21 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
     struct stat st;
     if (fd < 0) {
         int e = errno;
-        snprintf(note, n, "%s: %s", path, strerror(e));
-        if (e == EMFILE || e == ENFILE || e == ENOMEM) rc = -2;     // this process's lack, not the file's
+        rc = lacking(e) ? -2 : -1;
+        snprintf(note, n, "%s: %s%s", path, strerror(e), rc == -2 ? KEPT : "");
     } else if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
         snprintf(note, n, "%s: not a regular file of this user's; rebuilding it", path);
-    else if (expected(m, nr, total, &want)) snprintf(note, n, "out of memory"), rc = -2;
+    else if (expected(m, nr, total, &want)) snprintf(note, n, "%s: no header to compare: %s%s", path, strerror(errno), KEPT), rc = -2;
     else if ((uint64_t)st.st_size != total || pread(fd, &got, sizeof got, 0) != (ssize_t)sizeof got ||
              !header_matches(&got, &want, &m->f, &settle))
         snprintf(note, n, "%s: made from another file or version; rebuilding it", path);
     else {
         void *map = map_huge(fd, total, w->map_note, sizeof w->map_note);
-        if (map == MAP_FAILED) snprintf(note, n, "%s: cannot map: %s; packing in memory, the file kept", path, strerror(errno)), rc = -2;
+        if (map == MAP_FAILED) {
+            int e = errno;
+            rc = lacking(e) ? -2 : -1;            // else a page it cannot read (EFAULT, EIO): rebuilt
+            snprintf(note, n, "%s: cannot map: %s%s", path, strerror(e), rc == -2 ? KEPT : "; rebuilding it");
+        }
         else {
             for (size_t i = 0; i < nr; i++) *r[i].ptr = (char *)map + r[i].off;
             w->map = map, w->map_bytes = total, rc = 0;

@@ -44,7 +44,8 @@ typedef struct model_weights model_weights;
 // Maps the cache file at path read-only and points w's packed matrices and embedding table into
 // it (w->layers allocated, 1-D tensors not touched). 0 ok; -1 with why not in note (the file is
 // to be rebuilt); -2 with why not in note where the file may be good but this process cannot
-// map it now (out of memory or descriptors: packed in memory, the file left alone). Where only
+// map it now (out of memory, address space or descriptors, a file system that cannot map: packed
+// in memory, the file left alone). Where only
 // part of the file maps as 2 MiB pages, its cached pages are read back from disk first (once,
 // said in w->map_note; packcache.c map_huge).
 int packcache_map(const char *path, const llama_model *m, model_weights *w, char *note, size_t n);

@@ -8,7 +8,9 @@
 //               writable, so the packing's writes past it fault (SIGBUS), as a page that cannot
 //               be stored would;
 //   map-enomem  every read-only mapping of a "*.pack" file fails with ENOMEM, as under a low
-//               `ulimit -v` or the kernel's map count, the file itself being good.
+//               `ulimit -v` or the kernel's map count, the file itself being good;
+//   populate-efault  faulting in a read-only mapping of a "*.pack" file (MADV_POPULATE_READ)
+//               fails with EFAULT, as where a page cannot be read.
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -57,6 +59,7 @@ int flock(int fd, int op) {
 }
 
 static int pack_tmp_fd = -1;                      // pack-sigbus: the temporary file mapped writable
+static void *pack_ro;                             // populate-efault: a read-only .pack mapping
 
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     char path[4096];
@@ -67,11 +70,16 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
         return errno = ENOMEM, MAP_FAILED;
     void *(*real)(void *, size_t, int, int, int, off_t) =
         (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
-    return real(addr, len, prot, flags, fd, off);
+    void *p = real(addr, len, prot, flags, fd, off);
+    if (fault("populate-efault") && fd >= 0 && !(prot & PROT_WRITE) && (n = strlen(fd_path(fd, path))) > 5 &&
+        !strcmp(path + n - 5, ".pack"))
+        pack_ro = p;
+    return p;
 }
 
 int madvise(void *addr, size_t len, int advice) {
     int (*real)(void *, size_t, int) = (int (*)(void *, size_t, int))dlsym(RTLD_NEXT, "madvise");
+    if (advice == MADV_POPULATE_READ && pack_ro && addr == pack_ro) return errno = EFAULT, -1;
     int rc = real(addr, len, advice);
     if (advice == MADV_POPULATE_WRITE && pack_tmp_fd >= 0 && ftruncate(pack_tmp_fd, 4096)) {}
     return rc;

@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 volatile sig_atomic_t cli_stop;
@@ -25,7 +27,9 @@ static const char *tool_name = "?";
 static int graceful_stop;
 static char bus_line[PATH_MAX + 256];            // the SIGBUS message, ready to write
 static volatile sig_atomic_t bus_len;
-static char bus_real[PATH_MAX];                  // that file's real path, as /proc/self/maps names it
+static dev_t bus_dev;                            // that file's identity, where stat gave it
+static ino_t bus_ino;
+static volatile sig_atomic_t bus_known;
 // The handlers' files to remove: [0] cli_temp_file's, [1] cli_created_output's.
 static char temp_path[2][PATH_MAX + 1];
 static volatile sig_atomic_t temp_set[2];
@@ -42,55 +46,87 @@ static void on_stop(int sig) {
     _exit(128 + sig);
 }
 
-static uintptr_t hex(char **p) {
-    uintptr_t v = 0;
+static uint64_t hex(const char **p) {
+    uint64_t v = 0;
     for (int d; (d = **p >= '0' && **p <= '9' ? **p - '0' : **p >= 'a' && **p <= 'f' ? **p - 'a' + 10 : -1) >= 0; (*p)++)
-        v = v << 4 | (uintptr_t)d;
+        v = v << 4 | (uint64_t)d;
     return v;
 }
+static uint64_t dec(const char **p) {
+    uint64_t v = 0;
+    for (; **p >= '0' && **p <= '9'; (*p)++) v = v * 10 + (uint64_t)(**p - '0');
+    return v;
+}
+static const char *skip_spaces(const char *p) { while (*p == ' ') p++; return p; }
+static const char *skip_field(const char *p) { p = skip_spaces(p); while (*p && *p != ' ') p++; return p; }
 
-// The file mapped at addr, from /proc/self/maps, into path ("" if none or unreadable); read(2)
-// and byte parsing only, for the SIGBUS handler. Lines are "lo-hi perms offset dev inode  path".
-static void mapped_path(uintptr_t addr, char *path, size_t cap) {
-    static char buf[1 << 18];                   // this process's maps: a few hundred lines
-    size_t n = 0;
-    ssize_t r;
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    path[0] = 0;
-    if (fd < 0) return;
-    while (n < sizeof buf - 1 && (r = read(fd, buf + n, sizeof buf - 1 - n)) > 0) n += (size_t)r;
-    close(fd);
-    buf[n] = 0;
-    for (char *line = buf; *line;) {
-        char *end = strchr(line, '\n'), *p = line;
-        if (end) *end = 0;
-        uintptr_t lo = hex(&p), hi = (p += *p == '-', hex(&p));
-        if (addr >= lo && addr < hi) {
-            for (int field = 0; field < 4 && *p; field++) {    // perms, offset, dev, inode
-                while (*p == ' ') p++;
-                while (*p && *p != ' ') p++;
-            }
-            while (*p == ' ') p++;
-            if (*p == '/' && strlen(p) < cap) strcpy(path, p);
-            return;
-        }
-        if (!end) break;
-        line = end + 1;
-    }
+// A file mapping: its device, inode and path as /proc/self/maps gives them (the path without the
+// " (deleted)" an unlinked file gets).
+typedef struct {
+    uint64_t major, minor, ino;
+    char path[PATH_MAX + 16];
+} mapped;
+
+// One line of /proc/self/maps, "lo-hi perms offset major:minor inode   path": 1 and *m filled
+// where it covers addr.
+static int maps_line(const char *p, uintptr_t addr, mapped *m) {
+    uint64_t lo = hex(&p), hi = (p += *p == '-', hex(&p));
+    if (addr < lo || addr >= hi) return 0;
+    p = skip_field(skip_field(p));              // perms, offset
+    p = skip_spaces(p);
+    m->major = hex(&p), m->minor = (p += *p == ':', hex(&p));
+    p = skip_spaces(p);
+    m->ino = dec(&p);
+    p = skip_spaces(p);
+    size_t n = strlen(p), del = strlen(" (deleted)");
+    if (n > del && !strcmp(p + n - del, " (deleted)")) n -= del;
+    if (n >= sizeof m->path) n = sizeof m->path - 1;
+    memcpy(m->path, p, n);
+    m->path[n] = 0;
+    return 1;
 }
 
-static void put(const char *s) { ssize_t r = write(2, s, strlen(s)); (void)r; }
+// The file mapped at addr: 1 and *m filled, 0 where no file is (or maps cannot be read). Only
+// read(2) and byte parsing, for the SIGBUS handler; whole lines only (a window slides over the file).
+static int mapping_at(uintptr_t addr, mapped *m) {
+    static char buf[2 * PATH_MAX + 256];
+    size_t have = 0;
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC), found = 0, skipping = 0;
+    if (fd < 0) return 0;
+    for (ssize_t r; !found && (r = read(fd, buf + have, sizeof buf - 1 - have)) > 0;) {
+        have += (size_t)r;
+        buf[have] = 0;
+        char *line = buf, *end;
+        while (!found && (end = strchr(line, '\n'))) {
+            *end = 0;
+            if (!skipping) found = maps_line(line, addr, m);
+            skipping = 0, line = end + 1;
+        }
+        have -= (size_t)(line - buf);
+        memmove(buf, line, have);
+        if (have == sizeof buf - 1) have = 0, skipping = 1;   // a line longer than the window: not a path we map
+    }
+    close(fd);
+    return found;
+}
 
-// A read past the end of a file mapping is BUS_ADRERR (an I/O error reading it too); anything else gets the default action
-// (raised again: a sent SIGBUS would not recur on its own, a fault does). The faulting address
-// names the file: the one cli_mapped_file prepared a line for, the temporary file being written
-// (a page it could not store: no space, an I/O error), or another mapped file. Several threads
-// fault together: the first reports and exits, the others wait for that exit (with SA_RESETHAND
-// the second fault took the default action before the first could exit).
+static int mapped_is(const mapped *m, dev_t dev, ino_t ino) {
+    return m->major == major(dev) && m->minor == minor(dev) && m->ino == (uint64_t)ino;
+}
+
+// A read past the end of a file mapping is BUS_ADRERR (so is an I/O error reading one); anything
+// else gets the default action (raised again: a sent SIGBUS would not recur on its own, a fault
+// does). The faulting address names the file (device and inode, from /proc/self/maps): the one
+// cli_mapped_file prepared a line for, the temporary cache file being written (a page it could
+// not store: no space, an I/O error), or another mapped file. Several threads fault together:
+// the first reports and exits, the others wait for that exit (with SA_RESETHAND the second fault
+// took the default action before the first could exit).
 static void on_bus(int sig, siginfo_t *si, void *uc) {
     (void)uc;
     static atomic_flag reporting = ATOMIC_FLAG_INIT;
-    static char path[PATH_MAX + 32];
+    static mapped m;
+    static char line[sizeof m.path + 256];
+    struct stat st;
     if (si->si_code != BUS_ADRERR || !bus_len) {
         struct sigaction dfl = {.sa_handler = SIG_DFL};
         sigaction(sig, &dfl, NULL);
@@ -98,14 +134,16 @@ static void on_bus(int sig, siginfo_t *si, void *uc) {
         return;
     }
     if (atomic_flag_test_and_set(&reporting)) for (;;) pause();
-    mapped_path((uintptr_t)si->si_addr, path, sizeof path);
-    if (!path[0] || !strcmp(path, bus_real)) {
+    if (mapping_at((uintptr_t)si->si_addr, &m) && m.path[0] == '/' && !(bus_known && mapped_is(&m, bus_dev, bus_ino))) {
+        int writing = temp_set[0] && (stat(temp_path[0], &st) ? !strcmp(m.path, temp_path[0]) : mapped_is(&m, st.st_dev, st.st_ino));
+        strcat(strcat(strcpy(line, tool_name), writing ? ": cannot write " : ": "), m.path);
+        strcat(line, writing ? ": no space left on its file system, or an I/O error\n"
+                             : ": the file shrank while it was being read (truncated or rewritten in place)\n");
+        ssize_t r = write(2, line, strlen(line));
+        (void)r;
+    } else {
         ssize_t r = write(2, bus_line, (size_t)bus_len);
         (void)r;
-    } else if (temp_set[0] && !strcmp(strrchr(path, '/'), strrchr(temp_path[0], '/') ? strrchr(temp_path[0], '/') : "")) {
-        put(tool_name), put(": cannot write "), put(path), put(": no space left on its file system, or an I/O error\n");
-    } else {
-        put(tool_name), put(": "), put(path), put(": the file shrank while it was being read (truncated or rewritten in place)\n");
     }
     remove_temp();
     _exit(1);
@@ -148,7 +186,9 @@ void cli_mapped_file(const char *path) {
                      "%s: %s: the file shrank while it was being read (truncated or rewritten in place)\n",
                      tool_name, path);
     if (n >= (int)sizeof bus_line) { n = (int)sizeof bus_line - 1; bus_line[n - 1] = '\n'; }
-    if (!realpath(path, bus_real)) bus_real[0] = 0;
+    struct stat st;
+    bus_known = 0;
+    if (!stat(path, &st)) bus_dev = st.st_dev, bus_ino = st.st_ino, bus_known = 1;
     bus_len = n > 0 ? n : 0;
 }
 
