@@ -62,9 +62,13 @@ static void *zalloc_lines(size_t bytes) {
 // MIN_SEG_CLAIM_BYTES. Whole tiles: with a 64 KiB floor the stories15M shape's 36-96 KiB tiles
 // went in claims of one or two, each a GEMV call with fewer tiles side by side than the kernel's
 // interleave, and stealing cost it ~8% of tok/s at -t 2 on a Zen 5 (docs/performance.md); at
-// 256 KiB its claims hold 3-8 tiles. Tiles of 256 KiB and more (TinyLlama's) are one a claim
-// either way. Segments keep 64 KiB: a tail is cut to end a stage within a small claim.
-#define MIN_CLAIM_BYTES (256L << 10)
+// 256 KiB its claims held 3-8 tiles. TinyLlama's 256 KiB tiles then ended each share in claims of
+// one tile, each a call that starts its stream cold: 1 MiB (four of them, two of its 704 KiB down
+// tiles) gave it 2-4% more tok/s at -t 2 on a Zen 5 than 256 KiB, for a little more waiting, and
+// left stories15M (whose shares are now one claim) as it was (docs/performance.md, 2026-12-06).
+// Measured on 2 threads of that one CPU. Segments keep 64 KiB: a tail is cut to end a stage
+// within a small claim.
+#define MIN_CLAIM_BYTES (1024L << 10)
 #define MIN_SEG_CLAIM_BYTES (64L << 10)
 // --tail-split auto cuts a share's last tile where this many threads of its node take from it:
 // on 16 threads of an Intel Xeon it gave 8-12% more tok/s, on 8 0.6-2%, on 2 it cost 1-4%
@@ -504,10 +508,11 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
 // slower share on its node. A claim is what is left divided by twice the threads that can take
 // from the share (guided self-scheduling), at most `interleave` tiles (the tuning's, 1 off
 // AVX-512: the AVX2 kernel runs one tile at a time), at least one tile and
-// min_claim_bytes (the floor wins over the cap): a large share of tiles of 256 KiB or more starts
+// min_claim_bytes (the floor wins over the cap): a large share of tiles of 1 MiB or more starts
 // `interleave` tiles at a time and both sides end in single tiles, so a sync point waits for about
-// half a tile instead of the owner's last fixed group (4 tiles of 704 KiB of down at -t 2, ~100
-// us); smaller tiles go the floor's worth at a time. Every tile but a share's tail tile (below)
+// half a tile instead of the owner's last fixed group (4 tiles of 704 KiB of down at -t 2 were
+// ~100 us); smaller tiles go the floor's worth at a time (single small tiles stream slower than
+// the wait they save: MIN_CLAIM_BYTES). Every tile but a share's tail tile (below)
 // is computed whole by whoever claims it, and what follows it on its rows (the residual add,
 // SwiGLU) right after, so the bits never depend on who ran it. Only threads with a share in the stage steal: the waits that
 // follow the stage are for those threads (runtime/schedule.h), and each publishes only after
