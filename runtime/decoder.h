@@ -107,6 +107,7 @@ typedef struct decoder_s {
     float *partials[SCHED_N_MAT]; // split matrices: (n_tiles, sched_partial_bytes) segment partials
     int steal;                    // stages may be stolen from (decoder_opts.steal, more than one thread)
     long min_claim_bytes;         // decoder_opts.min_claim_bytes, resolved: whole tiles
+    long min_claim_split_bytes;   // ... whole tiles of a share whose tail tile is cut
     long min_seg_claim_bytes;     // ... and tail segments
     size_t wait_pf_bytes;         // decoder_opts.wait_prefetch resolved
     gemv_tuning tuning;           // the GEMV tuning for this model's step size (tune_pick), set per step
