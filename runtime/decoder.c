@@ -64,14 +64,16 @@ static void *zalloc_lines(size_t bytes) {
 // interleave, and stealing cost it ~8% of tok/s at -t 2 on a Zen 5 (docs/performance.md); at
 // 256 KiB its claims held 3-8 tiles. TinyLlama's 256 KiB tiles then ended each share in claims of
 // one tile, each a call that starts its stream cold: 1 MiB (four of them, two of its 704 KiB down
-// tiles) gave it 2-4% more tok/s at -t 2 on a Zen 5 than 256 KiB, for a little more waiting, and
-// left stories15M (whose shares are now one claim) as it was (docs/performance.md, 2026-12-06).
-// Measured on 2 threads of that one CPU. A share whose tail tile is cut (TAIL_SPLIT_TAKERS
-// threads take from it) keeps 256 KiB, the floor its 16-thread measurement had: there each
-// thread streams a fraction of the bus, so a claim lasts several times longer and cold starts
-// matter less. Segments keep 64 KiB: a tail is cut to end a stage within a small claim.
+// tiles) gave it 2-3% more tok/s at -t 2 on a Zen 5 than 256 KiB, for a little more waiting, and
+// left stories15M (whose layer shares are now one claim each) as it was (docs/performance.md,
+// 2026-12-06).
+// Measured on 2 threads of that one CPU. A share with TAIL_SPLIT_TAKERS takers or more keeps
+// 256 KiB (MIN_CLAIM_MANY_BYTES), the floor of the 16-thread measurements: there each thread
+// streams a fraction of the bus, so a claim lasts several times longer at a stage's end and a
+// cold start costs relatively less. Segments keep 64 KiB: a tail is cut to end a stage within a
+// small claim.
 #define MIN_CLAIM_BYTES (1024L << 10)
-#define MIN_CLAIM_SPLIT_BYTES (256L << 10)
+#define MIN_CLAIM_MANY_BYTES (256L << 10)
 #define MIN_SEG_CLAIM_BYTES (64L << 10)
 // --tail-split auto cuts a share's last tile where this many threads of its node take from it:
 // on 16 threads of an Intel Xeon it gave 8-12% more tok/s, on 8 0.6-2%, on 2 it cost 1-4%
@@ -265,9 +267,10 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
     pool_run(d->pool, ctx_job_run, &cj);
     d->steal = o->steal && n > 1;
     d->wait_pf_bytes = wait_prefetch_bytes(o->wait_prefetch);
-    d->min_claim_bytes = o->min_claim_bytes < 0 ? MIN_CLAIM_BYTES : o->min_claim_bytes;
-    d->min_claim_split_bytes = o->min_claim_bytes < 0 ? MIN_CLAIM_SPLIT_BYTES : o->min_claim_bytes;
-    d->min_seg_claim_bytes = o->min_claim_bytes < 0 ? MIN_SEG_CLAIM_BYTES : o->min_claim_bytes;
+    long mc = o->min_claim_bytes;       // set: every floor
+    d->min_claim_bytes = mc < 0 ? MIN_CLAIM_BYTES : mc;
+    d->min_claim_many_bytes = mc < 0 ? MIN_CLAIM_MANY_BYTES : mc;
+    d->min_seg_claim_bytes = mc < 0 ? MIN_SEG_CLAIM_BYTES : mc;
     size_t words = (size_t)(h->n_layer + 1) * DECODER_N_STAGE * (size_t)n * 8;
     if (cj.failed || alloc_partials(d) || (d->steal && !(d->claims = aligned_alloc(64, words * sizeof *d->claims))))
         goto oom;
@@ -511,9 +514,9 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
 // taken). The owner takes from the front and a thread that runs out takes from the back of a
 // slower share on its node. A claim is what is left divided by twice the threads that can take
 // from the share (guided self-scheduling), at most `interleave` tiles (the tuning's, 1 off
-// AVX-512: the AVX2 kernel runs one tile at a time), at least one tile and
-// min_claim_bytes (the floor wins over the cap): a large share of tiles of 1 MiB or more starts
-// `interleave` tiles at a time and both sides end in single tiles, so a sync point waits for about
+// AVX-512: the AVX2 kernel runs one tile at a time), at least one tile and min_claim_bytes
+// (min_claim_many_bytes from TAIL_SPLIT_TAKERS takers; the floor wins over the cap): a large
+// share of tiles of 1 MiB or more starts `interleave` tiles at a time and both sides end in single tiles, so a sync point waits for about
 // half a tile instead of the owner's last fixed group (4 tiles of 704 KiB of down at -t 2 were
 // ~100 us); smaller tiles go the floor's worth at a time (single small tiles stream slower than
 // the wait they save: MIN_CLAIM_BYTES). Every tile but a share's tail tile (below)
@@ -609,13 +612,13 @@ static size_t stage_tile_bytes(const decoder *d, int st) {
     return tile;
 }
 
-// The fewest tiles of share v of stage st a claim takes: enough to stream min_claim_bytes
-// (MIN_CLAIM_BYTES by default; min_claim_split_bytes where the share's tail tile is cut). Small
-// claims cost small models their interleave: claims of stories15M's 18 KiB half tiles cost it a
-// quarter of its -t 2 rate, pairs of its 36 KiB tiles ~8% (docs/performance.md).
-static uint32_t min_claim(const decoder *d, int st, int v) {
+// The fewest tiles of stage st a claim takes from a share with n_takers takers: enough to stream
+// min_claim_bytes, or min_claim_many_bytes from TAIL_SPLIT_TAKERS takers. Small claims cost small
+// models their interleave: claims of stories15M's 18 KiB half tiles cost it a quarter of its -t 2
+// rate, pairs of its 36 KiB tiles ~8% (docs/performance.md).
+static uint32_t min_claim(const decoder *d, int st, int n_takers) {
     size_t tile = stage_tile_bytes(d, st);
-    long bytes = d->tail_units[st * pool_size(d->pool) + v] ? d->min_claim_split_bytes : d->min_claim_bytes;
+    long bytes = n_takers >= TAIL_SPLIT_TAKERS ? d->min_claim_many_bytes : d->min_claim_bytes;
     size_t n = tile ? ((size_t)bytes + tile - 1) / tile : 1;
     return n < 1 ? 1 : n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
@@ -687,14 +690,13 @@ static void tail_share(decoder *d, thread_ctx *c, int layer, int st, int v, cons
 static void stage_share(decoder *d, thread_ctx *c, int layer, int st, const float *x, float *const *out) {
     int m = stage_mats[st][0], T = pool_size(d->pool);
     if (!has_share(d, c, m)) return;
-    uint32_t a, b, n = (uint32_t)takers(d, st, c->tid), cap = (uint32_t)gemv_get_tuning().interleave;
+    uint32_t a, b, n = (uint32_t)takers(d, st, c->tid), min = min_claim(d, st, (int)n), cap = (uint32_t)gemv_get_tuning().interleave;
     uint32_t div = n > 1 ? 2 * n : 1;   // alone on its node: `interleave` tiles to the end
-    while (claim(claim_word(d, layer, st, c->tid), 0, cap, div, min_claim(d, st, c->tid), &a, &b))
-        stage_tiles(d, layer, st, x, out, a, b);
+    while (claim(claim_word(d, layer, st, c->tid), 0, cap, div, min, &a, &b)) stage_tiles(d, layer, st, x, out, a, b);
     for (int k = 1; k < T; k++) {
         int v = (c->tid + k) % T;
         if (d->sched.node[v] != c->node || !thread_has_share(d, v, m)) continue;
-        while (claim(claim_word(d, layer, st, v), 1, cap, div, min_claim(d, st, v), &a, &b))
+        while (claim(claim_word(d, layer, st, v), 1, cap, div, min, &a, &b))
             stage_tiles(d, layer, st, x, out, a, b), c->stolen += b - a;
     }
     for (int k = 0; k < T; k++) {         // no whole tile left on the node: the tails, its own first

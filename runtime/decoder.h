@@ -32,7 +32,8 @@ typedef struct {
     long min_stage_bytes;         // a stage uses at most bytes / this threads; -1: the default
     long min_step_bytes;          // a step uses at most its bytes / this threads; -1: the default
     long min_claim_bytes;         // a claim of stolen work streams at least this; -1: the defaults
-                                  // (256 KiB of whole tiles, 64 KiB of a tail tile's segments)
+                                  // (1 MiB of whole tiles, 256 KiB from 8 takers a share, 64 KiB
+                                  // of a tail tile's segments)
     int steal;                    // 1 (default): a thread out of tiles in wo, gate/up, down or the
                                   // lm_head takes tiles from the back of a slower thread's share on
                                   // its node; 0: every thread runs exactly its plan
@@ -107,7 +108,7 @@ typedef struct decoder_s {
     float *partials[SCHED_N_MAT]; // split matrices: (n_tiles, sched_partial_bytes) segment partials
     int steal;                    // stages may be stolen from (decoder_opts.steal, more than one thread)
     long min_claim_bytes;         // decoder_opts.min_claim_bytes, resolved: whole tiles
-    long min_claim_split_bytes;   // ... whole tiles of a share whose tail tile is cut
+    long min_claim_many_bytes;    // ... whole tiles of a share with TAIL_SPLIT_TAKERS takers or more
     long min_seg_claim_bytes;     // ... and tail segments
     size_t wait_pf_bytes;         // decoder_opts.wait_prefetch resolved
     gemv_tuning tuning;           // the GEMV tuning for this model's step size (tune_pick), set per step
