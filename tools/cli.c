@@ -135,7 +135,8 @@ static void on_bus(int sig, siginfo_t *si, void *uc) {
     }
     if (atomic_flag_test_and_set(&reporting)) for (;;) pause();
     if (mapping_at((uintptr_t)si->si_addr, &m) && m.path[0] == '/' && !(bus_known && mapped_is(&m, bus_dev, bus_ino))) {
-        int writing = temp_set[0] && (stat(temp_path[0], &st) ? !strcmp(m.path, temp_path[0]) : mapped_is(&m, st.st_dev, st.st_ino));
+        int writing = temp_set[0] && (!strcmp(m.path, temp_path[0]) ||
+                                      (!stat(temp_path[0], &st) && mapped_is(&m, st.st_dev, st.st_ino)));
         strcat(strcat(strcpy(line, tool_name), writing ? ": cannot write " : ": "), m.path);
         strcat(line, writing ? ": no space left on its file system, or an I/O error\n"
                              : ": the file shrank while it was being read (truncated or rewritten in place)\n");
