@@ -61,19 +61,22 @@ int flock(int fd, int op) {
 static int pack_tmp_fd = -1;                      // pack-sigbus: the temporary file mapped writable
 static void *pack_ro;                             // populate-efault: a read-only .pack mapping
 
+// Whether fd is a "*.pack" cache file (not its temporary).
+static int is_pack(int fd) {
+    char path[4096];
+    size_t n = fd >= 0 ? strlen(fd_path(fd, path)) : 0;
+    return n > 5 && !strcmp(path + n - 5, ".pack");
+}
+
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     char path[4096];
-    size_t n;
+    int ro_pack = (fault("map-enomem") || fault("populate-efault")) && !(prot & PROT_WRITE) && is_pack(fd);
     if (fault("pack-sigbus") && fd >= 0 && (prot & PROT_WRITE) && strstr(fd_path(fd, path), ".pack.tmp")) pack_tmp_fd = fd;
-    if (fault("map-enomem") && fd >= 0 && !(prot & PROT_WRITE) && (n = strlen(fd_path(fd, path))) > 5 &&
-        !strcmp(path + n - 5, ".pack"))
-        return errno = ENOMEM, MAP_FAILED;
+    if (fault("map-enomem") && ro_pack) return errno = ENOMEM, MAP_FAILED;
     void *(*real)(void *, size_t, int, int, int, off_t) =
         (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
     void *p = real(addr, len, prot, flags, fd, off);
-    if (fault("populate-efault") && fd >= 0 && !(prot & PROT_WRITE) && (n = strlen(fd_path(fd, path))) > 5 &&
-        !strcmp(path + n - 5, ".pack"))
-        pack_ro = p;
+    if (fault("populate-efault") && ro_pack) pack_ro = p;
     return p;
 }
 
