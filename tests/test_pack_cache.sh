@@ -273,7 +273,25 @@ rm -f "$pack"; mkdir "$pack"
 run 0 "a directory in the way" - -- "$d" -m "$model" -p "Once upon a time" -n 1 --temp 0 -v && has "cannot replace $pack" "a directory in the way"
 [ "$(temps)" = 0 ] && ! grep -q "saved to" "$tmp/err" || fail "a directory in the way: $(ls -A "$dir")"
 rmdir "$pack"
+# The dump never goes to the cache file or its place: the load would rename a new cache over it,
+# the dump then written to a file no name reaches (exit 0, the dump lost)
+dargs=(-m "$model" -p "Once upon a time" -n 4 --temp 0)
+run 0 "the cache for the dump cases" - -- "$d" "${dargs[@]}"
+sum=$(md5sum <"$pack")
+run 1 "dump onto the cache file" - -- "$d" "${dargs[@]}" --dump-logits "$pack" &&
+  has "is the packed-weight cache file's place; not writing there" "dump onto the cache file"
+ln "$pack" "$tmp/hard"
+run 1 "dump onto a hard link to the cache file" - -- "$d" "${dargs[@]}" --dump-logits "$tmp/hard" &&
+  has "is the packed-weight cache file; not overwriting it" "dump onto a hard link"
+[ "$(md5sum <"$pack")" = "$sum" ] || fail "a refused dump changed the cache file"
+rm -f "$tmp/hard" "$pack"
+run 1 "dump where the cache file will go" - -- "$d" "${dargs[@]}" --dump-logits "$pack" &&
+  has "is the packed-weight cache file's place; not writing there" "dump where the cache will go"
+[ -e "$pack" ] && fail "a refused dump made a file in the cache's place"
+ln -s "$pack" "$tmp/dangling"
+run 1 "dump through a link to where the cache file will go" - -- "$d" "${dargs[@]}" --dump-logits "$tmp/dangling" &&
+  has "was replaced while the weights loaded; not writing a dump no name reaches" "dump through a dangling link"
 
 echo "pack cache cases: $cases"
-[ "$cases" = 100 ] || fail "$cases cases ran, want 100"
+[ "$cases" = 105 ] || fail "$cases cases ran, want 105"
 [ $fails = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }

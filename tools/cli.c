@@ -298,6 +298,31 @@ static const char *input_clash(const struct stat *st, const cli_input *in, int n
     return NULL;
 }
 
+// The directory holding path's last component (stat) and that component; -1 where there is none
+// (a path ending in '/', ".", "..") or the directory cannot be looked at.
+static int entry_of(const char *path, struct stat *dir, const char **name) {
+    const char *slash = strrchr(path, '/');
+    char buf[PATH_MAX];
+    *name = slash ? slash + 1 : path;
+    if (!**name || !strcmp(*name, ".") || !strcmp(*name, "..")) return -1;
+    size_t n = slash ? (size_t)(slash - path) : 0;
+    if (n >= sizeof buf) return -1;
+    memcpy(buf, path, n), buf[n] = 0;
+    return stat(slash ? (n ? buf : "/") : ".", dir);
+}
+
+int cli_same_entry(const char *a, const char *b) {
+    struct stat da, db;
+    const char *na, *nb;
+    return !entry_of(a, &da, &na) && !entry_of(b, &db, &nb) && same_file(&da, (uint64_t)db.st_dev, (uint64_t)db.st_ino) &&
+           !strcmp(na, nb);
+}
+
+int cli_still_names(FILE *f, const char *path) {
+    struct stat a, b;
+    return !fstat(fileno(f), &a) && !stat(path, &b) && same_file(&a, (uint64_t)b.st_dev, (uint64_t)b.st_ino);
+}
+
 FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, int n, int trunc) {
     int fd;
     struct stat st, o;

@@ -57,6 +57,11 @@ typedef struct { uint64_t dev, ino; const char *what; } cli_input;
 // stdout or stderr already write to, and a terminal (these outputs are files: raw floats, an SVG);
 // truncates it when trunc. NULL after a one-line error naming flag.
 FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, int n, int trunc);
+// Whether paths a and b name one directory entry, which need not exist yet: their parent
+// directories are one directory (stat) and their last components are equal.
+int cli_same_entry(const char *a, const char *b);
+// Whether path still names the file f writes to (a rename over it since the open: no).
+int cli_still_names(FILE *f, const char *path);
 
 // DECODE_ISA, DECODE_TUNE, DECODE_WAIT_PREFETCH and DECODE_FAKE_NUMA as every tool takes them
 // (an empty one is unset): NULL when each is valid or unset, else what is wrong (a static string;
