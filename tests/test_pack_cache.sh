@@ -273,25 +273,28 @@ rm -f "$pack"; mkdir "$pack"
 run 0 "a directory in the way" - -- "$d" -m "$model" -p "Once upon a time" -n 1 --temp 0 -v && has "cannot replace $pack" "a directory in the way"
 [ "$(temps)" = 0 ] && ! grep -q "saved to" "$tmp/err" || fail "a directory in the way: $(ls -A "$dir")"
 rmdir "$pack"
-# The dump never goes to the cache file or its place: the load would rename a new cache over it,
-# the dump then written to a file no name reaches (exit 0, the dump lost)
+# No output goes into the cache directory, whose files loads replace and remove (a dump there
+# went to a file no name reached, exit 0; a plot over a cache file destroyed it): the cache file,
+# another name there, a link to either, in every --pack-cache mode; the user's files elsewhere
+# untouched
 dargs=(-m "$model" -p "Once upon a time" -n 4 --temp 0)
-run 0 "the cache for the dump cases" - -- "$d" "${dargs[@]}"
-sum=$(md5sum <"$pack")
-run 1 "dump onto the cache file" - -- "$d" "${dargs[@]}" --dump-logits "$pack" &&
-  has "is the packed-weight cache file's place; not writing there" "dump onto the cache file"
-ln "$pack" "$tmp/hard"
-run 1 "dump onto a hard link to the cache file" - -- "$d" "${dargs[@]}" --dump-logits "$tmp/hard" &&
-  has "is the packed-weight cache file; not overwriting it" "dump onto a hard link"
-[ "$(md5sum <"$pack")" = "$sum" ] || fail "a refused dump changed the cache file"
-rm -f "$tmp/hard" "$pack"
-run 1 "dump where the cache file will go" - -- "$d" "${dargs[@]}" --dump-logits "$pack" &&
-  has "is the packed-weight cache file's place; not writing there" "dump where the cache will go"
-[ -e "$pack" ] && fail "a refused dump made a file in the cache's place"
-ln -s "$pack" "$tmp/dangling"
-run 1 "dump through a link to where the cache file will go" - -- "$d" "${dargs[@]}" --dump-logits "$tmp/dangling" &&
-  has "was replaced while the weights loaded; not writing a dump no name reaches" "dump through a dangling link"
+run 0 "the cache for the output cases" - -- "$d" "${dargs[@]}"
+sum=$(md5sum <"$pack"); files=$(ls -A "$dir")
+ln "$pack" "$tmp/hard"; ln -s "$pack" "$tmp/soft"; ln -s "$dir/new.bin" "$tmp/dangling"
+for mode in auto off; do
+  for out in "$pack" "$tmp/hard" "$tmp/soft" "$tmp/dangling"; do
+    run 1 "dump onto $out, --pack-cache $mode" - -- "$d" "${dargs[@]}" --pack-cache $mode --dump-logits "$out" &&
+      has "is a file of the packed-weight cache directory; not overwriting it" "dump onto $out"
+  done
+  run 1 "dump to a new name in the cache directory, --pack-cache $mode" - -- "$d" "${dargs[@]}" --pack-cache $mode \
+    --dump-logits "$dir/x.pack.tmp1" && has "is in the packed-weight cache directory, whose files loads replace" "a new name"
+done
+run 1 "decode-bench --plot onto the cache file" - -- "$bin/decode-bench" -m "$model" -p 0 -n 4 -r 1 --roofline-mib 0 \
+  --plot "$tmp/soft" && has "is a file of the packed-weight cache directory; not overwriting it" "--plot onto the cache"
+[ "$(md5sum <"$pack")" = "$sum" ] || fail "a refused output changed the cache file"
+[ "$(ls -A "$dir")" = "$files" ] || fail "a refused output left a file in the cache directory: $(ls -A "$dir" | tr "\n" " ")"
+rm -f "$tmp/hard" "$tmp/soft" "$tmp/dangling"
 
 echo "pack cache cases: $cases"
-[ "$cases" = 105 ] || fail "$cases cases ran, want 105"
+[ "$cases" = 112 ] || fail "$cases cases ran, want 112"
 [ $fails = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }

@@ -5,11 +5,14 @@
 #include "platform/cpu.h"
 #include "platform/numa.h"
 #include "platform/wtype.h"
+#include "runtime/cachedir.h"
 #include "runtime/decoder.h"
 #include "runtime/tune.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdatomic.h>
@@ -298,38 +301,58 @@ static const char *input_clash(const struct stat *st, const cli_input *in, int n
     return NULL;
 }
 
-// The directory holding path's last component (stat) and that component; -1 where there is none
-// (a path ending in '/', ".", "..") or the directory cannot be looked at.
-static int entry_of(const char *path, struct stat *dir, const char **name) {
-    const char *slash = strrchr(path, '/');
+// Whether the directory that holds path's last component is the directory at dir (both stat).
+static int parent_is(const char *path, const char *dir) {
     char buf[PATH_MAX];
-    *name = slash ? slash + 1 : path;
-    if (!**name || !strcmp(*name, ".") || !strcmp(*name, "..")) return -1;
-    size_t n = slash ? (size_t)(slash - path) : 0;
-    if (n >= sizeof buf) return -1;
-    memcpy(buf, path, n), buf[n] = 0;
-    return stat(slash ? (n ? buf : "/") : ".", dir);
-}
-
-int cli_same_entry(const char *a, const char *b) {
-    struct stat da, db;
-    const char *na, *nb;
-    return !entry_of(a, &da, &na) && !entry_of(b, &db, &nb) && same_file(&da, (uint64_t)db.st_dev, (uint64_t)db.st_ino) &&
-           !strcmp(na, nb);
-}
-
-int cli_still_names(FILE *f, const char *path) {
     struct stat a, b;
-    return !fstat(fileno(f), &a) && !stat(path, &b) && same_file(&a, (uint64_t)b.st_dev, (uint64_t)b.st_ino);
+    if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf) return 0;
+    return !stat(dirname(buf), &a) && !stat(dir, &b) && same_file(&a, (uint64_t)b.st_dev, (uint64_t)b.st_ino);
+}
+
+// The name of the entry of directory dir that is the regular file st (a hard link, or where a
+// symbolic link led), into name; 1 found, 0 not.
+static int entry_of(const char *dir, const struct stat *st, char *name, size_t n) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    struct stat s;
+    int found = 0;
+    while (d && !found && (e = readdir(d)))
+        found = !fstatat(dirfd(d), e->d_name, &s, AT_SYMLINK_NOFOLLOW) && S_ISREG(s.st_mode) &&
+                same_file(&s, (uint64_t)st->st_dev, (uint64_t)st->st_ino) &&
+                (size_t)snprintf(name, n, "%s", e->d_name) < n;
+    if (d) closedir(d);
+    return found;
+}
+
+// What is wrong with an output at path (st: what is there, where exists) going into the
+// packed-weight cache directory (runtime/packcache.h), whose files loads replace and remove (a
+// dump renamed over by a new cache went to a file no name reached): the message's end, else NULL.
+// made: the open just created the file (a link led it there), which is then removed.
+static const char *cache_clash(const char *path, const struct stat *st, int exists, int made) {
+    char dir[PATH_MAX], name[256];
+    if (cachedir_path("packed", dir, sizeof dir)) return NULL;
+    if (exists && S_ISREG(st->st_mode) && entry_of(dir, st, name, sizeof name)) {
+        size_t n = strlen(dir);
+        if (made && (size_t)snprintf(dir + n, sizeof dir - n, "/%s", name) < sizeof dir - n) unlink(dir);
+        return "is a file of the packed-weight cache directory; not overwriting it";
+    }
+    if (!exists && parent_is(path, dir))
+        return "is in the packed-weight cache directory, whose files loads replace and remove; not writing there";
+    return NULL;
 }
 
 FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, int n, int trunc) {
     int fd;
     struct stat st, o;
-    const char *clash = NULL;
+    const char *clash = NULL, *cache;
+    int existed = stat(path, &st) == 0;
     // Before the open too: opening the FIFO the prompt came from, its writer gone, would block.
-    if (stat(path, &st) == 0 && (clash = input_clash(&st, in, n))) {
+    if (existed && (clash = input_clash(&st, in, n))) {
         fprintf(stderr, "%s: %s %s is %s; not overwriting it\n", tool_name, flag, path, clash);
+        return NULL;
+    }
+    if ((cache = cache_clash(path, &st, existed, 0))) {
+        fprintf(stderr, "%s: %s %s %s\n", tool_name, flag, path, cache);
         return NULL;
     }
     while ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666)) < 0 && errno == EINTR && !cli_stop) {}
@@ -348,6 +371,11 @@ FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, i
     int shared = shared_kind(&st);
     if (isatty(fd)) clash = "a terminal";
     if (!clash) clash = input_clash(&st, in, n);   // the open may have reached another file than stat
+    if (!clash && (cache = cache_clash(path, &st, 1, !existed))) {   // a link led the open there
+        fprintf(stderr, "%s: %s %s %s\n", tool_name, flag, path, cache);
+        close(fd);
+        return NULL;
+    }
     if (shared && !clash && fstat(1, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stdout goes";
     if (shared && !clash && fstat(2, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stderr goes";
     // stdin's pipe or FIFO: read by this process (or not at all), so the writes would fill it and block

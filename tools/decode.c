@@ -335,24 +335,11 @@ static int print_l4_stats(const decoder *d) {
 }
 
 // The dump, refused where it would overwrite the model (a hard or symbolic link to it included),
-// the prompt file, the packed-weight cache file or its place (the load would rename a new cache
-// over the dump, which would then go to a file no name reaches), or the file stdout or stderr
-// already write to.
-static FILE *open_dump(const session *S, const options *o, const char *path) {
-    cli_input in[3] = {{S->m.f.dev, S->m.f.ino, "the model file"}};
-    int n = 1;
-    if (S->file_prompt) in[n++] = (cli_input){S->prompt_st.st_dev, S->prompt_st.st_ino, "the prompt file"};
-    packcache_opts po = {.mode = o->pack_cache};
-    char cache[PATH_MAX], note[256];
-    struct stat st;
-    if (o->pack_cache != PACKCACHE_OFF && !packcache_path(&po, &S->m.f, cache, sizeof cache, note, sizeof note)) {
-        if (cli_same_entry(path, cache)) {
-            fprintf(stderr, "decode: --dump-logits %s is the packed-weight cache file's place; not writing there\n", path);
-            return NULL;
-        }
-        if (!stat(cache, &st)) in[n++] = (cli_input){st.st_dev, st.st_ino, "the packed-weight cache file"};
-    }
-    return cli_open_output("--dump-logits", path, in, n, 1);
+// the prompt file, a file of the packed-weight cache, or the file stdout or stderr already write to.
+static FILE *open_dump(const session *S, const char *path) {
+    cli_input in[2] = {{S->m.f.dev, S->m.f.ino, "the model file"},
+                       {S->prompt_st.st_dev, S->prompt_st.st_ino, "the prompt file"}};
+    return cli_open_output("--dump-logits", path, in, S->file_prompt ? 2 : 1, 1);
 }
 
 // The prompt, at most max bytes of it (more cannot fit the context): -p's text or -f's file.
@@ -583,14 +570,9 @@ static int run(session *S, const options *o) {
     int32_t *ids = NULL; size_t n_ids = 0;
     long n_ctx = 0;
     int status = load(S, o, &prompt, &plen, &ids, &n_ids, &n_ctx);
-    if (!status && o->dump_logits && !(S->dump = open_dump(S, o, o->dump_logits))) status = 1;
+    if (!status && o->dump_logits && !(S->dump = open_dump(S, o->dump_logits))) status = 1;
     if (!status) cli_test_stop("pack");
     if (!status && !cli_stop) status = start_decoder(S, o, n_ctx);
-    if (!status && !cli_stop && S->dump && !cli_still_names(S->dump, o->dump_logits)) {   // a link into the cache's place
-        fprintf(stderr, "decode: --dump-logits %s was replaced while the weights loaded; not writing a dump no name reaches\n",
-                o->dump_logits);
-        status = 1;
-    }
     if (!status && !cli_stop) {
         S->t_load = now_ms() - t0;
         if (o->sp.temp > 0 && !o->seed_set) fprintf(stderr, "decode: seed %llu\n", (unsigned long long)o->sp.seed);
