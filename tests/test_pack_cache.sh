@@ -280,21 +280,24 @@ rmdir "$pack"
 dargs=(-m "$model" -p "Once upon a time" -n 4 --temp 0)
 run 0 "the cache for the output cases" - -- "$d" "${dargs[@]}"
 sum=$(md5sum <"$pack"); files=$(ls -A "$dir")
-ln "$pack" "$tmp/hard"; ln -s "$pack" "$tmp/soft"; ln -s "$dir/new.bin" "$tmp/dangling"
+ln "$pack" "$tmp/hard"; ln -s "$pack" "$tmp/soft"
+ln -s "$dir/new.bin" "$tmp/dangling"; ln -s cache/decode/packed/rel.bin "$tmp/relative"
 for mode in auto off; do
-  for out in "$pack" "$tmp/hard" "$tmp/soft" "$tmp/dangling"; do
+  for out in "$pack" "$tmp/hard" "$tmp/soft"; do
     run 1 "dump onto $out, --pack-cache $mode" - -- "$d" "${dargs[@]}" --pack-cache $mode --dump-logits "$out" &&
       has "is a file of the packed-weight cache directory; not overwriting it" "dump onto $out"
   done
-  run 1 "dump to a new name in the cache directory, --pack-cache $mode" - -- "$d" "${dargs[@]}" --pack-cache $mode \
-    --dump-logits "$dir/x.pack.tmp1" && has "is in the packed-weight cache directory, whose files loads replace" "a new name"
+  for out in "$dir/x.pack.tmp1" "$tmp/dangling" "$tmp/relative"; do
+    run 1 "dump to a new name $out, --pack-cache $mode" - -- "$d" "${dargs[@]}" --pack-cache $mode --dump-logits "$out" &&
+      has "would be made in the packed-weight cache directory, whose files loads replace" "dump to $out"
+  done
 done
 run 1 "decode-bench --plot onto the cache file" - -- "$bin/decode-bench" -m "$model" -p 0 -n 4 -r 1 --roofline-mib 0 \
   --plot "$tmp/soft" && has "is a file of the packed-weight cache directory; not overwriting it" "--plot onto the cache"
 [ "$(md5sum <"$pack")" = "$sum" ] || fail "a refused output changed the cache file"
 [ "$(ls -A "$dir")" = "$files" ] || fail "a refused output left a file in the cache directory: $(ls -A "$dir" | tr "\n" " ")"
-rm -f "$tmp/hard" "$tmp/soft" "$tmp/dangling"
+rm -f "$tmp/hard" "$tmp/soft" "$tmp/dangling" "$tmp/relative"
 
 echo "pack cache cases: $cases"
-[ "$cases" = 112 ] || fail "$cases cases ran, want 112"
+[ "$cases" = 114 ] || fail "$cases cases ran, want 114"
 [ $fails = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }

@@ -309,36 +309,48 @@ static int parent_is(const char *path, const char *dir) {
     return !stat(dirname(buf), &a) && !stat(dir, &b) && same_file(&a, (uint64_t)b.st_dev, (uint64_t)b.st_ino);
 }
 
-// The name of the entry of directory dir that is the regular file st (a hard link, or where a
-// symbolic link led), into name; 1 found, 0 not.
-static int entry_of(const char *dir, const struct stat *st, char *name, size_t n) {
+// Whether directory dir has an entry that is the regular file st (a hard link to it, or where a
+// symbolic link leads).
+static int dir_holds(const char *dir, const struct stat *st) {
     DIR *d = opendir(dir);
     struct dirent *e;
     struct stat s;
     int found = 0;
     while (d && !found && (e = readdir(d)))
         found = !fstatat(dirfd(d), e->d_name, &s, AT_SYMLINK_NOFOLLOW) && S_ISREG(s.st_mode) &&
-                same_file(&s, (uint64_t)st->st_dev, (uint64_t)st->st_ino) &&
-                (size_t)snprintf(name, n, "%s", e->d_name) < n;
+                same_file(&s, (uint64_t)st->st_dev, (uint64_t)st->st_ino);
     if (d) closedir(d);
     return found;
 }
 
-// What is wrong with an output at path (st: what is there, where exists) going into the
-// packed-weight cache directory (runtime/packcache.h), whose files loads replace and remove (a
-// dump renamed over by a new cache went to a file no name reached): the message's end, else NULL.
-// made: the open just created the file (a link led it there), which is then removed.
-static const char *cache_clash(const char *path, const struct stat *st, int exists, int made) {
-    char dir[PATH_MAX], name[256];
-    if (cachedir_path("packed", dir, sizeof dir)) return NULL;
-    if (exists && S_ISREG(st->st_mode) && entry_of(dir, st, name, sizeof name)) {
-        size_t n = strlen(dir);
-        if (made && (size_t)snprintf(dir + n, sizeof dir - n, "/%s", name) < sizeof dir - n) unlink(dir);
-        return "is a file of the packed-weight cache directory; not overwriting it";
+// Where an open of a path that does not exist creates its file: path, or the end of the chain of
+// symbolic links it starts (a dangling link's target, relative to the link's directory).
+static void creation_target(const char *path, char *buf, size_t n) {
+    char link[PATH_MAX], dir[PATH_MAX];
+    snprintf(buf, n, "%s", path);
+    for (int hop = 0; hop < 40; hop++) {       // the kernel's own limit on a chain
+        ssize_t k = readlink(buf, link, sizeof link - 1);
+        if (k < 0) return;
+        link[k] = 0;
+        snprintf(dir, sizeof dir, "%s", buf);
+        int w = link[0] == '/' ? snprintf(buf, n, "%s", link) : snprintf(buf, n, "%s/%s", dirname(dir), link);
+        if (w < 0 || (size_t)w >= n) return;   // too long for any open: it fails by itself
     }
-    if (!exists && parent_is(path, dir))
-        return "is in the packed-weight cache directory, whose files loads replace and remove; not writing there";
-    return NULL;
+}
+
+// Loads replace and remove the files of the packed-weight cache directory (runtime/packcache.h),
+// so an output there would be lost (a dump there was renamed over by a new cache) or destroy a
+// cache. An output at path (st: what is there, where exists) that is a file of that directory,
+// or would be created in it: the rest of the error message; else NULL.
+static const char *cache_clash(const char *path, const struct stat *st, int exists) {
+    char dir[PATH_MAX], target[PATH_MAX];
+    if (cachedir_path("packed", dir, sizeof dir)) return NULL;
+    if (exists)
+        return S_ISREG(st->st_mode) && (parent_is(path, dir) || dir_holds(dir, st))
+                   ? "is a file of the packed-weight cache directory; not overwriting it" : NULL;
+    creation_target(path, target, sizeof target);
+    return parent_is(target, dir) ? "would be made in the packed-weight cache directory, whose files loads replace "
+                                    "and remove; not writing there" : NULL;
 }
 
 FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, int n, int trunc) {
@@ -351,7 +363,7 @@ FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, i
         fprintf(stderr, "%s: %s %s is %s; not overwriting it\n", tool_name, flag, path, clash);
         return NULL;
     }
-    if ((cache = cache_clash(path, &st, existed, 0))) {
+    if ((cache = cache_clash(path, &st, existed))) {
         fprintf(stderr, "%s: %s %s %s\n", tool_name, flag, path, cache);
         return NULL;
     }
@@ -371,7 +383,7 @@ FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, i
     int shared = shared_kind(&st);
     if (isatty(fd)) clash = "a terminal";
     if (!clash) clash = input_clash(&st, in, n);   // the open may have reached another file than stat
-    if (!clash && (cache = cache_clash(path, &st, 1, !existed))) {   // a link led the open there
+    if (!clash && (cache = cache_clash(path, &st, 1))) {   // the open reached another file than stat
         fprintf(stderr, "%s: %s %s %s\n", tool_name, flag, path, cache);
         close(fd);
         return NULL;
