@@ -383,7 +383,7 @@ FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, i
     int shared = shared_kind(&st);
     if (isatty(fd)) clash = "a terminal";
     if (!clash) clash = input_clash(&st, in, n);   // the open may have reached another file than stat
-    if (!clash && (cache = cache_clash(path, &st, 1))) {   // the open reached another file than stat
+    if (!clash && (cache = cache_clash(path, &st, 1))) {   // likewise
         fprintf(stderr, "%s: %s %s %s\n", tool_name, flag, path, cache);
         close(fd);
         return NULL;
