@@ -6,13 +6,16 @@
 //    size of the whole L2 streams partly from L3: on a Zen 3 l2_512 ran 75% of its roofline
 //    without prefetch and 80-86% with 1 KB);
 //  - stream, on a packed f16 matrix read from DRAM (dram_alloc: 32 MiB evicted before each call,
-//    or 128 MiB without clflushopt): first the interleave at prefetch 2048 B, the least product
-//    of its DRAM time and its time on the L2 matrices with prefetch on (stream_interleave: on a
-//    Zen 5 the DRAM interleaves tie, and noisy picks cost l3_2048 bf16 ~15% at 4 and l3_3584 f16
-//    ~20% at 1; on a Sapphire Rapids 4 beat 1 by ~20% and 2 by ~8% from DRAM), then the PF
-//    candidates at that interleave (the incumbent's distance among them), both at the
+//    or 128 MiB without clflushopt): first the interleave at prefetch 2048 B, with
+//    the interleave fastest on the L2 matrices with prefetch on as the incumbent (on a Zen 5 the
+//    DRAM interleaves tie and a noisy pick of 4 cost l3_2048 bf16 ~15%; on a Sapphire Rapids
+//    4 beat 1 by ~20% and 2 by ~8%), then the PF candidates at that interleave, both at the
 //    incumbent's hint, then the two hints at the distance picked (prefetcht0 into every level,
-//    prefetcht1 into L2 only, leaving the L1's miss buffers to the loads);
+//    prefetcht1 into L2 only, leaving the L1's miss buffers to the loads). A step that fits the
+//    reported L3 takes the stream distance with the hint into every level and the resident
+//    interleave (tune_pick): from DRAM the interleaves may tie within the noise, and a re-tune on
+//    a noisy Zen 5 picked 1, which reads l3_3584 f16 at 65-69% of its roofline against 76-84%
+//    at 3 or 4, while a matrix the caches hold needs the FMA chains the L2 measurement counts;
 //  - KV, attention's prefetch of the K and V rows (kernels/ops.h): KPF candidates on an
 //    attention over an f32 cache in the stream matrix's bytes (8 heads of 64, 8192 or 32768
 //    positions). On a Zen 5 that attention ran ~5% faster with 2-4 KB than with none once the
@@ -305,11 +308,11 @@ static int find_or_add(gemv_tuning *c, int *nc, const gemv_tuning *tu, int nnt) 
 
 // The resident candidates (RPF x interleave, and inc when it is none of them) on L2-sized f16
 // and bf16 matrices, each warm in L2; time_rounds, a round's time the f16 + bf16 sum (RCALLS calls
-// each), tune_choose by the fastest of RROUNDS. l2_s[i]: interleave i + 1's least such time with
+// each), tune_choose by the fastest of RROUNDS. *stream_nt: the interleave with the least such time with
 // prefetch on. Then, on AVX-512, the f16 widening (f16y) at that pick on the f16 matrix alone: a
 // property of the core's conversion rate, which only a matrix the kernel does not wait on shows
 // (from DRAM the two widths tie), so the stream tuning takes it too. 0 ok, -1 no memory.
-static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, double *l2_s) {
+static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *stream_nt) {
     size_t l2 = (size_t)cpu_cache_bytes(2);
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1, nc = NRPF * nnt;
     gemv_tuning c[NRPF * GEMV_MAX_INTERLEAVE + 1];
@@ -322,10 +325,11 @@ static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, doubl
     if (!bad) {
         time_rounds(gemv_time, &(gemv_job){m, 2, c, RCALLS}, nc, RROUNDS, t);
         *resident = c[tune_choose(t, nc, RROUNDS, ii, 1)];
+        double best_pf = 1e300;
         for (int i = 0; i < nc; i++) {
             double lo = 1e300;
             for (int r = 0; r < RROUNDS; r++) lo = t[i * RROUNDS + r] < lo ? t[i * RROUNDS + r] : lo;
-            if (c[i].pf > 0 && lo < l2_s[c[i].interleave - 1]) l2_s[c[i].interleave - 1] = lo;
+            if (c[i].pf > 0 && lo < best_pf) best_pf = lo, *stream_nt = c[i].interleave;
         }
         if (nnt > 1) {
             gemv_tuning w[2] = {*resident, *resident};
@@ -379,26 +383,6 @@ static int measure_kv(const mat *m, int inc, int *kv) {
     return 0;
 }
 
-// The stream interleave: the least product of its median time on the DRAM matrix (at STREAM_PF)
-// and its least time on the L2 matrices (l2_s, prefetch on), each relative to the fastest. From
-// DRAM the interleaves often tie within the host's noise (Zen 5), while on a matrix the caches
-// hold one tile at a time has too few FMA chains (l3_3584 f16 at t=1 on a Zen 5: 65% of the
-// roofline at interleave 1, 83% at 4), and a noisy DRAM pick of 1 had cost it that; where DRAM
-// does tell them apart (a Sapphire Rapids: 4 beat 1 by ~20%) that difference still counts.
-static int stream_interleave(const mat *m, gemv_tuning *c, int nnt, int l2, int y, const double *l2_s) {
-    double t[GEMV_MAX_INTERLEAVE * ROUNDS], d[GEMV_MAX_INTERLEAVE], dmin = 1e300, lmin = 1e300;
-    for (int i = 0; i < nnt; i++) c[i] = (gemv_tuning){STREAM_PF, i + 1, l2, y};
-    time_rounds(gemv_time, &(gemv_job){m, 1, c, 1}, nnt, ROUNDS, t);
-    for (int i = 0; i < nnt; i++) {
-        d[i] = median(&t[i * ROUNDS], ROUNDS);
-        dmin = d[i] < dmin ? d[i] : dmin, lmin = l2_s[i] < lmin ? l2_s[i] : lmin;
-    }
-    int best = 0;
-    for (int i = 1; i < nnt; i++)
-        if (d[i] / dmin * (l2_s[i] / lmin) < d[best] / dmin * (l2_s[best] / lmin)) best = i;
-    return best + 1;
-}
-
 // Measures every choice, keeping the incumbents inc/inc_resident (NULL: none; inc's interleave
 // is also the stream interleave's incumbent) unless a candidate beats them by more than the
 // spread of the rounds; 0 ok (tu, resident, gbps, evicted set), -1 out of memory.
@@ -406,19 +390,22 @@ static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int 
                    gemv_tuning *resident, int *kv, double *gbps, int *evicted) {
     *tu = (gemv_tuning){PF[NPF - 1], 1, 0, 0};
     int l2 = inc ? inc->l2 : 0;   // the interleave and distance are timed at the incumbent's hint
-    double s, l2_s[GEMV_MAX_INTERLEAVE];
-    for (int i = 0; i < GEMV_MAX_INTERLEAVE; i++) l2_s[i] = 1e300;
-    if (measure_resident(inc_resident, resident, l2_s)) return -1;
+    double s;
+    if (measure_resident(inc_resident, resident, &tu->interleave)) return -1;
     const int y = resident->f16y;
     mat m;
     if (dram_alloc(&m)) { mat_free(&m); return -1; }
     gemv_tuning c[NPF + GEMV_MAX_INTERLEAVE + 1];
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1;
-    if (nnt > 1) tu->interleave = stream_interleave(&m, c, nnt, l2, y, l2_s);
+    if (nnt > 1) {
+        for (int i = 0; i < nnt; i++) c[i] = (gemv_tuning){STREAM_PF, i + 1, l2, y};
+        int nt = inc ? inc->interleave : tu->interleave;
+        tu->interleave = c[fastest(&m, c, nnt, 1, nt - 1, &s)].interleave;
+    }
     int nc = NPF;
     for (int i = 0; i < NPF; i++) c[i] = (gemv_tuning){PF[i], tu->interleave, PF[i] ? l2 : 0, y};
-    gemv_tuning inc_y;            // the width and interleave are settled: the incumbent's distance with them
-    if (inc) inc_y = *inc, inc_y.f16y = y, inc_y.interleave = tu->interleave;
+    gemv_tuning inc_y;            // the width is settled: the incumbent's distance and interleave with it
+    if (inc) inc_y = *inc, inc_y.f16y = y;
     int ii = find_or_add(c, &nc, inc ? &inc_y : NULL, nnt);
     *tu = c[fastest(&m, c, nc, 1, ii, &s)];
     if (tu->pf > 0) {             // then the hint at that distance
@@ -582,7 +569,8 @@ gemv_tuning tune_pick(size_t step_bytes, int threads) {
     if (!picked) return gemv_get_tuning();
     if (resident(step_bytes, threads)) return picked_resident;
     gemv_tuning tu = picked_stream;
-    if (step_bytes <= picked_l3_bytes) tu.l2 = 0;    // the hint was measured on DRAM, where it pays
+    if (step_bytes <= picked_l3_bytes)   // the hint and interleave were measured on DRAM, where the
+        tu.l2 = 0, tu.interleave = picked_resident.interleave;   // hint pays and interleaves may tie
     return tu;
 }
 
