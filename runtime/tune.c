@@ -11,11 +11,7 @@
 //    DRAM interleaves tie and a noisy pick of 4 cost l3_2048 bf16 ~15%; on a Sapphire Rapids
 //    4 beat 1 by ~20% and 2 by ~8%), then the PF candidates at that interleave, both at the
 //    incumbent's hint, then the two hints at the distance picked (prefetcht0 into every level,
-//    prefetcht1 into L2 only, leaving the L1's miss buffers to the loads). A step that fits the
-//    reported L3 takes the stream distance with the hint into every level and the resident
-//    interleave (tune_pick): from DRAM the interleaves may tie within the noise, and a re-tune on
-//    a noisy Zen 5 picked 1, which reads l3_3584 f16 at 65-69% of its roofline against 76-84%
-//    at 3 or 4, while a matrix the caches hold needs the FMA chains the L2 measurement counts;
+//    prefetcht1 into L2 only, leaving the L1's miss buffers to the loads);
 //  - KV, attention's prefetch of the K and V rows (kernels/ops.h): KPF candidates on an
 //    attention over an f32 cache in the stream matrix's bytes (8 heads of 64, 8192 or 32768
 //    positions). On a Zen 5 that attention ran ~5% faster with 2-4 KB than with none once the
@@ -569,8 +565,7 @@ gemv_tuning tune_pick(size_t step_bytes, int threads) {
     if (!picked) return gemv_get_tuning();
     if (resident(step_bytes, threads)) return picked_resident;
     gemv_tuning tu = picked_stream;
-    if (step_bytes <= picked_l3_bytes)   // the hint and interleave were measured on DRAM, where the
-        tu.l2 = 0, tu.interleave = picked_resident.interleave;   // hint pays and interleaves may tie
+    if (step_bytes <= picked_l3_bytes) tu.l2 = 0;    // the hint was measured on DRAM, where it pays
     return tu;
 }
 

@@ -61,10 +61,8 @@ int tune_choose(const double *t, int nc, int nr, int incumbent, int by_min);
 void tune_describe(const tune_result *r, char *buf, size_t n);
 // The tuning for a GEMV workload whose step streams step_bytes of packed weights split over
 // `threads` threads: the resident tuning of the last tune_gemv when step_bytes / threads fits in
-// its resident_bytes, else the stream tuning (where step_bytes fit the reported L3, with the hint
-// into every level and the resident interleave: the L2 hint pays only on DRAM, and interleaves
-// that tie from DRAM do not where the caches hold the matrix); before any tune_gemv, the current
-// gemv_get_tuning().
+// its resident_bytes, else the stream tuning (with the hint into every level where step_bytes fit
+// the reported L3: the L2 hint pays only on DRAM); before any tune_gemv, the current gemv_get_tuning().
 // The caller sets it (gemv_set_tuning) before the threads that call gemv_packed start a job.
 gemv_tuning tune_pick(size_t step_bytes, int threads);
 // Attention's KV prefetch for a step that reads kv_bytes of KV cache rows over `threads` threads:

@@ -148,11 +148,10 @@ int main(void) {
         // tune_pick: resident up to resident_bytes a thread, stream above; it leaves the current tuning alone
         CHECK(same(tune_pick(r.resident_bytes, 1), r.resident) && same(tune_pick(2 * r.resident_bytes, 2), r.resident));
         CHECK(same(tune_pick((size_t)1 << 40, 64), r.tu));
-        // ... with the hint into every level and the resident interleave where the step fits the
-        // reported L3 (32 MiB if none)
+        // ... with the hint into every level where the step fits the reported L3 (32 MiB if none)
         long l3 = cpu_cache_bytes(3);
         size_t l3b = l3 > 0 ? (size_t)l3 : (size_t)32 << 20;
-        gemv_tuning in_l3 = {r.tu.pf, r.resident.interleave, 0, r.tu.f16y};
+        gemv_tuning in_l3 = {r.tu.pf, r.tu.interleave, 0, r.tu.f16y};
         CHECK(same(tune_pick(r.resident_bytes + 1, 1), r.resident_bytes + 1 <= l3b ? in_l3 : r.tu));
         CHECK(same(tune_pick(l3b, 1), in_l3) && same(tune_pick(l3b + 1, 1), r.tu));
         CHECK(same(gemv_get_tuning(), r.tu));

@@ -226,8 +226,6 @@ static double roof_seconds(pool *pl, const job *j, int reps) {
     return (j->cold ? membw_cold_pass_seconds : membw_pass_seconds)(pl, j->P, j->bytes, j->unit, reps) / reps;
 }
 
-static size_t resident_bytes;     // the tuning's: bytes a thread up to which tune_pick gives the resident one
-
 // One cell, one type, one thread count: two rows (the cell and CELL/null). 0 ok, 1 a result that
 // differs from the reference (rows filled), 2 out of memory (no rows). evict: the cell, its null and
 // its roofline read weights evicted from the caches before each call.
@@ -236,8 +234,8 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     size_t es = wtype_get(dt)->size, bytes = gemv_packed_bytes(dt, k, n);
     // an evicted cell reads DRAM: the decoder's tuning for a step from DRAM
     gemv_tuning stream = tune_pick((size_t)-1, 1), tu = evict ? stream : tune_pick(bytes, nth);
-    const char *which = !evict && bytes / (size_t)nth <= resident_bytes ? "resident"
-                        : tu.l2 == stream.l2 && tu.interleave == stream.interleave ? "stream" : "stream (within the L3)";
+    const char *which = tu.pf != stream.pf || tu.interleave != stream.interleave ? "resident"
+                        : tu.l2 == stream.l2 ? "stream" : "stream (within the L3)";
     if (over[0] >= 0) tu.pf = over[0], which = "overridden";
     if (over[1] > 0) tu.interleave = over[1], which = "overridden";
     if (over[2] >= 0) tu.l2 = over[2], which = "overridden";
@@ -387,7 +385,6 @@ int main(int argc, char **argv) {
     const char *env = cli_env_problem();
     if (env) { fprintf(stderr, "gemv-bench: %s\n", env); return 2; }
     tune_result tr = tune_gemv(tune_mode_from_env(), NULL);
-    resident_bytes = tr.resident_bytes;
     const int over[4] = {pf, inter, hint, widen};
     char line[768];
     tune_describe(&tr, line, sizeof line);
