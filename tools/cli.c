@@ -340,31 +340,34 @@ static void creation_target(const char *path, char *buf, size_t n) {
 
 // Loads replace and remove the files of the packed-weight cache directory (runtime/packcache.h),
 // so an output there would be lost (a dump there was renamed over by a new cache) or destroy a
-// cache. An output at path (st: what is there, where exists) that is a file of that directory,
-// or would be created in it: the rest of the error message; else NULL.
-static const char *cache_clash(const char *path, const struct stat *st, int exists) {
-    char dir[PATH_MAX], target[PATH_MAX];
-    if (cachedir_path("packed", dir, sizeof dir)) return NULL;
-    if (exists)
-        return S_ISREG(st->st_mode) && (parent_is(path, dir) || dir_holds(dir, st))
-                   ? "is a file of the packed-weight cache directory; not overwriting it" : NULL;
-    creation_target(path, target, sizeof target);
-    return parent_is(target, dir) ? "would be made in the packed-weight cache directory, whose files loads replace "
-                                    "and remove; not writing there" : NULL;
+// cache. Whether the regular file st at path is one of its files, or (in_cache_made) an open of
+// path, which does not exist, would create its file there.
+static int in_cache(const char *path, const struct stat *st) {
+    char dir[PATH_MAX];
+    return !cachedir_path("packed", dir, sizeof dir) && S_ISREG(st->st_mode) && (parent_is(path, dir) || dir_holds(dir, st));
 }
+static int in_cache_made(const char *path) {
+    char dir[PATH_MAX], target[PATH_MAX];
+    if (cachedir_path("packed", dir, sizeof dir)) return 0;
+    creation_target(path, target, sizeof target);
+    return parent_is(target, dir);
+}
+#define CACHE_FILE "a file of the packed-weight cache directory"
 
 FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, int n, int trunc) {
     int fd;
     struct stat st, o;
-    const char *clash = NULL, *cache;
+    const char *clash = NULL;
     int existed = stat(path, &st) == 0;
     // Before the open too: opening the FIFO the prompt came from, its writer gone, would block.
-    if (existed && (clash = input_clash(&st, in, n))) {
+    if (existed && !(clash = input_clash(&st, in, n)) && in_cache(path, &st)) clash = CACHE_FILE;
+    if (clash) {
         fprintf(stderr, "%s: %s %s is %s; not overwriting it\n", tool_name, flag, path, clash);
         return NULL;
     }
-    if ((cache = cache_clash(path, &st, existed))) {
-        fprintf(stderr, "%s: %s %s %s\n", tool_name, flag, path, cache);
+    if (!existed && in_cache_made(path)) {
+        fprintf(stderr, "%s: %s %s would be made in the packed-weight cache directory, whose files loads replace "
+                "and remove; not writing there\n", tool_name, flag, path);
         return NULL;
     }
     while ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666)) < 0 && errno == EINTR && !cli_stop) {}
@@ -383,11 +386,7 @@ FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, i
     int shared = shared_kind(&st);
     if (isatty(fd)) clash = "a terminal";
     if (!clash) clash = input_clash(&st, in, n);   // the open may have reached another file than stat
-    if (!clash && (cache = cache_clash(path, &st, 1))) {   // likewise
-        fprintf(stderr, "%s: %s %s %s\n", tool_name, flag, path, cache);
-        close(fd);
-        return NULL;
-    }
+    if (!clash && in_cache(path, &st)) clash = CACHE_FILE;
     if (shared && !clash && fstat(1, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stdout goes";
     if (shared && !clash && fstat(2, &o) == 0 && same_file(&st, o.st_dev, o.st_ino)) clash = "where stderr goes";
     // stdin's pipe or FIFO: read by this process (or not at all), so the writes would fill it and block
