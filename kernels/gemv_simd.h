@@ -1,5 +1,6 @@
-// Private to kernels/gemv*.c: the AVX-512 kernels (kernels/gemv_avx512.c) that gemv.c's
-// kernels_avx512 table holds, and the packed kernels with an explicit tuning (gemv_packed_on).
+// Private to kernels/gemv*.c (and tests/test_kernel_packed.c, which checks the format choice):
+// the AVX-512 kernels (kernels/gemv_avx512.c) that gemv.c's kernels_avx512 table holds, and the
+// packed kernels with an explicit tuning (gemv_packed_on).
 // Called only after the bounds checks, and only on a CPU/OS that runs the path.
 #pragma once
 #include "kernels/gemv.h"

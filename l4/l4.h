@@ -8,8 +8,9 @@
 //  - l4_map / l4_map_writable return a handle; its line is never evicted (nor written back) until
 //    l4_release. Lookups are lock-free; filling, eviction, prefetch and flushes are serialised by
 //    one internal lock, taken with a try-lock (CAS) by refreshes so computing threads never queue.
-//  - Nothing here waits without bound: a read miss yields at most spin_limit times, then loads
-//    the line itself or hands back the origin address.
+//  - A read miss yields at most spin_limit times, then hands back the origin address or, where
+//    the cache has a loader, takes the lock and loads the line itself. The one wait without a
+//    bound is l4_flush_released's, for a line whose handles are all released (below).
 //  - The mode is fixed at creation; StreamTransparent maps cost nothing and count nothing.
 //  - Writable lines start zeroed and dirty; eviction or a flush calls preprocess(cache, ctx) then
 //    writeback(key, cache, ctx) exactly once per dirty period. A key is used either read-only or

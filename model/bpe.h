@@ -15,7 +15,7 @@ typedef struct bpe bpe;
 typedef int32_t (*bpe_lookup_fn)(const void *ctx, const char *s, size_t n);
 
 // Builds from the merges array (GGUF strings "A B"); lookup must outlive the result.
-// 0 ok, -1 out of memory or more than 2^29 merges.
+// 0 ok, -1 out of memory or 2^29 merges or more (ranks and slots are 32-bit).
 int bpe_build(bpe **out, const gguf_kv *merges, int32_t n_vocab, bpe_lookup_fn lookup, const void *ctx);
 void bpe_free(bpe *b);
 

@@ -9,7 +9,7 @@
 
 typedef struct {
     const char *name;
-    int steps[6];               // split kinds (pretok.c), ended by 0
+    int steps[6];               // split kinds (pretok.c), ended by 0 where fewer than six
     int ignore_merges;          // a word that is a token is taken whole (Llama 3)
     int add_bos;                // tokenizer.ggml.add_bos_token's default
 } pretok;

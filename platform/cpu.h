@@ -1,4 +1,4 @@
-// platform/: the lowest layer. It knows the machine (CPU features, huge pages, later NUMA) and
+// platform/: the lowest layer. It knows the machine (CPU features, huge pages, NUMA) and
 // the weight types, and includes nothing from the project above it.
 // Layers: tools -> runtime -> {l4, kernels, model} -> platform; a file includes only its own
 // layer and the layers below (tests/check_layers.cmake fails the build otherwise).

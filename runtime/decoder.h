@@ -26,7 +26,7 @@
 typedef struct {
     int n_threads;                // >= 1; more than the CPUs is allowed
     int numa;                     // topo_numa_mode, or -1 for topo_default_mode
-    int split_k;                  // 0: off; N >= 2: split small matrices into N segment ranges;
+    int split_k;                  // 0: off; N >= 2: split small matrices into <= N segment ranges;
                                   // -1: auto (up to the thread count)
     int l4;                       // l4run_mode (L4RUN_AUTO by default)
     long min_stage_bytes;         // a stage uses at most bytes / this threads; -1: the default

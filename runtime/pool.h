@@ -1,6 +1,7 @@
 // Thread pool: n_threads - 1 persistent pinned workers plus the calling thread (tid 0).
 // Worker i is pinned to the i-th CPU (mod the CPUs sched_getaffinity allows), and so is the
-// caller while the pool lives (create and destroy a pool on the same thread; pools nest).
+// caller while the pool lives, where there are workers (a one-thread pool leaves it as it is;
+// create and destroy a pool on the same thread; pools nest).
 // pool_run runs fn(ctx, tid, n) on every thread and returns when all have finished. Idle workers
 // spin briefly, then sleep on a futex-style condition: no busy loop that never sleeps. Workers
 // block the asynchronous signals (not faults): those reach the caller's threads.

@@ -1,7 +1,8 @@
 // Batched prompt evaluation beside the decoder's one-token forward pass: a batch of tokens at
 // consecutive positions goes through each layer together, so every weight tile is read once per
-// batch (kernels/gemm.h) instead of once per token. It uses the decoder's packed weights, KV
-// cache, thread pool and per-thread attention scratch; its own buffers hold the batch's activations.
+// GEMM_MC rows of the batch (kernels/gemm.h) instead of once per token. It uses the decoder's
+// packed weights, KV cache, thread pool and per-thread attention scratch; its own buffers hold the
+// batch's activations.
 // Every logits row is bit-identical to decoder_forward on the same token at the same position
 // (the same kernels in the same order for every output, attention causal within the batch and
 // over the cache), and the cache is left exactly as decoder_forward would leave it.

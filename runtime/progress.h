@@ -1,8 +1,10 @@
-// Per-thread progress counters: the only synchronisation inside a decode step. Each thread
-// publishes a monotone step number as it finishes a step; a thread that needs another's output
-// waits until that thread's counter reaches the step that produced it. Waiting spins briefly,
-// then sleeps on a futex (never a busy loop that never sleeps). Counters compare modulo 2^32, so
-// they may wrap as long as no waiter is more than 2^31 steps behind.
+// Per-thread progress counters: how the threads of a decode step wait for each other's steps
+// (stolen tiles are claimed with atomics on claim words, and L4 buffer mode has its own locks:
+// runtime/decoder.c, runtime/l4run.c). Each thread publishes a monotone step number as it
+// finishes a step; a thread that needs another's output waits until that thread's counter
+// reaches the step that produced it. Waiting spins briefly, then sleeps on a futex (never a busy
+// loop that never sleeps). Counters compare modulo 2^32, so they may wrap as long as no waiter is
+// more than 2^31 steps behind.
 #pragma once
 #include <stddef.h>
 

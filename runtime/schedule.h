@@ -8,13 +8,15 @@
 // a projection recomputes the RMSNorm it reads instead of waiting for one thread to do it.
 //
 // Steps and waits: a thread publishes a monotone step counter as it finishes each step; before a
-// step it waits only for the threads that produce what that step reads (sched.wait). Split-K
+// step it waits only for the threads that produce what that step reads (sched.dep). Split-K
 // hands whole segments to threads; each writes its own segment partials and the tile's owner
 // (the thread holding segment 0) folds them left to right after its co-producers finish: the
 // canonical order, so the bits never depend on the schedule.
 //
 // Future keys: each thread's ordered stream of 8 KiB lines it will read (packed tiles) and write
-// (segment partials), the stream an L4 predictor consumes (sched_keys_*).
+// (segment partials), walked by sched_keys_* (tests check it against what the thread executes).
+// The L4 run (runtime/l4run.c) feeds its predictor a stream cut from the same shares, keyed its
+// own way (partial lines by layer, matrix and tile; remote tiles' lines by address).
 #pragma once
 #include "kernels/gemv.h"
 #include <stddef.h>

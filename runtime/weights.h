@@ -85,12 +85,11 @@ int weights_layer_sizes(const llama_model *m, double rel[LAYER_N_MAT]);
 // packs the tiles it owns in schedule s (a split tile: its segment-0 holder), after binding them
 // to its node (topo_bind), so each tile is written first, and placed, by the thread that reads
 // it. The pool's threads are the schedule's first pool_size(pl) threads, and every tile owner is
-// among them. On failure w is freed. The file's pages behind each packed matrix are dropped (not
-// the embedding table's: decode reads it every token).
-// The embedding table is copied, and the file's pages behind each tensor are dropped once it is
-// packed or copied. on_layer, when not NULL, is called after each layer is packed with (arg,
-// layers done, total). stop (may be NULL) is checked between layers: once non-zero the load
-// gives up ("loading interrupted").
+// among them. On failure w is freed. The embedding table is copied (decode reads a row of it
+// every token), and the file's pages behind each tensor are dropped once it is packed or copied.
+// on_layer, when not NULL, is called after each layer is packed with (arg, layers done, total).
+// stop (may be NULL) is checked between layers: once non-zero the load gives up ("loading
+// interrupted").
 // pc (may be NULL: off): the packed-weight cache. When every thread of s is on one node, a valid
 // cache file is mapped instead of packing (rebuild: never), and a load that packed writes one; a
 // cache that cannot be used or written only leaves a note (w->cache_note), never a failed load.

@@ -40,7 +40,8 @@ void cli_test_stop(const char *phase);
 char *cli_read_file(const char *path, size_t max, size_t *len, struct stat *st);
 
 // The CPUs this process may run on (at least 1), and the physical cores among them (SMT siblings
-// share a core's memory bandwidth; 1 when unknown): the default thread count.
+// share a core's memory bandwidth; every CPU counts where sysfs does not say, 1 where the
+// topology cannot be read at all): the default thread count.
 int cli_cpus(void);
 int cli_physical_cores(void);
 // The warning, on stderr, when n threads are more than the CPUs they will run on (numa: the
