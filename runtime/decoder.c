@@ -145,7 +145,7 @@ static int plan(decoder *d, const decoder_opts *o, int *cpu, char *err) {
     if (mode == TOPO_NUMA_OFF) d->topo.bindable = 0;   // off: one node to the schedule, memory where the kernel puts it
     int split_k = o->split_k >= 0 ? o->split_k : used >= 2 ? used : 0;   // auto: as many chunks as threads
     sched_opts so = {.n_threads = used, .node = node, .split_k = split_k, .min_bytes = (size_t)stage_min};
-    d->tuning = tune_pick((size_t)d->weight_bytes, used);   // cache-resident steps skip the prefetch
+    d->tuning = tune_pick((size_t)d->weight_bytes, used);   // resident where a share fits half the L2
     int rc = sched_build(&d->sched, &sh, &so);
     free(node);
     return rc;
@@ -395,8 +395,8 @@ static void publish(decoder *d, const thread_ctx *c, int layer, int step) {
     progress_publish(d->progress, c->tid, step_number(d, layer, step));
 }
 
-// Per-head RMSNorm (qwen3's q_norm/k_norm, before RoPE as llama.cpp does; norm NULL: none),
-// then RoPE with the model's pairing and scaling, on n_heads heads of v.
+// Per-head RMSNorm on n_heads heads of v (qwen3's q_norm/k_norm, before RoPE as llama.cpp does;
+// norm NULL: none); decoder_norm_rope then RoPE with the model's pairing and scaling.
 static void norm_heads(const decoder *d, float *v, int n_heads, const float *norm) {
     const llama_hparams *h = &d->hp;
     for (int i = 0; norm && i < n_heads; i++)
@@ -792,7 +792,7 @@ static void layer_forward(decoder *d, thread_ctx *c, int l, int pos) {
     const llama_hparams *h = &d->hp;
     layer_weights *w = &d->w.layers[l];
     int dim = h->n_embd;
-    float *k = d->k_new, *v = d->v_new;   // this position's K and V rows (the cache gets them at attention)
+    float *k = d->k_new, *v = d->v_new;   // this position's K and V rows (stored at the KV step)
 
     // attention rmsnorm, computed by every thread that projects it
     wait_for(d, c, l, SCHED_QKV_PART);

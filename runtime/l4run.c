@@ -109,8 +109,9 @@ static int push(key_list *k, uint64_t key, uint32_t prefetch) {
     return 0;
 }
 
-// Thread tid's keys for matrix m of one layer: per tile, its partial lines (written: protect
-// only), then for a tile owned on another node the lines of each segment it reads (prefetch).
+// Thread tid's keys for matrix m of one layer: per tile on its own node, its partial lines
+// (written: protect only); per tile owned on another node, the lines of each segment it reads
+// (prefetch).
 static int share_keys(const decoder *d, int tid, int layer, int m, key_list *k) {
     const sched *s = &d->sched;
     const sched_range *r = &s->share[tid].r[m];

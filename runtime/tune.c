@@ -6,12 +6,13 @@
 //    size of the whole L2 streams partly from L3: on a Zen 3 l2_512 ran 75% of its roofline
 //    without prefetch and 80-86% with 1 KB);
 //  - stream, on a packed f16 matrix read from DRAM (dram_alloc: 32 MiB evicted before each call,
-//    or 128 MiB without clflushopt): first the interleave at prefetch 2048 B, with
-//    the interleave fastest on the L2 matrices with prefetch on as the incumbent (on a Zen 5 the
-//    DRAM interleaves tie and a noisy pick of 4 cost l3_2048 bf16 ~15%; on a Sapphire Rapids
-//    4 beat 1 by ~20% and 2 by ~8%), then the PF candidates at that interleave, both at the
-//    incumbent's hint, then the two hints at the distance picked (prefetcht0 into every level,
-//    prefetcht1 into L2 only, leaving the L1's miss buffers to the loads);
+//    or 128 MiB without clflushopt): first the interleave at prefetch 2048 B, with the
+//    incumbent's interleave as the incumbent, or where there is none (a first tune on a CPU
+//    family without a defaults row) the interleave fastest on the L2 matrices with prefetch on
+//    (on a Zen 5 the DRAM interleaves tie and a noisy pick of 4 cost l3_2048 bf16 ~15%; on a
+//    Sapphire Rapids 4 beat 1 by ~20% and 2 by ~8%), then the PF candidates at that interleave,
+//    both at the incumbent's hint, then the two hints at the distance picked (prefetcht0 into
+//    every level, prefetcht1 into L2 only, leaving the L1's miss buffers to the loads);
 //  - KV, attention's prefetch of the K and V rows (kernels/ops.h): KPF candidates on an
 //    attention over an f32 cache in the stream matrix's bytes (8 heads of 64, 8192 or 32768
 //    positions). On a Zen 5 that attention ran ~5% faster with 2-4 KB than with none once the

@@ -65,8 +65,9 @@ static float *widen_1d(const gguf_tensor *t, int *failed) {   // norms, biases; 
     return o;
 }
 
-// Tiles pad each matrix to a multiple of 64 outputs. Real models lose almost nothing to it, but a
-// crafted shape (n_embd 2, n_ff 2^20) would blow a small file up 32x: refuse that up front.
+// Tiles pad each matrix to a multiple of 64 outputs (a last tile of at most 32 to 32). Real models
+// lose almost nothing to it, but a crafted shape (n_embd 2, n_ff 2^20) would blow a small file up
+// 16x: refuse that up front.
 static int check_padding(const llama_model *m, char *err) {
     double raw = 0, packed = 0;
     const gguf_tensor *all[LAYER_N_MAT];
@@ -81,7 +82,7 @@ static int check_padding(const llama_model *m, char *err) {
     }
     if (packed > 2 * raw + (64 << 20)) {
         snprintf(err, GGUF_ERR_MAX, "%s: matrices this narrow would take %.0f MiB once padded to "
-                 "64-output tiles (%.0f MiB in the file); not supported",
+                 "whole tiles (%.0f MiB in the file); not supported",
                  m->f.path ? m->f.path : "model", packed / (1 << 20), raw / (1 << 20));
         return -1;
     }
