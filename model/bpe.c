@@ -216,7 +216,7 @@ static void try_pair(const bpe *b, const int32_t *id, int32_t l, int32_t r, heap
     if (rank >= 0) heap_push(h, n, (heap_item){(uint64_t)rank << 32 | (uint32_t)l, l, id[l], id[r]});
 }
 
-// The text of id (a token or an extra), through the lookup's owner for tokens.
+// The ids of id: itself for a token; for an extra, the single-byte tokens of its text (lookup).
 static void emit(const bpe *b, int32_t id, int32_t *ids, size_t *n_ids) {
     if (id < b->n_vocab) { ids[(*n_ids)++] = id; return; }
     const char *s = b->xtext + b->xoff[id - b->n_vocab];

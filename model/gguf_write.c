@@ -293,7 +293,7 @@ static void write_file(gguf_writer *w, out *o) {
         emit(o, &t->offset, 8);
     }
     uint64_t data_start = (o->pos + w->alignment - 1) / w->alignment * w->alignment;
-    uint8_t *big = NULL;   // for a filled tensor larger than the free part of the buffer
+    uint8_t *big = NULL;   // for a filled tensor larger than the whole buffer (WBUF_BYTES)
     size_t big_cap = 0;
     for (uint64_t i = 0; i < w->n_t && !o->failed && !w->err[0]; i++) {
         const wtensor *t = &w->t[i];

@@ -628,8 +628,8 @@ static int spm(const tokenizer *t, const char *text, size_t len, int prefix, int
 
 // Byte-level BPE over one stretch of text (no user-defined piece inside): code points as
 // llama.cpp decodes them, cut into words, each word's UTF-8 (re-encoded from the code points, so
-// an invalid byte reads as U+FFFD, as in llama.cpp) merged. Appends at most 6 * len ids: a word
-// byte stands for at most 3 input bytes and falls back to at most 2 tokens.
+// an invalid byte reads as U+FFFD, as in llama.cpp) merged. Appends at most 6 * len ids: an input
+// byte becomes at most 3 word bytes (an invalid one U+FFFD's three), each at most 2 tokens.
 static int bpe_text(const tokenizer *t, const char *text, size_t len, bpe_scratch *w, int32_t *ids, size_t *n_ids) {
     uint32_t *cp = malloc(len * sizeof *cp), *wl = malloc(len * sizeof *wl), *tmp = malloc(len * sizeof *tmp);
     uint8_t *cls = malloc(len), *buf = NULL;

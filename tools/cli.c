@@ -1,5 +1,6 @@
-// The handlers only do async-signal-safe things: write a line prepared beforehand, unlink a
-// path copied beforehand, _exit. No unwinding: a fault or a second signal ends the process.
+// The handlers only call async-signal-safe functions: write a line prepared beforehand, unlink a
+// path copied beforehand, _exit; SIGBUS's also reads /proc/self/maps and stats the file to name
+// it. No unwinding: a fault or a second signal ends the process.
 #include "tools/cli.h"
 #include "platform/affinity.h"
 #include "platform/cpu.h"

@@ -387,7 +387,7 @@ static const char *name_for(const char *path, int fmt, char *buf, size_t n) {
 
 #define JSON_FIELDS 25              // to_json's fields: fewer means cJSON ran out of memory
 
-// One result as DESIGN.md's JSON object; NULL when any part of it could not be made.
+// One result as docs/design.md's JSON object; NULL when any part of it could not be made.
 static cJSON *to_json(const result *r, const options *o) {
     cJSON *j = cJSON_CreateObject();
     char name[NAME_OUT];

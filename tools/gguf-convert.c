@@ -1,7 +1,8 @@
 // gguf-convert IN OUT --type f32|f16|bf16 [--only PREFIX]: rewrites the weights (tensors of 2+
 // dims) of an F32/F16/BF16 model in one float type (with --only, those whose names start with
 // PREFIX: a model whose layers differ in type); 1-D tensors (norms, biases) become f32. Rounding is to
-// nearest even and NaN stays NaN (platform/fp.h). Metadata is copied, general.file_type set.
+// nearest even and NaN stays NaN (platform/fp.h). Metadata is copied, general.file_type set (with
+// --only kept as it was).
 // OUT is written to a temporary file renamed over it: an existing OUT must be a regular file or
 // a symbolic link to one (the link is kept, its target replaced); anything else is refused, and
 // so is OUT that is IN (or a link to it).

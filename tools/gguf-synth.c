@@ -6,8 +6,8 @@
 // Every tensor's values depend only on (seed, tensor name), and f16/bf16 files hold the f32
 // values rounded, so the same seed gives the same model in every dtype, tied or not.
 // Tensor bytes are generated during the save (the writer's fill callback): a 2 GB model needs
-// no 2 GB buffer. Exit 0 ok; 2 for a usage error (bad flag, a value outside its option's range);
-// 1 for sizes that do not fit together, a model larger than OUT's free disk space (or a tensor
+// no 2 GB buffer. Exit 0 ok; 2 for a usage error (bad flag, a value outside its option's range,
+// sizes that do not fit together); 1 for a model larger than OUT's free disk space (or a tensor
 // larger than half the memory), or a failed write; one line on stderr either way. 128 + N on
 // signal N (SIGINT, SIGTERM, SIGHUP), the temporary file removed.
 #include <errno.h>
@@ -37,7 +37,7 @@ static void usage(void) {
         "  --n-kv-head N  key/value heads, dividing n_head (default n_head)\n"
         "  --n-ff N       feed-forward width (default 3 * n_embd)\n"
         "  --n-vocab N    vocabulary size, >= 260 (default 512)\n"
-        "  --ctx N        llama.context_length (default 256)\n"
+        "  --ctx N        <arch>.context_length (default 256)\n"
         "  --dtype T      f32|f16|bf16 for 2-D weights; norms and biases stay f32 (default f32)\n"
         "  --seed S       weights depend only on the seed (decimal) and the tensor name (default 1)\n"
         "  --rope-base F  rope.freq_base (default 10000)\n"

@@ -19,7 +19,7 @@
 #define MAX_TEXT ((size_t)16 << 20)
 
 static const char usage[] =
-    "usage: tokenize -m FILE.gguf [--no-bos] (-p TEXT | -f FILE [--cases | --time N])\n"
+    "usage: tokenize -m FILE.gguf [--no-bos] (-p TEXT [--time N] | -f FILE [--cases | --time N])\n"
     "  -m, --model FILE.gguf  model or vocab-only GGUF (only tokenizer.* keys are read)\n"
     "  -p, --prompt TEXT      text to tokenize, taken literally\n"
     "  -f, --file FILE        tokenize the file's bytes exactly (no newline stripped; at most 16 MiB)\n"
