@@ -1,7 +1,7 @@
 // NUMA topology (platform/numa.h): discovery matches the affinity mask, DECODE_FAKE_NUMA splits
 // the CPUs into pretend nodes, placement keeps each node's threads together and on that node's
-// CPUs, malformed settings are refused, and on a machine with two real nodes a bound page lands
-// on its node (checked with move_pages; said and skipped where there is one node).
+// CPUs, and malformed settings are refused. Where a bound page lands on a machine with two real
+// nodes is test_numa_bind.c's.
 #include "platform/affinity.h"
 #include "platform/numa.h"
 #include "tests/check.h"

@@ -1,7 +1,7 @@
 // tokenizer_max_token_bytes is a true bound: no text of len bytes tokenizes to fewer than
 // ceil(len / bound) tokens (BOS aside). Swept over llama.cpp's llama-spm vocab and stories260K
-// with texts built to need few tokens: every longest piece repeated, runs of spaces, the test
-// vectors, random bytes. decode refuses an over-long prompt on this bound before tokenizing it.
+// with texts built to need few tokens: every longest piece repeated, runs of spaces, random
+// bytes. (decode refuses an over-long prompt on this bound before tokenizing it: test_cli.sh.)
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
