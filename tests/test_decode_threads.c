@@ -144,9 +144,9 @@ static void init_on(decoder *d, const llama_model *m, const decoder_opts *o, con
 }
 
 // The profile (decoder_profile_get) against the stats: per wait point the threads' waits add up to
-// the wait by step, nothing is timed after the last wait point of a step, a thread's q and lm_head
-// tiles are timed where it has them, and no thread's work and waits add up to more than the steps'
-// time.
+// the wait by step (both read the same per-thread counters: this guards decoder_stats_get's sum),
+// nothing is timed after the last wait point of a step, a thread's q and lm_head tiles are timed
+// where it has them, and no thread's work and waits add up to more than the steps' time.
 static void check_profile(const decoder *d, const decoder_stats *st, int T) {
     double wait_sum[SCHED_N_WAIT] = {0};
     for (int t = 0; t < pool_size(d->pool); t++) {
