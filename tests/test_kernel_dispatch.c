@@ -61,7 +61,7 @@ static double speed_ratio(void) {
 static int has_flag(const char *flags, const char *name) {
     size_t n = strlen(name);
     for (const char *p = flags; (p = strstr(p, name)); p += n)
-        if (p[-1] == ' ' && (p[n] == ' ' || p[n] == '\n' || p[n] == 0)) return 1;
+        if (p > flags && p[-1] == ' ' && (p[n] == ' ' || p[n] == '\n' || p[n] == 0)) return 1;
     return 0;
 }
 static int cpuinfo_isa(void) {
