@@ -6,9 +6,9 @@
 //    size of the whole L2 streams partly from L3: on a Zen 3 l2_512 ran 75% of its roofline
 //    without prefetch and 80-86% with 1 KB);
 //  - stream, on a packed f16 matrix read from DRAM (dram_alloc: 32 MiB evicted before each call,
-//    or 128 MiB without clflushopt): first the interleave at prefetch 2048 B, with the
-//    incumbent's interleave as the incumbent, or where there is none (a first tune on a CPU
-//    family without a defaults row) the interleave fastest on the L2 matrices with prefetch on
+//    or 128 MiB without clflushopt): first the interleave at prefetch 2048 B, the incumbent
+//    tuning's interleave (the cached pick, or the CPU family's default row) kept unless beaten,
+//    or where there is none the interleave fastest on the L2 matrices with prefetch on
 //    (on a Zen 5 the DRAM interleaves tie and a noisy pick of 4 cost l3_2048 bf16 ~15%; on a
 //    Sapphire Rapids 4 beat 1 by ~20% and 2 by ~8%), then the PF candidates at that interleave,
 //    both at the incumbent's hint, then the two hints at the distance picked (prefetcht0 into
