@@ -1,12 +1,13 @@
 // The llama-family binding rejects every model-level defect with an error naming the problem,
 // and accepts the valid variants (defaults applied, tied output, biases, qwen2, qwen3 with its
 // own head size, linear and Llama 3 RoPE scaling). Each case builds a small model with the
-// writer, then binds it.
+// writer, then binds it; on one whose every token ends generation, decode runs too.
 #include "model/gguf_write.h"
 #include "platform/cpu.h"
 #include "model/llama.h"
 #include "runtime/decoder.h"
 #include "tests/check.h"
+#include "tests/tool_util.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +32,12 @@ typedef struct {
     int qk_norm;                  // add blk.N.attn_{q,k}_norm.weight
     const char *extra;            // an extra 1-D tensor of n_embd values
     int64_t n_expert;             // <arch>.expert_count; -1: omitted
+    int eog_vocab;                // tokens named as end-of-generation pieces (n_vocab <= 4)
 } spec;
 
 static spec valid(void) {
     return (spec){"llama", 2, 64, 96, 4, 2, 128, -1, 300, 1e-5f, 0, NULL, NULL, NULL, 0, 0, 0,
-                  NULL, 0, 0, 0, 0, -1, 0, NULL, -1};
+                  NULL, 0, 0, 0, 0, -1, 0, NULL, -1, 0};
 }
 
 // The key prefix: the architecture's own for the known ones, llama's for the rest.
@@ -87,7 +89,12 @@ static void build(const spec *s, const char *path) {
     if (s->scaling_factor) gguf_w_f32(w, k, s->scaling_factor);
     int n_tok = (int)s->n_vocab + s->tokens_delta;
     char **toks = calloc((size_t)n_tok, sizeof *toks);
-    for (int i = 0; i < n_tok; i++) { toks[i] = malloc(16); snprintf(toks[i], 16, "t%d", i); }
+    static const char *const eog[] = {"</s>", "<|endoftext|>", "<|im_end|>", "<|eot_id|>"};
+    for (int i = 0; i < n_tok; i++) {
+        toks[i] = malloc(16);
+        if (s->eog_vocab) snprintf(toks[i], 16, "%s", eog[i % 4]);
+        else snprintf(toks[i], 16, "t%d", i);
+    }
     gguf_w_str(w, "tokenizer.ggml.model", "llama");
     gguf_w_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks, (uint64_t)n_tok);
     int64_t E = s->n_embd > 0 ? s->n_embd : 64, H = s->n_head > 0 ? s->n_head : 4;
@@ -130,6 +137,29 @@ static void expect(const spec *s, const char *path, const char *expect) {
         CHECKF(r != 0, "defect '%s' was accepted", expect);
         CHECKF(strstr(err, expect) && strstr(err, path), "error for '%s' was: %s", expect, err);
         CHECK(!strchr(err, '\n'));
+    }
+    n_cases++;
+}
+
+// A vocabulary of end-of-generation pieces only: decode stops at the first token it samples,
+// and refuses --ignore-eos, which would leave it nothing to sample.
+static void check_all_eog(const char *path, const char *dir) {
+    spec s = valid();
+    s.n_vocab = 4, s.eog_vocab = 1;
+    expect(&s, path, NULL);
+    const char *base[] = {bin_path("decode", 0), "-m", path, "-p", "</s>", "-n", "4", "--temp", "0",
+                          "--pack-cache", "off", NULL, NULL};
+    tool_run r = {0};
+    CHECKF(run_read(base, dir, &r) == 0 && strstr(r.err, "end-of-generation token") && strstr(r.err, "after 0 tokens"),
+           "decode on an all-EOG vocabulary: exit %d: %s", r.status, r.err);
+    base[11] = "--ignore-eos";
+    CHECKF(run_read(base, dir, &r) == 1 && one_line_error(r.err, r.err_len, "decode: ", "leaves nothing to sample"),
+           "--ignore-eos on an all-EOG vocabulary: exit %d: %s", r.status, r.err);
+    tool_run_free(&r);
+    for (const char *const *f = (const char *const[]){"stdout", "stderr", NULL}; *f; f++) {
+        char *p = path_join(dir, *f);
+        unlink(p);
+        free(p);
     }
     n_cases++;
 }
@@ -237,7 +267,8 @@ int main(void) {
     expect(&s, path, "tensor output_norm.weight has shape [65, 1, 1, 1]; expected [64]");
     s = valid(); s.quant = "blk.0.attn_q.weight"; expect(&s, path, "blk.0.attn_q.weight has type Q8_0");
     s = valid(); s.tokens_delta = 1; expect(&s, path, "tokenizer.ggml.tokens has 301 tokens");
-    CHECK(n_cases == 50);
+    check_all_eog(path, dir);
+    CHECK(n_cases == 52);
     unlink(path);
     rmdir(dir);
     printf("llama binding: %d cases\n", n_cases);

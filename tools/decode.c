@@ -389,6 +389,12 @@ static int load(session *S, const options *o, const char **prompt, size_t *plen,
                 tokenizer_n_vocab(S->tok), h->n_vocab);
         return 1;
     }
+    const int32_t *eog;   // distinct ids in range: as many as the vocabulary means all of it
+    if (o->ignore_eos && o->n_predict != 0 && tokenizer_eog(S->tok, &eog) >= h->n_vocab) {
+        fprintf(stderr, "decode: %s: every token of the vocabulary ends generation, so --ignore-eos "
+                "leaves nothing to sample\n", o->model);
+        return 1;
+    }
     *n_ctx = o->n_ctx > 0 ? o->n_ctx : (o->n_ctx == 0 || h->n_ctx_train < 4096) ? h->n_ctx_train : 4096;
     if (decoder_check_ctx(&S->m, *n_ctx, (uint32_t)o->cache_type_k, (uint32_t)o->cache_type_v, err)) {
         fprintf(stderr, "decode: %s\n", err);
