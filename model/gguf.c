@@ -547,6 +547,21 @@ void gguf_arr_str(const gguf_kv *kv, uint64_t i, const char **s, uint64_t *len) 
     *s = (const char *)p + 8;
 }
 
+uint64_t gguf_data_bytes(const gguf_file *g) {
+    uint64_t b = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++) b += g->tensors[i].nbytes;
+    return b;
+}
+
+uint64_t gguf_n_elements(const gguf_file *g) {
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const gguf_tensor *t = &g->tensors[i];
+        n += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+    }
+    return n;
+}
+
 void gguf_drop_pages(const gguf_file *g, const void *p, size_t n) {
     if (g->mapped && g->map) pages_drop(p, n);
 }

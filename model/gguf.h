@@ -85,6 +85,10 @@ void gguf_close(gguf_file *g);
 // was copied elsewhere and is not read again through g (a later read faults it back in from the
 // file). Only whole pages inside the range; nothing for a caller's buffer (gguf_open_mem).
 void gguf_drop_pages(const gguf_file *g, const void *p, size_t n);
+// Over every tensor: data bytes and elements (llama-bench's model_size and model_n_params).
+// Opened files only: a tensor lies inside the file, so the sums cannot wrap.
+uint64_t gguf_data_bytes(const gguf_file *g);
+uint64_t gguf_n_elements(const gguf_file *g);
 
 // Writes "PATH: FIELD: message" (FIELD may be NULL) into err and returns -1: the one error
 // format of the model/ libraries.

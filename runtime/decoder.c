@@ -301,8 +301,9 @@ oom:
 }
 
 int decoder_set_l4(decoder *d, int mode, char err[256]) {
+    if (l4run_mode_of(d->l4) == l4run_resolve((l4run_mode)mode)) return 0;
     l4run_free(d->l4);
-    return l4run_create(d, (l4run_mode)mode, err);
+    return l4run_create(d, (l4run_mode)mode, err) ? -1 : 1;
 }
 
 void decoder_free(decoder *d) {
@@ -950,10 +951,3 @@ double decoder_bytes_per_token(const decoder *d, int pos) {
     return d->weight_bytes + decoder_kv_cache_bytes(&d->hp, (int64_t)pos + 1, d->cache_type_k, d->cache_type_v);
 }
 
-size_t decoder_n_params(const decoder *d) {
-    const sched_shape *sh = &d->sched.shape;
-    const gguf_tensor *e = d->model->tok_embd;
-    size_t n = d->model->output == e ? 0 : (size_t)e->ne[0] * e->ne[1];   // tied: the classifier
-    for (int m = 0; m < SCHED_N_MAT; m++) n += sh->mat[m].k * sh->mat[m].n * (m < SCHED_OUT ? sh->n_layer : 1);
-    return n;
-}

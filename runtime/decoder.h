@@ -172,8 +172,10 @@ float *decoder_forward(decoder *d, int32_t token, int pos);
 // Sets the kernels' free choices for a step whose last position is pos: the GEMV tuning of this
 // model's size and attention's KV prefetch for the KV cache rows the step reads (tune_pick_kv).
 void decoder_set_tuning(const decoder *d, int pos);
-// Replaces the L4 with a fresh one in mode (l4run_mode) between steps: benches interleave modes
-// on one set of packed weights. 0 ok; -1 with err (the decoder then runs with --l4 off).
+// Replaces the L4 with a fresh one in mode (l4run_mode) between steps, unless the one there
+// already runs that mode: benches interleave modes on one set of packed weights. 1 when it made
+// a new one (whose first step pays for its cold lines), 0 when it kept it; -1 with err (the
+// decoder then runs with --l4 off).
 int decoder_set_l4(decoder *d, int mode, char err[256]);
 // Frees what decoder_init allocated; safe on a zeroed decoder and after a failed init.
 void decoder_free(decoder *d);
@@ -232,5 +234,3 @@ static inline const kv_layout *decoder_kv_layout(const decoder *d, int g) {
 // Copies the K and V rows of heads [g0, g1) at position pos into the cache (rounded to f16 for an
 // f16 cache); k and v hold those heads' rows one after another (the layout a projection writes).
 void decoder_store_kv(decoder *d, int layer, int g0, int g1, int pos, const float *k, const float *v);
-// Weights in the packed matrices and the embedding table.
-size_t decoder_n_params(const decoder *d);

@@ -159,7 +159,7 @@ static int stream_keys(void *ctx, int thread, l4_entry *out, int max) {
 // on the TinyLlama shape and 6-10x on stories15M's at 8-16 threads of an Intel Xeon, split-K or
 // not, where the gain it could buy is the few remote segment rows of a split tile straddling two
 // nodes (docs/l4-integration.md).
-static l4run_mode resolve(l4run_mode req) { return req == L4RUN_AUTO ? L4RUN_STREAM : req; }
+l4run_mode l4run_resolve(l4run_mode req) { return req == L4RUN_AUTO ? L4RUN_STREAM : req; }
 
 static int alloc_split_state(l4run *r, const sched *s) {
     for (int m = 0; m < SCHED_N_MAT; m++) {
@@ -212,7 +212,7 @@ int l4run_create(decoder *d, l4run_mode req, char err[256]) {
     const sched *s = &d->sched;
     err[0] = 0;
     d->l4 = NULL;
-    l4run_mode mode = resolve(req);
+    l4run_mode mode = l4run_resolve(req);
     if (mode == L4RUN_OFF) return 0;
     int n_nodes = 1;   // threads are consecutive per node: count the changes
     for (int t = 1; t < s->n_threads; t++) n_nodes += s->node[t] != s->node[t - 1];

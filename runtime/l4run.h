@@ -31,6 +31,7 @@ typedef struct l4run l4run;
 int l4run_create(struct decoder_s *d, l4run_mode requested, char err[256]);
 void l4run_free(l4run *r);
 l4run_mode l4run_mode_of(const l4run *r);   // the resolved mode (NULL: off)
+l4run_mode l4run_resolve(l4run_mode requested); // the mode l4run_create runs for a request
 
 // buffer mode only. This thread's share of out = W x for matrix m of layer `layer` (n_layer: the
 // lm_head): whole tiles folded at once, a split tile's segments left held for its owner.

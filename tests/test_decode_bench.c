@@ -84,7 +84,11 @@ static void check_object(const cJSON *o, int threads, int n_prompt, int n_gen, i
     // stories260K streams 1.2 MB a step; a batched prompt of n_prompt <= batch tokens is one step
     double steps_per_token = batch > 1 && n_prompt ? 1.0 / n_prompt : 1.0;
     CHECK(cJSON_GetObjectItem(o, "bytes_per_token")->valuedouble > 1e6 * steps_per_token);
-    CHECK(cJSON_GetObjectItem(o, "model_size")->valuedouble > 1e6);
+    // llama-bench's meanings: the tensors' bytes and elements (stories260K: 48 f32 tensors in a
+    // file of 1185376 bytes)
+    CHECK(cJSON_GetObjectItem(o, "model_size")->valuedouble == 1171200);
+    CHECK(cJSON_IsNumber(cJSON_GetObjectItem(o, "model_n_params")) &&
+          cJSON_GetObjectItem(o, "model_n_params")->valuedouble == 292800);
 }
 
 int main(void) {
@@ -242,7 +246,7 @@ int main(void) {
     double json_wait = cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "sync_wait_pct")->valuedouble;
     const char *w = strstr(r.err, "sync wait "),
                *names = "|qkv|qkv-fold|rope|attn|wo|wo-fold|gate/up|gate/up-fold|down|down-fold|out|out-fold|logits|";
-    CHECKF(w && !strstr(w + 1, "sync wait ") && strstr(r.err, "t=2 l4=stream split-k=-1 tails=auto b=1 tg8 @ d0: sync wait "),
+    CHECKF(w && !strstr(w + 1, "sync wait ") && strstr(r.err, "t=2 l4=stream split-k=auto tails=auto b=1 tg8 @ d0: sync wait "),
            "%s", r.err);
     double total, sum = 0, pct;
     int n_steps = 0, used = 0;

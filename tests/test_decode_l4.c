@@ -4,7 +4,8 @@
 // some segments are read by a thread of the other node); --l4-stats parsed in every run: the mode
 // used, zeros in off and stream, writebacks > 0 in buffer mode, prefetches > 0 and cross-node
 // weight bytes > 0 where a split tile is read across pretend nodes. In-process: every key a
-// thread maps in buffer mode is the key its predictor stream said would come next. Models whose
+// thread maps in buffer mode is the key its predictor stream said would come next, and
+// decoder_set_l4 keeps an L4 already in the mode asked for. Models whose
 // layers differ in weight type: the same logits across pretend nodes, and the bytes a step
 // streams and reads across nodes counted at each layer's own type.
 #include "model/llama.h"
@@ -255,6 +256,18 @@ static int key_cases(const char *path) {
             l4run_key_check(d.l4, &checked, &mismatched);
             CHECKF(checked > 0 && mismatched == 0, "%s T=%d fake=%d: %llu of %llu keys off the stream", path, T, f,
                    (unsigned long long)mismatched, (unsigned long long)checked);
+            // decoder_set_l4 keeps an L4 already in the mode asked for (auto is stream), and says when
+            // it made one; a new buffer-mode L4 streams its keys from the start again
+            char e4[256];
+            const l4run *kept = d.l4;
+            CHECK(decoder_set_l4(&d, L4RUN_BUFFER, e4) == 0 && d.l4 == kept);
+            CHECK(decoder_set_l4(&d, L4RUN_AUTO, e4) == 1 && l4run_mode_of(d.l4) == L4RUN_STREAM);
+            CHECK(decoder_set_l4(&d, L4RUN_STREAM, e4) == 0 && decoder_set_l4(&d, L4RUN_OFF, e4) == 1 && !d.l4);
+            CHECK(decoder_set_l4(&d, L4RUN_OFF, e4) == 0 && decoder_set_l4(&d, L4RUN_BUFFER, e4) == 1);
+            decoder_forward(&d, 5, 4);
+            l4run_key_check(d.l4, &checked, &mismatched);
+            CHECKF(checked > 0 && mismatched == 0, "%s T=%d fake=%d, a new L4: %llu of %llu keys off the stream", path,
+                   T, f, (unsigned long long)mismatched, (unsigned long long)checked);
             decoder_free(&d);
         }
     llama_model_free(&m);

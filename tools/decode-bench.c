@@ -55,8 +55,8 @@ typedef struct {
 
 typedef struct {                  // one test's result
     const char *model;
-    size_t model_size;            // bytes of the file
-    size_t n_params;
+    size_t model_size;            // the tensors' bytes, as llama-bench's (not the file's size)
+    size_t n_params;              // every tensor's elements, as llama-bench's
     int n_threads, n_prompt, n_gen, split_k, l4, tail_split;
     int series;                   // which entries of the -n/-p, -d, --split-k, --l4 and --tail-split lists
     int batch_size;               // pp: tokens per batch; tg: 1 (one token per step)
@@ -135,6 +135,13 @@ static int split_word(const char *s) {
     if (!strcmp(s, "off")) return 0;
     int k[1];
     return util_parse_ints(s, k, 1, 2, 1 << 16) == 1 ? k[0] : -2;
+}
+
+// The word split_word read (JSON and CSV keep the number: -1, 0, N), in buf (12 bytes).
+static const char *split_name(int k, char *buf) {
+    if (k <= 0) return k ? "auto" : "off";
+    snprintf(buf, 12, "%d", k);
+    return buf;
 }
 
 static int parse_args(int argc, char **argv, options *o) {
@@ -281,8 +288,9 @@ static void stats(result *r) {
 
 // The test a result is, as progress lines name it: "MODEL t=2 l4=stream ... tg128 @ d0".
 static void test_label(const result *r, int n, char *buf, size_t size) {
-    snprintf(buf, size, "%s t=%d l4=%s split-k=%d tails=%s b=%d %s%d @ d%d", r->model, r->n_threads, r->l4_used,
-             r->split_k, cli_tail_split_name(r->tail_split), r->batch_size, r->n_gen ? "tg" : "pp", n, r->n_depth);
+    char sk[12];
+    snprintf(buf, size, "%s t=%d l4=%s split-k=%s tails=%s b=%d %s%d @ d%d", r->model, r->n_threads, r->l4_used,
+             split_name(r->split_k, sk), cli_tail_split_name(r->tail_split), r->batch_size, r->n_gen ? "tg" : "pp", n, r->n_depth);
 }
 
 // --profile: each thread's microseconds per token by wait point (decoder_profile_get), working
@@ -491,11 +499,11 @@ static int print_results(const result *rs, int n, const options *o) {
     printf("| --- | ---: | ---: | --- | ---: | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int i = 0; i < n; i++) {
         const result *r = &rs[i];
-        char depth[32] = "", name[NAME_OUT];
+        char depth[32] = "", name[NAME_OUT], sk[12];
         if (r->n_depth) snprintf(depth, sizeof depth, " @ d%d", r->n_depth);
-        printf("| %s | %.2f MiB | %d | %s | %d | %s | %s | %d | %s%d%s | %.2f ± %.2f | %.2f | %.2f | %s | %s | %s |\n",
-               name_for(base(r->model), NAME_MD, name, sizeof name), r->model_size / 1048576.0, r->n_threads, r->l4_used, r->split_k,
-               cli_tail_split_name(r->tail_split), kv, r->batch_size,
+        printf("| %s | %.2f MiB | %d | %s | %s | %s | %s | %d | %s%d%s | %.2f ± %.2f | %.2f | %.2f | %s | %s | %s |\n",
+               name_for(base(r->model), NAME_MD, name, sizeof name), r->model_size / 1048576.0, r->n_threads, r->l4_used,
+               split_name(r->split_k, sk), cli_tail_split_name(r->tail_split), kv, r->batch_size,
                r->n_gen ? "tg" : "pp", r->n_gen ? r->n_gen : r->n_prompt, depth, r->avg_ts, r->stddev_ts,
                r->bytes_per_token / 1e6, r->gbps, num_str(0, has_roofline(r), "%.2f", r->roofline_gbps, "-"),
                num_str(1, has_roofline(r), "%.1f", r->pct_roofline, "-"),
@@ -577,10 +585,10 @@ static int write_plot(FILE *f, const result *rs, int n) {
             }
             fprintf(f, "\"/>\n");
         }
-        char name[NAME_OUT];
-        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s tg%d @ d%d, l4 %s, split-k %d, tails %s%s</text>\n",
+        char name[NAME_OUT], sk[12];
+        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s tg%d @ d%d, l4 %s, split-k %s, tails %s%s</text>\n",
                 L + 10, T + 14 * (series + 1), c, name_for(base(rs[i].model), NAME_SVG, name, sizeof name), rs[i].n_gen, rs[i].n_depth, rs[i].l4_used,
-                rs[i].split_k, cli_tail_split_name(rs[i].tail_split), roof ? " (dashed: roofline / bytes per token)" : "");
+                split_name(rs[i].split_k, sk), cli_tail_split_name(rs[i].tail_split), roof ? " (dashed: roofline / bytes per token)" : "");
         series++;
     }
 #undef X
@@ -612,7 +620,8 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
         dopt.numa = o->numa, dopt.split_k = o->split_ks[s];
         dopt.cache_type_k = (uint32_t)o->cache_type_k, dopt.cache_type_v = (uint32_t)o->cache_type_v;
         dopt.pack_cache = (packcache_opts){.mode = o->pack_cache, .temp_hook = cli_temp_file};
-        fprintf(stderr, "decode-bench: %s: loading for %d thread(s), split-k %d\n", path, T, o->split_ks[s]);
+        char sk[12];
+        fprintf(stderr, "decode-bench: %s: loading for %d thread(s), split-k %s\n", path, T, split_name(o->split_ks[s], sk));
         cli_mapped_file(path);             // a SIGBUS is one line naming the file, not a crash
         if (decoder_init_opts(&d[s], m, max_len, &dopt, err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; continue; }
         if (d[s].w.cache_state != PACKCACHE_UNUSED) cli_mapped_file(d[s].w.cache_file);   // what the tests read
@@ -644,22 +653,24 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
             for (int l = 0; l < o->n_l4 * o->n_tails; l++)
                 for (int b = 0; b < nb; b++) {
                     result *r = &rs[(*n)++];
-                    *r = (result){.model = path, .model_size = m->f.size, .n_threads = T, .n_prompt = tg ? 0 : len,
+                    *r = (result){.model = path, .model_size = gguf_data_bytes(&m->f), .n_threads = T, .n_prompt = tg ? 0 : len,
                                   .n_gen = tg ? len : 0, .split_k = o->split_ks[s], .l4 = o->l4s[l / o->n_tails],
                                   .tail_split = o->tails[l % o->n_tails],
                                   .batch_size = tg ? 1 : o->batches[b], .n_depth = depth,
-                                  .n_params = decoder_n_params(&d[s]),
+                                  .n_params = gguf_n_elements(&m->f),
                                   .series = ((dk * o->n_split + s) * o->n_l4 * o->n_tails + l) * nb + b};
                 }
         for (int rep = -1; rep < o->reps && !status; rep++)          // rep -1: the warmups
             for (int c = c0; c < *n && !status; c++) {
                 decoder *dc = &d[(c - c0) / per_split];
                 char e4[256];
-                if (decoder_set_l4(dc, rs[c].l4, e4)) { fprintf(stderr, "decode-bench: %s\n", e4); status = 1; break; }
+                int made = decoder_set_l4(dc, rs[c].l4, e4);
+                if (made < 0) { fprintf(stderr, "decode-bench: %s\n", e4); status = 1; break; }
                 rs[c].l4_used = l4run_mode_name(l4run_mode_of(dc->l4));
                 decoder_set_tail_split(dc, rs[c].tail_split);
+                // a new L4's first step fills its lines: untimed, as decode pays it once
                 int failed = rep < 0 ? run_test(dc, depth, len < 16 ? len : 16, tg, rs[c].batch_size) < 0
-                                     : bench_rep(dc, o, len, tg, rep, &rs[c]) < 0;
+                                     : (made && run_test(dc, depth, 1, 1, 1) < 0) || bench_rep(dc, o, len, tg, rep, &rs[c]) < 0;
                 if (failed) { fprintf(stderr, "decode-bench: %s: the test stopped (why: above)\n", path); status = 1; }
             }
         if (status) *n = c0;          // the results printed are the finished tests'

@@ -96,9 +96,7 @@ static void print_kv(const gguf_kv *kv) {
 }
 
 static void print_tensors(const gguf_file *g, uint64_t show) {
-    uint64_t total = 0;
-    for (uint64_t i = 0; i < g->n_tensors; i++) total += g->tensors[i].nbytes;   // in-file: cannot wrap
-    printf("%llu tensors, %llu bytes of data\n", (unsigned long long)g->n_tensors, (unsigned long long)total);
+    printf("%llu tensors, %llu bytes of data\n", (unsigned long long)g->n_tensors, (unsigned long long)gguf_data_bytes(g));
     if (g->n_tensors) printf("  %5s %-40s %-28s %-8s %12s %12s\n", "#", "name", "shape", "type", "offset", "bytes");
     for (uint64_t i = 0; i < g->n_tensors && i < show; i++) {
         const gguf_tensor *t = &g->tensors[i];
