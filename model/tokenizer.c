@@ -5,8 +5,9 @@
 // user-defined pieces are produced, and an unused piece is only a step towards a longer one (it
 // is emitted as the two symbols it was merged from), so control, unknown and byte tokens never
 // come out of text and every encoding decodes back to its text. As in llama.cpp, the text is
-// first split at user-defined pieces (longest first), which become tokens as they stand; each
-// stretch of text after one gets the space prefix again.
+// first split at user-defined pieces (longest first; with parse_special at control and unknown
+// pieces too), which become tokens as they stand; each stretch of text after one gets the space
+// prefix again.
 //
 // Byte-level BPE ("gpt2") vocabs split the text at user-defined pieces the same way (with no
 // space prefix), cut each stretch into words with the pre-tokenizer tokenizer.ggml.pre names
@@ -22,6 +23,22 @@
 #include "model/heap.h"
 #include "model/pretok.h"
 #include "model/unicode.h"
+
+// Pieces that split text, longest first, and which of them a text holds: an Aho-Corasick
+// automaton over them, one pass over the text whatever their number and lengths. A node is a
+// prefix of some piece; node 0 is the empty one.
+typedef struct {
+    int32_t *piece;             // (n) token ids
+    int32_t n;
+    int32_t n_node;
+    uint64_t *key;              // (n_slot) an edge: parent << 8 | byte
+    int32_t *slot;              // (n_slot) open addressing of the edges: child + 1, 0 empty
+    uint32_t n_slot;
+    int32_t *fail;              // (n_node) the longest proper suffix that is a node
+    int32_t *dict;              // (n_node) the nearest node on the fail chain that ends a piece, -1 none
+    int32_t *ends;              // (n_node) a piece k (index into piece) that ends here, -1 none
+    int32_t *same;              // (n) the next piece with the same text, -1 none
+} piece_set;
 
 enum { TT_UNDEFINED, TT_NORMAL, TT_UNKNOWN, TT_CONTROL, TT_USER_DEFINED, TT_UNUSED, TT_BYTE, TT_COUNT };
 #define EOG_MAX 32                // end-of-generation ids: eos, eot, eom, 3 FIM ids, EOG_NAMES
@@ -43,18 +60,9 @@ struct tokenizer {
     int32_t eog[EOG_MAX];       // the ids that end generation (tokenizer_is_eog), ascending
     int n_eog;
     int add_bos, add_space_prefix;
-    int32_t *user;              // (n_user) user-defined pieces, longest first
-    int32_t n_user;
-    // Which user pieces a text holds: an Aho-Corasick automaton over them, one pass over the text
-    // whatever their number and lengths. A node is a prefix of some piece; node 0 is the empty one.
-    int32_t n_node;
-    uint64_t *ac_key;           // (n_ac_slot) an edge: parent << 8 | byte
-    int32_t *ac_slot;           // (n_ac_slot) open addressing of the edges: child + 1, 0 empty
-    uint32_t n_ac_slot;
-    int32_t *ac_fail;           // (n_node) the longest proper suffix that is a node
-    int32_t *ac_dict;           // (n_node) the nearest node on the fail chain that ends a piece, -1 none
-    int32_t *ac_piece;          // (n_node) a piece k (collect_user's order) that ends here, -1 none
-    int32_t *ac_same;           // (n_user) the next piece with the same text, -1 none
+    // The pieces a text is split at before merging: [0] the user-defined ones, [1] those and the
+    // control and unknown ones (tokenizer_encode's parse_special).
+    piece_set split[2];
     const pretok *pre;          // byte-level BPE only (NULL: SentencePiece)
     bpe *bpe;
 };
@@ -236,10 +244,6 @@ static int control_looking(const char *s, size_t n) {
     return 0;
 }
 
-static int splits_text(const tokenizer *t, int32_t i) {
-    size_t n = t->off[i + 1] - t->off[i];
-    return t->type[i] == TT_USER_DEFINED && n > 0 && !control_looking(t->text + t->off[i], n);
-}
 
 // ---- end of generation: which sampled ids stop decode (llama.cpp's special_eog_ids) ----
 
@@ -306,66 +310,67 @@ static int collect_eog(tokenizer *t, const gguf_file *g, char *err) {
     return 0;
 }
 
-static uint32_t ac_hash(const tokenizer *t, uint64_t key) {
-    return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (t->n_ac_slot - 1);
+static uint32_t ac_hash(const piece_set *a, uint64_t key) {
+    return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (a->n_slot - 1);
 }
 
 // The child of node u along byte c, -1 none.
-static int32_t ac_child(const tokenizer *t, int32_t u, uint8_t c) {
+static int32_t ac_child(const piece_set *a, int32_t u, uint8_t c) {
     uint64_t key = (uint64_t)u << 8 | c;
-    for (uint32_t j = ac_hash(t, key); t->ac_slot[j]; j = (j + 1) & (t->n_ac_slot - 1))
-        if (t->ac_key[j] == key) return t->ac_slot[j] - 1;
+    for (uint32_t j = ac_hash(a, key); a->slot[j]; j = (j + 1) & (a->n_slot - 1))
+        if (a->key[j] == key) return a->slot[j] - 1;
     return -1;
 }
 
-// The trie of the user pieces (collect_user's order), then fail and dictionary links breadth
-// first; first/sib/queue list each node's children for that walk.
-static int index_user(tokenizer *t) {
+static size_t piece_len(const tokenizer *t, int32_t id) { return t->off[id + 1] - t->off[id]; }
+
+// The trie of a's pieces, then fail and dictionary links breadth first; first/sib/queue list
+// each node's children for that walk.
+static int index_set(const tokenizer *t, piece_set *a) {
     size_t total = 1;
-    for (int32_t k = 0; k < t->n_user; k++) total += t->off[t->user[k] + 1] - t->off[t->user[k]];
-    for (t->n_ac_slot = 16; t->n_ac_slot < 2 * total; t->n_ac_slot *= 2) {}
-    t->ac_key = malloc(t->n_ac_slot * sizeof *t->ac_key);
-    t->ac_slot = calloc(t->n_ac_slot, sizeof *t->ac_slot);
-    t->ac_fail = malloc(total * sizeof *t->ac_fail);
-    t->ac_dict = malloc(total * sizeof *t->ac_dict);
-    t->ac_piece = malloc(total * sizeof *t->ac_piece);
-    t->ac_same = malloc((size_t)t->n_user * sizeof *t->ac_same);
+    for (int32_t k = 0; k < a->n; k++) total += piece_len(t, a->piece[k]);
+    for (a->n_slot = 16; a->n_slot < 2 * total; a->n_slot *= 2) {}
+    a->key = malloc(a->n_slot * sizeof *a->key);
+    a->slot = calloc(a->n_slot, sizeof *a->slot);
+    a->fail = malloc(total * sizeof *a->fail);
+    a->dict = malloc(total * sizeof *a->dict);
+    a->ends = malloc(total * sizeof *a->ends);
+    a->same = malloc((size_t)a->n * sizeof *a->same);
     int32_t *first = malloc(total * sizeof *first), *sib = malloc(total * sizeof *sib);
     int32_t *queue = malloc(total * sizeof *queue);
     uint8_t *byte = malloc(total);
     int rc = -1;
-    if (!t->ac_key || !t->ac_slot || !t->ac_fail || !t->ac_dict || !t->ac_piece || !t->ac_same || !first || !sib ||
-        !queue || !byte)
+    if (!a->key || !a->slot || !a->fail || !a->dict || !a->ends || !a->same || !first || !sib || !queue || !byte)
         goto out;
     memset(first, -1, total * sizeof *first);
-    memset(t->ac_piece, -1, total * sizeof *t->ac_piece);
-    t->n_node = 1;
-    for (int32_t k = 0; k < t->n_user; k++) {
-        const uint8_t *p = (const uint8_t *)t->text + t->off[t->user[k]];
-        int32_t u = 0, n = (int32_t)(t->off[t->user[k] + 1] - t->off[t->user[k]]);
+    memset(a->ends, -1, total * sizeof *a->ends);
+    a->n_node = 1;
+    for (int32_t k = 0; k < a->n; k++) {
+        const uint8_t *p = (const uint8_t *)t->text + t->off[a->piece[k]];
+        int32_t u = 0, n = (int32_t)piece_len(t, a->piece[k]);
         for (int32_t i = 0; i < n; i++) {
-            int32_t v = ac_child(t, u, p[i]);
+            int32_t v = ac_child(a, u, p[i]);
             if (v < 0) {
                 uint64_t key = (uint64_t)u << 8 | p[i];
-                uint32_t j = ac_hash(t, key);
-                while (t->ac_slot[j]) j = (j + 1) & (t->n_ac_slot - 1);
-                v = t->n_node++;
-                t->ac_key[j] = key, t->ac_slot[j] = v + 1;
+                uint32_t j = ac_hash(a, key);
+                while (a->slot[j]) j = (j + 1) & (a->n_slot - 1);
+                v = a->n_node++;
+                a->key[j] = key, a->slot[j] = v + 1;
                 byte[v] = p[i], sib[v] = first[u], first[u] = v;
             }
             u = v;
         }
-        t->ac_same[k] = t->ac_piece[u], t->ac_piece[u] = k;
+        a->same[k] = a->ends[u], a->ends[u] = k;
     }
     size_t head = 0, tail = 0;
-    t->ac_fail[0] = 0, t->ac_dict[0] = -1;
+    a->fail[0] = 0, a->dict[0] = -1;
     for (queue[tail++] = 0; head < tail;) {
         int32_t u = queue[head++];
         for (int32_t v = first[u]; v >= 0; v = sib[v]) {
-            int32_t f = t->ac_fail[u], w = -1;
-            while (u && (w = ac_child(t, f, byte[v])) < 0 && f) f = t->ac_fail[f];
-            t->ac_fail[v] = w >= 0 ? w : 0;
-            t->ac_dict[v] = t->ac_piece[t->ac_fail[v]] >= 0 ? t->ac_fail[v] : t->ac_dict[t->ac_fail[v]];
+            int32_t f = a->fail[u], w = -1;
+            while (u && (w = ac_child(a, f, byte[v])) < 0 && f) f = a->fail[f];
+            a->fail[v] = w >= 0 ? w : 0;
+            a->dict[v] = a->ends[a->fail[v]] >= 0 ? a->fail[v] : a->dict[a->fail[v]];
             queue[tail++] = v;
         }
     }
@@ -375,46 +380,59 @@ out:
     return rc;
 }
 
-// Marks in seen[k] each user piece k that occurs in text[0..len): one pass of the automaton. A
+// Marks in seen[k] each piece k of a that occurs in text[0..len): one pass of the automaton. A
 // node's dictionary chain is walked until a node already reported (done), so each piece costs
 // its report once, however often it occurs.
-static int find_users(const tokenizer *t, const char *text, size_t len, uint8_t *seen) {
-    uint8_t *done = calloc((size_t)t->n_node, 1);
+static int find_pieces(const piece_set *a, const char *text, size_t len, uint8_t *seen) {
+    uint8_t *done = calloc((size_t)a->n_node, 1);
     if (!done) return -1;
     const uint8_t *s = (const uint8_t *)text;
     for (size_t i = 0, u = 0; i < len; i++) {
         int32_t v;
-        while ((v = ac_child(t, (int32_t)u, s[i])) < 0 && u) u = (size_t)t->ac_fail[u];
+        while ((v = ac_child(a, (int32_t)u, s[i])) < 0 && u) u = (size_t)a->fail[u];
         u = v >= 0 ? (size_t)v : 0;
-        for (int32_t w = t->ac_piece[u] >= 0 ? (int32_t)u : t->ac_dict[u]; w >= 0 && !done[w]; w = t->ac_dict[w]) {
+        for (int32_t w = a->ends[u] >= 0 ? (int32_t)u : a->dict[u]; w >= 0 && !done[w]; w = a->dict[w]) {
             done[w] = 1;
-            for (int32_t k = t->ac_piece[w]; k >= 0; k = t->ac_same[k]) seen[k] = 1;
+            for (int32_t k = a->ends[w]; k >= 0; k = a->same[k]) seen[k] = 1;
         }
     }
     free(done);
     return 0;
 }
 
-// The user-defined pieces the text is split at before merging, longest first (llama.cpp's
-// order), ties by id: sorted as keys (~length << 32 | id). -1: out of memory; -2: their texts
-// pass USER_BYTES_MAX (building the automaton peaks at 50-70 bytes a byte of them, about 600 MB
-// at the limit).
-#define USER_BYTES_MAX (8u << 20)
-static int collect_user(tokenizer *t) {
+// Whether piece i splits text: a user-defined piece (never one llama.cpp retypes as control),
+// and with special (parse_special) every control and unknown piece too: llama.cpp's
+// cache_special_tokens. Empty pieces never do.
+static int splits_text(const tokenizer *t, int32_t i, int special) {
+    size_t n = piece_len(t, i);
+    if (!n) return 0;
+    if (t->type[i] == TT_USER_DEFINED) return special || !control_looking(t->text + t->off[i], n);
+    return special && (t->type[i] == TT_CONTROL || t->type[i] == TT_UNKNOWN);
+}
+
+// The pieces set a splits text at before merging, longest first (llama.cpp's order), ties by
+// id: sorted as keys (~length << 32 | id). -1: out of memory; -2: their texts pass
+// SPLIT_BYTES_MAX (building the automaton peaks at 50-70 bytes a byte of them, about 600 MB at
+// the limit).
+#define SPLIT_BYTES_MAX (8u << 20)
+static int collect_set(const tokenizer *t, piece_set *a, int special) {
     size_t bytes = 0;
     for (int32_t i = 0; i < t->n_vocab; i++)
-        if (splits_text(t, i)) t->n_user++, bytes += t->off[i + 1] - t->off[i];
-    if (bytes > USER_BYTES_MAX) return -2;
-    if (!t->n_user) return 0;
-    uint64_t *key = malloc((size_t)t->n_user * sizeof *key);
-    if (!key || !(t->user = malloc((size_t)t->n_user * sizeof *t->user))) { free(key); return -1; }
+        if (splits_text(t, i, special)) a->n++, bytes += piece_len(t, i);
+    if (bytes > SPLIT_BYTES_MAX) return -2;
+    if (!a->n) return 0;
+    uint64_t *key = malloc((size_t)a->n * sizeof *key);
+    if (!key || !(a->piece = malloc((size_t)a->n * sizeof *a->piece))) { free(key); return -1; }
     for (int32_t i = 0, k = 0; i < t->n_vocab; i++)
-        if (splits_text(t, i))
-            key[k++] = (uint64_t)(UINT32_MAX - (t->off[i + 1] - t->off[i])) << 32 | (uint32_t)i;
-    qsort(key, (size_t)t->n_user, sizeof *key, cmp_u64);
-    for (int32_t k = 0; k < t->n_user; k++) t->user[k] = (int32_t)(uint32_t)key[k];
+        if (splits_text(t, i, special)) key[k++] = (uint64_t)(UINT32_MAX - piece_len(t, i)) << 32 | (uint32_t)i;
+    qsort(key, (size_t)a->n, sizeof *key, cmp_u64);
+    for (int32_t k = 0; k < a->n; k++) a->piece[k] = (int32_t)(uint32_t)key[k];
     free(key);
-    return index_user(t);
+    return index_set(t, a);
+}
+
+static void free_set(piece_set *a) {
+    free(a->piece); free(a->key); free(a->slot); free(a->fail); free(a->dict); free(a->ends); free(a->same);
 }
 
 static int32_t lookup_cb(const void *ctx, const char *s, size_t n) { return lookup(ctx, s, n); }
@@ -474,12 +492,14 @@ int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) 
         if (id < 0) id = lookup(t, &one, 1);
         t->byte_tok[b] = id >= 0 ? id : t->unk;
     }
-    rc = collect_user(t);
-    if (rc) {
-        tokenizer_free(t);
-        return rc == -2 ? gguf_fail(err, g->path, "tokenizer.ggml.tokens",
-                                    "user-defined pieces of more than %u MiB in all", USER_BYTES_MAX >> 20)
-                        : gguf_fail(err, g->path, "tokenizer.ggml.tokens", "out of memory");
+    for (int special = 0; special < 2; special++) {
+        rc = collect_set(t, &t->split[special], special);
+        if (rc) {
+            tokenizer_free(t);
+            return rc == -2 ? gguf_fail(err, g->path, "tokenizer.ggml.tokens", "%s pieces of more than %u MiB in all",
+                                        special ? "user-defined, control and unknown" : "user-defined", SPLIT_BYTES_MAX >> 20)
+                            : gguf_fail(err, g->path, "tokenizer.ggml.tokens", "out of memory");
+        }
     }
     *out = t;
     return 0;
@@ -488,8 +508,7 @@ int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) 
 void tokenizer_free(tokenizer *t) {
     if (!t) return;
     free(t->text); free(t->off); free(t->score); free(t->type); free(t->bucket); free(t->sorted);
-    free(t->user); free(t->ac_key); free(t->ac_slot); free(t->ac_fail); free(t->ac_dict); free(t->ac_piece);
-    free(t->ac_same);
+    free_set(&t->split[0]), free_set(&t->split[1]);
     bpe_free(t->bpe);
     free(t);
 }
@@ -654,18 +673,18 @@ done:
     return rc;
 }
 
-// A stretch of the input: raw text [off, off + len), or user-defined piece id.
+// A stretch of the input: raw text [off, off + len), or the piece id it was split at.
 typedef struct { size_t off, len; int32_t id; } fragment;
 
-// Splits the raw fragments at every occurrence of each user-defined piece, longest piece first,
-// left to right (llama.cpp's tokenizer_st_partition). *n grows; frag has room for 2 * len + 1.
-// Pieces the text does not hold at all (seen[u] 0) cannot be in a fragment and are skipped.
-static void partition(const tokenizer *t, const char *text, fragment *frag, size_t *n, fragment *tmp,
-                      const uint8_t *seen) {
-    for (int32_t u = 0; u < t->n_user; u++) {
+// Splits the raw fragments at every occurrence of each piece of a, longest piece first, left to
+// right (llama.cpp's tokenizer_st_partition). *n grows; frag has room for 2 * len + 1. Pieces
+// the text does not hold at all (seen[u] 0) cannot be in a fragment and are skipped.
+static void partition(const tokenizer *t, const piece_set *a, const char *text, fragment *frag, size_t *n,
+                      fragment *tmp, const uint8_t *seen) {
+    for (int32_t u = 0; u < a->n; u++) {
         if (!seen[u]) continue;
-        const char *p = t->text + t->off[t->user[u]];
-        size_t plen = t->off[t->user[u] + 1] - t->off[t->user[u]], m = 0;
+        const char *p = t->text + t->off[a->piece[u]];
+        size_t plen = piece_len(t, a->piece[u]), m = 0;
         for (size_t f = 0; f < *n; f++) {
             fragment x = frag[f];
             if (x.id >= 0) { tmp[m++] = x; continue; }
@@ -674,7 +693,7 @@ static void partition(const tokenizer *t, const char *text, fragment *frag, size
             while (end - cur >= plen && (hit = memmem(text + cur, end - cur, p, plen))) {
                 size_t at = (size_t)(hit - text);
                 if (at > cur) tmp[m++] = (fragment){cur, at - cur, -1};
-                tmp[m++] = (fragment){at, plen, t->user[u]};
+                tmp[m++] = (fragment){at, plen, a->piece[u]};
                 cur = at + plen;
             }
             if (cur < end) tmp[m++] = (fragment){cur, end - cur, -1};
@@ -684,23 +703,24 @@ static void partition(const tokenizer *t, const char *text, fragment *frag, size
     }
 }
 
-int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos,
+int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos, int parse_special,
                      int32_t **ids_out, size_t *n_out) {
     *ids_out = NULL;
     *n_out = 0;
     if (len > SIZE_MAX / 8 - 8) return -1;
+    const piece_set *a = &t->split[parse_special != 0];
     // Every piece covers at least one byte, so there are at most len fragments of each kind.
-    size_t cap_frag = t->n_user ? 2 * len + 1 : 1, n_frag = len > 0;
-    fragment *frag = malloc(cap_frag * sizeof *frag), *tmp = t->n_user ? malloc(cap_frag * sizeof *tmp) : NULL;
+    size_t cap_frag = a->n ? 2 * len + 1 : 1, n_frag = len > 0;
+    fragment *frag = malloc(cap_frag * sizeof *frag), *tmp = a->n ? malloc(cap_frag * sizeof *tmp) : NULL;
     size_t cap_ids = t->bpe ? 6 * len + cap_frag + 1 : 3 * len + 3 * cap_frag + 1;  // spm: 3 * len + 3 a fragment
     int32_t *ids = malloc(cap_ids * sizeof *ids);
-    if (!frag || !ids || (t->n_user && !tmp)) { free(frag); free(tmp); free(ids); return -1; }
+    if (!frag || !ids || (a->n && !tmp)) { free(frag); free(tmp); free(ids); return -1; }
     frag[0] = (fragment){0, len, -1};
-    if (t->n_user && n_frag) {
-        uint8_t *seen = calloc((size_t)t->n_user, 1);
+    if (a->n && n_frag) {
+        uint8_t *seen = calloc((size_t)a->n, 1);
         if (!seen) { free(frag); free(tmp); free(ids); return -1; }
-        if (find_users(t, text, len, seen)) { free(seen); free(frag); free(tmp); free(ids); return -1; }
-        partition(t, text, frag, &n_frag, tmp, seen);
+        if (find_pieces(a, text, len, seen)) { free(seen); free(frag); free(tmp); free(ids); return -1; }
+        partition(t, a, text, frag, &n_frag, tmp, seen);
         free(seen);
     }
     size_t n_ids = 0;

@@ -31,10 +31,12 @@ int tokenizer_add_bos(const tokenizer *t);
 // whose encoding ignores the key.
 int tokenizer_space_prefix(const tokenizer *t);
 
-// Tokenizes len bytes of text (special-token text is not parsed), BOS first when add_bos.
-// tokenizer.ggml.add_eos_token is not read: appending EOS is left to the caller.
+// Tokenizes len bytes of text, BOS first when add_bos. The text is split first at user-defined
+// pieces, and with parse_special at control and unknown pieces too (<s>, <|im_start|>, ...),
+// which then stand as their tokens: llama.cpp's parse_special. tokenizer.ggml.add_eos_token is
+// not read: appending EOS is left to the caller.
 // *ids is malloc'ed (free it); 0 ok, -1 on allocation failure.
-int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos,
+int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos, int parse_special,
                      int32_t **ids, size_t *n_ids);
 // No token of tokenizer_encode (BOS aside) stands for more than this many bytes of the text,
 // so len bytes take at least ceil(len / this) tokens: a caller can refuse a text too long for

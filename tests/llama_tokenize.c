@@ -2,6 +2,7 @@
 // there against the llama.cpp peer's prebuilt libllama; not part of the project's build).
 //   llama_tokenize cases VOCAB.gguf FILE.inp   one line of ids per case (add_special and
 //                                               parse_special false), as llama.cpp's .out files
+//   llama_tokenize special VOCAB.gguf FILE.inp the same with parse_special true
 //   llama_tokenize time VOCAB.gguf FILE REPS    encodes FILE whole REPS times; prints
 //                                               "tokens N median_s S min_s S"
 // Exit 0 ok, 1 failure (one line on stderr).
@@ -34,12 +35,14 @@ static char *slurp(const char *path, size_t *len) {
     return b;
 }
 
+static int parse_special;
+
 static int tokenize(const struct llama_vocab *v, const char *s, size_t n, llama_token **t, int *cap) {
-    int k = llama_tokenize(v, s, (int32_t)n, *t, *cap, 0, 0);
+    int k = llama_tokenize(v, s, (int32_t)n, *t, *cap, 0, parse_special);
     if (k < 0) {
         *cap = -k;
         *t = realloc(*t, sizeof **t * (size_t)*cap);
-        k = llama_tokenize(v, s, (int32_t)n, *t, *cap, 0, 0);
+        k = llama_tokenize(v, s, (int32_t)n, *t, *cap, 0, parse_special);
     }
     if (k < 0) die("llama_tokenize failed");
     return k;
@@ -57,7 +60,7 @@ static int cmp_d(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 4) die("usage: llama_tokenize cases VOCAB FILE.inp | time VOCAB FILE REPS");
+    if (argc < 4) die("usage: llama_tokenize cases|special VOCAB FILE.inp | time VOCAB FILE REPS");
     llama_log_set(quiet, NULL);
     Dl_info info;
     char buf[4096];
@@ -75,7 +78,8 @@ int main(int argc, char **argv) {
     char *text = slurp(argv[3], &len);
     int cap = 1024;
     llama_token *t = malloc(sizeof *t * (size_t)cap);
-    if (!strcmp(argv[1], "cases")) {
+    parse_special = !strcmp(argv[1], "special");
+    if (!strcmp(argv[1], "cases") || parse_special) {
         static const char sep[] = "\n__ggml_vocab_test__\n";
         for (char *p = text, *q; p < text + len; p = q + strlen(sep)) {
             if (!(q = strstr(p, sep))) die("a case is not ended by the separator");

@@ -6,7 +6,10 @@
 # UTF-8, contractions in both cases, code, unassigned code points):
 #   - every byte-level BPE vocab in ../shared/testdata/vocab;
 #   - a gguf-synth BPE vocab for each tokenizer.ggml.pre name decode accepts;
-#   - per vocab, BOS and ids of one text through ../shared/peer/peer_tokenize.mjs as well.
+#   - per vocab, BOS and ids of one text through ../shared/peer/peer_tokenize.mjs as well;
+#   - with parse_special on (tokenize --parse-special), the same texts and
+#     tests/tokenizer_stress/special.inp (control, unknown and chat-template pieces, whole and
+#     cut), on those vocabs and the SentencePiece ones (llama-spm, stories260K).
 # llama.cpp runs through tests/llama_tokenize.c, built here against the peer's libllama (one
 # process for all cases; node's argv cannot carry invalid UTF-8). --freeze rewrites
 # tests/tokenizer_stress/VOCAB.out, the llama.cpp ids test_tokenizer checks without the peer.
@@ -61,7 +64,11 @@ fi
 
 cat "$shared/testdata/vocab/ggml-vocab-falcon.gguf.inp" tests/tokenizer_stress/stress.inp > "$tmp/all.inp"
 n_inp=$(grep -c '^__ggml_vocab_test__$' "$tmp/all.inp")
-fail=0 n_vocab=0
+cat "$tmp/all.inp" tests/tokenizer_stress/special.inp > "$tmp/special.inp"
+# SentencePiece takes an invalid UTF-8 byte alone where llama.cpp swallows the bytes after it
+# (model/tokenizer.c, utf8_len): its vocabs get the valid texts only
+cat "$shared/testdata/vocab/ggml-vocab-falcon.gguf.inp" tests/tokenizer_stress/special.inp > "$tmp/special-valid.inp"
+fail=0 n_vocab=0 n_special=0
 
 # ids of peer_tokenize.mjs (C driver) for one text: "with_bos|no_bos", ids space-separated
 peer_script() {
@@ -88,6 +95,21 @@ compare() {  # VOCAB LABEL
   if [ "$p" != "$ours" ]; then echo "FAIL $name: peer_tokenize.mjs '$p', decode '$ours'"; fail=1; return; fi
   n_vocab=$((n_vocab + 1))
   echo "ok $name: $n_inp cases identical; BOS rule and ids identical through peer_tokenize.mjs"
+  compare_special "$v" "$name"
+}
+
+compare_special() {  # VOCAB LABEL [INP]
+  local inp=${3:-$tmp/special.inp}
+  "$tmp/llama_tokenize" special "$1" "$inp" | sed 's/^ //' > "$tmp/want"
+  "$build/bin/tokenize" -m "$1" --no-bos --parse-special --cases -f "$inp" > "$tmp/got"
+  if ! cmp -s "$tmp/want" "$tmp/got"; then
+    local k; k=$(diff "$tmp/want" "$tmp/got" | grep -m1 -o '^[0-9]*' || true)
+    echo "FAIL $2, parse_special: case $k (1-based) differs: llama.cpp '$(sed -n "${k}p" "$tmp/want")' decode '$(sed -n "${k}p" "$tmp/got")'"
+    fail=1
+    return
+  fi
+  n_special=$((n_special + 1))
+  echo "ok $2: $(grep -c '^__ggml_vocab_test__$' "$inp") cases identical with parse_special"
 }
 
 for v in falcon mpt refact starcoder deepseek-llm gpt-neox; do
@@ -101,5 +123,8 @@ for p in default gpt-2 llama-bpe llama3 llama-v3 qwen2 deepseek-llm deepseek-cod
   "$build/bin/gguf-synth" "$tmp/synth.gguf" --vocab bpe --pre "$p" --n-vocab 3000 --n-embd 16 --n-layer 1 --n-head 2
   compare "$tmp/synth.gguf" "synth --pre $p"
 done
+for f in "$shared/testdata/vocab/ggml-vocab-llama-spm.gguf" "$shared/testdata/models/stories260K.gguf"; do
+  compare_special "$f" "$(basename "$f" .gguf)" "$tmp/special-valid.inp"
+done
 if [ $fail != 0 ]; then echo "peer_tokenizer: FAILED"; exit 1; fi
-echo "peer_tokenizer: $n_vocab vocabs x $n_inp cases identical to llama.cpp"
+echo "peer_tokenizer: $n_vocab vocabs x $n_inp cases identical to llama.cpp; $n_special vocabs with parse_special"

@@ -175,6 +175,16 @@ expect 0 "prompt file" -- "$d" -m "$model" -f "$tmp/p.txt" -n 1 --temp 0 --dump-
 cmp -s <(head -c 10 "$tmp/out") "$tmp/p.txt" || fail "-f prompt not echoed byte for byte"
 pf=$("$bin/tokenize" -m "$model" -f "$tmp/p.txt" | wc -w)
 [ "$(stat -c %s "$tmp/lf")" = $((pf * 2048)) ] || fail "-f dump rows differ from tokenize -f"
+# --parse-special: <s> and </s> become their tokens (BOS, <s>, Once, </s>: 4), as tokenize
+# --parse-special prints them; without it they are text. stdout is the prompt as given.
+for sp in "" --parse-special; do
+  expect 0 "prompt with control text $sp" -- "$d" -m "$model" -p "<s>Once</s>" -n 1 --temp 0 --dump-logits "$tmp/ls" $sp
+  [ "$(head -c 11 "$tmp/out")" = "<s>Once</s>" ] || fail "$sp: prompt not echoed: $(head -c 40 "$tmp/out")"
+  ps=$("$bin/tokenize" -m "$model" -p "<s>Once</s>" $sp | wc -w)
+  [ "$(stat -c %s "$tmp/ls")" = $((ps * 2048)) ] || fail "$sp: dump rows differ from tokenize $sp"
+  [ -n "$sp" ] && [ "$ps" != 4 ] && fail "--parse-special: $ps tokens, want 4"
+  [ -z "$sp" ] && [ "$ps" -le 4 ] && fail "control text parsed without --parse-special ($ps tokens)"
+done
 # Sampling is deterministic for a seed.
 expect 0 "seeded a" -- "$d" -m "$model" -p "Once" -n 32 --temp 0.9 -s 42
 cp "$tmp/out" "$tmp/sa"
@@ -332,6 +342,6 @@ for cmd in "roofline -t 1 -s 64M -r 1000" "l4-bench -r 100000" "decode -m $model
   [ "$got" = "0 130" ] || fail "${cmd%% *} after SIGINT: signal and status '$got', want '0 130'"
 done
 
-[ "$cases" = 135 ] || fail "ran $cases cases, expected 135"
+[ "$cases" = 137 ] || fail "ran $cases cases, expected 137"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

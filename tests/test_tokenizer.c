@@ -120,7 +120,7 @@ static int run_vectors(const char *vocab, const char *inp, const char *out, int 
         size_t len = (size_t)(sep - p);
         int32_t *ids;
         size_t n_ids;
-        CHECK(tokenizer_encode(t, p, len, 0, &ids, &n_ids) == 0);
+        CHECK(tokenizer_encode(t, p, len, 0, 0, &ids, &n_ids) == 0);
         if (!round_trip_only) {
             char *eol = strchr(q, '\n');
             CHECKF(eol, "%s: no line for case %d", out, n);
@@ -157,7 +157,7 @@ static void check_refused(const char *name, const char *model) {
 }
 
 static void encode(const tokenizer *t, const char *s, size_t len, int bos, int32_t **ids, size_t *n) {
-    CHECK(tokenizer_encode(t, s, len, bos, ids, n) == 0);
+    CHECK(tokenizer_encode(t, s, len, bos, 0, ids, n) == 0);
 }
 
 static void check_llama_spm_rules(void) {

@@ -15,7 +15,7 @@ static int n_checked;
 
 static void check_text(const tokenizer *t, const char *text, size_t len, const char *what) {
     int32_t *ids; size_t n;
-    CHECK(tokenizer_encode(t, text, len, 0, &ids, &n) == 0);
+    CHECK(tokenizer_encode(t, text, len, 0, 0, &ids, &n) == 0);
     size_t bound = tokenizer_max_token_bytes(t);
     CHECKF(n * bound >= len, "%s: %zu bytes in %zu tokens, but no token is to cover more than %zu", what, len, n, bound);
     free(ids);

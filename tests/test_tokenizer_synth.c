@@ -91,7 +91,7 @@ static int load(const char *path, int m, tokenizer **t, char *err) {
 static void expect(const tokenizer *t, const char *text, int bos, int n, const int32_t *want) {
     int32_t *ids;
     size_t n_ids;
-    CHECK(tokenizer_encode(t, text, strlen(text), bos, &ids, &n_ids) == 0);
+    CHECK(tokenizer_encode(t, text, strlen(text), bos, 0, &ids, &n_ids) == 0);
     int same = n_ids == (size_t)n;
     for (int i = 0; same && i < n; i++) same = ids[i] == want[i];
     if (!same) {

@@ -1,5 +1,5 @@
 // The tokenize tool: ids on one line equal to the library's encoding (file bytes taken exactly,
-// NUL and trailing newline included), BOS rules, empty input, and exit codes 0 / 1 / 2 with a
+// NUL and trailing newline included), BOS rules, --parse-special, empty input, and exit codes 0 / 1 / 2 with a
 // one-line "tokenize: ..." error (usage errors too; --help prints the usage on stdout); a
 // directory for -f, a full stdout and a stdout closed early (| head -c1: exit 1, not SIGPIPE).
 #include <fcntl.h>
@@ -37,7 +37,7 @@ static void expected_line(const char *model, const char *text, size_t len, int b
     CHECKF(gguf_open(&g, model, e) == 0 && tokenizer_load(&t, &g, e) == 0, "%s", e);
     int32_t *ids;
     size_t n, o = 0;
-    CHECK(tokenizer_encode(t, text, len, bos, &ids, &n) == 0);
+    CHECK(tokenizer_encode(t, text, len, bos, 0, &ids, &n) == 0);
     line[0] = 0;
     for (size_t i = 0; i < n; i++) o += (size_t)snprintf(line + o, cap - o, i ? " %d" : "%d", ids[i]);
     CHECK(o + 2 < cap);
@@ -76,6 +76,11 @@ int main(void) {
 
     CHECK(run("-m", SPM, "--no-bos", "-p", "Hello world", NULL) == 0 && strcmp(r.out, "15043 3186\n") == 0);
     CHECK(run("-m", SPM, "-p", "", NULL) == 0 && strcmp(r.out, "1\n") == 0);
+    // control pieces are text unless --parse-special (ids: llama.cpp's)
+    CHECK(run("-m", SPM, "--no-bos", "-p", "<s>Hello</s> world", NULL) == 0 &&
+          strcmp(r.out, "529 29879 29958 10994 829 29879 29958 3186\n") == 0);
+    CHECK(run("-m", SPM, "--no-bos", "--parse-special", "-p", "<s>Hello</s> world", NULL) == 0 &&
+          strcmp(r.out, "1 15043 2 29871 3186\n") == 0);
     CHECK(run("-m", SPM, "-p", "", "--no-bos", NULL) == 0 && strcmp(r.out, "\n") == 0);
     CHECK(run("--no-bos", "-m", SPM, "-f", empty, NULL) == 0 && strcmp(r.out, "\n") == 0);
     // stories260K has no add_bos_token key: BOS is added.

@@ -1,7 +1,8 @@
 // User-defined pieces split the text before any merge, longest first, each stretch after one
 // taking the space prefix again; end-of-turn markers stored as user-defined ("<|end|>") stay
-// plain text, as llama.cpp retypes them to control. The vocab is llama-spm plus seven
-// user-defined pieces; the expected ids are llama.cpp's (release v0.4.0) on the same file. Then
+// plain text, as llama.cpp retypes them to control. With parse_special, control and unknown
+// pieces (<s>, </s>, <unk>) and those markers split the text too. The vocab is llama-spm plus
+// seven user-defined pieces; the expected ids are llama.cpp's (release v0.4.0) on the same file. Then
 // a vocab whose user-defined pieces pass the 8 MiB the tokenizer takes is refused by name.
 #include "model/gguf_write.h"
 #include "model/tokenizer.h"
@@ -61,28 +62,34 @@ int main(void) {
     tokenizer *t;
     CHECKF(gguf_open(&g, path, err) == 0 && tokenizer_load(&t, &g, err) == 0, "%s", err);
     CHECK(tokenizer_n_vocab(t) == 32000 + N_EXTRA);
-    static const struct { const char *text; int32_t ids[12]; int n; } cases[] = {
-        {"<|user|>Hellx world<|end|>", {32000, 32002, 29871, 3186, 29966, 29989, 355, 29989, 29958}, 9},
-        {"x<|end|>\n\n<|user|> Hello", {921, 29966, 29989, 355, 29989, 29958, 32001, 32000, 29871, 15043}, 10},
-        {"a\n\nb", {263, 32001, 289}, 3},
-        {"  x  ", {32005, 921, 32005}, 3},
-        {"zqzq zq", {32006, 32006, 259, 32006}, 4},
-        {"Hellxlo wor", {32002, 32003}, 2},
-        {"<|user|><|user|>", {32000, 32000}, 2},
-        {"   \n\n  ", {32005, 259, 32001, 32005}, 4},
-        {"Hello world", {6162, 32003, 301, 29881}, 4},     // "lo wor" splits it
+    static const struct { const char *text; int32_t ids[12]; int n, special; } cases[] = {
+        {"<|user|>Hellx world<|end|>", {32000, 32002, 29871, 3186, 29966, 29989, 355, 29989, 29958}, 9, 0},
+        {"x<|end|>\n\n<|user|> Hello", {921, 29966, 29989, 355, 29989, 29958, 32001, 32000, 29871, 15043}, 10, 0},
+        {"a\n\nb", {263, 32001, 289}, 3, 0},
+        {"  x  ", {32005, 921, 32005}, 3, 0},
+        {"zqzq zq", {32006, 32006, 259, 32006}, 4, 0},
+        {"Hellxlo wor", {32002, 32003}, 2, 0},
+        {"<|user|><|user|>", {32000, 32000}, 2, 0},
+        {"   \n\n  ", {32005, 259, 32001, 32005}, 4, 0},
+        {"Hello world", {6162, 32003, 301, 29881}, 4, 0},     // "lo wor" splits it
+        {"<s>Hello</s> world", {1, 15043, 2, 29871, 3186}, 5, 1},
+        {"<s>Hello</s> world", {529, 29879, 29958, 10994, 829, 29879, 29958, 3186}, 8, 0},
+        {"<|user|>Hi<|end|><unk>", {32000, 6324, 32004, 0}, 4, 1},
+        {"x<s> <s>", {921, 1, 259, 1}, 4, 1},
+        {"<s", {529, 29879}, 2, 1},
+        {"</s></s>a", {2, 2, 263}, 3, 1},
     };
     int n_cases = 0;
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         int32_t *ids; size_t n;
-        CHECK(tokenizer_encode(t, cases[c].text, strlen(cases[c].text), 0, &ids, &n) == 0);
+        CHECK(tokenizer_encode(t, cases[c].text, strlen(cases[c].text), 0, cases[c].special, &ids, &n) == 0);
         int same = n == (size_t)cases[c].n;
         for (size_t i = 0; same && i < n; i++) same = ids[i] == cases[c].ids[i];
         CHECKF(same, "case %zu: %zu ids, first %d", c, n, n ? ids[0] : -1);
         free(ids);
         n_cases++;
     }
-    CHECK(n_cases == 9);
+    CHECK(n_cases == 15);
     tokenizer_free(t);
     gguf_close(&g);
     // User-defined pieces of more than 8 MiB in all are refused by name, before the automaton is

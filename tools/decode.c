@@ -34,7 +34,7 @@
 typedef struct {
     const char *model, *prompt, *prompt_file, *dump_logits;
     long n_predict, n_ctx;
-    int n_threads, n_batch, no_bos, ignore_eos, seed_set, print_schedule, verbose, l4_stats;
+    int n_threads, n_batch, no_bos, parse_special, ignore_eos, seed_set, print_schedule, verbose, l4_stats;
     int numa;                     // topo_numa_mode, -1: the default for the topology
     int split_k;                  // 0 off, N >= 2, -1 auto
     int l4;                       // l4run_mode
@@ -53,7 +53,8 @@ static void usage(FILE *f) {
         "usage: decode -m MODEL [-p PROMPT | -f FILE] [options]\n"
         "Runs a llama, qwen2 or qwen3 GGUF model (F32/F16/BF16 weights) on the CPU and streams text.\n\n"
         "  -m, --model PATH          GGUF model file (required)\n"
-        "  -p, --prompt TEXT         prompt, taken literally (default: empty, BOS only)\n"
+        "  -p, --prompt TEXT         prompt, taken literally: no escapes, no special tokens unless\n"
+        "                            --parse-special (default: empty, BOS only)\n"
         "  -f, --file PATH           read the prompt from a file, bytes exactly\n"
         "  -n, --n-predict N         tokens to generate; -1 = until an end-of-generation token or a\n"
         "                            full context (default: -1)\n"
@@ -97,6 +98,9 @@ static void usage(FILE *f) {
         "      --no-bos              do not prepend BOS (default: as the model's add_bos_token says; where\n"
         "                            absent, yes for SentencePiece vocabularies and llama.cpp's default\n"
         "                            for the pre-tokenizer for byte-level BPE, yes only for Llama 3's)\n"
+        "      --parse-special       prompt text that spells a control or unknown token (<s>,\n"
+        "                            <|im_start|>, ...) becomes that token, as llama-cli does; by default\n"
+        "                            only user-defined pieces do and the rest is text, as tokenize prints it\n"
         "      --ignore-eos          never sample end-of-generation tokens (EOS, EOT, the other\n"
         "                            end-of-turn and FIM pad/repo/separator tokens; -v lists them): their\n"
         "                            logits count as -inf, as in llama-cli (--dump-logits keeps them)\n"
@@ -153,6 +157,7 @@ static int parse_args(int argc, char **argv, options *o) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("decode") ? 1 : -1; }
         if (!strcmp(a, "--no-bos")) { o->no_bos = 1; continue; }
+        if (!strcmp(a, "--parse-special")) { o->parse_special = 1; continue; }
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = 1; continue; }
         if (!strcmp(a, "--print-schedule")) { o->print_schedule = 1; continue; }
         if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { o->verbose = 1; continue; }
@@ -409,7 +414,7 @@ static int load(session *S, const options *o, const char **prompt, size_t *plen,
     // len bytes take at least ceil(len / per) tokens: longer prompts are refused unread.
     size_t max = (size_t)(*n_ctx - add_bos) * tokenizer_max_token_bytes(S->tok);
     if (read_prompt(S, o, max, *n_ctx, add_bos, prompt, plen)) return 1;
-    if (tokenizer_encode(S->tok, *prompt, *plen, add_bos, ids, n_ids)) {
+    if (tokenizer_encode(S->tok, *prompt, *plen, add_bos, o->parse_special, ids, n_ids)) {
         fprintf(stderr, "decode: out of memory tokenizing the prompt\n");
         return 1;
     }

@@ -1,4 +1,4 @@
-// tokenize -m FILE.gguf [--no-bos] (-p TEXT | -f FILE [--cases]): prints the token ids of the
+// tokenize -m FILE.gguf [--no-bos] [--parse-special] (-p TEXT | -f FILE [--cases]): prints the token ids of the
 // text, space-separated on one line (with --cases, one line per case of a llama.cpp .inp file;
 // with --time N, the encode's speed instead: the whole text N times, median and fastest).
 // Reads only the tokenizer.* keys, so any architecture works.
@@ -19,7 +19,7 @@
 #define MAX_TEXT ((size_t)16 << 20)
 
 static const char usage[] =
-    "usage: tokenize -m FILE.gguf [--no-bos] (-p TEXT [--time N] | -f FILE [--cases | --time N])\n"
+    "usage: tokenize -m FILE.gguf [--no-bos] [--parse-special] (-p TEXT [--time N] | -f FILE [--cases | --time N])\n"
     "  -m, --model FILE.gguf  model or vocab-only GGUF (only tokenizer.* keys are read)\n"
     "  -p, --prompt TEXT      text to tokenize, taken literally\n"
     "  -f, --file FILE        tokenize the file's bytes exactly (no newline stripped; at most 16 MiB)\n"
@@ -30,6 +30,9 @@ static const char usage[] =
     "                tokenizer.ggml.add_bos_token says so; absent: true for SentencePiece,\n"
     "                for byte-level BPE llama.cpp's default for the pre-tokenizer, true only\n"
     "                for Llama 3's)\n"
+    "  --parse-special  text that spells a control or unknown token (<s>, <|im_start|>, ...)\n"
+    "                becomes that token, as llama.cpp's parse_special (default: only\n"
+    "                user-defined pieces do; the rest is text)\n"
     "Prints the ids space-separated on one line.\n";
 
 // One line on stderr, exit status 2; --help prints the full usage.
@@ -44,13 +47,13 @@ __attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ..
 }
 
 // --time: encodes the text reps times; prints the token count, median and fastest seconds.
-static int time_encode(const tokenizer *t, const char *text, size_t len, int bos, int reps) {
+static int time_encode(const tokenizer *t, const char *text, size_t len, int bos, int special, int reps) {
     double s[1000];
     size_t n = 0;
     for (int r = 0; r < reps; r++) {
         int32_t *ids;
         double t0 = util_now();
-        if (tokenizer_encode(t, text, len, bos, &ids, &n)) { fprintf(stderr, "tokenize: out of memory\n"); return 1; }
+        if (tokenizer_encode(t, text, len, bos, special, &ids, &n)) { fprintf(stderr, "tokenize: out of memory\n"); return 1; }
         s[r] = util_now() - t0;
         free(ids);
     }
@@ -61,12 +64,13 @@ static int time_encode(const tokenizer *t, const char *text, size_t len, int bos
 
 int main(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *file = NULL;
-    int no_bos = 0, cases = 0, reps = 0;
+    int no_bos = 0, special = 0, cases = 0, reps = 0;
     cli_init("tokenize", 0);    // `tokenize ... | head` ends with an error, never a signal
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { fputs(usage, stdout); return util_help_done("tokenize"); }
         if (!strcmp(a, "--no-bos")) { no_bos = 1; continue; }
+        if (!strcmp(a, "--parse-special")) { special = 1; continue; }
         if (!strcmp(a, "--cases")) { cases = 1; continue; }
         if (!strcmp(a, "--time")) {
             char *e;
@@ -110,7 +114,7 @@ int main(int argc, char **argv) {
 
     const char *text = file ? fbuf : prompt, *sep = "\n__ggml_vocab_test__\n", *end = text + len;
     if (reps) {
-        rc = time_encode(t, text, len, !no_bos && tokenizer_add_bos(t), reps);
+        rc = time_encode(t, text, len, !no_bos && tokenizer_add_bos(t), special, reps);
         free(fbuf);
         tokenizer_free(t);
         return rc;
@@ -122,7 +126,7 @@ int main(int argc, char **argv) {
         size_t n_text = cases ? (size_t)(q - p) : len;
         int32_t *ids;
         size_t n;
-        if (tokenizer_encode(t, p, n_text, !no_bos && tokenizer_add_bos(t), &ids, &n)) {
+        if (tokenizer_encode(t, p, n_text, !no_bos && tokenizer_add_bos(t), special, &ids, &n)) {
             fprintf(stderr, "tokenize: out of memory\n");
             free(fbuf); tokenizer_free(t);
             return 1;
