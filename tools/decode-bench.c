@@ -77,7 +77,8 @@ static void usage(FILE *f) {
         "                       for, as in llama-bench: a model too small for it leaves threads idle\n"
         "                       (said on stderr)\n"
         "  -p, --n-prompt LIST  prompt tests of N tokens; 0 = none (default 512)\n"
-        "  -n, --n-gen LIST     generation tests of N tokens; 0 = none (default 128)\n"
+        "  -n, --n-gen LIST     generation tests of N tokens; 0 = none (default 128); with every -p\n"
+        "                       and -n 0, the table's header alone (the models are opened, not run)\n"
         "  -b, --batch-size LIST\n"
         "                       prompt tokens per batch in pp tests; 1 = one at a time (default %d)\n"
         "  -d, --n-depth LIST   tokens in the context before each test, filled untimed (default 0)\n"
@@ -680,6 +681,15 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
     return status;
 }
 
+// 1 when some -p or -n value is not 0: with none the table is its header alone, and neither the
+// roofline nor the loads are worth their seconds.
+static int has_tests(const options *o) {
+    int any = 0;
+    for (int i = 0; i < o->n_prompts; i++) any |= o->prompts[i] > 0;
+    for (int i = 0; i < o->n_gens; i++) any |= o->gens[i] > 0;
+    return any;
+}
+
 // The context every test needs: the longest test after the deepest fill.
 static int max_context(const options *o) {
     int len = 1, depth = 0;
@@ -736,7 +746,7 @@ int main(int argc, char **argv) {
     double *roof = calloc((size_t)o.n_threads, sizeof *roof);
     int n = 0, status = !rs || !roof;
     if (status) fprintf(stderr, "decode-bench: out of memory\n");
-    for (int ti = 0; ti < o.n_threads && o.roofline_mib && !status; ti++) {
+    for (int ti = 0; ti < o.n_threads && o.roofline_mib && has_tests(&o) && !status; ti++) {
         fprintf(stderr, "decode-bench: read roofline at %d thread(s)...\n", o.threads[ti]);
         if ((roof[ti] = roofline_gbps(o.threads[ti], o.roofline_mib)) < 0) {
             fprintf(stderr, "decode-bench: out of memory setting up the read roofline (%d MiB, %d thread(s); "
@@ -745,7 +755,7 @@ int main(int argc, char **argv) {
         }
     }
     for (int mi = 0; mi < o.n_models; mi++) {   // each model's mapping let go once its tests are done
-        for (int ti = 0; ti < o.n_threads && !status; ti++)
+        for (int ti = 0; ti < o.n_threads && has_tests(&o) && !status; ti++)
             status = bench_threads(&o, &models[mi], o.models[mi], o.threads[ti], max_context(&o), roof[ti], rs, &n);
         llama_model_free(&models[mi]);
     }
