@@ -164,12 +164,19 @@ int main(void) {
     r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "4", "--plot", "/dev/null", NULL});
     CHECKF(r.status == 0, "%s", r.err);
     tool_run_free(&r);
+    // a list option given twice adds up, as llama-bench reads it; one value where one is meant
+    r = bench((const char *[]){"-t", "1", "-t", "2", "-p", "0", "-n", "2", "--roofline-mib", "0", "-r", "1", "-o", "jsonl", NULL});
+    CHECKF(r.status == 0 && strstr(r.out, "\"n_threads\":1,") && strstr(r.out, "\"n_threads\":2,"), "%s", r.out);
+    tool_run_free(&r);
+    r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "2", "-r", "1,2", NULL});
+    CHECKF(r.status == 2 && strstr(r.err, "bad value '1,2' for -r"), "%s", r.err);
+    tool_run_free(&r);
     // no test at all: the header alone (json: an empty array), no roofline measured, no model loaded
     r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "0", "-o", "json", NULL});
     CHECKF(r.status == 0 && !strcmp(r.out, "[]\n") && !strstr(r.err, "roofline at") && !strstr(r.err, "loading"),
            "'%s' '%s'", r.out, r.err);
     tool_run_free(&r);
-    cases += 6;
+    cases += 8;
 
     // one at a time and in batches of 4: a batch streams the weights once, so fewer bytes a token
     r = bench((const char *[]){"-t", "1", "-p", "8", "-n", "0", "-b", "1,4", "-o", "json", NULL});
@@ -330,7 +337,7 @@ int main(void) {
     free(odd), free(svg2);
     unlink(link), unlink(copy);
     free(orig), free(copy), free(link), free(both);
-    CHECK(cases == 34);
+    CHECK(cases == 36);
     printf("decode-bench: %d interface cases\n", cases);
     free(model);
     CHECK(scratch_remove(dir) == 0);

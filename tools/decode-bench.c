@@ -34,8 +34,10 @@
 #define MAXV 32                   // values per list option
 
 typedef struct {
-    char *model_list;             // the -m value, split in place into models
+    char *model_lists[MAXV];      // each -m value, split in place into models
+    int n_model_lists;
     char *models[MAXV]; int n_models;
+    unsigned given;               // bit per list option (enum list_opt) given at least once
     int threads[MAXV], n_threads;
     int prompts[MAXV], n_prompts;
     int gens[MAXV], n_gens;
@@ -72,7 +74,9 @@ typedef struct {                  // one test's result
 static void usage(FILE *f) {
     fprintf(f,
         "usage: decode-bench -m MODEL[,MODEL] [options]\n"
-        "  -m, --model LIST     GGUF models (comma-separated)\n"
+        "A LIST is comma-separated, at most 32 values; given twice, an option's lists add up\n"
+        "(-t 1 -t 2 is -t 1,2, as in llama-bench).\n"
+        "  -m, --model LIST     GGUF models\n"
         "  -t, --threads LIST   thread counts (default: physical cores); n_threads is the count asked\n"
         "                       for, as in llama-bench: a model too small for it leaves threads idle\n"
         "                       (said on stderr)\n"
@@ -112,22 +116,43 @@ static void usage(FILE *f) {
         PREFILL_DEFAULT_BATCH);
 }
 
-static int parse_list(const char *s, int *out, int lo, int hi) {
-    int n = util_parse_ints(s, out, MAXV, lo, hi);
-    return n;
+// The list options (and -m). Given again, one appends to its list, as llama-bench reads them: -t 1 -t 2
+// is -t 1,2; the first use drops the default.
+enum list_opt { L_THREADS, L_PROMPT, L_GEN, L_BATCH, L_DEPTH, L_SPLIT, L_L4, L_TAILS };
+
+// Where list option k's values go next: *n reset at its first use.
+static void list_start(options *o, enum list_opt k, int *n) {
+    if (!(o->given >> k & 1)) *n = 0, o->given |= 1u << k;
 }
 
-// A comma list of words, each mapped by word(); -1 for an empty list or item, or a word it rejects.
-static int parse_words(const char *s, int *out, int (*word)(const char *)) {
+// Appends the comma list s of integers in [lo, hi) to out[*n..]; -1 on a bad item or more than
+// MAXV values in all.
+static int append_ints(options *o, enum list_opt k, const char *s, int *out, int *n, int lo, int hi) {
+    list_start(o, k, n);
+    int m = util_parse_ints(s, out + *n, MAXV - *n, lo, hi);
+    return m < 0 ? -1 : (*n += m, 0);
+}
+
+// The same for a comma list of words, each mapped by word(): -1 also for an empty item or a word
+// it rejects.
+static int append_words(options *o, enum list_opt k, const char *s, int *out, int *n, int (*word)(const char *)) {
     char buf[256];
     if (strlen(s) >= sizeof buf || !util_list_items_ok(s)) return -1;
     strcpy(buf, s);
-    int n = 0;
+    list_start(o, k, n);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        if (n == MAXV || (out[n] = word(tok)) < -1 || (out[n] == -1 && word == l4run_parse_mode)) return -1;
-        n++;
+        if (*n == MAXV || (out[*n] = word(tok)) < -1 || (out[*n] == -1 && word == l4run_parse_mode)) return -1;
+        (*n)++;
     }
-    return n ? n : -1;
+    return 0;
+}
+
+// One integer in [lo, hi]; -1 otherwise (a list too).
+static int parse_one(const char *s, int *out, int lo, int hi) { return util_parse_ints(s, out, 1, lo, hi) == 1 ? 0 : -1; }
+
+static void free_model_lists(options *o) {
+    for (int i = 0; i < o->n_model_lists; i++) free(o->model_lists[i]);
+    o->n_model_lists = 0;
 }
 
 // "auto" -1, "off" 0, N >= 2; -2 for anything else.
@@ -164,30 +189,30 @@ static int parse_args(int argc, char **argv, options *o) {
         const char *v = has ? argv[++i] : "";
         int bad = 0;
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            free(o->model_list);
-            char *s = o->model_list = strdup(v);
-            o->n_models = 0;
+            char *s = o->n_model_lists < MAXV ? strdup(v) : NULL;
+            if (s) o->model_lists[o->n_model_lists++] = s;
+            int before = o->n_models;
             char *tok = s ? strtok(s, ",") : NULL;
             for (; tok && o->n_models < MAXV; tok = strtok(NULL, ",")) o->models[o->n_models++] = tok;
-            bad = o->n_models == 0 || tok || !util_list_items_ok(v);   // none, more than MAXV, or an empty one
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) bad = (o->n_threads = parse_list(v, o->threads, 1, 4096)) < 0;
-        else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) bad = (o->n_prompts = parse_list(v, o->prompts, 0, 1 << 20)) < 0;
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) bad = (o->n_gens = parse_list(v, o->gens, 0, 1 << 20)) < 0;
-        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) bad = (o->n_batch = parse_list(v, o->batches, 1, 1 << 16)) < 0;
-        else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) bad = (o->n_depth = parse_list(v, o->depths, 0, 1 << 20)) < 0;
-        else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) { int r[1]; bad = parse_list(v, r, 1, MAXV * 4) != 1; o->reps = r[0]; }
+            bad = o->n_models == before || tok || !util_list_items_ok(v);   // none, more than MAXV, or an empty one
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) bad = append_ints(o, L_THREADS, v, o->threads, &o->n_threads, 1, 4096);
+        else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) bad = append_ints(o, L_PROMPT, v, o->prompts, &o->n_prompts, 0, 1 << 20);
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) bad = append_ints(o, L_GEN, v, o->gens, &o->n_gens, 0, 1 << 20);
+        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) bad = append_ints(o, L_BATCH, v, o->batches, &o->n_batch, 1, 1 << 16);
+        else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) bad = append_ints(o, L_DEPTH, v, o->depths, &o->n_depth, 0, 1 << 20);
+        else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) bad = parse_one(v, &o->reps, 1, MAXV * 4);
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             o->fmt = v;
             bad = strcmp(v, "md") && strcmp(v, "csv") && strcmp(v, "json") && strcmp(v, "jsonl");
         } else if (!strcmp(a, "--numa")) bad = (o->numa = topo_parse_mode(v)) < 0;
-        else if (!strcmp(a, "--split-k")) bad = (o->n_split = parse_words(v, o->split_ks, split_word)) < 0;
-        else if (!strcmp(a, "--l4")) bad = (o->n_l4 = parse_words(v, o->l4s, l4run_parse_mode)) < 0;
-        else if (!strcmp(a, "--tail-split")) bad = (o->n_tails = parse_words(v, o->tails, cli_parse_tail_split)) < 0;
+        else if (!strcmp(a, "--split-k")) bad = append_words(o, L_SPLIT, v, o->split_ks, &o->n_split, split_word);
+        else if (!strcmp(a, "--l4")) bad = append_words(o, L_L4, v, o->l4s, &o->n_l4, l4run_parse_mode);
+        else if (!strcmp(a, "--tail-split")) bad = append_words(o, L_TAILS, v, o->tails, &o->n_tails, cli_parse_tail_split);
         else if (!strcmp(a, "--pack-cache")) bad = (o->pack_cache = packcache_parse_mode(v)) < 0;
         else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) bad = (o->cache_type_k = cli_parse_cache_type(v)) < 0;
         else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) bad = (o->cache_type_v = cli_parse_cache_type(v)) < 0;
         else if (!strcmp(a, "--plot")) o->plot = v;
-        else if (!strcmp(a, "--roofline-mib")) { int r[1]; bad = parse_list(v, r, 0, 1 << 20) != 1; o->roofline_mib = r[0], o->roofline_asked = 1; }
+        else if (!strcmp(a, "--roofline-mib")) bad = parse_one(v, &o->roofline_mib, 0, 1 << 20), o->roofline_asked = 1;
         else { fprintf(stderr, "decode-bench: unknown option '%s' (see --help)\n", a); return 2; }
         if (!has) { fprintf(stderr, "decode-bench: %s needs a value (see --help)\n", a); return 2; }
         if (bad) { fprintf(stderr, "decode-bench: bad value '%s' for %s (see --help)\n", v, a); return 2; }
@@ -723,16 +748,16 @@ int main(int argc, char **argv) {
     cli_init("decode-bench", 0);      // a stop signal removes a half-written cache file, then exits
     options o;
     int rc = parse_args(argc, argv, &o);
-    if (rc) { free(o.model_list); return rc < 0 ? 0 : rc; }   // -m may have come before the bad flag
+    if (rc) { free_model_lists(&o); return rc < 0 ? 0 : rc; }   // -m may have come before the bad flag
     llama_model models[MAXV];
     cli_input in[MAXV];
     FILE *plot = NULL;
     struct stat pst;
     int plot_existed = o.plot && lstat(o.plot, &pst) == 0;   // a link, even dangling, is the user's
-    if (open_models(&o, models, in)) { free(o.model_list); return 1; }
+    if (open_models(&o, models, in)) { free_model_lists(&o); return 1; }
     if (o.plot && !(plot = cli_open_output("--plot", o.plot, in, o.n_models, 0))) {
         for (int mi = 0; mi < o.n_models; mi++) llama_model_free(&models[mi]);
-        free(o.model_list);
+        free_model_lists(&o);
         return 1;
     }
     if (plot && !plot_existed) cli_created_output(o.plot);   // a stopped run leaves no empty plot
@@ -775,6 +800,6 @@ int main(int argc, char **argv) {
         if (!plot_existed) unlink(o.plot);
     }
     cli_created_output(NULL);
-    free(rs); free(roof); free(o.model_list);
+    free(rs); free(roof); free_model_lists(&o);
     return status;
 }
