@@ -238,8 +238,9 @@ int main(void) {
         {CONVERT("--bogus", "a", "b", "--type", "f16", NULL), "unknown option --bogus"},
         {CONVERT("a", "b", "--type", "f16", "--only", NULL), "--only needs a prefix"},
         {CONVERT("a", "b", "--type", "f16", "--only", "", NULL), "--only needs a prefix"},
+        {CONVERT("", "b", "--type", "f16", NULL), "IN is empty"}, {CONVERT("a", "", "--type", "f16", NULL), "OUT is empty"},
     };
-    for (int i = 0; i < 9; i++, cases++) {
+    for (int i = 0; i < 11; i++, cases++) {
         CHECKF(run_read(usage_bad[i].argv, dir, &r) == 2, "%s", argv_text(usage_bad[i].argv));
         check_one_line(usage_bad[i].problem);
     }
@@ -301,7 +302,7 @@ int main(void) {
     CHECK(after_len == before_len && !memcmp(before, after, before_len));
     free(before), free(after);
     cases++;
-    CHECK(cases == 34);
+    CHECK(cases == 36);
     tool_run_free(&r);
     CHECK(scratch_remove(dir) == 0);
     printf("test_gguf_convert: %d cases ok\n", cases);

@@ -293,11 +293,13 @@ int main(void) {
     const char *const usage_bad[][4] = {{"--n-embd", "x"}, {"--n-embd", "12x"}, {"--dtype", "q4_0"},
         {"--seed", "-1"}, {"--frobnicate"}, {"--n-layer"}, {"--rope-base", "fast"}, {"extra-path"},
         {"--n-vocab", "259"}, {"--n-embd", "0"}, {"--n-ff", "0"}, {"--n-layer", "0"}, {"--ctx", "0"},
-        {"--rope-base", "-1"}, {"--n-layer", "4097"}, {"--n-embd", "1048577"}};
+        {"--rope-base", "-1"}, {"--n-layer", "4097"}, {"--n-embd", "1048577"}, {"--seed", " -1"}, {"--seed", "+7"},
+        {"--head-dim", "-1"}};
     for (size_t i = 0; i < sizeof usage_bad / sizeof *usage_bad; i++, cases++)
         CHECKF(synth_err(bad, usage_bad[i][0], usage_bad[i][1], NULL) == 2, "%s", usage_bad[i][0]);
     const char *const argv0[] = {bin_path("gguf-synth", 0), NULL};
     CHECK(run_capture(argv0, NULL, NULL) == 2); cases++;
+    CHECK(synth_err("", NULL) == 2); cases++;                         // an empty output path
     const char *const shape_bad[][2] = {{"--n-head", "5"}, {"--n-kv-head", "3"}, {"--n-head", "64"},
         {"--n-head", "128"}};
     for (size_t i = 0; i < sizeof shape_bad / sizeof *shape_bad; i++, cases++)
@@ -322,7 +324,7 @@ int main(void) {
                arch_bad[i][0], arch_bad[i][1]);
     CHECK(synth_err(bad, "--head-dim", "7", NULL) == 2); cases++;   // shapes that do not fit: usage errors too
     CHECK(synth_err(bad, "--arch", "qwen2", "--head-dim", "32", NULL) == 2); cases++;
-    CHECK(cases == 34);
+    CHECK(cases == 38);
 
     // One model, and the same again, another seed, f16, bf16, tied, without biases.
     CHECK(synth(f32, SHAPE, "--seed", "7", "--bias", NULL) == 0);

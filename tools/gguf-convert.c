@@ -126,6 +126,7 @@ int main(int argc, char **argv) {
         }
     }
     if (n_paths != 2) return usage_error("needs IN and OUT", NULL);
+    if (!*paths[0] || !*paths[1]) return usage_error(*paths[0] ? "OUT is empty" : "IN is empty", NULL);
     if (!type_s) return usage_error("needs --type f32|f16|bf16", NULL);
     int type = wtype_by_name(type_s);
     if (type < 0) { fprintf(stderr, "gguf-convert: --type must be f32, f16 or bf16, not '%s'\n", type_s); return 2; }

@@ -43,7 +43,8 @@ static void usage(void) {
         "  --rope-base F  rope.freq_base (default 10000)\n"
         "  --rope-scaling S  llama3: an F32 rope_freqs.weight from Llama 3.1's factors (8, 1, 4,\n"
         "                 8192), as llama.cpp's converter writes it (llama only); linear:\n"
-        "                 rope.scaling.type linear with rope.scaling.factor --rope-factor\n"
+        "                 rope.scaling.type linear with rope.scaling.factor --rope-factor;\n"
+        "                 none: neither (default)\n"
         "  --rope-factor F   the linear scaling factor (default 4; with --rope-scaling linear only)\n"
         "  --tie          no output.weight: the head reuses token_embd.weight\n"
         "  --bias         add f32 blk.N.attn_{q,k,v}.bias (always there for qwen2; not for qwen3)\n"
@@ -189,7 +190,9 @@ static int build_vocab(vocab *v, int n_vocab) {
     uint64_t s = 0x5eed;                     // the vocab does not depend on --seed
     while (v->n < n_vocab) {
         int added = 0;
-        for (int tries = 0; tries < 64 && !added; tries++) {
+        // past 2^20 tokens only digit fillers: the merges' tries grow with the vocab (4M tokens
+        // took a minute), and the cut depends on the position alone, so a list stays a prefix
+        for (int tries = 0; tries < 64 && !added && v->n < (1 << 20); tries++) {
             const char *a = pick(v, &s), *b = pick(v, &s);
             if (!is_word(a, 0) || !is_word(b, 1) || !strncmp(b, SP, 3) || strlen(a) + strlen(b) > 16) continue;
             snprintf(buf, sizeof buf, "%s%s", a, b);
@@ -349,11 +352,12 @@ static int parse_args(args *a, int argc, char **argv) {
         else if (takes_value && !val) { fprintf(stderr, "gguf-synth: %s needs a value" HINT, f); return 2; }
         else if (dst) {
             if (parse_ll(val, dst)) { fprintf(stderr, "gguf-synth: %s: not an integer: '%s'" HINT, f, val); return 2; }
+            if (dst == &a->head_dim && *dst == -1) *dst = -2;   // -1 is "not given": out of range like -2
             i++;
         } else if (!strcmp(f, "--seed")) {
             char *end; errno = 0;
-            a->seed = strtoull(val, &end, 10);   // decimal, as the help says: 010 is ten, not eight
-            if (errno || end == val || *end || val[0] == '-') { fprintf(stderr, "gguf-synth: --seed: bad value '%s'" HINT, val); return 2; }
+            a->seed = strtoull(val, &end, 10);   // decimal, as the help says: 010 is ten, not eight; no sign or blank
+            if (errno || end == val || *end || val[0] < '0' || val[0] > '9') { fprintf(stderr, "gguf-synth: --seed: bad value '%s'" HINT, val); return 2; }
             i++;
         } else if (!strcmp(f, "--rope-base") || !strcmp(f, "--rope-factor")) {
             char *end;
@@ -371,7 +375,7 @@ static int parse_args(args *a, int argc, char **argv) {
         } else if (!strcmp(f, "--rope-scaling")) {
             static const char *const kinds[] = {"none", "llama3", "linear"};
             if ((a->scaling = lookup(val, kinds, 3)) < 0) {
-                fprintf(stderr, "gguf-synth: --rope-scaling: expected llama3 or linear, got '%s'" HINT, val);
+                fprintf(stderr, "gguf-synth: --rope-scaling: expected none, llama3 or linear, got '%s'" HINT, val);
                 return 2;
             }
             i++;
@@ -391,7 +395,7 @@ static int parse_args(args *a, int argc, char **argv) {
         else if (!a->out) a->out = f;
         else { fprintf(stderr, "gguf-synth: more than one output path" HINT); return 2; }
     }
-    if (!a->out) { fprintf(stderr, "gguf-synth: no output path" HINT); return 2; }
+    if (!a->out || !*a->out) { fprintf(stderr, "gguf-synth: %s" HINT, a->out ? "the output path is empty" : "no output path"); return 2; }
     if (a->pre && !a->bpe) { fprintf(stderr, "gguf-synth: --pre needs --vocab bpe" HINT); return 2; }
     if (a->n_kv < 0) a->n_kv = a->n_head;
     if (a->arch == ARCH_QWEN2) a->bias = 1;
@@ -443,7 +447,9 @@ static int check_size(const args *a, char err[GGUF_ERR_MAX]) {
     uint64_t es = wtype_get(a->type)->size;
     uint64_t layer = es * (2 * E * Q + 2 * E * KV + 3 * E * F) + 4 * (2 * E + Q + 2 * KV + 2 * hd);
     uint64_t total = es * E * V * (a->tie ? 1 : 2) + 4 * E + layer * (uint64_t)a->n_layer;
-    uint64_t largest = es * (E * V > E * F ? E * V : E * F);
+    uint64_t widest = V > F ? V : F;               // E x widest: the largest tensor (Q >= KV)
+    if (Q > widest) widest = Q;
+    uint64_t largest = es * E * widest;
     size_t len = strlen(a->out);
     char *dir = malloc(len + 2);
     if (!dir) { snprintf(err, GGUF_ERR_MAX, "%s: out of memory", a->out); return -1; }
