@@ -259,6 +259,14 @@ grep -q '^l2_512' "$tmp/out" && fail "gemv-bench -s without -c ran the default c
 for bad in 3x x4 4x4, 4x4,,2x2 100000x3 0x5 4x4x4 40000x40000 " 4x4" +4x4; do
   expect 2 "gemv-bench -s $bad" -- "$g" -t 1 -s "$bad"
 done
+# a list option given twice adds up (as in llama-bench), in each bench: 2 shapes x 2 thread counts,
+# 2 rows x 2 types, 2 sizes
+expect 0 "gemv-bench lists twice" -- "$g" -s 64x64 -s 96x96 -t 1 -t 2 -d f32 -r 7
+[ "$(grep -c -E '^(64x64|96x96),f32,[0-9]+,[0-9]+,[12],' "$tmp/out")" = 4 ] || fail "gemv-bench lists twice: $(cat "$tmp/out")"
+expect 0 "gemm-bench lists twice" -- "$bin/gemm-bench" -m 1 -m 2 -k 64 -n 64 -r 3 -t 1 -d f32 -d f16
+[ "$(grep -c -E '^gemm,' "$tmp/out")" = 4 ] || fail "gemm-bench lists twice: $(cat "$tmp/out")"
+expect 0 "roofline lists twice" -- "$bin/roofline" -s 1M -s 2M -t 1 -r 1 -o csv
+[ "$(grep -c -E '^(1048576|2097152),1,' "$tmp/out")" = 2 ] || fail "roofline lists twice: $(cat "$tmp/out")"
 # the prefetch's hint overridden: said on the cell's line; anything but l1 or l2 refused
 expect 0 "gemv-bench --hint l2" -- "$g" -t 1 -d f16 -r 7 -s 4096x288 --pf 2048 --hint l2
 grep -q "4096x288 f16 t=1:.*overridden tuning: prefetch 2048 B into L2" "$tmp/err" || fail "--hint l2 not applied: $(grep 4096x288 "$tmp/err")"
@@ -342,6 +350,6 @@ for cmd in "roofline -t 1 -s 64M -r 1000" "l4-bench -r 100000" "decode -m $model
   [ "$got" = "0 130" ] || fail "${cmd%% *} after SIGINT: signal and status '$got', want '0 130'"
 done
 
-[ "$cases" = 137 ] || fail "ran $cases cases, expected 137"
+[ "$cases" = 140 ] || fail "ran $cases cases, expected 140"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -116,21 +116,13 @@ static void usage(FILE *f) {
         PREFILL_DEFAULT_BATCH);
 }
 
-// The list options (and -m). Given again, one appends to its list, as llama-bench reads them: -t 1 -t 2
-// is -t 1,2; the first use drops the default.
+// The list options (and -m, which has no default): given again, each appends (util_list_at).
 enum list_opt { L_THREADS, L_PROMPT, L_GEN, L_BATCH, L_DEPTH, L_SPLIT, L_L4, L_TAILS };
 
-// Where list option k's values go next: *n reset at its first use.
-static void list_start(options *o, enum list_opt k, int *n) {
-    if (!(o->given >> k & 1)) *n = 0, o->given |= 1u << k;
-}
-
-// Appends the comma list s of integers in [lo, hi) to out[*n..]; -1 on a bad item or more than
-// MAXV values in all.
+// The comma list s of integers in [lo, hi], appended as util_list_at says; -1 on a bad item or
+// more than MAXV values in all.
 static int append_ints(options *o, enum list_opt k, const char *s, int *out, int *n, int lo, int hi) {
-    list_start(o, k, n);
-    int m = util_parse_ints(s, out + *n, MAXV - *n, lo, hi);
-    return m < 0 ? -1 : (*n += m, 0);
+    return util_append_ints(s, out, n, MAXV, lo, hi, &o->given, k);
 }
 
 // The same for a comma list of words, each mapped by word(): -1 also for an empty item or a word
@@ -139,7 +131,7 @@ static int append_words(options *o, enum list_opt k, const char *s, int *out, in
     char buf[256];
     if (strlen(s) >= sizeof buf || !util_list_items_ok(s)) return -1;
     strcpy(buf, s);
-    list_start(o, k, n);
+    *n = util_list_at(&o->given, k, *n);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         if (*n == MAXV || (out[*n] = word(tok)) < -1 || (out[*n] == -1 && word == l4run_parse_mode)) return -1;
         (*n)++;

@@ -75,6 +75,7 @@ static float rnd(void) { return (float)((double)(util_splitmix64(&rng) >> 11) / 
 
 static void usage(FILE *f) {
     fprintf(f, "usage: gemm-bench [-m LIST] [-t LIST] [-d TYPES] [-k K] [-n N] [-r TRIALS] [-o csv|md] [--clock wall|cpu]\n"
+               "A LIST given twice adds up (-t 1 -t 2 is -t 1,2); a single value, the last wins.\n"
                "  -m LIST   rows (tokens) per call (default 1,2,4,8,16,32,64,128,512)\n"
                "  -t LIST   thread counts (default 1,2)\n"
                "  -d LIST   weight types among f16,bf16,f32 (default f16,bf16)\n"
@@ -152,20 +153,20 @@ int main(int argc, char **argv) {
     static const char *const names[3] = {"f16", "bf16", "f32"};
     static const dtype all[3] = {{WTYPE_F16, "f16"}, {WTYPE_BF16, "bf16"}, {WTYPE_F32, "f32"}};
     int ms[MAXL] = {1, 2, 4, 8, 16, 32, 64, 128, 512}, nm = 9, th[MAXL] = {1, 2}, nth = 2, trials = 7, kn[2] = {2048, 5632};
-    unsigned types = 0x3;
+    unsigned types = 0x3, given = 0;   // given: -m, -t, -d seen (util_list_at)
     const char *fmt = "csv";
     for (int i = 1; i < argc; i += 2) {   // every option but --help takes a value
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("gemm-bench"); }
         int ok = v != NULL;
-        if (ok && !strcmp(a, "-m")) ok = (nm = util_parse_ints(v, ms, MAXL, 1, 4096)) > 0;
-        else if (ok && !strcmp(a, "-t")) ok = (nth = util_parse_ints(v, th, MAXL, 1, 1024)) > 0;
+        if (ok && !strcmp(a, "-m")) ok = util_append_ints(v, ms, &nm, MAXL, 1, 4096, &given, 0) == 0;
+        else if (ok && !strcmp(a, "-t")) ok = util_append_ints(v, th, &nth, MAXL, 1, 1024, &given, 1) == 0;
         else if (ok && !strcmp(a, "-r")) ok = util_parse_ints(v, &trials, 1, 3, MAXTRIAL) == 1;
         else if (ok && !strcmp(a, "-k")) ok = util_parse_ints(v, &kn[0], 1, 1, 1 << 16) == 1;
         else if (ok && !strcmp(a, "-n")) ok = util_parse_ints(v, &kn[1], 1, 1, 1 << 18) == 1;
         else if (ok && !strcmp(a, "-o")) ok = !strcmp(fmt = v, "csv") || !strcmp(v, "md");
         else if (ok && !strcmp(a, "--clock")) ok = (cpu_clock = !strcmp(v, "cpu")) || !strcmp(v, "wall");
-        else if (ok && !strcmp(a, "-d")) ok = (types = util_parse_names(v, names, 3)) != 0;
+        else if (ok && !strcmp(a, "-d")) ok = (types = util_add_names(v, names, 3, types, &given, 2)) != 0;
         else ok = 0;
         if (!ok) {
             fprintf(stderr, "gemm-bench: bad or incomplete option '%s'%s%s (see --help)\n", a, v ? " " : "", v ? v : "");

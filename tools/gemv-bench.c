@@ -151,10 +151,11 @@ static void pack_fn(void *c, int tid, int nth) {       // the thread that reads 
     gemv_pack(j->dt, j->W, j->k, j->n, j->P, j->nt * tid / nth, j->nt * (tid + 1) / nth);
 }
 
-// "KxN,KxN,..." into out (at most MAXSHAPE, each side 1..65536, K*N at most 2^30 elements);
-// the count, or 0 when the list is malformed.
-static int parse_shapes(const char *s, shape *out) {
-    int n = 0;
+// "KxN,KxN,..." appended to out, after the *n_out there (at most MAXSHAPE in all, each side
+// 1..65536, K*N at most 2^30 elements): the new count, or 0 when the list is malformed.
+static int add_shapes(const char *s, shape *out, int *n_out) {
+    int n = *n_out;
+    if (!*s) return 0;
     while (*s) {
         char *e;
         if (!(*s >= '0' && *s <= '9')) return 0;     // strtoul would skip a space or take a sign
@@ -170,11 +171,13 @@ static int parse_shapes(const char *s, shape *out) {
         s = *e ? e + 1 : e;
         if (*e && !*s) return 0;
     }
+    *n_out = n;
     return n;
 }
 
 static void usage(FILE *f) {
     fprintf(f, "usage: gemv-bench [-t THREADS] [-o csv|json|md] [-c CELLS] [-s SHAPES] [-d TYPES] [-r TRIALS]\n"
+               "A LIST given twice adds up (-t 1 -t 2 is -t 1,2); a single value, the last wins.\n"
                "  -t LIST   thread counts, e.g. 1,2 (default 1,2)\n"
                "  -o FMT    csv (default): cell,dtype,k,n,threads,median_ms,gbps,roofline_gbps,pct_roofline,gflops,\n"
                "            ceiling_gbps,pct_ceiling (the kernel looping on L1-resident tiles: what it can issue)\n"
@@ -355,7 +358,7 @@ int main(int argc, char **argv) {
     static const char *const dt_names[3] = {"f16", "bf16", "f32"};
     const uint32_t dts[3] = {WTYPE_F16, WTYPE_BF16, WTYPE_F32};
     int th[MAXT] = {1, 2}, nth = 2, trials = 9;
-    unsigned cells = 0x1f, types = 0x3;
+    unsigned cells = 0x1f, types = 0x3, given = 0;   // given: -t, -c, -d seen (util_list_at)
     int cells_named = 0, nshape = 0;
     shape cl[NCELL + MAXSHAPE];
     const char *fmt = "csv";
@@ -365,11 +368,11 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("gemv-bench"); }
         if (!strcmp(a, "--no-evict")) { no_evict = 1; continue; }
         int ok = v != NULL;
-        if (ok && !strcmp(a, "-t")) ok = (nth = util_parse_ints(v, th, MAXT, 1, 1024)) > 0;
+        if (ok && !strcmp(a, "-t")) ok = util_append_ints(v, th, &nth, MAXT, 1, 1024, &given, 0) == 0;
         else if (ok && !strcmp(a, "-r")) ok = util_parse_ints(v, &trials, 1, 7, MAXTRIAL) == 1;
-        else if (ok && !strcmp(a, "-c")) ok = (cells = util_parse_names(v, cell_names, NCELL)) != 0, cells_named = 1;
-        else if (ok && !strcmp(a, "-s")) ok = (nshape = parse_shapes(v, cl + NCELL)) > 0;
-        else if (ok && !strcmp(a, "-d")) ok = (types = util_parse_names(v, dt_names, 3)) != 0;
+        else if (ok && !strcmp(a, "-c")) ok = (cells = util_add_names(v, cell_names, NCELL, cells, &given, 1)) != 0, cells_named = 1;
+        else if (ok && !strcmp(a, "-s")) ok = add_shapes(v, cl + NCELL, &nshape) > 0;
+        else if (ok && !strcmp(a, "-d")) ok = (types = util_add_names(v, dt_names, 3, types, &given, 2)) != 0;
         else if (ok && !strcmp(a, "--pf")) ok = util_parse_ints(v, &pf, 1, 0, 1 << 20) == 1;
         else if (ok && !strcmp(a, "--interleave")) ok = util_parse_ints(v, &inter, 1, 1, GEMV_MAX_INTERLEAVE) == 1;
         else if (ok && !strcmp(a, "--hint")) ok = (hint = !strcmp(v, "l2") ? 1 : !strcmp(v, "l1") ? 0 : -1) >= 0;

@@ -14,6 +14,7 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: roofline [-t THREADS] [-s SIZES] [-r TRIALS] [-o md|csv]\n"
+               "A LIST given twice adds up (-t 1 -t 2 is -t 1,2); a single value, the last wins.\n"
                "  -t LIST   thread counts, e.g. 1,2 (default 1,2)\n"
                "  -s LIST   working-set sizes with K, M or G suffix, rounded down to whole 256-byte\n"
                "            blocks, each at most half the machine's memory (default 256K,768K,8M,24M,1G)\n"
@@ -21,8 +22,8 @@ static void usage(FILE *f) {
                "  -o FMT    md (default) or csv: size_bytes,threads,median_gbps,best_gbps\n");
 }
 
-static int parse_sizes(const char *s, size_t *out) {
-    int n = 0;
+// The sizes of the list s, appended to out after its first n: the new count, or -1.
+static int add_sizes(const char *s, size_t *out, int n) {
     for (;;) {
         char *end;
         unsigned long long v = strtoull(s, &end, 10);
@@ -53,12 +54,13 @@ int main(int argc, char **argv) {
     int th[MAXL] = {1, 2}, nth = 2, trials = 7, csv = 0;
     size_t sz[MAXL] = {256 << 10, 768 << 10, 8 << 20, 24 << 20, 1 << 30};
     int nsz = 5;
+    unsigned given = 0;               // -t, -s seen (util_list_at)
     for (int i = 1; i < argc; i += 2) {   // every option but --help takes a value
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("roofline"); }
         int ok = v != NULL;
-        if (ok && !strcmp(a, "-t")) ok = (nth = util_parse_ints(v, th, MAXL, 1, 1024)) > 0;
-        else if (ok && !strcmp(a, "-s")) ok = (nsz = parse_sizes(v, sz)) > 0;
+        if (ok && !strcmp(a, "-t")) ok = util_append_ints(v, th, &nth, MAXL, 1, 1024, &given, 0) == 0;
+        else if (ok && !strcmp(a, "-s")) ok = (nsz = add_sizes(v, sz, util_list_at(&given, 1, nsz))) > 0;
         else if (ok && !strcmp(a, "-r")) ok = util_parse_ints(v, &trials, 1, 1, 1000) == 1;
         else if (ok && !strcmp(a, "-o")) ok = (csv = !strcmp(v, "csv")) || !strcmp(v, "md");   // the last -o wins
         else ok = 0;

@@ -107,6 +107,24 @@ static inline int util_parse_ints(const char *s, int *out, int max, int lo, int 
     }
 }
 
+// The benches' list options given twice add up (-t 1 -t 2 is -t 1,2), as llama-bench reads
+// them; an option's first use drops its default. Where option `bit`'s next values go: 0 at its
+// first use (then marked in *given), else n, the count it has.
+static inline int util_list_at(unsigned *given, int bit, int n) {
+    if (*given >> bit & 1) return n;
+    *given |= 1u << bit;
+    return 0;
+}
+
+// util_parse_ints appended by util_list_at's rule to out (*n values, room for max); -1 on a bad
+// item or past max.
+static inline int util_append_ints(const char *s, int *out, int *n, int max, int lo, int hi, unsigned *given, int bit) {
+    int at = util_list_at(given, bit, *n), m = util_parse_ints(s, out + at, max - at, lo, hi);
+    if (m < 0) return -1;
+    *n = at + m;
+    return 0;
+}
+
 // Whether a comma list has no empty item (strtok would skip one: "off,,stream", ",off", "on,").
 static inline int util_list_items_ok(const char *s) {
     return *s && *s != ',' && s[strlen(s) - 1] != ',' && !strstr(s, ",,");
@@ -126,4 +144,12 @@ static inline unsigned util_parse_names(const char *s, const char *const *all, i
         mask |= 1u << i;
     }
     return mask;
+}
+
+// util_parse_names added to mask by util_list_at's rule (the default mask dropped at the
+// option's first use); 0 on a bad list.
+static inline unsigned util_add_names(const char *s, const char *const *all, int n_all, unsigned mask, unsigned *given,
+                                      int bit) {
+    unsigned m = util_parse_names(s, all, n_all);
+    return m ? m | (util_list_at(given, bit, 1) ? mask : 0) : 0;
 }
