@@ -175,6 +175,12 @@ expect 0 "prompt file" -- "$d" -m "$model" -f "$tmp/p.txt" -n 1 --temp 0 --dump-
 cmp -s <(head -c 10 "$tmp/out") "$tmp/p.txt" || fail "-f prompt not echoed byte for byte"
 pf=$("$bin/tokenize" -m "$model" -f "$tmp/p.txt" | wc -w)
 [ "$(stat -c %s "$tmp/lf")" = $((pf * 2048)) ] || fail "-f dump rows differ from tokenize -f"
+# -f /dev/stdin with stdin closed is an error, not the empty text of the /dev/null kept in its place
+for tool in decode tokenize; do
+  cases=$((cases + 1))
+  "$bin/$tool" -m "$model" -f /dev/stdin <&- >"$tmp/out" 2>"$tmp/err"; st=$?
+  [ "$st" = 1 ] && grep -qx "$tool: /dev/stdin: Bad file descriptor" "$tmp/err" || fail "$tool -f /dev/stdin, closed: exit $st: $(cat "$tmp/err")"
+done
 # --parse-special: <s> and </s> become their tokens (BOS, <s>, Once, </s>: 4), as tokenize
 # --parse-special prints them; without it they are text. stdout is the prompt as given.
 for sp in "" --parse-special; do
@@ -350,6 +356,6 @@ for cmd in "roofline -t 1 -s 64M -r 1000" "l4-bench -r 100000" "decode -m $model
   [ "$got" = "0 130" ] || fail "${cmd%% *} after SIGINT: signal and status '$got', want '0 130'"
 done
 
-[ "$cases" = 140 ] || fail "ran $cases cases, expected 140"
+[ "$cases" = 142 ] || fail "ran $cases cases, expected 142"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -154,10 +154,13 @@ static void on_bus(int sig, siginfo_t *si, void *uc) {
     _exit(1);
 }
 
-// Keeps 0..2 open: a file opened later can then never land on stdout or stderr.
+// Keeps 0..2 open: a file opened later can then never land on stdout or stderr. A closed
+// stdin is remembered: read through its path (/dev/stdin) it would read /dev/null's nothing.
+static int stdin_closed;
 static void std_fds(void) {
     for (int fd = 0; fd < 3; fd++) {
         if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+        stdin_closed |= fd == 0;
         int n = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
         if (n < 0) n = open("/", O_RDONLY | O_DIRECTORY);    // no /dev: I/O on a directory fails too
         if (n < 0) _exit(1);
@@ -221,7 +224,9 @@ char *cli_read_file(const char *path, size_t max, size_t *len, struct stat *st_o
     sigemptyset(&stops);
     sigaddset(&stops, SIGINT); sigaddset(&stops, SIGTERM); sigaddset(&stops, SIGHUP);
     sigprocmask(SIG_BLOCK, &stops, &old);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), e = fd < 0 ? errno : 0;
+    int is_stdin = !strcmp(path, "/dev/stdin") || !strcmp(path, "/dev/fd/0") || !strcmp(path, "/proc/self/fd/0");
+    int fd = stdin_closed && is_stdin ? -1 : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    int e = stdin_closed && is_stdin ? EBADF : fd < 0 ? errno : 0;
     struct stat st = {0};
     if (!e) e = fstat(fd, &st) ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
     if (st_out) *st_out = st;
