@@ -3,8 +3,8 @@
 // concatenation is a vocab piece with the highest score (ties: leftmost) is merged until none is
 // left; symbols that are not pieces become <0xNN> byte tokens. Like SentencePiece, only normal and
 // user-defined pieces are produced, and an unused piece is only a step towards a longer one (it
-// is emitted as the two symbols it was merged from), so control, unknown and byte tokens never
-// come out of text and every encoding decodes back to its text. As in llama.cpp, the text is
+// is emitted as the two symbols it was merged from), so without parse_special control, unknown
+// and byte tokens never come out of text and every encoding decodes back to its text. As in llama.cpp, the text is
 // first split at user-defined pieces (longest first; with parse_special at control and unknown
 // pieces too), which become tokens as they stand; each stretch of text after one gets the space
 // prefix again.
@@ -244,7 +244,6 @@ static int control_looking(const char *s, size_t n) {
     return 0;
 }
 
-
 // ---- end of generation: which sampled ids stop decode (llama.cpp's special_eog_ids) ----
 
 _Static_assert(6 + N_EOG_NAMES <= EOG_MAX, "EOG_MAX");
@@ -402,7 +401,8 @@ static int find_pieces(const piece_set *a, const char *text, size_t len, uint8_t
 
 // Whether piece i splits text: a user-defined piece (never one llama.cpp retypes as control),
 // and with special (parse_special) every control and unknown piece too: llama.cpp's
-// cache_special_tokens. Empty pieces never do.
+// cache_special_tokens. Empty pieces never do (llama.cpp renames an empty piece [EMPTY_<id>],
+// which then splits that text: docs/tokenizer.md, differences).
 static int splits_text(const tokenizer *t, int32_t i, int special) {
     size_t n = piece_len(t, i);
     if (!n) return 0;
@@ -496,8 +496,9 @@ int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) 
         rc = collect_set(t, &t->split[special], special);
         if (rc) {
             tokenizer_free(t);
+            const char *which = special ? "user-defined, control and unknown" : "user-defined";
             return rc == -2 ? gguf_fail(err, g->path, "tokenizer.ggml.tokens", "%s pieces of more than %u MiB in all",
-                                        special ? "user-defined, control and unknown" : "user-defined", SPLIT_BYTES_MAX >> 20)
+                                        which, SPLIT_BYTES_MAX >> 20)
                             : gguf_fail(err, g->path, "tokenizer.ggml.tokens", "out of memory");
         }
     }

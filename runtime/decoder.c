@@ -303,7 +303,7 @@ oom:
 int decoder_set_l4(decoder *d, int mode, char err[256]) {
     if (l4run_mode_of(d->l4) == l4run_resolve((l4run_mode)mode)) return 0;
     l4run_free(d->l4);
-    return l4run_create(d, (l4run_mode)mode, err) ? -1 : 1;
+    return l4run_create(d, (l4run_mode)mode, err) ? -1 : d->l4 != NULL;
 }
 
 void decoder_free(decoder *d) {

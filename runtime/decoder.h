@@ -174,8 +174,8 @@ float *decoder_forward(decoder *d, int32_t token, int pos);
 void decoder_set_tuning(const decoder *d, int pos);
 // Replaces the L4 with a fresh one in mode (l4run_mode) between steps, unless the one there
 // already runs that mode: benches interleave modes on one set of packed weights. 1 when it made
-// a new one (whose first step pays for its cold lines), 0 when it kept it; -1 with err (the
-// decoder then runs with --l4 off).
+// a new one (whose first step pays for its cold lines), 0 when it kept the one there or made
+// none (off); -1 with err (the decoder then runs with --l4 off).
 int decoder_set_l4(decoder *d, int mode, char err[256]);
 // Frees what decoder_init allocated; safe on a zeroed decoder and after a failed init.
 void decoder_free(decoder *d);

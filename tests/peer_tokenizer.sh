@@ -12,7 +12,8 @@
 #     cut), on those vocabs and the SentencePiece ones (llama-spm, stories260K).
 # llama.cpp runs through tests/llama_tokenize.c, built here against the peer's libllama (one
 # process for all cases; node's argv cannot carry invalid UTF-8). --freeze rewrites
-# tests/tokenizer_stress/VOCAB.out, the llama.cpp ids test_tokenizer checks without the peer.
+# tests/tokenizer_stress/VOCAB.out and VOCAB.special.out (parse_special on special.inp), the
+# llama.cpp ids test_tokenizer checks without the peer.
 # --speed times instead a 1 MiB encode (load excluded; median of REPS, default 5, interleaved)
 # of three texts (multilingual test strings, C source, English prose) with each BPE vocab and
 # synth Llama 3 / Qwen2 vocabs of 32000 tokens, by decode and by llama.cpp, as a table.
@@ -78,17 +79,25 @@ peer_script() {
       console.log(j.with_bos.join(" ")+"|"+j.no_bos.join(" "))})'
 }
 
-compare() {  # VOCAB LABEL
-  local v=$1 name=$2 text="Hello world, it's 2024! 你好 <think>x"
-  "$tmp/llama_tokenize" cases "$v" "$tmp/all.inp" | sed 's/^ //' > "$tmp/want"
-  "$build/bin/tokenize" -m "$v" --no-bos --cases -f "$tmp/all.inp" > "$tmp/got"
-  if [ "$(wc -l < "$tmp/want")" != "$n_inp" ]; then echo "FAIL $name: llama.cpp gave $(wc -l < "$tmp/want") lines for $n_inp cases"; fail=1; return; fi
+# llama.cpp's ids (llama_tokenize MODE) against tokenize's (FLAGS) on every case of INP:
+# 0 identical, else 1 after a FAIL line naming the first case that differs.
+same_cases() {  # VOCAB LABEL INP MODE [FLAGS...]
+  local v=$1 name=$2 inp=$3 mode=$4 n; shift 4
+  n=$(grep -c '^__ggml_vocab_test__$' "$inp")
+  "$tmp/llama_tokenize" "$mode" "$v" "$inp" | sed 's/^ //' > "$tmp/want"
+  "$build/bin/tokenize" -m "$v" --no-bos "$@" --cases -f "$inp" > "$tmp/got"
+  if [ "$(wc -l < "$tmp/want")" != "$n" ]; then echo "FAIL $name: llama.cpp gave $(wc -l < "$tmp/want") lines for $n cases"; fail=1; return 1; fi
   if ! cmp -s "$tmp/want" "$tmp/got"; then
     local k; k=$(diff "$tmp/want" "$tmp/got" | grep -m1 -o '^[0-9]*' || true)
     echo "FAIL $name: case $k (1-based) differs: llama.cpp '$(sed -n "${k}p" "$tmp/want")' decode '$(sed -n "${k}p" "$tmp/got")'"
     fail=1
-    return
+    return 1
   fi
+}
+
+compare() {  # VOCAB LABEL
+  local v=$1 name=$2 text="Hello world, it's 2024! 你好 <think>x"
+  same_cases "$v" "$name" "$tmp/all.inp" cases || return
   local p ours
   p=$(peer_script "$v" "$text" || true)
   ours="$("$build/bin/tokenize" -m "$v" -p "$text")|$("$build/bin/tokenize" -m "$v" --no-bos -p "$text")"
@@ -100,14 +109,7 @@ compare() {  # VOCAB LABEL
 
 compare_special() {  # VOCAB LABEL [INP]
   local inp=${3:-$tmp/special.inp}
-  "$tmp/llama_tokenize" special "$1" "$inp" | sed 's/^ //' > "$tmp/want"
-  "$build/bin/tokenize" -m "$1" --no-bos --parse-special --cases -f "$inp" > "$tmp/got"
-  if ! cmp -s "$tmp/want" "$tmp/got"; then
-    local k; k=$(diff "$tmp/want" "$tmp/got" | grep -m1 -o '^[0-9]*' || true)
-    echo "FAIL $2, parse_special: case $k (1-based) differs: llama.cpp '$(sed -n "${k}p" "$tmp/want")' decode '$(sed -n "${k}p" "$tmp/got")'"
-    fail=1
-    return
-  fi
+  same_cases "$1" "$2, parse_special" "$inp" special --parse-special || return
   n_special=$((n_special + 1))
   echo "ok $2: $(grep -c '^__ggml_vocab_test__$' "$inp") cases identical with parse_special"
 }
@@ -119,6 +121,12 @@ for v in falcon mpt refact starcoder deepseek-llm gpt-neox; do
     "$tmp/llama_tokenize" cases "$f" tests/tokenizer_stress/stress.inp | sed 's/^ //' > "tests/tokenizer_stress/$v.out"
   fi
 done
+if [ $freeze = 1 ]; then   # parse_special's ids, for test_tokenizer without the peer
+  for v in falcon mpt refact starcoder deepseek-llm gpt-neox llama-spm; do
+    "$tmp/llama_tokenize" special "$shared/testdata/vocab/ggml-vocab-$v.gguf" tests/tokenizer_stress/special.inp |
+      sed 's/^ //' > "tests/tokenizer_stress/$v.special.out"
+  done
+fi
 for p in default gpt-2 llama-bpe llama3 llama-v3 qwen2 deepseek-llm deepseek-coder falcon mpt starcoder refact smollm olmo command-r; do
   "$build/bin/gguf-synth" "$tmp/synth.gguf" --vocab bpe --pre "$p" --n-vocab 3000 --n-embd 16 --n-layer 1 --n-head 2
   compare "$tmp/synth.gguf" "synth --pre $p"

@@ -168,6 +168,10 @@ int main(void) {
     r = bench((const char *[]){"-t", "1", "-t", "2", "-p", "0", "-n", "2", "--roofline-mib", "0", "-r", "1", "-o", "jsonl", NULL});
     CHECKF(r.status == 0 && strstr(r.out, "\"n_threads\":1,") && strstr(r.out, "\"n_threads\":2,"), "%s", r.out);
     tool_run_free(&r);
+    r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "2", "--l4", "off", "--l4", "stream", "--roofline-mib", "0",
+                               "-r", "1", "-o", "jsonl", NULL});
+    CHECKF(r.status == 0 && strstr(r.out, "\"l4\":\"off\"") && strstr(r.out, "\"l4\":\"stream\""), "%s", r.out);
+    tool_run_free(&r);
     r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "2", "-r", "1,2", NULL});
     CHECKF(r.status == 2 && strstr(r.err, "bad value '1,2' for -r"), "%s", r.err);
     tool_run_free(&r);
@@ -176,7 +180,7 @@ int main(void) {
     CHECKF(r.status == 0 && !strcmp(r.out, "[]\n") && !strstr(r.err, "roofline at") && !strstr(r.err, "loading"),
            "'%s' '%s'", r.out, r.err);
     tool_run_free(&r);
-    cases += 8;
+    cases += 9;
 
     // one at a time and in batches of 4: a batch streams the weights once, so fewer bytes a token
     r = bench((const char *[]){"-t", "1", "-p", "8", "-n", "0", "-b", "1,4", "-o", "json", NULL});
@@ -337,7 +341,7 @@ int main(void) {
     free(odd), free(svg2);
     unlink(link), unlink(copy);
     free(orig), free(copy), free(link), free(both);
-    CHECK(cases == 36);
+    CHECK(cases == 37);
     printf("decode-bench: %d interface cases\n", cases);
     free(model);
     CHECK(scratch_remove(dir) == 0);

@@ -294,7 +294,7 @@ int main(void) {
         {"--seed", "-1"}, {"--frobnicate"}, {"--n-layer"}, {"--rope-base", "fast"}, {"extra-path"},
         {"--n-vocab", "259"}, {"--n-embd", "0"}, {"--n-ff", "0"}, {"--n-layer", "0"}, {"--ctx", "0"},
         {"--rope-base", "-1"}, {"--n-layer", "4097"}, {"--n-embd", "1048577"}, {"--seed", " -1"}, {"--seed", "+7"},
-        {"--head-dim", "-1"}};
+        {"--head-dim", "-1"}, {"--n-kv-head", "-7"}, {"--n-ff", " 8"}};
     for (size_t i = 0; i < sizeof usage_bad / sizeof *usage_bad; i++, cases++)
         CHECKF(synth_err(bad, usage_bad[i][0], usage_bad[i][1], NULL) == 2, "%s", usage_bad[i][0]);
     const char *const argv0[] = {bin_path("gguf-synth", 0), NULL};
@@ -324,7 +324,7 @@ int main(void) {
                arch_bad[i][0], arch_bad[i][1]);
     CHECK(synth_err(bad, "--head-dim", "7", NULL) == 2); cases++;   // shapes that do not fit: usage errors too
     CHECK(synth_err(bad, "--arch", "qwen2", "--head-dim", "32", NULL) == 2); cases++;
-    CHECK(cases == 38);
+    CHECK(cases == 40);
 
     // One model, and the same again, another seed, f16, bf16, tied, without biases.
     CHECK(synth(f32, SHAPE, "--seed", "7", "--bias", NULL) == 0);

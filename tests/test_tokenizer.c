@@ -20,6 +20,7 @@
 #define N_CASES 46
 #define STRESS SOURCE_DIR "/tests/tokenizer_stress/"
 #define N_STRESS 128
+#define N_SPECIAL 35              // tests/tokenizer_stress/special.inp
 
 
 // Loads the tokenizer and closes the file at once: the tokenizer must not need the mapping.
@@ -104,10 +105,11 @@ static void check_round_trip(const tokenizer *t, const char *text, size_t len, c
 
 enum { NO_ROUND_TRIP, BPE_ROUND_TRIP, SPM_ROUND_TRIP };
 
-// Runs the .inp/.out pair against vocab (out NULL: round trips only); returns the number of
-// cases (all must pass). rt: which round trip each case must make, if any (a BPE vocab whose
-// byte characters are not all tokens drops bytes, as llama.cpp does).
-static int run_vectors(const char *vocab, const char *inp, const char *out, int rt) {
+// Runs the .inp/.out pair against vocab (out NULL: round trips only), with parse_special as
+// special says; returns the number of cases (all must pass). rt: which round trip each case
+// must make, if any (a BPE vocab whose byte characters are not all tokens drops bytes, as
+// llama.cpp does).
+static int run_vectors(const char *vocab, const char *inp, const char *out, int rt, int special) {
     int round_trip_only = out == NULL, prefix = rt == SPM_ROUND_TRIP;
     tokenizer *t = load_ok(vocab);
     size_t il, ol = 0;
@@ -120,7 +122,7 @@ static int run_vectors(const char *vocab, const char *inp, const char *out, int 
         size_t len = (size_t)(sep - p);
         int32_t *ids;
         size_t n_ids;
-        CHECK(tokenizer_encode(t, p, len, 0, 0, &ids, &n_ids) == 0);
+        CHECK(tokenizer_encode(t, p, len, 0, special, &ids, &n_ids) == 0);
         if (!round_trip_only) {
             char *eol = strchr(q, '\n');
             CHECKF(eol, "%s: no line for case %d", out, n);
@@ -363,12 +365,13 @@ static void check_bpe_speed(void) {
 
 int main(void) {
     CHECK(run_vectors(VOCAB "ggml-vocab-llama-spm.gguf", VOCAB "ggml-vocab-llama-spm.gguf.inp",
-                      VOCAB "ggml-vocab-llama-spm.gguf.out", SPM_ROUND_TRIP) == N_CASES);
+                      VOCAB "ggml-vocab-llama-spm.gguf.out", SPM_ROUND_TRIP, 0) == N_CASES);
     CHECK(run_vectors(SHARED_DIR "/testdata/models/stories260K.gguf",
                       SHARED_DIR "/testdata/models/stories260K.tok.inp",
-                      SHARED_DIR "/testdata/models/stories260K.tok.out", SPM_ROUND_TRIP) == N_CASES);
+                      SHARED_DIR "/testdata/models/stories260K.tok.out", SPM_ROUND_TRIP, 0) == N_CASES);
     // baichuan (SPM, 64000) has no expected ids upstream: it loads and round trips.
-    CHECK(run_vectors(VOCAB "ggml-vocab-baichuan.gguf", VOCAB "ggml-vocab-llama-spm.gguf.inp", NULL, SPM_ROUND_TRIP) == N_CASES);
+    CHECK(run_vectors(VOCAB "ggml-vocab-baichuan.gguf", VOCAB "ggml-vocab-llama-spm.gguf.inp", NULL, SPM_ROUND_TRIP,
+                      0) == N_CASES);
     tokenizer *t = load_ok(VOCAB "ggml-vocab-baichuan.gguf");
     CHECK(tokenizer_n_vocab(t) == 64000 && tokenizer_bos(t) == 1 && tokenizer_eos(t) == 2);
     tokenizer_free(t);
@@ -381,21 +384,27 @@ int main(void) {
         snprintf(v, sizeof v, VOCAB "ggml-vocab-%s.gguf", bpe[i]);
         snprintf(in, sizeof in, "%s.inp", v);
         snprintf(out, sizeof out, "%s.out", v);
-        n_bpe += run_vectors(v, in, out, BPE_ROUND_TRIP);
+        n_bpe += run_vectors(v, in, out, BPE_ROUND_TRIP, 0);
     }
     CHECK(n_bpe == 5 * N_CASES);
     // The stress strings (emoji, scripts, marks, numbers, white space, invalid UTF-8, contractions)
-    // against llama.cpp's ids for them, frozen by tests/peer_tokenizer.sh --freeze.
-    static const char *const stress[] = {"deepseek-llm", "falcon", "mpt", "refact", "starcoder", "gpt-neox"};
-    int n_stress = 0;
-    for (size_t i = 0; i < sizeof stress / sizeof *stress; i++) {
-        char v[400], out[512];
-        snprintf(v, sizeof v, VOCAB "ggml-vocab-%s.gguf", stress[i]);
-        snprintf(out, sizeof out, STRESS "%s.out", stress[i]);
-        n_stress += run_vectors(v, STRESS "stress.inp", out, NO_ROUND_TRIP);
-    }
-    CHECK(n_stress == 6 * N_STRESS);
-    CHECK(run_vectors(VOCAB "ggml-vocab-gpt-neox.gguf", VOCAB "ggml-vocab-llama-spm.gguf.inp", NULL, BPE_ROUND_TRIP) == N_CASES);
+    // against llama.cpp's ids for them, frozen by tests/peer_tokenizer.sh --freeze; then with
+    // parse_special, control, unknown and chat-template pieces, whole and cut, on those vocabs
+    // and llama-spm (the last name), frozen the same way.
+    static const char *const frozen[] = {"deepseek-llm", "falcon", "mpt", "refact", "starcoder", "gpt-neox",
+                                         "llama-spm"};
+    int n_stress = 0, n_special = 0;
+    for (int special = 0; special < 2; special++)
+        for (int i = 0; i < 6 + special; i++) {
+            char v[400], out[512];
+            snprintf(v, sizeof v, VOCAB "ggml-vocab-%s.gguf", frozen[i]);
+            snprintf(out, sizeof out, STRESS "%s%s.out", frozen[i], special ? ".special" : "");
+            int n = run_vectors(v, special ? STRESS "special.inp" : STRESS "stress.inp", out, NO_ROUND_TRIP, special);
+            *(special ? &n_special : &n_stress) += n;
+        }
+    CHECK(n_stress == 6 * N_STRESS && n_special == 7 * N_SPECIAL);
+    CHECK(run_vectors(VOCAB "ggml-vocab-gpt-neox.gguf", VOCAB "ggml-vocab-llama-spm.gguf.inp", NULL, BPE_ROUND_TRIP,
+                      0) == N_CASES);
     check_refused("bert-bge", "bert");
 
     check_llama_spm_rules();
@@ -405,7 +414,9 @@ int main(void) {
     check_bpe_speed();
     CHECK(scratch_remove(scratch) == 0);
     check_speed();
-    printf("ok: 3 x %d SentencePiece and %d byte-level BPE vector cases, %d stress cases, round trips on gpt-neox, "
-           "%d pre names, %d synth round trips, 1 refused vocab\n", N_CASES, n_bpe, n_stress, n_names, n_pieces);
+    printf("ok: 3 x %d SentencePiece and %d byte-level BPE vector cases, %d stress cases, %d parse_special cases, "
+           "round trips on gpt-neox, "
+           "%d pre names, %d synth round trips, 1 refused vocab\n", N_CASES, n_bpe, n_stress, n_special, n_names,
+           n_pieces);
     return 0;
 }

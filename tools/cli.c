@@ -224,9 +224,10 @@ char *cli_read_file(const char *path, size_t max, size_t *len, struct stat *st_o
     sigemptyset(&stops);
     sigaddset(&stops, SIGINT); sigaddset(&stops, SIGTERM); sigaddset(&stops, SIGHUP);
     sigprocmask(SIG_BLOCK, &stops, &old);
-    int is_stdin = !strcmp(path, "/dev/stdin") || !strcmp(path, "/dev/fd/0") || !strcmp(path, "/proc/self/fd/0");
-    int fd = stdin_closed && is_stdin ? -1 : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    int e = stdin_closed && is_stdin ? EBADF : fd < 0 ? errno : 0;
+    int closed = stdin_closed && (!strcmp(path, "/dev/stdin") || !strcmp(path, "/dev/fd/0") ||
+                                  !strcmp(path, "/proc/self/fd/0"));
+    int fd = closed ? -1 : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    int e = closed ? EBADF : fd < 0 ? errno : 0;
     struct stat st = {0};
     if (!e) e = fstat(fd, &st) ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
     if (st_out) *st_out = st;

@@ -37,7 +37,8 @@ void cli_test_stop(const char *phase);
 // with EISDIR) into a malloc'ed buffer, NUL-terminated after *len bytes. More than max bytes
 // stops the read: NULL with errno EFBIG. NULL with errno on failure (EINTR when cli_stop was
 // set meanwhile). st (may be NULL) receives what fstat says of the opened file. /dev/stdin (or
-// /dev/fd/0, /proc/self/fd/0) when the process started with stdin closed: EBADF.
+// /dev/fd/0, /proc/self/fd/0: by those names only) when the process started with stdin closed:
+// EBADF, not the /dev/null kept in its place.
 char *cli_read_file(const char *path, size_t max, size_t *len, struct stat *st);
 
 // The CPUs this process may run on (at least 1), and the physical cores among them (SMT siblings

@@ -116,7 +116,8 @@ static void usage(FILE *f) {
         PREFILL_DEFAULT_BATCH);
 }
 
-// The list options (and -m, which has no default): given again, each appends (util_list_at).
+// The list options with a default: given again, each appends (util_list_at). -m, which has
+// none, appends too.
 enum list_opt { L_THREADS, L_PROMPT, L_GEN, L_BATCH, L_DEPTH, L_SPLIT, L_L4, L_TAILS };
 
 // The comma list s of integers in [lo, hi], appended as util_list_at says; -1 on a bad item or
@@ -514,7 +515,7 @@ static int print_results(const result *rs, int n, const options *o) {
     char kv[16];                      // the KV cache's types: "f32", or "K/V" when they differ
     snprintf(kv, sizeof kv, "%s%s%s", tk, strcmp(tk, tv) ? "/" : "", strcmp(tk, tv) ? tv : "");
     printf("| model | size | threads | l4 | split-k | tails | kv | batch | test | t/s | MB/token | GB/s | roofline GB/s | %% roofline | sync wait %% |\n");
-    printf("| --- | ---: | ---: | --- | ---: | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+    printf("| --- | ---: | ---: | --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int i = 0; i < n; i++) {
         const result *r = &rs[i];
         char depth[32] = "", name[NAME_OUT], sk[12];
@@ -682,13 +683,14 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
             for (int c = c0; c < *n && !status; c++) {
                 decoder *dc = &d[(c - c0) / per_split];
                 char e4[256];
-                int made = decoder_set_l4(dc, rs[c].l4, e4);
-                if (made < 0) { fprintf(stderr, "decode-bench: %s\n", e4); status = 1; break; }
+                int new_l4 = decoder_set_l4(dc, rs[c].l4, e4);
+                if (new_l4 < 0) { fprintf(stderr, "decode-bench: %s\n", e4); status = 1; break; }
                 rs[c].l4_used = l4run_mode_name(l4run_mode_of(dc->l4));
                 decoder_set_tail_split(dc, rs[c].tail_split);
                 // a new L4's first step fills its lines: untimed, as decode pays it once
                 int failed = rep < 0 ? run_test(dc, depth, len < 16 ? len : 16, tg, rs[c].batch_size) < 0
-                                     : (made && run_test(dc, depth, 1, 1, 1) < 0) || bench_rep(dc, o, len, tg, rep, &rs[c]) < 0;
+                                     : (new_l4 && run_test(dc, depth, 1, 1, 1) < 0) ||
+                                           bench_rep(dc, o, len, tg, rep, &rs[c]) < 0;
                 if (failed) { fprintf(stderr, "decode-bench: %s: the test stopped (why: above)\n", path); status = 1; }
             }
         if (status) *n = c0;          // the results printed are the finished tests'
@@ -699,7 +701,7 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
 }
 
 // 1 when some -p or -n value is not 0: with none the table is its header alone, and neither the
-// roofline nor the loads are worth their seconds.
+// tuning, the roofline nor the loads are worth their seconds.
 static int has_tests(const options *o) {
     int any = 0;
     for (int i = 0; i < o->n_prompts; i++) any |= o->prompts[i] > 0;
@@ -754,16 +756,19 @@ int main(int argc, char **argv) {
     }
     if (plot && !plot_existed) cli_created_output(o.plot);   // a stopped run leaves no empty plot
     for (int ti = 0; ti < o.n_threads; ti++) cli_warn_threads(o.threads[ti], o.numa);
-    tune_result tr = tune_gemv(tune_mode_from_env(), NULL);   // as decode does: the same kernels' tuning
-    char tline[512];
-    tune_describe(&tr, tline, sizeof tline);
-    fprintf(stderr, "decode-bench: %s\n", tline);
+    int tests = has_tests(&o);
+    if (tests) {
+        tune_result tr = tune_gemv(tune_mode_from_env(), NULL);   // as decode does: the same kernels' tuning
+        char tline[512];
+        tune_describe(&tr, tline, sizeof tline);
+        fprintf(stderr, "decode-bench: %s\n", tline);
+    }
     result *rs = calloc((size_t)o.n_models * o.n_threads * (o.n_prompts + o.n_gens) * o.n_split * o.n_l4 * o.n_tails *
                         o.n_batch * o.n_depth, sizeof *rs);
     double *roof = calloc((size_t)o.n_threads, sizeof *roof);
     int n = 0, status = !rs || !roof;
     if (status) fprintf(stderr, "decode-bench: out of memory\n");
-    for (int ti = 0; ti < o.n_threads && o.roofline_mib && has_tests(&o) && !status; ti++) {
+    for (int ti = 0; ti < o.n_threads && o.roofline_mib && tests && !status; ti++) {
         fprintf(stderr, "decode-bench: read roofline at %d thread(s)...\n", o.threads[ti]);
         if ((roof[ti] = roofline_gbps(o.threads[ti], o.roofline_mib)) < 0) {
             fprintf(stderr, "decode-bench: out of memory setting up the read roofline (%d MiB, %d thread(s); "
@@ -772,7 +777,7 @@ int main(int argc, char **argv) {
         }
     }
     for (int mi = 0; mi < o.n_models; mi++) {   // each model's mapping let go once its tests are done
-        for (int ti = 0; ti < o.n_threads && has_tests(&o) && !status; ti++)
+        for (int ti = 0; ti < o.n_threads && tests && !status; ti++)
             status = bench_threads(&o, &models[mi], o.models[mi], o.threads[ti], max_context(&o), roof[ti], rs, &n);
         llama_model_free(&models[mi]);
     }

@@ -148,25 +148,27 @@ static int bench(pool *pl, int nth, dtype d, size_t m, size_t k, size_t n, int t
     return bad;
 }
 
+enum { GIVEN_M, GIVEN_T, GIVEN_D };   // the list options' bits in util_list_at's mask
+
 int main(int argc, char **argv) {
     cli_init("gemm-bench", 0);
     static const char *const names[3] = {"f16", "bf16", "f32"};
     static const dtype all[3] = {{WTYPE_F16, "f16"}, {WTYPE_BF16, "bf16"}, {WTYPE_F32, "f32"}};
     int ms[MAXL] = {1, 2, 4, 8, 16, 32, 64, 128, 512}, nm = 9, th[MAXL] = {1, 2}, nth = 2, trials = 7, kn[2] = {2048, 5632};
-    unsigned types = 0x3, given = 0;   // given: -m, -t, -d seen (util_list_at)
+    unsigned types = 0x3, given = 0;
     const char *fmt = "csv";
     for (int i = 1; i < argc; i += 2) {   // every option but --help takes a value
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("gemm-bench"); }
         int ok = v != NULL;
-        if (ok && !strcmp(a, "-m")) ok = util_append_ints(v, ms, &nm, MAXL, 1, 4096, &given, 0) == 0;
-        else if (ok && !strcmp(a, "-t")) ok = util_append_ints(v, th, &nth, MAXL, 1, 1024, &given, 1) == 0;
+        if (ok && !strcmp(a, "-m")) ok = util_append_ints(v, ms, &nm, MAXL, 1, 4096, &given, GIVEN_M) == 0;
+        else if (ok && !strcmp(a, "-t")) ok = util_append_ints(v, th, &nth, MAXL, 1, 1024, &given, GIVEN_T) == 0;
         else if (ok && !strcmp(a, "-r")) ok = util_parse_ints(v, &trials, 1, 3, MAXTRIAL) == 1;
         else if (ok && !strcmp(a, "-k")) ok = util_parse_ints(v, &kn[0], 1, 1, 1 << 16) == 1;
         else if (ok && !strcmp(a, "-n")) ok = util_parse_ints(v, &kn[1], 1, 1, 1 << 18) == 1;
         else if (ok && !strcmp(a, "-o")) ok = !strcmp(fmt = v, "csv") || !strcmp(v, "md");
         else if (ok && !strcmp(a, "--clock")) ok = (cpu_clock = !strcmp(v, "cpu")) || !strcmp(v, "wall");
-        else if (ok && !strcmp(a, "-d")) ok = (types = util_add_names(v, names, 3, types, &given, 2)) != 0;
+        else if (ok && !strcmp(a, "-d")) ok = (types = util_add_names(v, names, 3, types, &given, GIVEN_D)) != 0;
         else ok = 0;
         if (!ok) {
             fprintf(stderr, "gemm-bench: bad or incomplete option '%s'%s%s (see --help)\n", a, v ? " " : "", v ? v : "");

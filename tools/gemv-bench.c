@@ -352,13 +352,15 @@ static void print(const row *r, int n, const char *fmt) {
     }
 }
 
+enum { GIVEN_T, GIVEN_C, GIVEN_D };   // the list options' bits in util_list_at's mask (-s has no default)
+
 int main(int argc, char **argv) {
     cli_init("gemv-bench", 0);
     static const char *const cell_names[NCELL] = {"l2_512", "l2_1024", "l3_2048", "l3_3584", "dram_8192", "dram_32768"};
     static const char *const dt_names[3] = {"f16", "bf16", "f32"};
     const uint32_t dts[3] = {WTYPE_F16, WTYPE_BF16, WTYPE_F32};
     int th[MAXT] = {1, 2}, nth = 2, trials = 9;
-    unsigned cells = 0x1f, types = 0x3, given = 0;   // given: -t, -c, -d seen (util_list_at)
+    unsigned cells = 0x1f, types = 0x3, given = 0;
     int cells_named = 0, nshape = 0;
     shape cl[NCELL + MAXSHAPE];
     const char *fmt = "csv";
@@ -368,11 +370,12 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("gemv-bench"); }
         if (!strcmp(a, "--no-evict")) { no_evict = 1; continue; }
         int ok = v != NULL;
-        if (ok && !strcmp(a, "-t")) ok = util_append_ints(v, th, &nth, MAXT, 1, 1024, &given, 0) == 0;
+        if (ok && !strcmp(a, "-t")) ok = util_append_ints(v, th, &nth, MAXT, 1, 1024, &given, GIVEN_T) == 0;
         else if (ok && !strcmp(a, "-r")) ok = util_parse_ints(v, &trials, 1, 7, MAXTRIAL) == 1;
-        else if (ok && !strcmp(a, "-c")) ok = (cells = util_add_names(v, cell_names, NCELL, cells, &given, 1)) != 0, cells_named = 1;
+        else if (ok && !strcmp(a, "-c"))
+            ok = (cells = util_add_names(v, cell_names, NCELL, cells, &given, GIVEN_C)) != 0, cells_named = 1;
         else if (ok && !strcmp(a, "-s")) ok = add_shapes(v, cl + NCELL, &nshape) > 0;
-        else if (ok && !strcmp(a, "-d")) ok = (types = util_add_names(v, dt_names, 3, types, &given, 2)) != 0;
+        else if (ok && !strcmp(a, "-d")) ok = (types = util_add_names(v, dt_names, 3, types, &given, GIVEN_D)) != 0;
         else if (ok && !strcmp(a, "--pf")) ok = util_parse_ints(v, &pf, 1, 0, 1 << 20) == 1;
         else if (ok && !strcmp(a, "--interleave")) ok = util_parse_ints(v, &inter, 1, 1, GEMV_MAX_INTERLEAVE) == 1;
         else if (ok && !strcmp(a, "--hint")) ok = (hint = !strcmp(v, "l2") ? 1 : !strcmp(v, "l1") ? 0 : -1) >= 0;

@@ -324,8 +324,10 @@ static int lookup(const char *s, const char *const *names, int n) {
 static long long head_dim(const args *a) { return a->head_dim > 0 ? a->head_dim : a->n_embd / a->n_head; }
 
 // Parses a decimal integer argument; 0 on success.
+// A size: decimal digits only (no sign or blank, which strtoll would take: -1 is "not given").
 static int parse_ll(const char *s, long long *v) {
     char *end;
+    if (*s < '0' || *s > '9') return -1;
     errno = 0;
     *v = strtoll(s, &end, 10);
     return errno || end == s || *end;
@@ -351,13 +353,18 @@ static int parse_args(args *a, int argc, char **argv) {
         else if (!strcmp(f, "--bias")) a->bias = 1;
         else if (takes_value && !val) { fprintf(stderr, "gguf-synth: %s needs a value" HINT, f); return 2; }
         else if (dst) {
-            if (parse_ll(val, dst)) { fprintf(stderr, "gguf-synth: %s: not an integer: '%s'" HINT, f, val); return 2; }
-            if (dst == &a->head_dim && *dst == -1) *dst = -2;   // -1 is "not given": out of range like -2
+            if (parse_ll(val, dst)) {
+                fprintf(stderr, "gguf-synth: %s: not a whole number: '%s'" HINT, f, val);
+                return 2;
+            }
             i++;
         } else if (!strcmp(f, "--seed")) {
             char *end; errno = 0;
             a->seed = strtoull(val, &end, 10);   // decimal, as the help says: 010 is ten, not eight; no sign or blank
-            if (errno || end == val || *end || val[0] < '0' || val[0] > '9') { fprintf(stderr, "gguf-synth: --seed: bad value '%s'" HINT, val); return 2; }
+            if (errno || end == val || *end || val[0] < '0' || val[0] > '9') {
+                fprintf(stderr, "gguf-synth: --seed: bad value '%s'" HINT, val);
+                return 2;
+            }
             i++;
         } else if (!strcmp(f, "--rope-base") || !strcmp(f, "--rope-factor")) {
             char *end;
@@ -395,7 +402,10 @@ static int parse_args(args *a, int argc, char **argv) {
         else if (!a->out) a->out = f;
         else { fprintf(stderr, "gguf-synth: more than one output path" HINT); return 2; }
     }
-    if (!a->out || !*a->out) { fprintf(stderr, "gguf-synth: %s" HINT, a->out ? "the output path is empty" : "no output path"); return 2; }
+    if (!a->out || !*a->out) {
+        fprintf(stderr, "gguf-synth: %s" HINT, a->out ? "the output path is empty" : "no output path");
+        return 2;
+    }
     if (a->pre && !a->bpe) { fprintf(stderr, "gguf-synth: --pre needs --vocab bpe" HINT); return 2; }
     if (a->n_kv < 0) a->n_kv = a->n_head;
     if (a->arch == ARCH_QWEN2) a->bias = 1;

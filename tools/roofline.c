@@ -49,18 +49,20 @@ static const char *size_label(size_t b) {
     return s;
 }
 
+enum { GIVEN_T, GIVEN_S };   // the list options' bits in util_list_at's mask
+
 int main(int argc, char **argv) {
     cli_init("roofline", 0);          // `roofline | head` ends with an error, never a signal
     int th[MAXL] = {1, 2}, nth = 2, trials = 7, csv = 0;
     size_t sz[MAXL] = {256 << 10, 768 << 10, 8 << 20, 24 << 20, 1 << 30};
     int nsz = 5;
-    unsigned given = 0;               // -t, -s seen (util_list_at)
+    unsigned given = 0;
     for (int i = 1; i < argc; i += 2) {   // every option but --help takes a value
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return util_help_done("roofline"); }
         int ok = v != NULL;
-        if (ok && !strcmp(a, "-t")) ok = util_append_ints(v, th, &nth, MAXL, 1, 1024, &given, 0) == 0;
-        else if (ok && !strcmp(a, "-s")) ok = (nsz = add_sizes(v, sz, util_list_at(&given, 1, nsz))) > 0;
+        if (ok && !strcmp(a, "-t")) ok = util_append_ints(v, th, &nth, MAXL, 1, 1024, &given, GIVEN_T) == 0;
+        else if (ok && !strcmp(a, "-s")) ok = (nsz = add_sizes(v, sz, util_list_at(&given, GIVEN_S, nsz))) > 0;
         else if (ok && !strcmp(a, "-r")) ok = util_parse_ints(v, &trials, 1, 1, 1000) == 1;
         else if (ok && !strcmp(a, "-o")) ok = (csv = !strcmp(v, "csv")) || !strcmp(v, "md");   // the last -o wins
         else ok = 0;

@@ -21,7 +21,7 @@
 static const char usage[] =
     "usage: tokenize -m FILE.gguf [--no-bos] [--parse-special] (-p TEXT [--time N] | -f FILE [--cases | --time N])\n"
     "  -m, --model FILE.gguf  model or vocab-only GGUF (only tokenizer.* keys are read)\n"
-    "  -p, --prompt TEXT      text to tokenize, taken literally\n"
+    "  -p, --prompt TEXT      text to tokenize, taken literally (see --parse-special)\n"
     "  -f, --file FILE        tokenize the file's bytes exactly (no newline stripped; at most 16 MiB)\n"
     "  --cases       FILE is cases each ended by \"\\n__ggml_vocab_test__\\n\" (llama.cpp's\n"
     "                tokenizer test .inp): one line of ids per case\n"
