@@ -4,10 +4,10 @@
 // left; symbols that are not pieces become <0xNN> byte tokens. Like SentencePiece, only normal and
 // user-defined pieces are produced, and an unused piece is only a step towards a longer one (it
 // is emitted as the two symbols it was merged from), so without parse_special control, unknown
-// and byte tokens never come out of text and every encoding decodes back to its text. As in llama.cpp, the text is
-// first split at user-defined pieces (longest first; with parse_special at control and unknown
-// pieces too), which become tokens as they stand; each stretch of text after one gets the space
-// prefix again.
+// and byte tokens never come out of text and every encoding decodes back to its text. As in
+// llama.cpp, the text is first split at user-defined pieces (longest first; with parse_special
+// at control and unknown pieces too), which become tokens as they stand; each stretch of text
+// after one gets the space prefix again.
 //
 // Byte-level BPE ("gpt2") vocabs split the text at user-defined pieces the same way (with no
 // space prefix), cut each stretch into words with the pre-tokenizer tokenizer.ggml.pre names

@@ -34,8 +34,8 @@ int tokenizer_space_prefix(const tokenizer *t);
 // Tokenizes len bytes of text, BOS first when add_bos. The text is split first at user-defined
 // pieces (but the end-of-turn and FIM markers llama.cpp retypes as control), and with
 // parse_special at those markers and every control and unknown piece too (<s>, <|im_start|>,
-// ...), which then stand as their tokens: llama.cpp's parse_special. tokenizer.ggml.add_eos_token is
-// not read: appending EOS is left to the caller.
+// ...), which then stand as their tokens: llama.cpp's parse_special. tokenizer.ggml.add_eos_token
+// is not read: appending EOS is left to the caller.
 // *ids is malloc'ed (free it); 0 ok, -1 on allocation failure.
 int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos, int parse_special,
                      int32_t **ids, size_t *n_ids);
