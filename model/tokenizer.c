@@ -760,6 +760,12 @@ static size_t bpe_piece(const char *p, size_t n, char *buf, size_t cap) {
     return o;
 }
 
+const char *tokenizer_text(const tokenizer *t, int32_t id, size_t *len) {
+    if (id < 0 || id >= t->n_vocab) return NULL;
+    *len = piece_len(t, id);
+    return t->text + t->off[id];
+}
+
 size_t tokenizer_piece(const tokenizer *t, int32_t id, char *buf, size_t cap) {
     if (id < 0 || id >= t->n_vocab) return 0;
     const char *p = t->text + t->off[id];

@@ -47,3 +47,6 @@ size_t tokenizer_max_token_bytes(const tokenizer *t);
 // byte (BPE), <0xNN> -> that byte, user-defined -> its text, control/unknown tokens -> nothing.
 // Returns the byte count (may exceed cap: then only cap bytes were written).
 size_t tokenizer_piece(const tokenizer *t, int32_t id, char *buf, size_t cap);
+// The token's text as the vocabulary stores it (a control token's name, U+2581 or the GPT-2
+// byte characters as they are), *len bytes, not NUL-terminated; NULL for an id out of range.
+const char *tokenizer_text(const tokenizer *t, int32_t id, size_t *len);

@@ -191,6 +191,10 @@ for sp in "" --parse-special; do
   [ -n "$sp" ] && [ "$ps" != 4 ] && fail "--parse-special: $ps tokens, want 4"
   [ -z "$sp" ] && [ "$ps" -le 4 ] && fail "control text parsed without --parse-special ($ps tokens)"
 done
+# --verbose-prompt: the ids and texts on stderr, control tokens by name, a piece as it reads
+expect 0 "verbose prompt" -- "$d" -m "$model" -p "<s>Once</s>" --parse-special --verbose-prompt -n 1 --temp 0
+printf "decode: prompt: 4 tokens\ndecode:        1 '<s>'\ndecode:        1 '<s>'\ndecode:      403 ' Once'\ndecode:        2 '</s>'\n" >"$tmp/vp"
+head -5 "$tmp/err" | cmp -s - "$tmp/vp" || fail "--verbose-prompt: $(head -5 "$tmp/err")"
 # Sampling is deterministic for a seed.
 expect 0 "seeded a" -- "$d" -m "$model" -p "Once" -n 32 --temp 0.9 -s 42
 cp "$tmp/out" "$tmp/sa"
@@ -356,6 +360,6 @@ for cmd in "roofline -t 1 -s 64M -r 1000" "l4-bench -r 100000" "decode -m $model
   [ "$got" = "0 130" ] || fail "${cmd%% *} after SIGINT: signal and status '$got', want '0 130'"
 done
 
-[ "$cases" = 142 ] || fail "ran $cases cases, expected 142"
+[ "$cases" = 143 ] || fail "ran $cases cases, expected 143"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

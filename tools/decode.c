@@ -35,6 +35,7 @@ typedef struct {
     const char *model, *prompt, *prompt_file, *dump_logits;
     long n_predict, n_ctx;
     int n_threads, n_batch, no_bos, parse_special, ignore_eos, seed_set, print_schedule, verbose, l4_stats;
+    int verbose_prompt;
     int numa;                     // topo_numa_mode, -1: the default for the topology
     int split_k;                  // 0 off, N >= 2, -1 auto
     int l4;                       // l4run_mode
@@ -108,6 +109,8 @@ static void usage(FILE *f) {
         "  -v, --verbose             print the kernel path, the GEMV tuning, the threads in use, the\n"
         "                            wait prefetch, the KV cache and the end-of-generation tokens on\n"
         "                            stderr\n"
+        "      --verbose-prompt      print the prompt's tokens on stderr before evaluating them: id\n"
+        "                            and text, a control token by its name (as llama-cli does)\n"
         "  -h, --help                this text\n"
         "environment: DECODE_ISA=avx512|avx2|scalar caps the SIMD path (same logits on every one);\n"
         "  DECODE_TUNE=off|force: per-CPU-family defaults without measuring, or measure again even\n"
@@ -161,6 +164,7 @@ static int parse_args(int argc, char **argv, options *o) {
         if (!strcmp(a, "--ignore-eos")) { o->ignore_eos = 1; continue; }
         if (!strcmp(a, "--print-schedule")) { o->print_schedule = 1; continue; }
         if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { o->verbose = 1; continue; }
+        if (!strcmp(a, "--verbose-prompt")) { o->verbose_prompt = 1; continue; }
         if (!strcmp(a, "--l4-stats")) { o->l4_stats = 1; continue; }
         static const char *valued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file",
             "--dump-logits", "-n", "--n-predict", "-t", "--threads", "-c", "--ctx-size", "-b", "--batch-size", "-s",
@@ -375,6 +379,20 @@ static int read_prompt(session *S, const options *o, size_t max, long n_ctx, int
 
 // Model metadata and tokenizer, then the prompt read and tokenized within the context: all
 // before the dump is opened and the weights are packed. 0 ok, 1 failure.
+// --verbose-prompt: each prompt token's id and text (its piece, or, for a control or unknown
+// token, which has none, its name), escaped so the terminal sees no control bytes.
+static void print_prompt(const tokenizer *tok, const int32_t *ids, size_t n) {
+    fprintf(stderr, "decode: prompt: %zu tokens\n", n);
+    char piece[256], shown[1024];
+    for (size_t i = 0; i < n; i++) {
+        size_t len = tokenizer_piece(tok, ids[i], piece, sizeof piece);
+        const char *s = piece;
+        if (len == 0) s = tokenizer_text(tok, ids[i], &len);
+        gguf_escape(shown, sizeof shown, s, len < sizeof piece ? len : sizeof piece);
+        fprintf(stderr, "decode: %8d '%s'\n", ids[i], shown);
+    }
+}
+
 static int load(session *S, const options *o, const char **prompt, size_t *plen, int32_t **ids, size_t *n_ids, long *n_ctx) {
     char err[GGUF_ERR_MAX];
     cli_mapped_file(o->model);
@@ -427,6 +445,7 @@ static int load(session *S, const options *o, const char **prompt, size_t *plen,
         fprintf(stderr, "decode: the prompt has %zu tokens but the context holds %ld (-c)\n", *n_ids, *n_ctx);
         return 1;
     }
+    if (o->verbose_prompt) print_prompt(S->tok, *ids, *n_ids);
     return 0;
 }
 
