@@ -29,7 +29,8 @@
 // prefix of some piece; node 0 is the empty one.
 typedef struct {
     int32_t *piece;             // (n) token ids
-    int32_t n;
+    uint8_t *plain;             // (n) 1: splits text without parse_special too (a user-defined piece)
+    int32_t n, n_plain;
     int32_t n_node;
     uint64_t *key;              // (n_slot) an edge: parent << 8 | byte
     int32_t *slot;              // (n_slot) open addressing of the edges: child + 1, 0 empty
@@ -60,9 +61,9 @@ struct tokenizer {
     int32_t eog[EOG_MAX];       // the ids that end generation (tokenizer_is_eog), ascending
     int n_eog;
     int add_bos, add_space_prefix;
-    // The pieces a text is split at before merging: [0] the user-defined ones, [1] those and the
-    // control and unknown ones (tokenizer_encode's parse_special).
-    piece_set split[2];
+    // The pieces a text is split at before merging: the user-defined ones (plain), and with
+    // tokenizer_encode's parse_special the control and unknown ones too.
+    piece_set split;
     const pretok *pre;          // byte-level BPE only (NULL: SentencePiece)
     bpe *bpe;
 };
@@ -399,40 +400,50 @@ static int find_pieces(const piece_set *a, const char *text, size_t len, uint8_t
     return 0;
 }
 
-// Whether piece i splits text: a user-defined piece (never one llama.cpp retypes as control),
-// and with special (parse_special) every control and unknown piece too: llama.cpp's
-// cache_special_tokens. Empty pieces never do (llama.cpp renames an empty piece [EMPTY_<id>],
-// which then splits that text: docs/tokenizer.md, differences).
-static int splits_text(const tokenizer *t, int32_t i, int special) {
+// How piece i splits text: 2 always (a user-defined piece, but one llama.cpp retypes as
+// control), 1 with parse_special only (those markers, and every control and unknown piece:
+// llama.cpp's cache_special_tokens), 0 never. Empty pieces never do (llama.cpp renames an empty
+// piece [EMPTY_<id>], which then splits that text: docs/tokenizer.md, differences).
+static int splits_text(const tokenizer *t, int32_t i) {
     size_t n = piece_len(t, i);
     if (!n) return 0;
-    if (t->type[i] == TT_USER_DEFINED) return special || !control_looking(t->text + t->off[i], n);
-    return special && (t->type[i] == TT_CONTROL || t->type[i] == TT_UNKNOWN);
+    if (t->type[i] == TT_USER_DEFINED) return control_looking(t->text + t->off[i], n) ? 1 : 2;
+    return t->type[i] == TT_CONTROL || t->type[i] == TT_UNKNOWN;
 }
 
-// The pieces set a splits text at before merging, longest first (llama.cpp's order), ties by
-// id: sorted as keys (~length << 32 | id). -1: out of memory; -2: their texts pass
-// SPLIT_BYTES_MAX (building the automaton peaks at 50-70 bytes a byte of them, about 600 MB at
-// the limit).
+// The pieces that split text, longest first (llama.cpp's order), ties by id: sorted as keys
+// (~length << 32 | id); without parse_special the plain ones alone, in the same order. -1: out
+// of memory; -2: the plain pieces' texts pass SPLIT_BYTES_MAX, -3: all of them do (building the
+// automaton peaks at 50-70 bytes a byte of them, about 600 MB at the limit).
 #define SPLIT_BYTES_MAX (8u << 20)
-static int collect_set(const tokenizer *t, piece_set *a, int special) {
-    size_t bytes = 0;
-    for (int32_t i = 0; i < t->n_vocab; i++)
-        if (splits_text(t, i, special)) a->n++, bytes += piece_len(t, i);
-    if (bytes > SPLIT_BYTES_MAX) return -2;
+static int collect_set(const tokenizer *t, piece_set *a) {
+    size_t bytes = 0, plain_bytes = 0;
+    for (int32_t i = 0; i < t->n_vocab; i++) {
+        int s = splits_text(t, i);
+        if (s) a->n++, bytes += piece_len(t, i);
+        if (s == 2) a->n_plain++, plain_bytes += piece_len(t, i);
+    }
+    if (plain_bytes > SPLIT_BYTES_MAX) return -2;
+    if (bytes > SPLIT_BYTES_MAX) return -3;
     if (!a->n) return 0;
     uint64_t *key = malloc((size_t)a->n * sizeof *key);
-    if (!key || !(a->piece = malloc((size_t)a->n * sizeof *a->piece))) { free(key); return -1; }
+    a->piece = malloc((size_t)a->n * sizeof *a->piece);
+    a->plain = malloc((size_t)a->n);
+    if (!key || !a->piece || !a->plain) { free(key); return -1; }
     for (int32_t i = 0, k = 0; i < t->n_vocab; i++)
-        if (splits_text(t, i, special)) key[k++] = (uint64_t)(UINT32_MAX - piece_len(t, i)) << 32 | (uint32_t)i;
+        if (splits_text(t, i)) key[k++] = (uint64_t)(UINT32_MAX - piece_len(t, i)) << 32 | (uint32_t)i;
     qsort(key, (size_t)a->n, sizeof *key, cmp_u64);
-    for (int32_t k = 0; k < a->n; k++) a->piece[k] = (int32_t)(uint32_t)key[k];
+    for (int32_t k = 0; k < a->n; k++) {
+        a->piece[k] = (int32_t)(uint32_t)key[k];
+        a->plain[k] = splits_text(t, a->piece[k]) == 2;
+    }
     free(key);
     return index_set(t, a);
 }
 
 static void free_set(piece_set *a) {
-    free(a->piece); free(a->key); free(a->slot); free(a->fail); free(a->dict); free(a->ends); free(a->same);
+    free(a->piece); free(a->plain); free(a->key); free(a->slot); free(a->fail); free(a->dict); free(a->ends);
+    free(a->same);
 }
 
 static int32_t lookup_cb(const void *ctx, const char *s, size_t n) { return lookup(ctx, s, n); }
@@ -492,15 +503,13 @@ int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) 
         if (id < 0) id = lookup(t, &one, 1);
         t->byte_tok[b] = id >= 0 ? id : t->unk;
     }
-    for (int special = 0; special < 2; special++) {
-        rc = collect_set(t, &t->split[special], special);
-        if (rc) {
-            tokenizer_free(t);
-            const char *which = special ? "user-defined, control and unknown" : "user-defined";
-            return rc == -2 ? gguf_fail(err, g->path, "tokenizer.ggml.tokens", "%s pieces of more than %u MiB in all",
-                                        which, SPLIT_BYTES_MAX >> 20)
-                            : gguf_fail(err, g->path, "tokenizer.ggml.tokens", "out of memory");
-        }
+    rc = collect_set(t, &t->split);
+    if (rc) {
+        tokenizer_free(t);
+        const char *which = rc == -2 ? "user-defined" : "user-defined, control and unknown";
+        return rc < -1 ? gguf_fail(err, g->path, "tokenizer.ggml.tokens", "%s pieces of more than %u MiB in all",
+                                   which, SPLIT_BYTES_MAX >> 20)
+                       : gguf_fail(err, g->path, "tokenizer.ggml.tokens", "out of memory");
     }
     *out = t;
     return 0;
@@ -509,7 +518,7 @@ int tokenizer_load(tokenizer **out, const gguf_file *g, char err[GGUF_ERR_MAX]) 
 void tokenizer_free(tokenizer *t) {
     if (!t) return;
     free(t->text); free(t->off); free(t->score); free(t->type); free(t->bucket); free(t->sorted);
-    free_set(&t->split[0]), free_set(&t->split[1]);
+    free_set(&t->split);
     bpe_free(t->bpe);
     free(t);
 }
@@ -677,13 +686,14 @@ done:
 // A stretch of the input: raw text [off, off + len), or the piece id it was split at.
 typedef struct { size_t off, len; int32_t id; } fragment;
 
-// Splits the raw fragments at every occurrence of each piece of a, longest piece first, left to
-// right (llama.cpp's tokenizer_st_partition). *n grows; frag has room for 2 * len + 1. Pieces
-// the text does not hold at all (seen[u] 0) cannot be in a fragment and are skipped.
-static void partition(const tokenizer *t, const piece_set *a, const char *text, fragment *frag, size_t *n,
-                      fragment *tmp, const uint8_t *seen) {
+// Splits the raw fragments at every occurrence of each piece of a (only the plain ones unless
+// special), longest piece first, left to right (llama.cpp's tokenizer_st_partition). *n grows;
+// frag has room for 2 * len + 1. Pieces the text does not hold at all (seen[u] 0) cannot be in
+// a fragment and are skipped.
+static void partition(const tokenizer *t, const piece_set *a, int special, const char *text, fragment *frag,
+                      size_t *n, fragment *tmp, const uint8_t *seen) {
     for (int32_t u = 0; u < a->n; u++) {
-        if (!seen[u]) continue;
+        if (!seen[u] || !(special || a->plain[u])) continue;
         const char *p = t->text + t->off[a->piece[u]];
         size_t plen = piece_len(t, a->piece[u]), m = 0;
         for (size_t f = 0; f < *n; f++) {
@@ -709,19 +719,20 @@ int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_b
     *ids_out = NULL;
     *n_out = 0;
     if (len > SIZE_MAX / 8 - 8) return -1;
-    const piece_set *a = &t->split[parse_special != 0];
+    const piece_set *a = &t->split;
+    int splits = parse_special ? a->n > 0 : a->n_plain > 0;
     // Every piece covers at least one byte, so there are at most len fragments of each kind.
-    size_t cap_frag = a->n ? 2 * len + 1 : 1, n_frag = len > 0;
-    fragment *frag = malloc(cap_frag * sizeof *frag), *tmp = a->n ? malloc(cap_frag * sizeof *tmp) : NULL;
+    size_t cap_frag = splits ? 2 * len + 1 : 1, n_frag = len > 0;
+    fragment *frag = malloc(cap_frag * sizeof *frag), *tmp = splits ? malloc(cap_frag * sizeof *tmp) : NULL;
     size_t cap_ids = t->bpe ? 6 * len + cap_frag + 1 : 3 * len + 3 * cap_frag + 1;  // spm: 3 * len + 3 a fragment
     int32_t *ids = malloc(cap_ids * sizeof *ids);
-    if (!frag || !ids || (a->n && !tmp)) { free(frag); free(tmp); free(ids); return -1; }
+    if (!frag || !ids || (splits && !tmp)) { free(frag); free(tmp); free(ids); return -1; }
     frag[0] = (fragment){0, len, -1};
-    if (a->n && n_frag) {
+    if (splits && n_frag) {
         uint8_t *seen = calloc((size_t)a->n, 1);
         if (!seen) { free(frag); free(tmp); free(ids); return -1; }
         if (find_pieces(a, text, len, seen)) { free(seen); free(frag); free(tmp); free(ids); return -1; }
-        partition(t, a, text, frag, &n_frag, tmp, seen);
+        partition(t, a, parse_special, text, frag, &n_frag, tmp, seen);
         free(seen);
     }
     size_t n_ids = 0;
