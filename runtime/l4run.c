@@ -26,6 +26,8 @@ typedef struct {
     uint64_t exec_at;             // next key this thread maps
     uint64_t checked, mismatched;
     void *rows;                   // (one segment of the widest matrix) remote rows copied together
+    l4_handle read;               // the read line mapped last, held while the next segment may share it
+    uint64_t read_key;            // its key; 0: none held
 } run_thread;
 
 typedef struct {
@@ -91,7 +93,7 @@ static void seg_lines(const packed_matrix *w, size_t tile, uint32_t g, size_t *l
     if (*l1 < *l0) *l1 = *l0;
 }
 
-// ---- key streams: the same walk the buffer-mode matmul makes ----
+// ---- key streams: the schedule's future keys, as the L4 sees them ----
 
 typedef struct {
     l4_entry *e;
@@ -109,36 +111,37 @@ static int push(key_list *k, uint64_t key, uint32_t prefetch) {
     return 0;
 }
 
-// Thread tid's keys for matrix m of one layer: per tile on its own node, its partial lines
-// (written: protect only); per tile owned on another node, the lines of each segment it reads
-// (prefetch).
-static int share_keys(const decoder *d, int tid, int layer, int m, key_list *k) {
+// Thread tid's stream: the schedule's future keys in buffer mode (every tile's partials in lines),
+// at each layer's own sizes, less what does not go through this node's L4. Kept: the partial lines
+// of tiles owned on the thread's node (written: protect only), and the lines of a tile owned on
+// another node that lie wholly in the matrix's allocation (read: prefetch). Dropped: the lines
+// of local tiles (read where they lie) and a remote tile's partial lines (in its owner's cache).
+// A share with a remote tile is a split share of that one tile: a whole tile's owner is its reader.
+static int build_keys(const decoder *d, int tid, run_thread *th) {
     const sched *s = &d->sched;
-    const sched_range *r = &s->share[tid].r[m];
-    uint32_t lpt = lines_per_tile(s, m);
-    const packed_matrix *w = decoder_matrix(d, layer, m);
-    const char *base = w->tiles;
-    for (size_t t = r->t0; t < r->t1; t++) {
-        if (!tile_is_remote(d, tid, m, t)) {   // a remote tile's partial line is in its owner's cache
-            for (uint32_t l = r->s0 / SLOTS_PER_LINE; l <= (r->s1 - 1) / SLOTS_PER_LINE; l++)
-                if (push(k, partial_key(layer, m, t, l, lpt), 0)) return -1;
+    int nl = d->hp.n_layer;
+    uint8_t *es = malloc((size_t)(nl + 1) * SCHED_N_MAT);
+    if (!es) return -1;
+    for (int l = 0; l <= nl; l++)
+        for (int m = l < nl ? 0 : SCHED_OUT; m < (l < nl ? SCHED_OUT : SCHED_N_MAT); m++)
+            es[l * SCHED_N_MAT + m] = (uint8_t)wtype_get(decoder_matrix(d, l, m)->type)->size;
+    sched_keys it;
+    sched_keys_begin(&it, s, tid, &(sched_keys_opts){.es = es, .buffered = 1});
+    key_list k = {0};
+    sched_key key;
+    int rc = 0;
+    while (!rc && sched_keys_next(&it, &key)) {
+        if (key.write) {
+            if (!remote_tile(s, tid, key.mat, key.line / lines_per_tile(s, key.mat)))
+                rc = push(&k, PARTIAL_KEY | sched_key_u64(key), 0);
             continue;
         }
-        for (uint32_t g = r->s0; g < r->s1; g++) {
-            size_t l0, l1;
-            seg_lines(w, t, g, &l0, &l1);
-            for (size_t l = l0; l < l1; l++)
-                if (push(k, (uint64_t)(uintptr_t)(base + l * SCHED_LINE), 1)) return -1;
-        }
+        const packed_matrix *w = decoder_matrix(d, key.layer, key.mat);
+        if (remote_tile(s, tid, key.mat, s->share[tid].r[key.mat].t0) && key.line < packed_bytes(w) / SCHED_LINE)
+            rc = push(&k, (uint64_t)(uintptr_t)((const char *)w->tiles + (size_t)key.line * SCHED_LINE), 1);
     }
-    return 0;
-}
-
-static int build_keys(const decoder *d, int tid, run_thread *th) {
-    key_list k = {0};
-    for (int layer = 0; layer <= d->hp.n_layer; layer++)
-        for (int m = layer < d->hp.n_layer ? 0 : SCHED_OUT; m < (layer < d->hp.n_layer ? SCHED_OUT : SCHED_N_MAT); m++)
-            if (share_keys(d, tid, layer, m, &k)) { free(k.e); return -1; }
+    free(es);
+    if (rc) { free(k.e); return -1; }
     th->keys = k.e, th->n_keys = k.n;
     return 0;
 }
@@ -283,12 +286,28 @@ static void step(l4run *r, int tid, uint64_t key) {
     l4_step_complete(r->cache[r->cache_of[tid]], tid);
 }
 
+static void release_read(l4run *r, int tid) {
+    run_thread *th = &r->th[tid];
+    if (th->read_key) l4_release(r->cache[r->cache_of[tid]], &th->read);
+    th->read_key = 0;
+}
+
+// Read line `key`: the one mapped last when two segments share it (the stream lists it once),
+// else mapped now (a cached line, or the origin: never NULL without a loader).
+static const char *read_line(l4run *r, int tid, uint64_t key) {
+    run_thread *th = &r->th[tid];
+    if (th->read_key == key) return th->read.ptr;
+    release_read(r, tid);
+    th->read = l4_map(r->cache[r->cache_of[tid]], tid, key), th->read_key = key;
+    step(r, tid, key);
+    return th->read.ptr;
+}
+
 // Segment g's rows of a tile owned on another node, gathered from the thread's node's L4 lines
 // (loaded ahead by its predictor) into the thread's buffer. Rows past the last whole line of the
-// allocation are copied from where they lie.
+// allocation are copied from where they lie. The last line stays held (release_read).
 static const char *remote_rows(l4run *r, const decoder *d, int tid, int layer, int m, size_t tile, uint32_t g) {
     const packed_matrix *w = decoder_matrix(d, layer, m);
-    l4 *cache = r->cache[r->cache_of[tid]];
     size_t lo, hi, l0, l1;
     seg_rows(w, tile, g, &lo, &hi);
     seg_lines(w, tile, g, &l0, &l1);
@@ -297,12 +316,9 @@ static const char *remote_rows(l4run *r, const decoder *d, int tid, int layer, i
     size_t covered = l1 * SCHED_LINE > lo ? l1 * SCHED_LINE : lo;
     if (covered < hi) memcpy(buf + (covered - lo), base + covered, hi - covered);
     for (size_t l = l0; l < l1; l++) {
-        uint64_t key = (uint64_t)(uintptr_t)(base + l * SCHED_LINE);
+        const char *line = read_line(r, tid, (uint64_t)(uintptr_t)(base + l * SCHED_LINE));
         size_t a = l * SCHED_LINE > lo ? l * SCHED_LINE : lo, b = (l + 1) * SCHED_LINE < hi ? (l + 1) * SCHED_LINE : hi;
-        l4_handle h = l4_map(cache, tid, key);   // a cached line, or the origin: never NULL without a loader
-        memcpy(buf + (a - lo), (const char *)h.ptr + (a - l * SCHED_LINE), b - a);
-        l4_release(cache, &h);
-        step(r, tid, key);
+        memcpy(buf + (a - lo), line + (a - l * SCHED_LINE), b - a);
     }
     return buf;
 }
@@ -361,6 +377,7 @@ void l4run_matmul(decoder *d, thread_ctx *c, int layer, int m, const float *x, f
             float *slot = (float *)h[g / SLOTS_PER_LINE - l0].ptr + (size_t)(g % SLOTS_PER_LINE) * GEMV_TILE;
             decoder_segment_gemv(w, x, t, g, remote ? remote_rows(r, d, c->tid, layer, m, t, g) : NULL, slot);
         }
+        release_read(r, c->tid);
         for (uint32_t l = l0; l < l1; l++) {
             if (split) {   // held until the owner has folded every writer's slots
                 r->held[m][(t * ns + rg->s0) * lpt + l] = h[l - l0];

@@ -46,21 +46,25 @@ void sched_rows(const sched *s, int t, int m, size_t *lo, size_t *hi) {
     *hi = (size_t)r->t1 * 64 < n ? (size_t)r->t1 * 64 : n;
 }
 
-void sched_bytes(const sched *s, int t, int m, int write, size_t *lo, size_t *hi) {
+// sched_bytes at es bytes per weight; buffered: whole tiles write their partials too.
+static void range_bytes(const sched *s, int t, int m, int write, size_t es, int buffered, size_t *lo, size_t *hi) {
     const sched_range *r = &s->share[t].r[m];
     *lo = *hi = 0;
     if (r->t0 == r->t1) return;
-    const sched_mat *w = &s->shape.mat[m];
-    if (whole(s, m, r)) {
-        if (!write) sched_tiles_bytes(w, r->t0, r->t1, lo, hi);
-        return;
-    }
-    if (write) {                            // slots s0 .. s1 of the tile's partial block
+    sched_mat w = s->shape.mat[m];
+    w.es = es;
+    if (write) {                            // slots s0 .. s1 of tiles t0 .. t1 - 1 (one tile when split)
+        if (!buffered && whole(s, m, r)) return;
         *lo = r->t0 * sched_partial_bytes(s, m) + r->s0 * (size_t)SCHED_SLOT_BYTES;
-        *hi = r->t0 * sched_partial_bytes(s, m) + r->s1 * (size_t)SCHED_SLOT_BYTES;
+        *hi = (r->t1 - 1) * sched_partial_bytes(s, m) + r->s1 * (size_t)SCHED_SLOT_BYTES;
         return;
     }
-    sched_seg_bytes(w, r->t0, r->s0, r->s1, lo, hi);
+    if (whole(s, m, r)) sched_tiles_bytes(&w, r->t0, r->t1, lo, hi);
+    else sched_seg_bytes(&w, r->t0, r->s0, r->s1, lo, hi);
+}
+
+void sched_bytes(const sched *s, int t, int m, int write, size_t *lo, size_t *hi) {
+    range_bytes(s, t, m, write, s->shape.mat[m].es, 0, lo, hi);
 }
 
 // ---- assignment ----
@@ -436,8 +440,8 @@ static int keys_seek(sched_keys *it) {
                 if (it->layer > s->shape.n_layer) return 0;
             }
         }
-        size_t lo, hi;
-        sched_bytes(s, it->tid, it->mat, it->write, &lo, &hi);
+        size_t lo, hi, es = it->o.es ? it->o.es[it->layer * SCHED_N_MAT + it->mat] : s->shape.mat[it->mat].es;
+        range_bytes(s, it->tid, it->mat, it->write, es, it->o.buffered, &lo, &hi);
         if (hi > lo) {
             it->line = lo / SCHED_LINE, it->end = (hi - 1) / SCHED_LINE + 1;
             return 1;
@@ -445,8 +449,8 @@ static int keys_seek(sched_keys *it) {
     }
 }
 
-void sched_keys_begin(sched_keys *it, const sched *s, int tid) {
-    *it = (sched_keys){.s = s, .tid = tid, .layer = 0, .mat = SCHED_WQ, .write = -1};
+void sched_keys_begin(sched_keys *it, const sched *s, int tid, const sched_keys_opts *o) {
+    *it = (sched_keys){.s = s, .o = o ? *o : (sched_keys_opts){0}, .tid = tid, .layer = 0, .mat = SCHED_WQ, .write = -1};
     if (!keys_seek(it)) it->layer = s->shape.n_layer + 1;
 }
 

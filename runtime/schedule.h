@@ -15,8 +15,8 @@
 //
 // Future keys: each thread's ordered stream of 8 KiB lines it will read (packed tiles) and write
 // (segment partials), walked by sched_keys_* (tests check it against what the thread executes).
-// The L4 run (runtime/l4run.c) feeds its predictor a stream cut from the same shares, keyed its
-// own way (partial lines by layer, matrix and tile; remote tiles' lines by address).
+// The L4 (runtime/l4run.c) feeds its predictor from this stream, buffered (every tile's partials
+// in lines), keeping the keys that go through its lines.
 #pragma once
 #include "kernels/gemv.h"
 #include <stddef.h>
@@ -133,11 +133,19 @@ static inline uint64_t sched_key_u64(sched_key k) {
     return (uint64_t)k.layer << 48 | (uint64_t)k.mat << 40 | (uint64_t)k.write << 32 | k.line;
 }
 typedef struct {
+    const uint8_t *es;            // ((n_layer + 1) x SCHED_N_MAT) bytes per weight of each layer's
+                                  // matrices, the lm_head's in row n_layer; NULL: the plan's (layer 0's)
+    int buffered;                 // 1: every tile writes its segment partials to lines (the L4's buffer
+                                  // mode); 0: only a split tile does (the decoder's own path)
+} sched_keys_opts;
+typedef struct {
     const sched *s;
+    sched_keys_opts o;
     int tid, layer, mat, write;
     uint64_t line, end;           // lines [line, end) of the current interval
 } sched_keys;
-void sched_keys_begin(sched_keys *it, const sched *s, int tid);
+// o NULL: the decoder's own path on a model whose layers all have the plan's sizes.
+void sched_keys_begin(sched_keys *it, const sched *s, int tid, const sched_keys_opts *o);
 // 1 and *k set while keys remain, 0 at the end of the step.
 int sched_keys_next(sched_keys *it, sched_key *k);
 // The byte interval [*lo, *hi) of matrix m's packed tiles (write 0) or partial block (write 1)

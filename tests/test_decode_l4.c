@@ -4,9 +4,10 @@
 // some segments are read by a thread of the other node); --l4-stats parsed in every run: the mode
 // used, zeros in off and stream, writebacks > 0 in buffer mode, prefetches > 0 and cross-node
 // weight bytes > 0 where a split tile is read across pretend nodes. In-process: every key a
-// thread maps in buffer mode is the key its predictor stream said would come next, and
-// decoder_set_l4 keeps an L4 already in the mode asked for. Models whose
-// layers differ in weight type: the same logits across pretend nodes, and the bytes a step
+// thread maps in buffer mode is the key its predictor stream (the schedule's future keys) said
+// would come next, on models whose layers differ in weight type and where two segments a thread
+// reads share a line too, and decoder_set_l4 keeps an L4 already in the mode asked for. Models
+// whose layers differ in weight type: the same logits across pretend nodes, and the bytes a step
 // streams and reads across nodes counted at each layer's own type.
 #include "model/llama.h"
 #include "runtime/decoder.h"
@@ -197,6 +198,8 @@ static int check_wait_spans(const char *path) {
 // bytes read across the pretend nodes at -t 4 are the same whichever layer is f32, and lie between
 // the all-f16 model's and twice that.
 static int wait_spans;   // spans check_wait_spans checked
+static int mixed_keys;   // key_cases run on the mixed models
+static int key_cases(const char *path, int t_max);
 static int mixed_cases(const char *c) {
     int cases = 0;
     size_t len;
@@ -219,6 +222,7 @@ static int mixed_cases(const char *c) {
             free(d);
         }
         cross[k] = last_cross;
+        mixed_keys += key_cases(mixed, 4);   // the stream's remote lines at the f32 layer's sizes
         free(ref); free(mixed); free(out);
     }
     CHECKF(cross[0] == cross[1] && cross[0] > f16_cross && cross[0] < 2 * f16_cross,
@@ -237,12 +241,12 @@ static void odd_layer_case(const char *stories) {
 }
 
 // In-process, buffer mode, thresholds off: the executed keys equal the predictor's stream.
-static int key_cases(const char *path) {
+static int key_cases(const char *path, int t_max) {
     llama_model m;
     char err[GGUF_ERR_MAX];
     CHECKF(llama_model_load(&m, path, err) == 0, "%s", err);
     int cases = 0;
-    for (int T = 2; T <= 4; T++)
+    for (int T = 2; T <= t_max; T++)
         for (int f = 0; f < 2; f++, cases++) {
             if (f) setenv("DECODE_FAKE_NUMA", "2", 1);
             else unsetenv("DECODE_FAKE_NUMA");
@@ -288,17 +292,21 @@ int main(void) {
     CHECK(cli == cli_models * 64);
     CHECK(writeback_runs > 0);
     CHECKF(prefetch_runs >= 3, "prefetches proven in %d runs only", prefetch_runs);   // -t 2..4, buffer
-    int keys = key_cases(stories) + key_cases(c);
-    CHECK(keys == 2 * 6);
+    // d: down's 100 KiB tiles start mid-line (k = 800), so at -t 6 on two pretend nodes a remote
+    // share's two segments meet in one line, which the stream lists (and the matmul maps) once
+    char *dm = synth_model(dir, "d.gguf", "--n-embd 160 --n-layer 2 --n-head 4 --n-kv-head 2 --n-ff 800 "
+                                          "--n-vocab 1000 --ctx 128 --dtype f16 --seed 3");
+    int keys = key_cases(stories, 4) + key_cases(c, 4) + key_cases(dm, 6);
+    CHECK(keys == 2 * 6 + 10);
     check_weight_bytes(c, -1);
     odd_layer_case(stories);
     int mixed = mixed_cases(c);
-    CHECK(mixed == 2 * 3);
+    CHECK(mixed == 2 * 3 && mixed_keys == 2 * 6);
     CHECKF(wait_spans >= 300, "%d wait-prefetch spans checked", wait_spans);   // 396 when written
     printf("decode l4: %d CLI dumps byte-identical (%d buffer-mode runs wrote back, %d prefetched across pretend nodes), "
-           "%d in-process key-stream checks, %d mixed-type dumps, %d wait-prefetch spans\n", cli, writeback_runs,
-           prefetch_runs, keys, mixed, wait_spans);
-    free(stories); free(c);
+           "%d in-process key-stream checks (%d on mixed types), %d mixed-type dumps, %d wait-prefetch spans\n", cli,
+           writeback_runs, prefetch_runs, keys + mixed_keys, mixed_keys, mixed, wait_spans);
+    free(stories); free(c); free(dm);
     CHECK(scratch_remove(dir) == 0);
     return 0;
 }

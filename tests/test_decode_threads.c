@@ -120,7 +120,7 @@ static void check_stream(const decoder *d, int tid) {
         i = j;
     }
     sched_keys it;
-    sched_keys_begin(&it, &d->sched, tid);
+    sched_keys_begin(&it, &d->sched, tid, NULL);
     sched_key k;
     size_t n = 0;
     while (sched_keys_next(&it, &k)) {

@@ -102,21 +102,51 @@ static void check_balance(const sched *s, int m, int units) {
     CHECKF(mx - mn <= (size_t)units, "mat %d: %zu vs %zu tiles", m, mx, mn);
 }
 
-// The key stream is the ranges' lines in execution order, no line repeated back to back.
-static void check_keys(const sched *s, int t) {
+// Lines [*l0, *l1) of thread t's share of matrix m at es bytes per weight that the stream should
+// list: read, or written (a split tile's slots; every tile's when buffered), 32 slots to a line.
+static void expect_lines(const sched *s, int t, int m, int w, size_t es, int buffered, size_t *l0, size_t *l1) {
+    const sched_range *r = &s->share[t].r[m];
+    *l0 = *l1 = 0;
+    if (r->t0 == r->t1) return;
+    int whole = r->s0 == 0 && r->s1 == sched_n_seg(s, m);
+    CHECKF(whole || r->t1 == r->t0 + 1, "thread %d mat %d: a split share of %u tiles", t, m, r->t1 - r->t0);
+    if (w) {
+        if (whole && !buffered) return;
+        size_t lpt = sched_partial_bytes(s, m) / SCHED_LINE;
+        *l0 = r->t0 * lpt + r->s0 / 32, *l1 = (r->t1 - 1) * lpt + (r->s1 - 1) / 32 + 1;
+        return;
+    }
+    sched_mat mat = s->shape.mat[m];
+    mat.es = es;
+    size_t lo, hi;
+    if (whole) sched_tiles_bytes(&mat, r->t0, r->t1, &lo, &hi);
+    else sched_seg_bytes(&mat, r->t0, r->s0, r->s1, &lo, &hi);
+    *l0 = lo / SCHED_LINE, *l1 = (hi + SCHED_LINE - 1) / SCHED_LINE;
+}
+
+// The key stream is the ranges' lines in execution order, per (layer, matrix) reads then writes,
+// no key twice; o NULL: the decoder's path at the plan's sizes (sched_bytes agrees).
+static void check_keys(const sched *s, int t, const sched_keys_opts *o) {
     sched_keys it;
-    sched_keys_begin(&it, s, t);
+    sched_keys_begin(&it, s, t, o);
     sched_key k;
     int have = sched_keys_next(&it, &k);
+    uint64_t prev = UINT64_MAX;
     for (int l = 0; l <= s->shape.n_layer; l++)
         for (int m = l < s->shape.n_layer ? 0 : SCHED_OUT; m < (l < s->shape.n_layer ? SCHED_OUT : SCHED_N_MAT); m++)
             for (int w = 0; w < 2; w++) {
-                size_t lo, hi;
-                sched_bytes(s, t, m, w, &lo, &hi);
-                for (size_t line = lo / SCHED_LINE; hi > lo && line <= (hi - 1) / SCHED_LINE; line++) {
+                size_t es = o && o->es ? o->es[l * SCHED_N_MAT + m] : s->shape.mat[m].es, l0, l1, lo, hi;
+                expect_lines(s, t, m, w, es, o && o->buffered, &l0, &l1);
+                if (!o) {
+                    sched_bytes(s, t, m, w, &lo, &hi);
+                    CHECK(hi > lo ? lo / SCHED_LINE == l0 && (hi - 1) / SCHED_LINE + 1 == l1 : l0 == l1);
+                }
+                for (size_t line = l0; line < l1; line++) {
                     CHECKF(have, "stream ended early at layer %d mat %d", l, m);
                     CHECKF(k.layer == l && k.mat == m && k.write == w && k.line == line,
                            "key (%d %d %d %u) expected (%d %d %d %zu)", k.layer, k.mat, k.write, k.line, l, m, w, line);
+                    CHECK(sched_key_u64(k) != prev);
+                    prev = sched_key_u64(k);
                     have = sched_keys_next(&it, &k);
                 }
             }
@@ -150,7 +180,14 @@ int main(void) {
                     check_balance(&a, SCHED_DOWN, 1);
                     check_balance(&a, SCHED_OUT, 1);
                     check_balance(&a, SCHED_GATE, 1);
-                    for (int t = 0; t < T; t++) check_keys(&a, t);
+                    // buffered, the layers alternating f32 and f16 (the lm_head f32)
+                    uint8_t es[(64 + 1) * SCHED_N_MAT];
+                    CHECK(sh.n_layer <= 64);
+                    for (int i = 0; i < (sh.n_layer + 1) * SCHED_N_MAT; i++) es[i] = i / SCHED_N_MAT % 2 ? 2 : 4;
+                    for (int t = 0; t < T; t++) {
+                        check_keys(&a, t, NULL);
+                        check_keys(&a, t, &(sched_keys_opts){.es = es, .buffered = 1});
+                    }
                     sched_free(&a); sched_free(&b);
                     cases++;
                 }
