@@ -12,6 +12,7 @@
 // signal N (SIGINT, SIGTERM, SIGHUP), the temporary file removed.
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -323,14 +324,21 @@ static int lookup(const char *s, const char *const *names, int n) {
 
 static long long head_dim(const args *a) { return a->head_dim > 0 ? a->head_dim : a->n_embd / a->n_head; }
 
-// Parses a decimal integer argument; 0 on success.
-// A size: decimal digits only (no sign or blank, which strtoll would take: -1 is "not given").
-static int parse_ll(const char *s, long long *v) {
+// A decimal argument of digits only (no sign or blank, which strtoull takes and wraps: " -1" is
+// 2^64 - 1; and -1 is a size's "not given"); 0 on success.
+static int parse_digits(const char *s, unsigned long long *v) {
     char *end;
     if (*s < '0' || *s > '9') return -1;
     errno = 0;
-    *v = strtoll(s, &end, 10);
-    return errno || end == s || *end;
+    *v = strtoull(s, &end, 10);
+    return errno || *end ? -1 : 0;
+}
+
+static int parse_ll(const char *s, long long *v) {
+    unsigned long long u;
+    if (parse_digits(s, &u) || u > LLONG_MAX) return -1;
+    *v = (long long)u;
+    return 0;
 }
 
 #define HINT " (gguf-synth --help for usage)\n"
@@ -359,12 +367,12 @@ static int parse_args(args *a, int argc, char **argv) {
             }
             i++;
         } else if (!strcmp(f, "--seed")) {
-            char *end; errno = 0;
-            a->seed = strtoull(val, &end, 10);   // decimal, as the help says: 010 is ten, not eight; no sign or blank
-            if (errno || end == val || *end || val[0] < '0' || val[0] > '9') {
+            unsigned long long seed;   // decimal, as the help says: 010 is ten, not eight
+            if (parse_digits(val, &seed)) {
                 fprintf(stderr, "gguf-synth: --seed: bad value '%s'" HINT, val);
                 return 2;
             }
+            a->seed = seed;
             i++;
         } else if (!strcmp(f, "--rope-base") || !strcmp(f, "--rope-factor")) {
             char *end;
