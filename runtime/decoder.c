@@ -429,6 +429,15 @@ const packed_matrix *decoder_matrix(const decoder *d, int layer, int m) {
     return all[m];
 }
 
+uint8_t *decoder_key_sizes(const decoder *d) {
+    int nl = d->hp.n_layer;
+    uint8_t *es = calloc((size_t)(nl + 1) * SCHED_N_MAT, 1);
+    for (int l = 0; es && l <= nl; l++)
+        for (int m = l < nl ? 0 : SCHED_OUT; m < (l < nl ? SCHED_OUT : SCHED_N_MAT); m++)
+            es[l * SCHED_N_MAT + m] = (uint8_t)wtype_get(decoder_matrix(d, l, m)->type)->size;
+    return es;
+}
+
 static const sched_range *share(const decoder *d, const thread_ctx *c, int m) {
     return &d->sched.share[c->tid].r[m];
 }

@@ -212,6 +212,10 @@ void decoder_set_tail_split(decoder *d, int mode);
 void decoder_print_stealing(const decoder *d, FILE *f);
 // The packed matrix m (SCHED_WQ ..) of a layer; layer n_layer with SCHED_OUT: the classifier.
 const packed_matrix *decoder_matrix(const decoder *d, int layer, int m);
+// Bytes per weight of every layer's matrices for the schedule's future keys (sched_keys_opts.es:
+// ((n_layer + 1) x SCHED_N_MAT), the lm_head's in row n_layer, the rest of that row 0); NULL when
+// out of memory. The caller frees it.
+uint8_t *decoder_key_sizes(const decoder *d);
 // Segment g (rows g * KSEG ..) of tile `tile` of w into slot (64 floats; those past the last
 // output are left as they were), summed from 0. rows: the segment's packed rows, NULL for w's own
 // (the L4 buffer mode passes a copy from another node's lines, one segment to a call). Split-K

@@ -119,12 +119,8 @@ static int push(key_list *k, uint64_t key, uint32_t prefetch) {
 // A share with a remote tile is a split share of that one tile: a whole tile's owner is its reader.
 static int build_keys(const decoder *d, int tid, run_thread *th) {
     const sched *s = &d->sched;
-    int nl = d->hp.n_layer;
-    uint8_t *es = malloc((size_t)(nl + 1) * SCHED_N_MAT);
+    uint8_t *es = decoder_key_sizes(d);
     if (!es) return -1;
-    for (int l = 0; l <= nl; l++)
-        for (int m = l < nl ? 0 : SCHED_OUT; m < (l < nl ? SCHED_OUT : SCHED_N_MAT); m++)
-            es[l * SCHED_N_MAT + m] = (uint8_t)wtype_get(decoder_matrix(d, l, m)->type)->size;
     sched_keys it;
     sched_keys_begin(&it, s, tid, &(sched_keys_opts){.es = es, .buffered = 1});
     key_list k = {0};

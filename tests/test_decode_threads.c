@@ -5,7 +5,7 @@
 // and a qwen3 one (per-head Q/K norm, linear-scaled NeoX RoPE, in
 // each thread's own KV-head groups), with the thread thresholds off, so every thread gets a
 // share even of stories260K's tiny matrices. On the way: each thread's future-key stream equals the lines its
-// kernels then read and write (the trace hook), and on two pretend nodes every tile belongs to a
+// kernels then read and write (the trace hook; on a model whose layers differ in type too), and on two pretend nodes every tile belongs to a
 // thread of the node it is meant for. Outside the traced token, threads that run out of tiles
 // take them from slower shares (runtime/decoder.h, steal): the runs must have stolen some tiles
 // (more threads than this machine's CPUs make some thread late often) and cut some shares' last
@@ -119,8 +119,10 @@ static void check_stream(const decoder *d, int tid) {
                 if (v->k[a].write == w) push(&sorted, v->k[a]);
         i = j;
     }
+    uint8_t *es = decoder_key_sizes(d);   // each layer at its own type
+    CHECK(es);
     sched_keys it;
-    sched_keys_begin(&it, &d->sched, tid, NULL);
+    sched_keys_begin(&it, &d->sched, tid, &(sched_keys_opts){.es = es});
     sched_key k;
     size_t n = 0;
     while (sched_keys_next(&it, &k)) {
@@ -131,6 +133,7 @@ static void check_stream(const decoder *d, int tid) {
     }
     CHECKF(n == sorted.n, "thread %d: stream %zu keys, executed %zu", tid, n, sorted.n);
     free(sorted.k);
+    free(es);
     v->n = 0;
 }
 
@@ -340,6 +343,30 @@ static int api_cases(const char *path) {
     return cases;
 }
 
+// path with layer 1 in f32: each layer streams its own type's bytes, so the future keys, walked
+// at each layer's sizes, must still equal the trace (split, and on two pretend nodes), and the
+// logits those of one thread.
+static int mixed_key_cases(const char *path) {
+    char *mixed = path_join(dir, "mixed.gguf"), *out = path_join(dir, "convert.txt");
+    const char *argv[] = {bin_path("gguf-convert", 0), path, mixed, "--type", "f32", "--only", "blk.1.", NULL};
+    CHECKF(run_capture(argv, out, out) == 0, "%s", argv_text(argv));
+    llama_model m;
+    char err[GGUF_ERR_MAX];
+    CHECKF(llama_model_load(&m, mixed, err) == 0, "%s", err);
+    float *ref = run_tokens(&m, 1, 0, NULL, 1, 1, WTYPE_F32);
+    int cases = 0;
+    for (int T = 2; T <= 4; T += 2)
+        for (int f = 0; f < 2; f++, cases++) {
+            float *got = run_tokens(&m, T, 4, f ? "2" : NULL, 0, 1, WTYPE_F32);
+            CHECKF(!memcmp(got, ref, sizeof(float) * m.hp.n_vocab * N_TOK), "%s: T=%d fake=%d: logits differ", mixed, T, f);
+            free(got);
+        }
+    free(ref);
+    llama_model_free(&m);
+    free(mixed), free(out);
+    return cases;
+}
+
 // Two layers of shape `shape` (gguf-synth options), context 128, seed 7.
 static char *synth(const char *name, const char *shape) {
     char spec[512];
@@ -463,6 +490,10 @@ int main(void) {
     check_tail_claims(e);
     int api = api_cases(stories) + api_cases(a) + api_cases(b) + api_cases(c);
     CHECK(api == 4 * 47);
+    int split_before = split_runs;
+    int mk = mixed_key_cases(b);
+    CHECKF(mk == 4 && split_runs == split_before + 2, "%d mixed-type runs, %d split (K/V's two tiles at -t 4)", mk,
+           split_runs - split_before);
     llama_model m;                    // a cache type the kernels do not read: refused at init
     decoder d;
     char err[GGUF_ERR_MAX];
