@@ -450,7 +450,8 @@ static int keys_seek(sched_keys *it) {
 }
 
 void sched_keys_begin(sched_keys *it, const sched *s, int tid, const sched_keys_opts *o) {
-    *it = (sched_keys){.s = s, .o = o ? *o : (sched_keys_opts){0}, .tid = tid, .layer = 0, .mat = SCHED_WQ, .write = -1};
+    *it = (sched_keys){.s = s, .o = o ? *o : (sched_keys_opts){0}, .tid = tid, .layer = 0, .mat = SCHED_WQ,
+                       .write = -1};
     if (!keys_seek(it)) it->layer = s->shape.n_layer + 1;
 }
 

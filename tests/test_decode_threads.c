@@ -2,20 +2,21 @@
 // count, NUMA topology (real and DECODE_FAKE_NUMA=2) and split-K setting: through the CLI
 // (--dump-logits, -t 1..4) on stories260K and on two gguf-synth models big enough to use four
 // threads (one with 2 KV heads: at 4 threads two share each group's heads); in-process on those
-// and a qwen3 one (per-head Q/K norm, linear-scaled NeoX RoPE, in
-// each thread's own KV-head groups), with the thread thresholds off, so every thread gets a
-// share even of stories260K's tiny matrices. On the way: each thread's future-key stream equals the lines its
-// kernels then read and write (the trace hook; on a model whose layers differ in type too), and on two pretend nodes every tile belongs to a
-// thread of the node it is meant for. Outside the traced token, threads that run out of tiles
-// take them from slower shares (runtime/decoder.h, steal): the runs must have stolen some tiles
-// (more threads than this machine's CPUs make some thread late often) and cut some shares' last
-// tiles into segments among the threads, with the same logits (at the default claim floors too,
-// where a claim of gate/up tail segments spans both matrices); CLI
-// dumps at -t 3 under DECODE_ISA=avx2|scalar check those paths too. An f16 KV cache gets its own
-// reference and must match it at 2 and 4 threads, split and on two pretend nodes; a KV cache in
-// blocks of 3 and 8 positions must give the logits of the one-block cache, batched and one token
-// at a time; a cache type the kernels do not read is refused at init. The in-process runs are
-// profiled (decoder_set_profile): each thread's times must agree with the wait by step.
+// and a qwen3 one (per-head Q/K norm, linear-scaled NeoX RoPE, in each thread's own KV-head
+// groups), with the thread thresholds off, so every thread gets a share even of stories260K's
+// tiny matrices. On the way: each thread's future-key stream equals the lines its kernels then
+// read and write (the trace hook; on a model whose layers differ in type too), and on two
+// pretend nodes every tile belongs to a thread of the node it is meant for. Outside the traced
+// token, threads that run out of tiles take them from slower shares (runtime/decoder.h, steal):
+// the runs must have stolen some tiles (more threads than this machine's CPUs make some thread
+// late often) and cut some shares' last tiles into segments among the threads, with the same
+// logits (at the default claim floors too, where a claim of gate/up tail segments spans both
+// matrices); CLI dumps at -t 3 under DECODE_ISA=avx2|scalar check those paths too. An f16 KV
+// cache gets its own reference and must match it at 2 and 4 threads, split and on two pretend
+// nodes; a KV cache in blocks of 3 and 8 positions must give the logits of the one-block cache,
+// batched and one token at a time; a cache type the kernels do not read is refused at init. The
+// in-process runs are profiled (decoder_set_profile): each thread's times must agree with the
+// wait by step.
 #include "model/llama.h"
 #include "platform/cpu.h"
 #include "runtime/decoder.h"
@@ -358,7 +359,8 @@ static int mixed_key_cases(const char *path) {
     for (int T = 2; T <= 4; T += 2)
         for (int f = 0; f < 2; f++, cases++) {
             float *got = run_tokens(&m, T, 4, f ? "2" : NULL, 0, 1, WTYPE_F32);
-            CHECKF(!memcmp(got, ref, sizeof(float) * m.hp.n_vocab * N_TOK), "%s: T=%d fake=%d: logits differ", mixed, T, f);
+            CHECKF(!memcmp(got, ref, sizeof(float) * m.hp.n_vocab * N_TOK), "%s: T=%d fake=%d: logits differ", mixed, T,
+                   f);
             free(got);
         }
     free(ref);
