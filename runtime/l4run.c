@@ -28,6 +28,7 @@ typedef struct {
     void *rows;                   // (one segment of the widest matrix) remote rows copied together
     l4_handle read;               // the read line mapped last, held while the next segment may share it
     uint64_t read_key;            // its key; 0: none held
+    uint64_t shared;              // reads served by the held line (two segments in one line)
 } run_thread;
 
 typedef struct {
@@ -67,11 +68,12 @@ l4run_mode l4run_mode_of(const l4run *r) { return r ? r->mode : L4RUN_OFF; }
 static uint32_t lines_per_tile(const sched *s, int m) { return (uint32_t)(sched_partial_bytes(s, m) / SCHED_LINE); }
 
 static int remote_tile(const sched *s, int tid, int m, size_t tile) { return s->node[s->owner[m][tile]] != s->node[tid]; }
-static int tile_is_remote(const decoder *d, int tid, int m, size_t tile) { return remote_tile(&d->sched, tid, m, tile); }
 
+// A partial line's L4 key: its future key (written) with the top bit set.
+static uint64_t partial_key_of(sched_key k) { return PARTIAL_KEY | sched_key_u64(k); }
 static uint64_t partial_key(int layer, int m, size_t tile, uint32_t line, uint32_t lpt) {
-    sched_key k = {.layer = (uint16_t)layer, .mat = (uint8_t)m, .write = 1, .line = (uint32_t)(tile * lpt + line)};
-    return PARTIAL_KEY | sched_key_u64(k);
+    return partial_key_of((sched_key){.layer = (uint16_t)layer, .mat = (uint8_t)m, .write = 1,
+                                      .line = (uint32_t)(tile * lpt + line)});
 }
 
 // Byte range [lo, hi) of segment g's rows in tile `tile` of packed matrix w, at its own weight type
@@ -117,10 +119,8 @@ static int push(key_list *k, uint64_t key, uint32_t prefetch) {
 // another node that lie wholly in the matrix's allocation (read: prefetch). Dropped: the lines
 // of local tiles (read where they lie) and a remote tile's partial lines (in its owner's cache).
 // A share with a remote tile is a split share of that one tile: a whole tile's owner is its reader.
-static int build_keys(const decoder *d, int tid, run_thread *th) {
+static int build_keys(const decoder *d, const uint8_t *es, int tid, run_thread *th) {
     const sched *s = &d->sched;
-    uint8_t *es = decoder_key_sizes(d);
-    if (!es) return -1;
     sched_keys it;
     sched_keys_begin(&it, s, tid, &(sched_keys_opts){.es = es, .buffered = 1});
     key_list k = {0};
@@ -129,14 +129,13 @@ static int build_keys(const decoder *d, int tid, run_thread *th) {
     while (!rc && sched_keys_next(&it, &key)) {
         if (key.write) {
             if (!remote_tile(s, tid, key.mat, key.line / lines_per_tile(s, key.mat)))
-                rc = push(&k, PARTIAL_KEY | sched_key_u64(key), 0);
+                rc = push(&k, partial_key_of(key), 0);
             continue;
         }
         const packed_matrix *w = decoder_matrix(d, key.layer, key.mat);
         if (remote_tile(s, tid, key.mat, s->share[tid].r[key.mat].t0) && key.line < packed_bytes(w) / SCHED_LINE)
             rc = push(&k, (uint64_t)(uintptr_t)((const char *)w->tiles + (size_t)key.line * SCHED_LINE), 1);
     }
-    free(es);
     if (rc) { free(k.e); return -1; }
     th->keys = k.e, th->n_keys = k.n;
     return 0;
@@ -177,10 +176,14 @@ static int alloc_split_state(l4run *r, const sched *s) {
 static int create_caches(l4run *r, const decoder *d, char err[256]) {
     const sched *s = &d->sched;
     size_t seg_max = (size_t)GEMV_KSEG * GEMV_TILE * sizeof(float);   // a segment of the widest type
-    for (int t = 0; t < s->n_threads; t++) {
-        if (r->mode == L4RUN_BUFFER && build_keys(d, t, &r->th[t])) return -1;
-        if (!(r->th[t].rows = aligned_alloc(64, seg_max))) return -1;
-    }
+    uint8_t *es = r->mode == L4RUN_BUFFER ? decoder_key_sizes(d) : NULL;
+    if (r->mode == L4RUN_BUFFER && !es) return -1;
+    for (int t = 0; t < s->n_threads; t++)
+        if ((es && build_keys(d, es, t, &r->th[t])) || !(r->th[t].rows = aligned_alloc(64, seg_max))) {
+            free(es);
+            return -1;
+        }
+    free(es);
     // Every cache takes calls from any thread (a co-producer writes its partials into the line in
     // the tile owner's cache), so each is sized for all threads and indexed by thread id.
     for (int n = 0; n < r->n_nodes; n++) {
@@ -292,7 +295,7 @@ static void release_read(l4run *r, int tid) {
 // else mapped now (a cached line, or the origin: never NULL without a loader).
 static const char *read_line(l4run *r, int tid, uint64_t key) {
     run_thread *th = &r->th[tid];
-    if (th->read_key == key) return th->read.ptr;
+    if (th->read_key == key) return th->shared++, th->read.ptr;
     release_read(r, tid);
     th->read = l4_map(r->cache[r->cache_of[tid]], tid, key), th->read_key = key;
     step(r, tid, key);
@@ -368,7 +371,7 @@ void l4run_matmul(decoder *d, thread_ctx *c, int layer, int m, const float *x, f
     for (size_t t = rg->t0; t < rg->t1; t++) {
         uint32_t l0 = rg->s0 / SLOTS_PER_LINE, l1 = (rg->s1 - 1) / SLOTS_PER_LINE + 1;
         for (uint32_t l = l0; l < l1; l++) h[l - l0] = partial_line(r, d, c->tid, layer, m, t, l);
-        int remote = tile_is_remote(d, c->tid, m, t);
+        int remote = remote_tile(&d->sched, c->tid, m, t);
         for (uint32_t g = rg->s0; g < rg->s1; g++) {
             float *slot = (float *)h[g / SLOTS_PER_LINE - l0].ptr + (size_t)(g % SLOTS_PER_LINE) * GEMV_TILE;
             decoder_segment_gemv(w, x, t, g, remote ? remote_rows(r, d, c->tid, layer, m, t, g) : NULL, slot);
@@ -406,9 +409,10 @@ l4_stats l4run_stats(const l4run *r) {
     return sum;
 }
 
-void l4run_key_check(const l4run *r, uint64_t *checked, uint64_t *mismatched) {
-    *checked = *mismatched = 0;
-    for (int t = 0; r && t < r->n_threads; t++) *checked += r->th[t].checked, *mismatched += r->th[t].mismatched;
+void l4run_key_check(const l4run *r, uint64_t *checked, uint64_t *mismatched, uint64_t *shared) {
+    *checked = *mismatched = *shared = 0;
+    for (int t = 0; r && t < r->n_threads; t++)
+        *checked += r->th[t].checked, *mismatched += r->th[t].mismatched, *shared += r->th[t].shared;
 }
 
 // ---- bytes across nodes, counted on the schedule ----

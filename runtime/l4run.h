@@ -42,8 +42,9 @@ void l4run_fold(struct decoder_s *d, struct thread_ctx_s *c, int layer, int m, f
 // Statistics summed over the nodes' caches (zeros in off and stream mode).
 l4_stats l4run_stats(const l4run *r);
 // Keys this run mapped, and how many of them differed from the key stream the predictor was fed
-// at the same position: the stream must be exactly what the threads execute.
-void l4run_key_check(const l4run *r, uint64_t *checked, uint64_t *mismatched);
+// at the same position: the stream must be exactly what the threads execute. shared: segment
+// reads that found their first line already mapped by the segment before (listed once).
+void l4run_key_check(const l4run *r, uint64_t *checked, uint64_t *mismatched, uint64_t *shared);
 
 // Bytes per token read across nodes under the schedule's intended placement (any mode): packed
 // weight rows a thread reads from tiles owned on another node, and activation rows (the norm

@@ -134,7 +134,8 @@ static inline uint64_t sched_key_u64(sched_key k) {
 }
 typedef struct {
     const uint8_t *es;            // ((n_layer + 1) x SCHED_N_MAT) bytes per weight of each layer's
-                                  // matrices, the lm_head's in row n_layer; NULL: the plan's (layer 0's)
+                                  // matrices, the lm_head's in row n_layer; NULL: the plan's
+                                  // (shape.mat: layer 0's, and the lm_head's own)
     int buffered;                 // 1: every tile writes its segment partials to lines (the L4's buffer
                                   // mode); 0: only a split tile does (the decoder's own path)
 } sched_keys_opts;

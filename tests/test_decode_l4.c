@@ -241,6 +241,7 @@ static void odd_layer_case(const char *stories) {
 }
 
 // In-process, buffer mode, thresholds off: the executed keys equal the predictor's stream.
+static uint64_t shared_reads;   // segment reads whose first line the segment before had mapped
 static int key_cases(const char *path, int t_max) {
     llama_model m;
     char err[GGUF_ERR_MAX];
@@ -256,8 +257,9 @@ static int key_cases(const char *path, int t_max) {
             CHECKF(decoder_init_opts(&d, &m, 32, &o, err) == 0, "%s", err);
             unsetenv("DECODE_FAKE_NUMA");
             for (int i = 0; i < 4; i++) decoder_forward(&d, (int32_t)(i * 7 + 1), i);
-            uint64_t checked, mismatched;
-            l4run_key_check(d.l4, &checked, &mismatched);
+            uint64_t checked, mismatched, shared;
+            l4run_key_check(d.l4, &checked, &mismatched, &shared);
+            shared_reads += shared;
             CHECKF(checked > 0 && mismatched == 0, "%s T=%d fake=%d: %llu of %llu keys off the stream", path, T, f,
                    (unsigned long long)mismatched, (unsigned long long)checked);
             // decoder_set_l4 keeps an L4 already in the mode asked for (auto is stream), and says when
@@ -269,7 +271,7 @@ static int key_cases(const char *path, int t_max) {
             CHECK(decoder_set_l4(&d, L4RUN_STREAM, e4) == 0 && decoder_set_l4(&d, L4RUN_OFF, e4) == 0 && !d.l4);
             CHECK(decoder_set_l4(&d, L4RUN_OFF, e4) == 0 && decoder_set_l4(&d, L4RUN_BUFFER, e4) == 1);
             decoder_forward(&d, 5, 4);
-            l4run_key_check(d.l4, &checked, &mismatched);
+            l4run_key_check(d.l4, &checked, &mismatched, &shared);
             CHECKF(checked > 0 && mismatched == 0, "%s T=%d fake=%d, a new L4: %llu of %llu keys off the stream", path,
                    T, f, (unsigned long long)mismatched, (unsigned long long)checked);
             decoder_free(&d);
@@ -292,11 +294,15 @@ int main(void) {
     CHECK(cli == cli_models * 64);
     CHECK(writeback_runs > 0);
     CHECKF(prefetch_runs >= 3, "prefetches proven in %d runs only", prefetch_runs);   // -t 2..4, buffer
-    // d: down's 100 KiB tiles start mid-line (k = 800), so at -t 6 on two pretend nodes a remote
-    // share's two segments meet in one line, which the stream lists (and the matmul maps) once
-    char *dm = synth_model(dir, "d.gguf", "--n-embd 160 --n-layer 2 --n-head 4 --n-kv-head 2 --n-ff 800 "
+    // d: down's tiles start mid-line (k = 8420, not a multiple of 64), so at -t 6 on two pretend
+    // nodes a remote share's segments meet in lines, each of which the stream lists (and the matmul
+    // maps) once; and past K = 8192 a tile's 33 segment partials take two lines
+    char *dm = synth_model(dir, "d.gguf", "--n-embd 160 --n-layer 2 --n-head 4 --n-kv-head 2 --n-ff 8420 "
                                           "--n-vocab 1000 --ctx 128 --dtype f16 --seed 3");
-    int keys = key_cases(stories, 4) + key_cases(c, 4) + key_cases(dm, 6);
+    int keys = key_cases(stories, 4) + key_cases(c, 4);
+    CHECK(shared_reads == 0);   // c's segments start on lines
+    keys += key_cases(dm, 6);
+    CHECKF(shared_reads > 0, "no two segments met in a line");
     CHECK(keys == 2 * 6 + 10);
     check_weight_bytes(c, -1);
     odd_layer_case(stories);
