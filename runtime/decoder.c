@@ -67,7 +67,7 @@ static void *zalloc_lines(size_t bytes) {
 // tiles) gave it 2-3% more tok/s at -t 2 on a Zen 5 than 256 KiB, for a little more waiting, and
 // left stories15M (whose layer shares are now one claim each) as it was (docs/performance.md,
 // 2026-12-06).
-// Measured on 2 threads of that one CPU. A share with TAIL_SPLIT_TAKERS takers or more keeps
+// Measured on 2 threads of that one CPU. A share with MANY_TAKERS takers or more keeps
 // 256 KiB (MIN_CLAIM_MANY_BYTES), the floor of the 16-thread measurements: there each thread
 // streams a fraction of the bus, so a claim lasts several times longer at a stage's end and a
 // cold start costs relatively less. Segments keep 64 KiB: a tail is cut to end a stage within a
@@ -75,10 +75,7 @@ static void *zalloc_lines(size_t bytes) {
 #define MIN_CLAIM_BYTES (1024L << 10)
 #define MIN_CLAIM_MANY_BYTES (256L << 10)
 #define MIN_SEG_CLAIM_BYTES (64L << 10)
-// --tail-split auto cuts a share's last tile where this many threads of its node take from it:
-// on 16 threads of an Intel Xeon it gave 8-12% more tok/s, on 8 0.6-2%, on 2 it cost 1-4%
-// (docs/runtime.md). Measured on that one CPU; a guess elsewhere.
-#define TAIL_SPLIT_TAKERS 8
+#define MANY_TAKERS 8
 // A thread that waits prefetches the front of what its next step reads, up to this much and at
 // most half its L2 (docs/runtime.md): the stories15M shape at -t 2 ran 1.7-2.8% faster on an Intel
 // Xeon, where 64 KiB to 1 MiB tied (its waits are a few microseconds); measured on that CPU only.
@@ -525,7 +522,7 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
 // slower share on its node. A claim is what is left divided by twice the threads that can take
 // from the share (guided self-scheduling), at most `interleave` tiles (the tuning's, 1 off
 // AVX-512: the AVX2 kernel runs one tile at a time), at least one tile and min_claim_bytes
-// (min_claim_many_bytes from TAIL_SPLIT_TAKERS takers; the floor wins over the cap): a large
+// (min_claim_many_bytes from MANY_TAKERS takers; the floor wins over the cap): a large
 // share of tiles of 1 MiB or more starts `interleave` tiles at a time and both sides end in
 // single tiles, so a sync point waits for about half a tile instead of the owner's last fixed
 // group (4 tiles of 704 KiB of down at -t 2 were ~100 us); smaller tiles go the floor's worth at
@@ -544,9 +541,10 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
 // takers claim a few at a time once no whole tile is left on the node: the stage then ends within
 // one small claim on every thread. Each segment is summed from 0 into its own slot and whoever
 // completes the tile folds the slots left to right (the canonical order, as split-K does) and
-// runs the rows' epilogue, so the bits stay those of the whole tile. On two threads it cut the
-// wait by 40% and cost 0.7-3.7% of tok/s, on 16 it gave 8-12% (docs/runtime.md): decode's auto
-// cuts only where a share has TAIL_SPLIT_TAKERS takers (decoder_set_tail_split).
+// runs the rows' epilogue, so the bits stay those of the whole tile. At -t 2 it halves the wait,
+// for 1.6% of tok/s (f16) on a Xeon and none on the Zen 5; at 16 threads of a Xeon it gave 8-12%
+// (docs/runtime.md): decode's auto cuts where a share has the CPU family's count of takers
+// (tune_tail_takers: 2 on the Zen 5, else 8).
 
 static const int stage_mats[DECODER_N_STAGE][2] = {
     [DECODER_ST_WO] = {SCHED_WO, -1}, [DECODER_ST_FFN] = {SCHED_GATE, SCHED_UP},
@@ -623,12 +621,12 @@ static size_t stage_tile_bytes(const decoder *d, int st) {
 }
 
 // The fewest tiles of stage st a claim takes from a share with n_takers takers: enough to stream
-// min_claim_bytes, or min_claim_many_bytes from TAIL_SPLIT_TAKERS takers. Small claims cost small
+// min_claim_bytes, or min_claim_many_bytes from MANY_TAKERS takers. Small claims cost small
 // models their interleave: claims of stories15M's 18 KiB half tiles cost it a quarter of its -t 2
 // rate, pairs of its 36 KiB tiles ~8% (docs/performance.md).
 static uint32_t min_claim(const decoder *d, int st, int n_takers) {
     size_t tile = stage_tile_bytes(d, st);
-    long bytes = n_takers >= TAIL_SPLIT_TAKERS ? d->min_claim_many_bytes : d->min_claim_bytes;
+    long bytes = n_takers >= MANY_TAKERS ? d->min_claim_many_bytes : d->min_claim_bytes;
     size_t n = tile ? ((size_t)bytes + tile - 1) / tile : 1;
     return n < 1 ? 1 : n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
@@ -716,7 +714,7 @@ static void stage_share(decoder *d, thread_ctx *c, int layer, int st, const floa
 }
 
 void decoder_set_tail_split(decoder *d, int mode) {
-    int T = pool_size(d->pool), min_takers = mode < 0 ? TAIL_SPLIT_TAKERS : 2;
+    int T = pool_size(d->pool), min_takers = mode < 0 ? tune_tail_takers() : 2;
     if (!d->tail_units) return;          // one thread: nothing is stolen
     for (int st = 0; st < DECODER_N_STAGE; st++)
         for (int v = 0; v < T; v++) d->tail_units[st * T + v] = mode ? tail_units_of(d, st, v, min_takers) : 0;

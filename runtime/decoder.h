@@ -39,7 +39,7 @@ typedef struct {
                                   // its node; 0: every thread runs exactly its plan
     int tail_split;               // 0 (default): whole tiles are stolen; 1: each share's last tile
                                   // is cut into segments; -1: auto, cut where a share has
-                                  // TAIL_SPLIT_TAKERS or more takers (decoder.c; docs/runtime.md)
+                                  // tune_tail_takers() or more takers (decoder.c; docs/runtime.md)
     void (*on_layer)(void *arg, int done, int total);   // load progress, or NULL
     void *on_layer_arg;
     const volatile sig_atomic_t *stop;  // NULL, or: the load gives up between matrices once non-zero
@@ -108,7 +108,7 @@ typedef struct decoder_s {
     float *partials[SCHED_N_MAT]; // split matrices: (n_tiles, sched_partial_bytes) segment partials
     int steal;                    // stages may be stolen from (decoder_opts.steal, more than one thread)
     long min_claim_bytes;         // decoder_opts.min_claim_bytes, resolved: whole tiles
-    long min_claim_many_bytes;    // ... whole tiles of a share with TAIL_SPLIT_TAKERS takers or more
+    long min_claim_many_bytes;    // ... whole tiles of a share with MANY_TAKERS (8) takers or more
     long min_seg_claim_bytes;     // ... and tail segments
     size_t wait_pf_bytes;         // decoder_opts.wait_prefetch resolved
     gemv_tuning tuning;           // the GEMV tuning for this model's step size (tune_pick), set per step

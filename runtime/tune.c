@@ -97,18 +97,23 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // about any CPU. A family spans generations (0x19: Zen 3 and Zen 4): a row holds for the model it
 // was measured on; on the others the tuner's measurement is what counts.
 // The KV prefetch (kv) was measured on the Zen 5 only; the other rows take their stream distance.
-static const struct { const char *vendor; int family; gemv_tuning tu, resident; int kv; } DEFAULTS[] = {
-    {"AuthenticAMD", 0x19, {1024, 1, 0, 0}, {0, 1, 0, 0}, 1024}, // Zen 3 (model 1): dram_8192 t=1 1 KB 87-90% of
-                                                               // the roofline, none 75-79%, 2 KB 71-78%
-    {"AuthenticAMD", 0x1a, {2048, 4, 0, 0}, {0, 3, 0, 0}, 2048}, // Zen 5: 2 KB / 4 tuned and best in a dram_8192
-                                                               // sweep (an earlier sweep: 8 KB); resident:
-                                                               // l2_512's best; KV: 2 KB, +4% tg at depth 4000
-                                                               // (+14% before the KV cache was on huge pages)
-    {"GenuineIntel", 6, {2048, 4, 1, 0}, {0, 2, 0, 0}, 2048},  // Xeon (Sapphire Rapids and later): dram_8192
-                                                               // 2 KB / 4 98-99%, 2 KB / 2 92-93%, none 62-67%;
-                                                               // into L2 (AVX-512): decode tg 1-6% up at t=1,
-                                                               // where the evicted stream matrix barely tells
-                                                               // the hints apart
+// tails: the takers a share needs before --tail-split auto cuts its last tile (tune_tail_takers;
+// 0: TUNE_TAIL_TAKERS). Nothing here measures it at run time: a row's count is its CPU's figure.
+static const struct { const char *vendor; int family; gemv_tuning tu, resident; int kv, tails; } DEFAULTS[] = {
+    {"AuthenticAMD", 0x19, {1024, 1, 0, 0}, {0, 1, 0, 0}, 1024, 0}, // Zen 3 (model 1): dram_8192 t=1 1 KB 87-90%
+                                                                  // of the roofline, none 75-79%, 2 KB 71-78%
+    {"AuthenticAMD", 0x1a, {2048, 4, 0, 0}, {0, 3, 0, 0}, 2048, 2}, // Zen 5: 2 KB / 4 tuned and best in a dram_8192
+                                                                  // sweep (an earlier sweep: 8 KB); resident:
+                                                                  // l2_512's best; KV: 2 KB, +4% tg at depth
+                                                                  // 4000 (+14% before the KV cache was on huge
+                                                                  // pages); tails at -t 2: the same tok/s as
+                                                                  // without (null-controlled), half the sync wait
+    {"GenuineIntel", 6, {2048, 4, 1, 0}, {0, 2, 0, 0}, 2048, 8},  // Xeon (Sapphire Rapids and later): dram_8192
+                                                                  // 2 KB / 4 98-99%, 2 KB / 2 92-93%, none
+                                                                  // 62-67%; into L2 (AVX-512): decode tg 1-6% up
+                                                                  // at t=1, where the evicted stream matrix
+                                                                  // barely tells the hints apart; tails: 1.6%
+                                                                  // fewer tok/s at -t 2 (f16), 8-12% more at 16
 };
 static const gemv_tuning FALLBACK = {4096, 2, 0, 0}, FALLBACK_RESIDENT = {0, 2, 0, 0};
 #define FALLBACK_KV 2048
@@ -116,7 +121,7 @@ static const gemv_tuning FALLBACK = {4096, 2, 0, 0}, FALLBACK_RESIDENT = {0, 2, 
 // The last tune_gemv's choices, for tune_pick (0 resident_bytes: none yet).
 static gemv_tuning picked_stream, picked_resident;
 static size_t picked_resident_bytes, picked_l3_bytes;
-static int picked_kv;
+static int picked_kv, picked_tails;
 static int picked;
 
 typedef struct {
@@ -147,12 +152,14 @@ static long cache_kb(int level) { return cpu_cache_bytes(level) / 1024; }   // t
 // 1 when c's family has a row, 0 for the fallback. A row's hint is the AVX-512 kernel's: the AVX2
 // one, a tile at a time, ran 7% slower into L2 on the Xeon where AVX-512 ran 5% faster (decode at
 // t=1, docs/performance.md), so off AVX-512 the default prefetches into every level.
-static int family_default(const cpu_id *c, gemv_tuning *tu, gemv_tuning *resident, int *kv) {
-    *tu = FALLBACK, *resident = FALLBACK_RESIDENT, *kv = FALLBACK_KV;
+static int family_default(const cpu_id *c, gemv_tuning *tu, gemv_tuning *resident, int *kv, int *tails) {
+    *tu = FALLBACK, *resident = FALLBACK_RESIDENT, *kv = FALLBACK_KV, *tails = TUNE_TAIL_TAKERS;
     int row = 0;
     for (size_t i = 0; i < sizeof DEFAULTS / sizeof *DEFAULTS && !row; i++)
-        if (!strcmp(DEFAULTS[i].vendor, c->vendor) && DEFAULTS[i].family == c->family)
+        if (!strcmp(DEFAULTS[i].vendor, c->vendor) && DEFAULTS[i].family == c->family) {
             *tu = DEFAULTS[i].tu, *resident = DEFAULTS[i].resident, *kv = DEFAULTS[i].kv, row = 1;
+            if (DEFAULTS[i].tails) *tails = DEFAULTS[i].tails;
+        }
     if (gemv_isa_id() != GEMV_AVX512) tu->l2 = 0;
     return row;
 }
@@ -497,7 +504,7 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     char path[4096];
     if (cache_path) snprintf(path, sizeof path, "%s", cache_path);
     else if (cachedir_path("tune", path, sizeof path)) path[0] = 0;
-    int has_row = family_default(&c, &r.tu, &r.resident, &r.kv_pf);
+    int has_row = family_default(&c, &r.tu, &r.resident, &r.kv_pf, &r.tail_takers);
     r.resident_bytes = (size_t)cpu_cache_bytes(2) / 2;
     r.source = TUNE_DEFAULT;
     if (gemv_isa_id() == GEMV_SCALAR) r.resident = r.tu;           // scalar has no choices
@@ -552,7 +559,7 @@ done:
     picked_stream = r.tu, picked_resident = r.resident, picked_resident_bytes = r.resident_bytes, picked = 1;
     long l3 = cpu_cache_bytes(3);
     picked_l3_bytes = l3 > 0 ? (size_t)l3 : L3_UNKNOWN;
-    picked_kv = r.kv_pf;
+    picked_kv = r.kv_pf, picked_tails = r.tail_takers;
     r.seconds = monotonic_seconds() - t0;
     return r;
 }
@@ -570,6 +577,8 @@ gemv_tuning tune_pick(size_t step_bytes, int threads) {
     return tu;
 }
 
+int tune_tail_takers(void) { return picked ? picked_tails : TUNE_TAIL_TAKERS; }
+
 int tune_pick_kv(size_t kv_bytes, int threads) {
     if (!picked) return attention_get_prefetch();
     return resident(kv_bytes, threads) ? 0 : picked_kv;
@@ -578,8 +587,9 @@ int tune_pick_kv(size_t kv_bytes, int threads) {
 void tune_describe(const tune_result *r, char *buf, size_t n) {
     static const char *const src[] = {"default", "cached", "measured"};
     snprintf(buf, n, "gemv tuning: %s, prefetch %d B%s, interleave %d; resident (<= %zu KiB a thread): prefetch %d B, "
-             "interleave %d;%s KV prefetch %d B (%s in %.2f s, %.1f GB/s%s; key %s)%s%s", gemv_isa(), r->tu.pf,
-             r->tu.l2 ? " into L2" : "", r->tu.interleave, r->resident_bytes >> 10, r->resident.pf,
-             r->resident.interleave, r->tu.f16y ? " f16 widened into ymm;" : "", r->kv_pf, src[r->source], r->seconds,
-             r->gbps, r->evicted ? ", evicted from the caches" : "", r->key, r->note[0] ? "; " : "", r->note);
+             "interleave %d;%s KV prefetch %d B; tail split (auto) from %d takers (%s in %.2f s, %.1f GB/s%s; key "
+             "%s)%s%s", gemv_isa(), r->tu.pf, r->tu.l2 ? " into L2" : "", r->tu.interleave, r->resident_bytes >> 10,
+             r->resident.pf, r->resident.interleave, r->tu.f16y ? " f16 widened into ymm;" : "", r->kv_pf,
+             r->tail_takers, src[r->source], r->seconds, r->gbps, r->evicted ? ", evicted from the caches" : "",
+             r->key, r->note[0] ? "; " : "", r->note);
 }

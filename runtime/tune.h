@@ -28,6 +28,7 @@
 
 enum { TUNE_AUTO, TUNE_OFF, TUNE_FORCE };
 enum { TUNE_MAX_CANDIDATES = 16, TUNE_MAX_ROUNDS = 8 };
+enum { TUNE_TAIL_TAKERS = 8 };   // tune_tail_takers where no family row says otherwise
 enum { TUNE_DEFAULT, TUNE_CACHED, TUNE_MEASURED };
 
 typedef struct {
@@ -35,6 +36,7 @@ typedef struct {
     gemv_tuning resident;         // weights a thread keeps in its L2 between steps
     size_t resident_bytes;        // bytes per thread up to which tune_pick takes resident (half the L2; 0: never)
     int kv_pf;                    // bytes attention prefetches its K and V rows ahead (attention_set_prefetch)
+    int tail_takers;              // the CPU family's row (tune_tail_takers): from a table, never measured
     int source;                   // TUNE_DEFAULT / TUNE_CACHED / TUNE_MEASURED
     double gbps;                  // single-thread DRAM GEMV read rate with tu (0 when not measured)
     int evicted;                  // the DRAM-sized matrix was evicted before each call the picks were timed on
@@ -65,6 +67,12 @@ void tune_describe(const tune_result *r, char *buf, size_t n);
 // the reported L3: the L2 hint pays only on DRAM); before any tune_gemv, the current gemv_get_tuning().
 // The caller sets it (gemv_set_tuning) before the threads that call gemv_packed start a job.
 gemv_tuning tune_pick(size_t step_bytes, int threads);
+// The takers a share of a stolen stage needs before decode's --tail-split auto cuts its last tile
+// into segments (runtime/decoder.c): the last tune_gemv's CPU family row, else TUNE_TAIL_TAKERS
+// (also before any tune_gemv). Cutting costs the segments' slower kernel on every tail and saves
+// the early thread's wait; at -t 2 that came out even on the Zen 5 and 1.6% short on a Xeon, and
+// 8-12% ahead at -t 16 on a 16-core Xeon (docs/runtime.md).
+int tune_tail_takers(void);
 // Attention's KV prefetch for a step that reads kv_bytes of KV cache rows over `threads` threads:
 // 0 where a thread's share fits tune_pick's resident bytes (short streams, the prefetch mostly
 // instructions: stories260K ran 1-4% slower with it), else the last tune_gemv's kv_pf; before

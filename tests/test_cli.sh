@@ -223,10 +223,17 @@ expect 0 "bpe empty text" -- "$bin/tokenize" -m "$bpe" -p ""
 # at -t 2 (under the step threshold) and steals nothing.
 sched=$tmp/sched.gguf
 "$bin/gguf-synth" "$sched" --n-embd 512 --n-layer 2 --n-head 8 --n-kv-head 4 --n-ff 1376 --n-vocab 2000 --ctx 64 --dtype f16 --seed 7 >/dev/null || fail "gguf-synth 512"
-expect 0 "print-schedule -t 2" -- "$d" -m "$sched" -p a -n 1 --temp 0 -t 2 --print-schedule
+expect 0 "print-schedule -t 2" -- "$d" -m "$sched" -p a -n 1 --temp 0 -t 2 --print-schedule --tail-split off
 grep -q "^schedule: 2 threads" "$tmp/err" && grep -q "^thread 1 (node 0)" "$tmp/err" &&
   grep -q "^  wo      whole tiles$" "$tmp/err" && grep -q "^  down    whole tiles$" "$tmp/err" ||
   fail "print-schedule -t 2: $(cat "$tmp/err")"
+# auto cuts the tails where a share has the CPU family's count of takers, which -v's tuning line
+# gives: at -t 2 (two takers a share) it cuts exactly when that count is 2
+expect 0 "print-schedule -t 2 --tail-split auto" -- "$d" -m "$sched" -p a -n 1 --temp 0 -t 2 --print-schedule -v
+takers=$(sed -n 's/.*tail split (auto) from \([0-9]*\) takers.*/\1/p' "$tmp/err" | head -1)
+[ -n "$takers" ] && [ "$takers" -ge 2 ] || fail "-v: no tail split takers in the tuning line: $(cat "$tmp/err")"
+if [ "$takers" = 2 ]; then want="^  down    whole tiles, then the last tile"; else want="^  down    whole tiles$"; fi
+grep -q "$want" "$tmp/err" || fail "--tail-split auto from $takers takers at -t 2: $(cat "$tmp/err")"
 # --numa off is no NUMA handling: two pretend nodes, yet every thread on node 0 (and the cache
 # file not refused for spanning nodes, as a schedule over two nodes is: -v says why a cache is not
 # used); distribute spreads them.
@@ -360,6 +367,6 @@ for cmd in "roofline -t 1 -s 64M -r 1000" "l4-bench -r 100000" "decode -m $model
   [ "$got" = "0 130" ] || fail "${cmd%% *} after SIGINT: signal and status '$got', want '0 130'"
 done
 
-[ "$cases" = 143 ] || fail "ran $cases cases, expected 143"
+[ "$cases" = 144 ] || fail "ran $cases cases, expected 144"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

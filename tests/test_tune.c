@@ -8,7 +8,8 @@
 // the stream one above, tune_pick_kv no KV prefetch and the tuned one likewise;
 // a re-tune keeps the cached picks unless clearly beaten (tune_choose's rule on made-up rounds);
 // a line with impossible values is a miss; off takes the family default and leaves the file
-// alone; an unwritable cache is reported, not fatal; DECODE_TUNE parsing.
+// alone; an unwritable cache is reported, not fatal; DECODE_TUNE parsing; the tail split's takers
+// come from the family row whatever the mode, and the line says how many.
 #include "runtime/tune.h"
 #include "kernels/ops.h"
 #include "platform/cpu.h"
@@ -129,6 +130,7 @@ int main(void) {
     CHECK(dir && path);
     int checks = choose_cases(), pf, nt;
     gemv_tuning rt;
+    CHECK(tune_tail_takers() == TUNE_TAIL_TAKERS);   // before any tune
     tune_result r = tune_gemv(TUNE_FORCE, path);
     CHECKF(r.source == TUNE_MEASURED || gemv_isa_id() == GEMV_SCALAR, "force did not measure: %s", r.note);
     if (r.source == TUNE_MEASURED) {
@@ -293,6 +295,13 @@ int main(void) {
     char line[512];
     tune_describe(&o, line, sizeof line);
     CHECK(strstr(line, "default") && strstr(line, "prefetch") && strstr(line, "resident") && strstr(line, "KV prefetch"));
+    // the tail split's takers: the family row's (at least 2: one share's owner and a thief), as the
+    // line says; what tune_tail_takers hands the decoder, measured or not
+    char tails[64];
+    snprintf(tails, sizeof tails, "tail split (auto) from %d takers", o.tail_takers);
+    CHECKF(o.tail_takers >= 2 && o.tail_takers == n.tail_takers && o.tail_takers == r.tail_takers &&
+           tune_tail_takers() == o.tail_takers && strstr(line, tails), "%d / %d / %d, '%s'", o.tail_takers,
+           n.tail_takers, r.tail_takers, line);
     // the line says when the stream matrix was evicted before each timed call, and only then
     tune_result e = r;
     for (int ev = 0; ev < 2; ev++) {
