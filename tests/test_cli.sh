@@ -218,8 +218,8 @@ pb=$("$bin/tokenize" -m "$bpe" -p "$bprompt" | wc -w)
 expect 0 "bpe empty text" -- "$bin/tokenize" -m "$bpe" -p ""
 [ "$(od -An -c "$tmp/out" | tr -d ' ')" = '\n' ] || fail "bpe: empty text gives ids (no BOS for qwen2)"
 
-# --print-schedule: the plan, each thread's waits, and how the stolen stages hand out tiles (whole
-# tiles: --tail-split auto cuts none at 2 threads, on cuts them); stories260K runs on one thread
+# --print-schedule: the plan, each thread's waits, and how the stolen stages hand out tiles (off:
+# whole tiles; on cuts the tails; auto as the CPU family's row says); stories260K runs on one thread
 # at -t 2 (under the step threshold) and steals nothing.
 sched=$tmp/sched.gguf
 "$bin/gguf-synth" "$sched" --n-embd 512 --n-layer 2 --n-head 8 --n-kv-head 4 --n-ff 1376 --n-vocab 2000 --ctx 64 --dtype f16 --seed 7 >/dev/null || fail "gguf-synth 512"
@@ -229,7 +229,7 @@ grep -q "^schedule: 2 threads" "$tmp/err" && grep -q "^thread 1 (node 0)" "$tmp/
   fail "print-schedule -t 2: $(cat "$tmp/err")"
 # auto cuts the tails where a share has the CPU family's count of takers, which -v's tuning line
 # gives: at -t 2 (two takers a share) it cuts exactly when that count is 2
-expect 0 "print-schedule -t 2 --tail-split auto" -- "$d" -m "$sched" -p a -n 1 --temp 0 -t 2 --print-schedule -v
+expect 0 "print-schedule -t 2 --tail-split auto" -- "$d" -m "$sched" -p a -n 1 --temp 0 -t 2 --print-schedule -v --tail-split auto
 takers=$(sed -n 's/.*tail split (auto) from \([0-9]*\) takers.*/\1/p' "$tmp/err" | head -1)
 [ -n "$takers" ] && [ "$takers" -ge 2 ] || fail "-v: no tail split takers in the tuning line: $(cat "$tmp/err")"
 if [ "$takers" = 2 ]; then want="^  down    whole tiles, then the last tile"; else want="^  down    whole tiles$"; fi

@@ -179,7 +179,7 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
     o.split_k = split;
     o.cache_type_k = o.cache_type_v = kv;
     o.l4 = L4RUN_OFF;   // the trace follows the plain path; the L4 path is test_decode_l4's
-    o.tail_split = 1;   // the CLI's auto leaves it off below 8 threads: on here
+    o.tail_split = 1;   // the CLI's auto may leave it off below 8 threads (tune_tail_takers): on here
     if (!thresholds) o.min_stage_bytes = o.min_step_bytes = o.min_claim_bytes = 0;
     init_on(&d, m, &o, fake);
     if (!thresholds) CHECK(pool_size(d.pool) == T);
@@ -390,8 +390,9 @@ static int tails_cut(const llama_model *m, int T, int mode, const char *fake) {
     return n;
 }
 
-// --tail-split auto cuts tails only where 8 or more threads of a node take from a share: at 8
-// threads on one node, not at 4, nor at 8 on two (pretend) nodes of 4; on at 4 cuts them.
+// --tail-split auto cuts tails only where tune_tail_takers() threads of a node take from a share,
+// 8 in a process that never tuned (this one): at 8 threads on one node, not at 4, nor at 8 on two
+// (pretend) nodes of 4; on at 4 cuts them.
 static void check_tail_auto(const char *path) {
     llama_model m;
     char err[GGUF_ERR_MAX];

@@ -94,7 +94,7 @@ static void usage(FILE *f) {
         "                       interleave (both shape one-token steps; a batched prompt uses neither)\n"
         "      --tail-split LIST auto, on, off (default auto): a share's last tile of a stolen stage\n"
         "                       cut into segments among its node's threads, or whole tiles only;\n"
-        "                       auto cuts where a share has as many takers on its node as the CPU\n"
+        "                       auto cuts where a share has at least as many takers on its node as the CPU\n"
         "                       family's row says (2 on AMD family 26, else 8; see the tuning line); a\n"
         "                       one-token step setting too; configurations interleave (docs/runtime.md)\n"
         "  -ctk, --cache-type-k T, -ctv, --cache-type-v T\n"
