@@ -75,7 +75,7 @@ static void *zalloc_lines(size_t bytes) {
 #define MIN_CLAIM_BYTES (1024L << 10)
 #define MIN_CLAIM_MANY_BYTES (256L << 10)
 #define MIN_SEG_CLAIM_BYTES (64L << 10)
-#define MANY_TAKERS 8
+#define MANY_TAKERS 8             // takers from which a share's claims keep MIN_CLAIM_MANY_BYTES
 // A thread that waits prefetches the front of what its next step reads, up to this much and at
 // most half its L2 (docs/runtime.md): the stories15M shape at -t 2 ran 1.7-2.8% faster on an Intel
 // Xeon, where 64 KiB to 1 MiB tied (its waits are a few microseconds); measured on that CPU only.

@@ -302,6 +302,9 @@ int main(void) {
     CHECKF(o.tail_takers >= 2 && o.tail_takers == n.tail_takers && o.tail_takers == r.tail_takers &&
            tune_tail_takers() == o.tail_takers && strstr(line, tails), "%d / %d / %d, '%s'", o.tail_takers,
            n.tail_takers, r.tail_takers, line);
+    // and the rows measured so far are the ones read (runtime/tune.c's table; the key names the family)
+    int want_tails = !strncmp(o.key, "AuthenticAMD-f26-", 17) ? 2 : TUNE_TAIL_TAKERS;
+    CHECKF(o.tail_takers == want_tails, "%s: tails from %d takers, the row says %d", o.key, o.tail_takers, want_tails);
     // the line says when the stream matrix was evicted before each timed call, and only then
     tune_result e = r;
     for (int ev = 0; ev < 2; ev++) {
