@@ -378,8 +378,6 @@ static int read_prompt(session *S, const options *o, size_t max, long n_ctx, int
     return 0;
 }
 
-// Model metadata and tokenizer, then the prompt read and tokenized within the context: all
-// before the dump is opened and the weights are packed. 0 ok, 1 failure.
 // --verbose-prompt: each prompt token's id and text (its piece, or, for a control or unknown
 // token, which has none, its name), escaped so the terminal sees no control bytes.
 static void print_prompt(const tokenizer *tok, const int32_t *ids, size_t n) {
@@ -394,6 +392,8 @@ static void print_prompt(const tokenizer *tok, const int32_t *ids, size_t n) {
     }
 }
 
+// Model metadata and tokenizer, then the prompt read and tokenized within the context: all
+// before the dump is opened and the weights are packed. 0 ok, 1 failure.
 static int load(session *S, const options *o, const char **prompt, size_t *plen, int32_t **ids, size_t *n_ids, long *n_ctx) {
     char err[GGUF_ERR_MAX];
     cli_mapped_file(o->model);

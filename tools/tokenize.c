@@ -1,6 +1,7 @@
-// tokenize -m FILE.gguf [--no-bos] [--parse-special] (-p TEXT | -f FILE [--cases]): prints the token ids of the
-// text, space-separated on one line (with --cases, one line per case of a llama.cpp .inp file;
-// with --time N, the encode's speed instead: the whole text N times, median and fastest).
+// tokenize -m FILE.gguf [--no-bos] [--parse-special] (-p TEXT | -f FILE [--cases]): prints the
+// token ids of the text, space-separated on one line (with --cases, one line per case of a
+// llama.cpp .inp file; with --time N, the encode's speed instead: the whole text N times, median
+// and fastest).
 // Reads only the tokenizer.* keys, so any architecture works.
 // Exit 0 ok, 1 failure (a closed or full stdout included), 2 usage; one line on stderr.
 #include <errno.h>
