@@ -2,10 +2,11 @@
 // VEC, VLEN (floats per vector), NV (vectors per row of a register block), MB (rows per block)
 // and the v* operations defined; everything is undefined again at the end.
 //
-// Loop order, innermost last: chunk of GEMM_MC rows, tile, KSEG segment, block of MB rows, block
-// of CB = NV * VLEN columns, p (the padded last tile: row block, then segment; the order only
-// moves between separate outputs, never within one). A segment of a tile (256 x 64 weights: 32 KB in f16/bf16) stays in L1 while every
-// row block passes over it, and an MB x 256 slice of X stays in L1 across the column blocks.
+// Loop order, innermost last: chunk of GEMM_MC rows, tile, KSEG segment, block of MB rows, block of
+// CB = NV * VLEN columns, p (the padded last tile: row block, then segment; the order only moves
+// between separate outputs, never within one). A segment of a tile (256 x 64 weights: 32 KB in
+// f16/bf16) stays in L1 while every row block passes over it, and an MB x 256 slice of X stays in
+// L1 across the column blocks.
 #define CB (NV * VLEN)
 #define CAT_(a, b) a##_##b
 #define CAT(a, b) CAT_(a, b)
@@ -18,7 +19,8 @@ INL void FN(widen)(int f, int nv, const void *w, size_t i, VEC *wv) {
     for (int v = 0; v < nv; v += 2) {
         size_t at = i + (size_t)v * VLEN;
         if (f == F_F32) wv[v] = vloadu((const float *)w + at), wv[v + 1] = vloadu((const float *)w + at + VLEN);
-        else if (f == F_F16) wv[v] = vwiden_f16((const uint16_t *)w + at), wv[v + 1] = vwiden_f16((const uint16_t *)w + at + VLEN);
+        else if (f == F_F16)
+            wv[v] = vwiden_f16((const uint16_t *)w + at), wv[v + 1] = vwiden_f16((const uint16_t *)w + at + VLEN);
         else vwiden_bf16_pair((const uint16_t *)w + at, &wv[v], &wv[v + 1]);
     }
 }
@@ -133,7 +135,8 @@ INL void FN(rows)(int f, const float *X, size_t ldx, size_t m, const void *P, si
             int mb = (int)(m * (b + 1) / nb - r0);
             for (size_t s0 = 0; s0 < k; s0 += GEMV_KSEG) {
                 size_t len = k - s0 < GEMV_KSEG ? k - s0 : GEMV_KSEG;
-                if (ld == GEMV_TILE) FN(segment)(fn, CB, mb, X + r0 * ldx, ldx, tile, ld, es, s0, len, tmp, GEMV_TILE, 0);
+                if (ld == GEMV_TILE)
+                    FN(segment)(fn, CB, mb, X + r0 * ldx, ldx, tile, ld, es, s0, len, tmp, GEMV_TILE, 0);
                 else FN(segment)(narrow, NVN * VLEN, mb, X + r0 * ldx, ldx, tile, ld, es, s0, len, tmp, GEMV_TILE, 0);
             }
             for (int r = 0; r < mb; r++)

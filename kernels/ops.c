@@ -1,10 +1,10 @@
-// Small kernels of the llama forward pass. RMSNorm and RoPE follow ggml's CPU arithmetic (so
-// logits track llama.cpp's) and are scalar: they touch a few KB per token. SwiGLU, softmax,
-// attention and the row conversions have AVX2 paths (SwiGLU and the conversions also taken under
-// AVX-512; same bits everywhere), and softmax and attention AVX-512 ones: softmax's exp is
-// compute-bound (the scores of small heads spent a sixth of a stories260K token there), and so is
-// attention over a GQA group, whose query heads all read each K and V row. Their scalar references (softmax_ref, swiglu_ref,
-// attention_ref, the fp.h loops) reproduce the SIMD order bit for bit.
+// Small kernels of the llama forward pass. RMSNorm and RoPE follow ggml's CPU arithmetic (so logits
+// track llama.cpp's) and are scalar: they touch a few KB per token. SwiGLU, softmax, attention and
+// the row conversions have AVX2 paths (SwiGLU and the conversions also taken under AVX-512; same
+// bits everywhere), and softmax and attention AVX-512 ones: softmax's exp is compute-bound (the
+// scores of small heads spent a sixth of a stories260K token there), and so is attention over a GQA
+// group, whose query heads all read each K and V row. Their scalar references (softmax_ref,
+// swiglu_ref, attention_ref, the fp.h loops) reproduce the SIMD order bit for bit.
 #include "kernels/ops.h"
 #include "platform/fp.h"
 #include "platform/cpu.h"
@@ -329,7 +329,8 @@ void attention_ref(float *out, const float *q, const void *k, uint32_t kt, const
 static inline __attribute__((always_inline)) AVX2 __m256 exp8(__m256 x) {
     const __m256 lo = _mm256_set1_ps(EXP_LO);
     __m256 c = _mm256_min_ps(_mm256_max_ps(x, lo), _mm256_set1_ps(EXP_HI));
-    __m256 kf = _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 kf =
+        _mm256_round_ps(_mm256_mul_ps(c, _mm256_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fmadd_ps(kf, _mm256_set1_ps(EXP_LN2_HI), c);
     r = _mm256_fmadd_ps(kf, _mm256_set1_ps(EXP_LN2_LO), r);
     __m256 p = _mm256_set1_ps(EXP_P0);
@@ -388,7 +389,8 @@ static AVX2 void softmax_avx2(float *x, int n) {
 static inline __attribute__((always_inline)) A512 __m512 exp16(__m512 x) {
     const __m512 lo = _mm512_set1_ps(EXP_LO);
     __m512 c = _mm512_min_ps(_mm512_max_ps(x, lo), _mm512_set1_ps(EXP_HI));
-    __m512 kf = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(EXP_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 kf = _mm512_roundscale_ps(_mm512_mul_ps(c, _mm512_set1_ps(EXP_LOG2E)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fmadd_ps(kf, _mm512_set1_ps(EXP_LN2_HI), c);
     r = _mm512_fmadd_ps(kf, _mm512_set1_ps(EXP_LN2_LO), r);
     __m512 p = _mm512_set1_ps(EXP_P0);
@@ -502,9 +504,11 @@ static inline __attribute__((always_inline)) AVX2 void scores_block(float *s, co
     for (int i = 0; i < nb; i += 8) {
         __m256 qv = _mm256_loadu_ps(q + i);
 #pragma GCC unroll 4
-        for (int j = 0; j < np; j++) acc[j] = _mm256_fmadd_ps(qv, kv_load8(k, kt, (size_t)(p + j) * stride + (size_t)i), acc[j]);
+        for (int j = 0; j < np; j++)
+            acc[j] = _mm256_fmadd_ps(qv, kv_load8(k, kt, (size_t)(p + j) * stride + (size_t)i), acc[j]);
     }
-    for (int j = 0; j < np; j++) s[p + j] = dot_finish(acc[j], q, kv_at(k, kt, (size_t)(p + j) * stride), kt, nb, hd) * scale;
+    for (int j = 0; j < np; j++)
+        s[p + j] = dot_finish(acc[j], q, kv_at(k, kt, (size_t)(p + j) * stride), kt, nb, hd) * scale;
 }
 
 // Per 128-bit half of a and b: (x0+x4, x1+x5, x2+x6, x3+x7) of a in the low half and of b in the
@@ -524,7 +528,8 @@ static inline __attribute__((always_inline)) AVX2 void scores_block8(float *s, c
     for (int i = 0; i < hd; i += 8) {
         __m256 qv = _mm256_loadu_ps(q + i);
 #pragma GCC unroll 8
-        for (int j = 0; j < 8; j++) acc[j] = _mm256_fmadd_ps(qv, kv_load8(k, kt, (size_t)(p + j) * stride + (size_t)i), acc[j]);
+        for (int j = 0; j < 8; j++)
+            acc[j] = _mm256_fmadd_ps(qv, kv_load8(k, kt, (size_t)(p + j) * stride + (size_t)i), acc[j]);
     }
     __m256 f01 = fold_pair(acc[0], acc[1]), f23 = fold_pair(acc[2], acc[3]);
     __m256 f45 = fold_pair(acc[4], acc[5]), f67 = fold_pair(acc[6], acc[7]);
@@ -601,7 +606,8 @@ static inline __attribute__((always_inline)) AVX2 void vsum_groups(float *o, con
             acc[i * nv + j] = _mm256_loadu_ps(o + (size_t)i * hd + 8 * j);
     for (int p8 = p0; p8 < p1; p8 += 8) {               // the prefetch per 8 rows, outside the row loop
         int p9 = p1 - p8 < 8 ? p1 : p8 + 8;
-        for (int g = 0; g < ng; g++) kv_prefetch(kv_at(v, vt, (size_t)g * head_stride), vt, stride, p8, p9 - p8, 8 * nv, pf);
+        for (int g = 0; g < ng; g++)
+            kv_prefetch(kv_at(v, vt, (size_t)g * head_stride), vt, stride, p8, p9 - p8, 8 * nv, pf);
         for (int p = p8; p < p9; p++) {
             size_t vp = (size_t)p * stride;
 #pragma GCC unroll 8
@@ -713,8 +719,8 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
                 for (int p = 0; p < nb; p += 8) {
                     kv_prefetch(kb, kt, row, p, nb - p < 8 ? nb - p : 8, hd, (kvpf){ak, nb});
                     for (int h = 0; h < grp; h++)
-                        scores_head(sg + (size_t)h * n_pos, qg + (size_t)h * hd, kb, kt, row, p, nb - p < 8 ? nb - p : 8,
-                                    hd, scale);
+                        scores_head(sg + (size_t)h * n_pos, qg + (size_t)h * hd, kb, kt, row, p,
+                                    nb - p < 8 ? nb - p : 8, hd, scale);
                 }
             }
         for (int h = 0; h < ng * grp; h++) softmax_fn(scratch + (size_t)h * n_pos, n_pos);
@@ -737,7 +743,8 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
 // Elements [i, i + 8) of a cache row in both halves of a zmm, widened exactly.
 INL5 __m512 kv_bcast8(const void *c, uint32_t t, size_t i) {
     if (t == WTYPE_F16)
-        return _mm512_cvtph_ps(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)((const uint16_t *)c + i))));
+        return _mm512_cvtph_ps(
+            _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)((const uint16_t *)c + i))));
     return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps((const float *)c + i))));
 }
 
@@ -780,7 +787,8 @@ INL5 void scores_pair8(float *s0, float *s1, const float *qq, const void *k, uin
     for (int i = 0; i < hd; i += 8) {
         __m512 qv = _mm512_loadu_ps(qq + 2 * i);
 #pragma GCC unroll 8
-        for (int j = 0; j < 8; j++) acc[j] = _mm512_fmadd_ps(qv, kv_bcast8(k, kt, (size_t)j * stride + (size_t)i), acc[j]);
+        for (int j = 0; j < 8; j++)
+            acc[j] = _mm512_fmadd_ps(qv, kv_bcast8(k, kt, (size_t)j * stride + (size_t)i), acc[j]);
     }
     // quarters (0 h, 0 h+1, 1 h, 1 h+1) and so on; two hadds leave (0, 2, 4, 6 | the same of h+1 |
     // 1, 3, 5, 7 | of h+1), each ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)); then into position order
@@ -817,7 +825,8 @@ INL5 void vsum16(float *o, const float *a, int a_stride, const void *v, uint32_t
                 if (j == 0 || !SHARED) {
                     const void *vj = kv_at(v, vt, SHARED ? 0 : (size_t)j * head_stride);
 #pragma GCC unroll 4
-                    for (int z = 0; z < NZ; z++) vb[z] = kv_load16(vj, vt, vp + 16 * (size_t)z, z == NZ - 1 ? m : 0xffff);
+                    for (int z = 0; z < NZ; z++)
+                        vb[z] = kv_load16(vj, vt, vp + 16 * (size_t)z, z == NZ - 1 ? m : 0xffff);
                 }
                 __m512 ap = _mm512_set1_ps(a[(size_t)j * a_stride + p]);
 #pragma GCC unroll 4
@@ -828,7 +837,8 @@ INL5 void vsum16(float *o, const float *a, int a_stride, const void *v, uint32_t
 #pragma GCC unroll 8
     for (int j = 0; j < H; j++)
 #pragma GCC unroll 4
-        for (int z = 0; z < NZ; z++) _mm512_mask_storeu_ps(o + (size_t)j * hd + 16 * z, z == NZ - 1 ? m : 0xffff, acc[j * NZ + z]);
+        for (int z = 0; z < NZ; z++)
+            _mm512_mask_storeu_ps(o + (size_t)j * hd + 16 * z, z == NZ - 1 ? m : 0xffff, acc[j * NZ + z]);
 }
 
 // The V sums of a batch's nh heads (scores a + h * n_pos, outputs o + h * hd; head h reads group
@@ -947,7 +957,8 @@ static A512BW void attention_avx512(float *out, const float *q, const void *k, u
 // attention_body with the widest softmax the machine has (the same bits either way).
 static AVX2 void attention_avx2(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt,
         int n_pos, int n_head, int n_head_kv, int head_dim, kv_layout lay, float *scratch) {
-#define BODY(KT, VT) attention_body(out, q, k, KT, v, VT, n_pos, n_head, n_head_kv, head_dim, lay, scratch, softmax_simd())
+#define BODY(KT, VT)                                                                                       \
+    attention_body(out, q, k, KT, v, VT, n_pos, n_head, n_head_kv, head_dim, lay, scratch, softmax_simd())
     CACHE_TYPES(BODY);
 #undef BODY
 }

@@ -37,7 +37,8 @@ typedef struct {
     int block_rows;
 } kv_layout;
 static inline size_t kv_index(kv_layout l, int h, int p) {
-    size_t b = l.block_rows > 0 ? (size_t)(p / l.block_rows) : 0, r = l.block_rows > 0 ? (size_t)(p % l.block_rows) : (size_t)p;
+    size_t b = l.block_rows > 0 ? (size_t)(p / l.block_rows) : 0,
+           r = l.block_rows > 0 ? (size_t)(p % l.block_rows) : (size_t)p;
     return (size_t)h * l.head + b * l.block + r * l.row;
 }
 // Bytes of a head's rows in one block of kv_blocks' layout (the decoder's cache, and the one the

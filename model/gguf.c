@@ -193,7 +193,8 @@ static int parse_kv(rd *r, gguf_kv *kv, uint64_t i) {
     set_ctx(r, "kv", i, NULL, 0);
     if (rd_str(r, "key", &key, &klen)) return -1;
     if (klen == 0) return fail(r, "empty key");
-    if (klen > GGUF_MAX_KEY) return fail(r, "key is %llu bytes, the limit is %d", (unsigned long long)klen, GGUF_MAX_KEY);
+    if (klen > GGUF_MAX_KEY)
+        return fail(r, "key is %llu bytes, the limit is %d", (unsigned long long)klen, GGUF_MAX_KEY);
     if (memchr(key, 0, klen)) return fail(r, "key contains a NUL byte");
     if (!(kv->key = malloc(klen + 1))) return fail(r, "out of memory for the key");
     memcpy(kv->key, key, klen);
@@ -243,7 +244,8 @@ static int parse_tensor(rd *r, gguf_tensor *t, uint64_t i) {
     if (__builtin_mul_overflow(t->ne[0] / blck, (uint64_t)ggml_types[t->type].size, &nb))
         return fail(r, "byte size of ne[0] = %llu overflows", (unsigned long long)t->ne[0]);
     for (int d = 0; d < GGUF_MAX_DIMS; d++)
-        if (__builtin_mul_overflow(n, t->ne[d], &n) || n > INT64_MAX || (d && __builtin_mul_overflow(nb, t->ne[d], &nb)))
+        if (__builtin_mul_overflow(n, t->ne[d], &n) || n > INT64_MAX ||
+            (d && __builtin_mul_overflow(nb, t->ne[d], &nb)))
             return fail(r, "element count overflows (ne[%d] = %llu)", d, (unsigned long long)t->ne[d]);
     t->nbytes = nb;
     return 0;
@@ -337,7 +339,8 @@ static int parse_header(rd *r, gguf_file *g) {
     if (nt > GGUF_MAX_TENSORS)
         return fail(r, "n_tensors: %llu tensors, the limit is %u", (unsigned long long)nt, GGUF_MAX_TENSORS);
     if (nk > left(r) / MIN_KV_BYTES)
-        return fail(r, "n_kv: %llu entries cannot fit in the %llu bytes left", (unsigned long long)nk, (unsigned long long)left(r));
+        return fail(r, "n_kv: %llu entries cannot fit in the %llu bytes left", (unsigned long long)nk,
+                    (unsigned long long)left(r));
     if (nt > left(r) / MIN_TENSOR_BYTES || nk * MIN_KV_BYTES + nt * MIN_TENSOR_BYTES > left(r))
         return fail(r, "n_tensors: %llu tensors and %llu kvs cannot fit in the %llu bytes left",
                     (unsigned long long)nt, (unsigned long long)nk, (unsigned long long)left(r));
@@ -355,7 +358,10 @@ static int parse_header(rd *r, gguf_file *g) {
     r->ctx[0] = 0;
     d = build_index(g->n_tensors, tensor_name, g->tensors, &g->tensor_index);
     if (d == -2) return fail(r, "out of memory");
-    if (d >= 0) { set_ctx(r, "tensor", (uint64_t)d, g->tensors[d].name, strlen(g->tensors[d].name)); return fail(r, "duplicate tensor name"); }
+    if (d >= 0) {
+        set_ctx(r, "tensor", (uint64_t)d, g->tensors[d].name, strlen(g->tensors[d].name));
+        return fail(r, "duplicate tensor name");
+    }
     return 0;
 }
 
@@ -371,7 +377,9 @@ static int place_tensors(rd *r, gguf_file *g) {
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         gguf_tensor *t = &g->tensors[i];
         set_ctx(r, "tensor", i, t->name, strlen(t->name));
-        if (t->offset % a) return fail(r, "offset %llu is not a multiple of the alignment %llu", (unsigned long long)t->offset, (unsigned long long)a);
+        if (t->offset % a)
+            return fail(r, "offset %llu is not a multiple of the alignment %llu", (unsigned long long)t->offset,
+                        (unsigned long long)a);
         if (t->offset < end)
             return fail(r, "offset %llu is before the end of the previous tensor (%llu): overlapping or out of order",
                         (unsigned long long)t->offset, (unsigned long long)end);
@@ -490,7 +498,8 @@ int gguf_get_int(const gguf_file *g, const char *key, int64_t lo, int64_t hi, in
     case GGUF_TYPE_UINT64:
         memcpy(&u, kv->data, 8);
         if (u > INT64_MAX)
-            return kv_fail(g, kv, err, "value %llu out of range [%lld, %lld]", (unsigned long long)u, (long long)lo, (long long)hi);
+            return kv_fail(g, kv, err, "value %llu out of range [%lld, %lld]", (unsigned long long)u, (long long)lo,
+                           (long long)hi);
         v = (int64_t)u;
         break;
     default: return kv_fail(g, kv, err, "expected an integer, found %s", kv_type_str(kv, tb));

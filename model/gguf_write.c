@@ -88,7 +88,10 @@ static void put_u64(gguf_writer *w, uint64_t v) { put(w, &v, 8); }
 static int head(gguf_writer *w, const char *key, uint32_t type) {
     if (w->err[0]) return -1;
     if (!key || !key[0]) { werr(w, "empty key"); return -1; }
-    if (strlen(key) > GGUF_MAX_KEY) { werr(w, "key of %zu bytes, the limit is %d", strlen(key), GGUF_MAX_KEY); return -1; }
+    if (strlen(key) > GGUF_MAX_KEY) {
+        werr(w, "key of %zu bytes, the limit is %d", strlen(key), GGUF_MAX_KEY);
+        return -1;
+    }
     if (!strcmp(key, "general.alignment") && type != GGUF_TYPE_UINT32) {
         werr(w, "general.alignment: must be UINT32, got %s", gguf_type_name(type));
         return -1;
@@ -107,7 +110,10 @@ void gguf_w_val(gguf_writer *w, const char *key, uint32_t type, const void *v) {
     if (key && !strcmp(key, "general.alignment") && type == GGUF_TYPE_UINT32) {
         uint32_t a;
         memcpy(&a, v, 4);
-        if (a != w->alignment) { werr(w, "general.alignment: %u differs from the writer's %u", a, w->alignment); return; }
+        if (a != w->alignment) {
+            werr(w, "general.alignment: %u differs from the writer's %u", a, w->alignment);
+            return;
+        }
         w->has_alignment = 1;
     }
     if (head(w, key, type) == 0) put(w, v, sz);
@@ -128,15 +134,22 @@ void gguf_w_str(gguf_writer *w, const char *key, const char *s) { gguf_w_str_n(w
 
 void gguf_w_arr(gguf_writer *w, const char *key, uint32_t elem_type, const void *v, uint64_t n) {
     size_t sz = gguf_scalar_type_size(elem_type);
-    if (!sz) { werr(w, "%s: arrays of %s need their own writer call", key ? key : "(null)", gguf_type_name(elem_type)); return; }
+    if (!sz) {
+        werr(w, "%s: arrays of %s need their own writer call", key ? key : "(null)", gguf_type_name(elem_type));
+        return;
+    }
     if (n > SIZE_MAX / sz) { werr(w, "%s: array of %llu elements is too large", key, (unsigned long long)n); return; }
     if (head(w, key, GGUF_TYPE_ARRAY)) return;
     put_u32(w, elem_type);
     put_u64(w, n);
     put(w, v, (size_t)n * sz);
 }
-void gguf_w_arr_f32(gguf_writer *w, const char *key, const float *v, uint64_t n) { gguf_w_arr(w, key, GGUF_TYPE_FLOAT32, v, n); }
-void gguf_w_arr_i32(gguf_writer *w, const char *key, const int32_t *v, uint64_t n) { gguf_w_arr(w, key, GGUF_TYPE_INT32, v, n); }
+void gguf_w_arr_f32(gguf_writer *w, const char *key, const float *v, uint64_t n) {
+    gguf_w_arr(w, key, GGUF_TYPE_FLOAT32, v, n);
+}
+void gguf_w_arr_i32(gguf_writer *w, const char *key, const int32_t *v, uint64_t n) {
+    gguf_w_arr(w, key, GGUF_TYPE_INT32, v, n);
+}
 
 void gguf_w_arr_str(gguf_writer *w, const char *key, const char *const *s, uint64_t n) {
     if (head(w, key, GGUF_TYPE_ARRAY)) return;
@@ -150,7 +163,10 @@ void gguf_w_arr_str(gguf_writer *w, const char *key, const char *const *s, uint6
 
 // The value's bytes are copied exactly as they lie in the source file.
 void gguf_w_kv_copy(gguf_writer *w, const gguf_kv *kv) {
-    if (kv->type != GGUF_TYPE_ARRAY && kv->type != GGUF_TYPE_STRING) { gguf_w_val(w, kv->key, kv->type, kv->data); return; }
+    if (kv->type != GGUF_TYPE_ARRAY && kv->type != GGUF_TYPE_STRING) {
+        gguf_w_val(w, kv->key, kv->type, kv->data);
+        return;
+    }
     uint64_t len;
     if (head(w, kv->key, kv->type)) return;
     if (kv->type == GGUF_TYPE_STRING) {
@@ -178,7 +194,10 @@ void gguf_w_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_d
     }
     uint64_t blck = ggml_blck_size(type), nb = ggml_type_size(type), a = w->alignment;
     if (!blck) { werr(w, "%s: unknown tensor type %u", name, type); return; }
-    if (n_dims < 1 || n_dims > GGUF_MAX_DIMS) { werr(w, "%s: n_dims %u is not 1..%d", name, n_dims, GGUF_MAX_DIMS); return; }
+    if (n_dims < 1 || n_dims > GGUF_MAX_DIMS) {
+        werr(w, "%s: n_dims %u is not 1..%d", name, n_dims, GGUF_MAX_DIMS);
+        return;
+    }
     if (grow(w, (void **)&w->t, &w->t_cap, w->n_t + 1, sizeof *w->t)) return;
     wtensor *t = &w->t[w->n_t];
     memcpy(t->name, name, len + 1);
@@ -186,8 +205,15 @@ void gguf_w_tensor(gguf_writer *w, const char *name, uint32_t type, uint32_t n_d
     for (uint32_t d = 0; d < GGUF_MAX_DIMS; d++) {
         t->ne[d] = d < n_dims ? ne[d] : 1;
         if (t->ne[d] > INT64_MAX) { werr(w, "%s: ne[%u] is too large", name, d); return; }
-        if (d == 0 && t->ne[0] % blck) { werr(w, "%s: ne[0] %llu is not a multiple of %llu", name, (unsigned long long)ne[0], (unsigned long long)blck); return; }
-        if (__builtin_mul_overflow(nb, d ? t->ne[d] : t->ne[0] / blck, &nb)) { werr(w, "%s: size overflows", name); return; }
+        if (d == 0 && t->ne[0] % blck) {
+            werr(w, "%s: ne[0] %llu is not a multiple of %llu", name, (unsigned long long)ne[0],
+                 (unsigned long long)blck);
+            return;
+        }
+        if (__builtin_mul_overflow(nb, d ? t->ne[d] : t->ne[0] / blck, &nb)) {
+            werr(w, "%s: size overflows", name);
+            return;
+        }
     }
     t->nbytes = nb;
     t->offset = (w->data_end + a - 1) / a * a;
@@ -331,7 +357,8 @@ static char *out_target(const char *path, int *mode, char *err) {
     struct stat st;
     char *p;
     *mode = -1;
-    if (!*path) { snprintf(err, GGUF_ERR_MAX, "the output path is empty"); return NULL; }   // lstat: ENOENT, "a new file"
+    if (!*path) { snprintf(err, GGUF_ERR_MAX, "the output path is empty"); return NULL; }
+    // lstat: ENOENT, "a new file"
     if (lstat(path, &st)) {
         if (errno != ENOENT) { snprintf(err, GGUF_ERR_MAX, "%s: cannot stat: %s", path, strerror(errno)); return NULL; }
         if (path[strlen(path) - 1] == '/') {         // a missing directory: no file name to write
@@ -342,7 +369,8 @@ static char *out_target(const char *path, int *mode, char *err) {
     } else {
         int link = S_ISLNK(st.st_mode);
         if (link && stat(path, &st)) {
-            snprintf(err, GGUF_ERR_MAX, "%s: symbolic link to a missing or unreachable file: %s", path, strerror(errno));
+            snprintf(err, GGUF_ERR_MAX, "%s: symbolic link to a missing or unreachable file: %s", path,
+                     strerror(errno));
             return NULL;
         }
         if (!S_ISREG(st.st_mode)) {
@@ -413,7 +441,8 @@ int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
     int rc = -1;
     if (w->err[0]) snprintf(err, GGUF_ERR_MAX, "%s: %s", path, w->err);
     else if (o.failed) snprintf(err, GGUF_ERR_MAX, "%s: write failed: %s", path, strerror(o.failed));
-    else if (rename(tmp, dst)) snprintf(err, GGUF_ERR_MAX, "%s: cannot rename the temporary file: %s", path, strerror(errno));
+    else if (rename(tmp, dst))
+        snprintf(err, GGUF_ERR_MAX, "%s: cannot rename the temporary file: %s", path, strerror(errno));
     else rc = 0;
     if (rc) unlink(tmp);
     if (w->temp_hook) w->temp_hook(NULL);

@@ -29,7 +29,8 @@ typedef struct {
 
 typedef struct {
     const gguf_tensor *attn_norm;                    // (n_embd); every tensor F32, F16 or BF16
-    const gguf_tensor *wq, *wk, *wv, *wo;            // (n_embd -> n_head*hd), (-> n_head_kv*hd) x2, (n_head*hd -> n_embd)
+    const gguf_tensor *wq, *wk, *wv, *wo;            // (n_embd -> n_head*hd), (-> n_head_kv*hd) x2,
+                                                     // (n_head*hd -> n_embd)
     const gguf_tensor *bq, *bk, *bv;                 // biases: optional (llama), required (qwen2), else NULL
     const gguf_tensor *q_norm, *k_norm;              // (head_dim) per-head RMSNorm (qwen3), else NULL
     const gguf_tensor *ffn_norm;                     // (n_embd)

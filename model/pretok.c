@@ -14,7 +14,8 @@
 enum {
     END,
     GPT2,          // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
-    LLAMA3,        // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+    LLAMA3,        // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
+                   // \s*[\r\n]+|\s+(?!\S)|\s+
     QWEN2,         // the same with \p{N} for \p{N}{1,3}
     PUNCT_RUN,     // [\p{P}\$\+<=>\^~\|]+
     PUNCT_RUN_BT,  // [\p{P}\$\+<=>\^~\|`]+
@@ -207,7 +208,8 @@ static int re_digit(uint32_t x) { return x >= '0' && x <= '9'; }
 static int re_alpha(uint32_t x) { return (x >= 'A' && x <= 'Z') || (x >= 'a' && x <= 'z'); }
 // \p{P} in the collapsed view: the class byte and ASCII !"#%&'()*,-./:;?@[\]_{}
 static int re_punct(uint32_t x) {
-    return x == V_PUNCT || (x < 0x80 && x > ' ' && !re_digit(x) && !re_alpha(x) && !strchr("$+<=>^`|~", (int)x) && x != 0x7f);
+    return x == V_PUNCT ||
+           (x < 0x80 && x > ' ' && !re_digit(x) && !re_alpha(x) && !strchr("$+<=>^`|~", (int)x) && x != 0x7f);
 }
 
 static const uint32_t ds_letters[][2] = {

@@ -192,7 +192,8 @@ static int load_arrays(tokenizer *t, const gguf_file *g, char *err) {
         if (len > t->max_len) t->max_len = (uint32_t)len;
         int32_t ty = TT_NORMAL;
         if (kv[2]) memcpy(&ty, kv[2]->data + 4 * i, 4);
-        if (ty < 0 || ty >= TT_COUNT) return gguf_fail(err, g->path, keys[2], "token %llu has unknown type %d", (unsigned long long)i, ty);
+        if (ty < 0 || ty >= TT_COUNT)
+            return gguf_fail(err, g->path, keys[2], "token %llu has unknown type %d", (unsigned long long)i, ty);
         if (ty == TT_BYTE && piece_byte(s, len) < 0)
             return gguf_fail(err, g->path, keys[2], "byte token %llu is not of the form <0xNN>", (unsigned long long)i);
         if (isnan(t->score[i])) return gguf_fail(err, g->path, keys[1], "score %llu is NaN", (unsigned long long)i);
@@ -462,7 +463,8 @@ static int load_bpe(tokenizer *t, const gguf_file *g, char *err) {
     if ((rc = gguf_get_arr(g, "tokenizer.ggml.merges", GGUF_TYPE_STRING, &merges, err)) < 0) return -1;
     if (rc > 0) return gguf_fail(err, g->path, "tokenizer.ggml.merges", "missing (a gpt2 vocabulary needs its merges)");
     if (merges->n > INT32_MAX / 4)
-        return gguf_fail(err, g->path, "tokenizer.ggml.merges", "%llu merges (at most %d)", (unsigned long long)merges->n, INT32_MAX / 4);
+        return gguf_fail(err, g->path, "tokenizer.ggml.merges", "%llu merges (at most %d)",
+                         (unsigned long long)merges->n, INT32_MAX / 4);
     if (bpe_build(&t->bpe, merges, t->n_vocab, lookup_cb, t))
         return gguf_fail(err, g->path, "tokenizer.ggml.merges", "out of memory");
     return 0;

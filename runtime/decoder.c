@@ -273,7 +273,12 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
         goto oom;
     if (d->steal && alloc_tails(d)) goto oom;
     decoder_set_tail_split(d, o->tail_split);
-    if (weights_load(&d->w, m, d->pool, &d->sched, &d->topo, &o->pack_cache, o->on_layer, o->on_layer_arg, o->stop, err)) { free(cpu); decoder_free(d); return -1; }
+    if (weights_load(&d->w, m, d->pool, &d->sched, &d->topo, &o->pack_cache, o->on_layer, o->on_layer_arg,
+                     o->stop, err)) {
+        free(cpu);
+        decoder_free(d);
+        return -1;
+    }
     char l4err[256];
     if (l4run_create(d, (l4run_mode)o->l4, l4err)) {
         snprintf(err, GGUF_ERR_MAX, "%s", l4err);
@@ -444,10 +449,12 @@ static int thread_has_share(const decoder *d, int t, int m) {
 static int has_share(const decoder *d, const thread_ctx *c, int m) { return thread_has_share(d, c->tid, m); }
 
 static float *partial_slot(decoder *d, int m, size_t tile, uint32_t seg) {
-    return (float *)((char *)d->partials[m] + tile * sched_partial_bytes(&d->sched, m) + seg * (size_t)SCHED_SLOT_BYTES);
+    return (float *)((char *)d->partials[m] + tile * sched_partial_bytes(&d->sched, m) +
+                     seg * (size_t)SCHED_SLOT_BYTES);
 }
 
-static void trace(decoder *d, const thread_ctx *c, int layer, int m, int write, const void *base, const void *lo, size_t len) {
+static void trace(decoder *d, const thread_ctx *c, int layer, int m, int write, const void *base, const void *lo,
+                  size_t len) {
     if (d->trace) {
         size_t off = (size_t)((const char *)lo - (const char *)base);
         d->trace(d->trace_arg, c->tid, layer, m, write, off, off + len);
@@ -518,20 +525,20 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
 
 // ---- stages of whole tiles, stolen at the tail ----
 // wo, gate/up, down and the lm_head: each share is a claim word (first, end of the tiles not yet
-// taken). The owner takes from the front and a thread that runs out takes from the back of a
-// slower share on its node. A claim is what is left divided by twice the threads that can take
-// from the share (guided self-scheduling), at most `interleave` tiles (the tuning's, 1 off
-// AVX-512: the AVX2 kernel runs one tile at a time), at least one tile and min_claim_bytes
-// (min_claim_many_bytes from MANY_TAKERS takers; the floor wins over the cap): a large
-// share of tiles of 1 MiB or more starts `interleave` tiles at a time and both sides end in
-// single tiles, so a sync point waits for about half a tile instead of the owner's last fixed
-// group (4 tiles of 704 KiB of down at -t 2 were ~100 us); smaller tiles go the floor's worth at
-// a time (single small tiles stream slower than the wait they save: MIN_CLAIM_BYTES). Every tile
-// but a share's tail tile (below) is computed whole by whoever claims it, and what follows it on its rows (the residual add,
-// SwiGLU) right after, so the bits never depend on who ran it. Only threads with a share in the stage steal: the waits that
-// follow the stage are for those threads (runtime/schedule.h), and each publishes only after
-// its last claim. Off for split matrices, in L4 buffer mode and under a trace (the executed
-// stream is then exactly the plan).
+// taken). The owner takes from the front and a thread that runs out takes from the back of a slower
+// share on its node. A claim is what is left divided by twice the threads that can take from the
+// share (guided self-scheduling), at most `interleave` tiles (the tuning's, 1 off AVX-512: the AVX2
+// kernel runs one tile at a time), at least one tile and min_claim_bytes (min_claim_many_bytes from
+// MANY_TAKERS takers; the floor wins over the cap): a large share of tiles of 1 MiB or more starts
+// `interleave` tiles at a time and both sides end in single tiles, so a sync point waits for about
+// half a tile instead of the owner's last fixed group (4 tiles of 704 KiB of down at -t 2 were ~100
+// us); smaller tiles go the floor's worth at a time (single small tiles stream slower than the wait
+// they save: MIN_CLAIM_BYTES). Every tile but a share's tail tile (below) is computed whole by
+// whoever claims it, and what follows it on its rows (the residual add, SwiGLU) right after, so the
+// bits never depend on who ran it. Only threads with a share in the stage steal: the waits that
+// follow the stage are for those threads (runtime/schedule.h), and each publishes only after its
+// last claim. Off for split matrices, in L4 buffer mode and under a trace (the executed stream is
+// then exactly the plan).
 //
 // Even so, the early thread waits for about half of the late one's last tile: 35-85 us for
 // TinyLlama's 256-704 KiB tiles at -t 2, at the sync points after wo, gate/up and down
@@ -599,7 +606,8 @@ static int claim(_Atomic uint64_t *q, int back, uint32_t cap, uint32_t div, uint
 
 // What follows stage st on the rows of tiles [a, b): the residual add or SwiGLU.
 static void stage_epilogue(decoder *d, int st, uint32_t a, uint32_t b) {
-    size_t n = d->sched.shape.mat[stage_mats[st][0]].n, lo = (size_t)a * 64, hi = (size_t)b * 64 < n ? (size_t)b * 64 : n;
+    size_t n = d->sched.shape.mat[stage_mats[st][0]].n, lo = (size_t)a * 64,
+           hi = (size_t)b * 64 < n ? (size_t)b * 64 : n;
     if (st == DECODER_ST_WO || st == DECODER_ST_DOWN) residual_rows(d, lo, hi);
     else if (st == DECODER_ST_FFN) swiglu(d->hb + lo, d->hb + lo, d->hb2 + lo, (int)(hi - lo));
 }
@@ -668,11 +676,13 @@ static void tail_share(decoder *d, thread_ctx *c, int layer, int st, int v, cons
     if (!units) return;
     int m = stage_mats[st][0];
     uint32_t n_seg = sched_n_seg(&d->sched, m), tile = d->sched.share[v].r[m].t1 - 1;
-    size_t seg_bytes = sched_tile_bytes(&d->sched, m) / n_seg, per = ((size_t)d->min_seg_claim_bytes + seg_bytes - 1) / seg_bytes;
+    size_t seg_bytes = sched_tile_bytes(&d->sched, m) / n_seg,
+           per = ((size_t)d->min_seg_claim_bytes + seg_bytes - 1) / seg_bytes;
     if (per < 1) per = 1;
     _Atomic uint64_t *q = claim_word(d, layer, st, v);
     for (;;) {
-        uint64_t u0 = atomic_fetch_add_explicit(&q[1], per, memory_order_relaxed), u1 = u0 + per < units ? u0 + per : units;
+        uint64_t u0 = atomic_fetch_add_explicit(&q[1], per, memory_order_relaxed),
+                 u1 = u0 + per < units ? u0 + per : units;
         if (u0 >= units) return;
         for (uint64_t u = u0, e; u < u1; u = e) {   // each matrix's segments of the claim side by side
             int i = (int)(u / n_seg);
@@ -686,8 +696,10 @@ static void tail_share(decoder *d, thread_ctx *c, int layer, int st, int v, cons
         // acq_rel: the finisher sees every slot the others wrote (and their bits) before their own add
         if (atomic_fetch_add_explicit(&q[2], u1 - u0, memory_order_acq_rel) + (u1 - u0) != units) continue;
         c->tail_shared += __builtin_popcountll(atomic_load_explicit(&q[3], memory_order_relaxed)) > 1;
-        size_t n = d->sched.shape.mat[m].n, lo = (size_t)tile * GEMV_TILE, rows = n - lo < GEMV_TILE ? n - lo : GEMV_TILE;
-        for (int i = 0; i < stage_n_mats(st); i++) gemv_fold_segments(out[i] + lo, tail_slot(d, st, v, i, 0), n_seg, rows);
+        size_t n = d->sched.shape.mat[m].n, lo = (size_t)tile * GEMV_TILE,
+               rows = n - lo < GEMV_TILE ? n - lo : GEMV_TILE;
+        for (int i = 0; i < stage_n_mats(st); i++)
+            gemv_fold_segments(out[i] + lo, tail_slot(d, st, v, i, 0), n_seg, rows);
         stage_epilogue(d, st, tile, tile + 1);
         return;
     }
@@ -698,7 +710,8 @@ static void tail_share(decoder *d, thread_ctx *c, int layer, int st, int v, cons
 static void stage_share(decoder *d, thread_ctx *c, int layer, int st, const float *x, float *const *out) {
     int m = stage_mats[st][0], T = pool_size(d->pool);
     if (!has_share(d, c, m)) return;
-    uint32_t a, b, n = (uint32_t)takers(d, st, c->tid), min = min_claim(d, st, (int)n), cap = (uint32_t)gemv_get_tuning().interleave;
+    uint32_t a, b, n = (uint32_t)takers(d, st, c->tid), min = min_claim(d, st, (int)n),
+                   cap = (uint32_t)gemv_get_tuning().interleave;
     uint32_t div = n > 1 ? 2 * n : 1;   // alone on its node: `interleave` tiles to the end
     while (claim(claim_word(d, layer, st, c->tid), 0, cap, div, min, &a, &b)) stage_tiles(d, layer, st, x, out, a, b);
     for (int k = 1; k < T; k++) {

@@ -67,7 +67,9 @@ l4run_mode l4run_mode_of(const l4run *r) { return r ? r->mode : L4RUN_OFF; }
 
 static uint32_t lines_per_tile(const sched *s, int m) { return (uint32_t)(sched_partial_bytes(s, m) / SCHED_LINE); }
 
-static int remote_tile(const sched *s, int tid, int m, size_t tile) { return s->node[s->owner[m][tile]] != s->node[tid]; }
+static int remote_tile(const sched *s, int tid, int m, size_t tile) {
+    return s->node[s->owner[m][tile]] != s->node[tid];
+}
 
 // A partial line's L4 key: its future key (written) with the top bit set.
 static uint64_t partial_key_of(sched_key k) { return PARTIAL_KEY | sched_key_u64(k); }
@@ -190,7 +192,8 @@ static int create_caches(l4run *r, const decoder *d, char err[256]) {
         int t = 0;
         while (r->cache_of[t] != n) t++;
         r->nodes[n] = (node_ctx){.r = r, .index = n};
-        l4_config cfg = l4_default_config(r->mode == L4RUN_BUFFER ? L4_CACHE_BUFFER : L4_STREAM_TRANSPARENT, s->n_threads);
+        l4_config cfg =
+            l4_default_config(r->mode == L4RUN_BUFFER ? L4_CACHE_BUFFER : L4_STREAM_TRANSPARENT, s->n_threads);
         cfg.node = s->node[t], cfg.stream = stream_keys, cfg.stream_ctx = &r->nodes[n];
         char e[200];
         if (!(r->cache[n] = l4_create(&cfg, e, sizeof e))) { snprintf(err, 256, "%s", e); return -1; }
@@ -204,7 +207,8 @@ static int create_caches(l4run *r, const decoder *d, char err[256]) {
     }
     held += (size_t)s->n_threads * (lpt_max + 1);
     if (r->mode == L4RUN_BUFFER && held > l4_lines(r->cache[0])) {
-        snprintf(err, 256, "the L4 slab holds %u lines; this schedule may hold %zu at once", l4_lines(r->cache[0]), held);
+        snprintf(err, 256, "the L4 slab holds %u lines; this schedule may hold %zu at once",
+                 l4_lines(r->cache[0]), held);
         return -1;
     }
     return 0;
@@ -220,14 +224,16 @@ int l4run_create(decoder *d, l4run_mode req, char err[256]) {
     for (int t = 1; t < s->n_threads; t++) n_nodes += s->node[t] != s->node[t - 1];
     for (int m = 0; m < SCHED_N_MAT; m++)
         if (lines_per_tile(s, m) > MAX_TILE_LINES) {
-            snprintf(err, 256, "the L4 takes matrices of at most %d inputs", MAX_TILE_LINES * SLOTS_PER_LINE * GEMV_KSEG);
+            snprintf(err, 256, "the L4 takes matrices of at most %d inputs",
+                     MAX_TILE_LINES * SLOTS_PER_LINE * GEMV_KSEG);
             return -1;
         }
     l4run *r = calloc(1, sizeof *r);
     if (!r) goto oom;
     d->l4 = r;
     r->mode = mode, r->n_nodes = n_nodes, r->n_threads = s->n_threads;
-    if (!(r->cache = calloc((size_t)n_nodes, sizeof *r->cache)) || !(r->nodes = calloc((size_t)n_nodes, sizeof *r->nodes)) ||
+    if (!(r->cache = calloc((size_t)n_nodes, sizeof *r->cache)) ||
+        !(r->nodes = calloc((size_t)n_nodes, sizeof *r->nodes)) ||
         !(r->th = calloc((size_t)s->n_threads, sizeof *r->th)) ||
         !(r->cache_of = calloc((size_t)s->n_threads, sizeof *r->cache_of)) || alloc_split_state(r, s))
         goto oom;
@@ -340,7 +346,8 @@ static l4_handle partial_line(l4run *r, const decoder *d, int tid, int layer, in
     l4 *cache = r->cache[r->cache_of[d->sched.owner[m][t]]];
     uint64_t key = partial_key(layer, m, t, l, lines_per_tile(&d->sched, m));
     if (split) pthread_mutex_lock(&r->first[m][t]);
-    l4_handle h = l4_map_writable(cache, tid, key, NULL, fold_writeback, &r->fold[m][t * lines_per_tile(&d->sched, m) + l]);
+    l4_handle h =
+        l4_map_writable(cache, tid, key, NULL, fold_writeback, &r->fold[m][t * lines_per_tile(&d->sched, m) + l]);
     if (split) pthread_mutex_unlock(&r->first[m][t]);
     if (cache == r->cache[r->cache_of[tid]]) step(r, tid, key);
     return h;

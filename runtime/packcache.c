@@ -111,7 +111,10 @@ int packcache_parse_mode(const char *s) {
 }
 
 const char *packcache_mode_name(int mode) {
-    return mode == PACKCACHE_OFF ? "off" : mode == PACKCACHE_REBUILD ? "rebuild" : mode == PACKCACHE_MOVE ? "move" : "auto";
+    return mode == PACKCACHE_OFF       ? "off"
+           : mode == PACKCACHE_REBUILD ? "rebuild"
+           : mode == PACKCACHE_MOVE    ? "move"
+                                       : "auto";
 }
 
 static int model_realpath(const gguf_file *f, char out[PATH_MAX]) {
@@ -149,7 +152,8 @@ static size_t layout(const llama_model *m, model_weights *w, region *r, size_t *
         int k = 1;
         if (s) layer_tensors(s, t), layer_packed(L, p), k = LAYER_N_MAT;
         for (int i = 0; i < k; i++) {
-            *p[i] = (packed_matrix){.type = t[i]->type, .n_in = t[i]->ne[0], .n_out = t[i]->ne[1], .tiles = p[i]->tiles};
+            *p[i] = (packed_matrix){.type = t[i]->type, .n_in = t[i]->ne[0], .n_out = t[i]->ne[1],
+                                    .tiles = p[i]->tiles};
             r[n++] = (region){.ptr = &p[i]->tiles, .off = off,
                               .bytes = gemv_packed_bytes(t[i]->type, t[i]->ne[0], t[i]->ne[1])};
             off += (r[n - 1].bytes + REGION_ALIGN - 1) / REGION_ALIGN * REGION_ALIGN;
@@ -243,7 +247,8 @@ static void *map_huge(int fd, size_t total, char *note, size_t n) {
     map = map_populated(fd, total);
     long long now = map == MAP_FAILED ? -1 : packcache_pmd_bytes(map);
     if (now >= 0)
-        snprintf(note, n, "dropped from the page cache and read back into 2 MiB pages: %.0f%% of it was in them, now %.0f%%",
+        snprintf(note, n,
+                 "dropped from the page cache and read back into 2 MiB pages: %.0f%% of it was in them, now %.0f%%",
                  100.0 * (double)pmd / (double)total, 100.0 * (double)now / (double)total);
     return map;
 }
@@ -292,7 +297,8 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
         snprintf(note, n, "%s: %s%s", path, strerror(e), rc == -2 ? KEPT : "");
     } else if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
         snprintf(note, n, "%s: not a regular file of this user's; rebuilding it", path);
-    else if (expected(m, nr, total, &want)) snprintf(note, n, "%s: no header to compare: %s%s", path, strerror(errno), KEPT), rc = -2;
+    else if (expected(m, nr, total, &want))
+        snprintf(note, n, "%s: no header to compare: %s%s", path, strerror(errno), KEPT), rc = -2;
     else if ((uint64_t)st.st_size != total || pread(fd, &got, sizeof got, 0) != (ssize_t)sizeof got ||
              !header_matches(&got, &want, &m->f, &settle))
         snprintf(note, n, "%s: made from another file or version; rebuilding it", path);
@@ -374,7 +380,8 @@ static int no_room(const char *dir, const char *path, size_t total, char *note, 
     struct statvfs vfs;
     struct rlimit rl;
     char a[32], t[32], sp[32], sh[32];
-    if (statvfs(dir, &vfs)) return snprintf(note, n, "not writing %s: free space unknown: %s", path, strerror(errno)), -1;
+    if (statvfs(dir, &vfs))
+        return snprintf(note, n, "not writing %s: free space unknown: %s", path, strerror(errno)), -1;
     double avail = (double)vfs.f_bavail * vfs.f_frsize, size = (double)vfs.f_blocks * vfs.f_frsize;
     double spare = size * SPARE_SHARE > SPARE_BYTES ? size * SPARE_SHARE : SPARE_BYTES;
     if (avail < (double)total + spare)
@@ -401,7 +408,10 @@ int packcache_begin(const char *path, const packcache_opts *o, const llama_model
     snprintf(dir, sizeof dir, "%s", path);
     snprintf(pw->path, sizeof pw->path, "%s", path);
     snprintf(pw->tmp, sizeof pw->tmp, "%s.tmp%ld", path, (long)getpid());
-    if (cachedir_make_parents(dir)) { snprintf(note, n, "cannot create the directory of %s: %s", path, strerror(errno)); goto out; }
+    if (cachedir_make_parents(dir)) {
+        snprintf(note, n, "cannot create the directory of %s: %s", path, strerror(errno));
+        goto out;
+    }
     char *slash = strrchr(dir, '/');
     if (slash) *slash = 0;
     tidy(slash ? dir : ".", path);

@@ -34,7 +34,8 @@ int prefill_init(prefill *b, decoder *d, int cap, int cap_logits, char err[GGUF_
     size_t E = h->n_embd, Q = (size_t)h->n_head * h->head_dim, c = (size_t)cap;
     size_t KV = (size_t)h->n_head_kv * h->head_dim;
     b->d = d, b->cap = cap, b->cap_logits = cap_logits;
-    if (cap < 1 || cap_logits < 1 || cap_logits > cap) return snprintf(err, GGUF_ERR_MAX, "bad prompt batch size %d", cap), -1;
+    if (cap < 1 || cap_logits < 1 || cap_logits > cap)
+        return snprintf(err, GGUF_ERR_MAX, "bad prompt batch size %d", cap), -1;
     float **bufs[] = {&b->x, &b->xn, &b->xo, &b->q, &b->att, &b->k, &b->v, &b->gate, &b->up, &b->logits};
     size_t lens[] = {c * E, c * E, c * E, c * Q, c * Q, c * KV, c * KV, c * h->n_ff, c * h->n_ff,
                      (size_t)cap_logits * h->n_vocab};
@@ -84,7 +85,8 @@ static void batch_job_run(void *ctx, int tid, int n_threads) {
         size_t t0 = lo > b ? lo - b : 0, t1 = hi > b ? hi - b : 0;
         if (t0 > nt) t0 = nt;
         if (t1 > nt) t1 = nt;
-        if (t0 < t1) gemm_packed(w->type, j->x[i], w->n_in, j->rows, w->tiles, w->n_in, w->n_out, t0, t1, j->y[i], w->n_out);
+        if (t0 < t1)
+            gemm_packed(w->type, j->x[i], w->n_in, j->rows, w->tiles, w->n_in, w->n_out, t0, t1, j->y[i], w->n_out);
     }
 }
 

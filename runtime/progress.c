@@ -1,8 +1,9 @@
-// Progress counters (runtime/progress.h). A waiter spins, then sleeps (no sched_yield: on a
-// busy machine one yield can hand the CPU to another process for a whole time slice). Publisher and sleeper meet Dekker-style: the
-// publisher stores its counter, then reads `sleepers`; a sleeper bumps `sleepers`, then rereads
-// the counter before it sleeps. Both sides are seq_cst, so at least one sees the other and a
-// wake-up is never lost; a publish with nobody asleep costs one store and one load.
+// Progress counters (runtime/progress.h). A waiter spins, then sleeps (no sched_yield: on a busy
+// machine one yield can hand the CPU to another process for a whole time slice). Publisher and
+// sleeper meet Dekker-style: the publisher stores its counter, then reads `sleepers`; a sleeper
+// bumps `sleepers`, then rereads the counter before it sleeps. Both sides are seq_cst, so at least
+// one sees the other and a wake-up is never lost; a publish with nobody asleep costs one store and
+// one load.
 #include "runtime/progress.h"
 #include "platform/clock.h"
 #include <linux/futex.h>

@@ -19,7 +19,9 @@ size_t sched_partial_bytes(const sched *s, int m) {
 double sched_tile_read_bytes(const sched_mat *m, size_t t) {
     return (double)m->k * (double)gemv_tile_cols(m->n, t) * (double)m->es;
 }
-double sched_mat_read_bytes(const sched_mat *m) { return (double)gemv_tile_start(m->k, m->n, gemv_n_tiles(m->n)) * (double)m->es; }
+double sched_mat_read_bytes(const sched_mat *m) {
+    return (double)gemv_tile_start(m->k, m->n, gemv_n_tiles(m->n)) * (double)m->es;
+}
 void sched_tiles_bytes(const sched_mat *m, size_t t0, size_t t1, size_t *lo, size_t *hi) {
     *lo = gemv_tile_start(m->k, m->n, t0) * m->es;
     *hi = gemv_tile_start(m->k, m->n, t1) * m->es;

@@ -536,7 +536,8 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     gemv_tuning tu, resident, def = r.tu, def_resident = r.resident;
     const gemv_tuning *inc = retune ? &cached : has_row ? &def : NULL;
     int kv, inc_kv = retune ? cached_kv : has_row ? r.kv_pf : -1;
-    if (measure(inc, retune ? &cached_resident : has_row ? &def_resident : NULL, inc_kv, &tu, &resident, &kv, &r.gbps, &r.evicted)) {
+    if (measure(inc, retune ? &cached_resident : has_row ? &def_resident : NULL, inc_kv, &tu, &resident, &kv,
+                &r.gbps, &r.evicted)) {
         r.gbps = 0, r.evicted = 0;
         snprintf(r.note, sizeof r.note, "out of memory measuring; defaults used");
         goto done;
@@ -544,8 +545,10 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     r.tu = tu, r.resident = resident, r.kv_pf = kv, r.source = TUNE_MEASURED;
     if (retune) {
         size_t n = strlen(r.note);
-        snprintf(r.note + n, sizeof r.note - n, ", %s", same_tuning(tu, cached) && same_tuning(resident, cached_resident)
-                 && kv == cached_kv ? "the cached picks held" : "the picks changed");
+        snprintf(r.note + n, sizeof r.note - n, ", %s",
+                 same_tuning(tu, cached) && same_tuning(resident, cached_resident) && kv == cached_kv
+                     ? "the cached picks held"
+                     : "the picks changed");
     }
     if (path[0] && cache_store(path, r.key, tu, resident, kv, r.evicted, r.gbps))
         snprintf(r.note, sizeof r.note, "could not write the cache %.100s: %.40s", path, strerror(errno));

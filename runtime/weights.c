@@ -28,7 +28,8 @@ static void pack_job_run(void *ctx, int tid, int n_threads) {
         const packed_matrix *w = j->dst[i];
         if (r->t0 == r->t1 || r->s0 != 0) continue;            // not a tile it owns
         size_t lo, hi;                                   // at its own type: layers may differ
-        sched_tiles_bytes(&(sched_mat){.k = w->n_in, .n = w->n_out, .es = wtype_get(w->type)->size}, r->t0, r->t1, &lo, &hi);
+        sched_tiles_bytes(&(sched_mat){.k = w->n_in, .n = w->n_out, .es = wtype_get(w->type)->size}, r->t0, r->t1,
+                          &lo, &hi);
         topo_bind(j->t, (char *)w->tiles + lo, hi - lo, j->s->node[tid]);
         if (j->copy) memcpy((char *)w->tiles + lo, (const char *)j->src[i] + lo, hi - lo);
         else gemv_pack(w->type, j->src[i], w->n_in, w->n_out, w->tiles, r->t0, r->t1);
@@ -272,7 +273,8 @@ void weights_move(model_weights *w, pool *pl, const sched *s, const topo *t) {
     if (w->move_wait > 0) { w->move_wait--; return; }
     if (move_group(w, w->move_next, pl, s, t)) {
         w->move_next = -1;                // out of memory: the rest stays mapped
-        snprintf(w->cache_note, sizeof w->cache_note, "out of memory moving the weights into memory; the rest stay mapped");
+        snprintf(w->cache_note, sizeof w->cache_note,
+                 "out of memory moving the weights into memory; the rest stay mapped");
         return;
     }
     if (++w->move_next < w->n_layer + 2) return;

@@ -1,7 +1,8 @@
-// The weights as decode reads them, prepared once at load: every matrix packed into the
-// packed-tile layout (kernels/gemv.h) by the thread that will read each tile in decode (first
-// touch places its pages, after binding them to its NUMA node), the file's pages released behind it, and the 1-D tensors (norms,
-// biases) widened to f32. Load-time concerns live here; runtime/decoder.c only reads the result.
+// The weights as decode reads them, prepared once at load: every matrix packed into the packed-tile
+// layout (kernels/gemv.h) by the thread that will read each tile in decode (first touch places its
+// pages, after binding them to its NUMA node), the file's pages released behind it, and the 1-D
+// tensors (norms, biases) widened to f32. Load-time concerns live here; runtime/decoder.c only
+// reads the result.
 #pragma once
 #include <signal.h>
 #include <stddef.h>

@@ -71,7 +71,8 @@ static int is_pack(int fd) {
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
     char path[4096];
     int ro_pack = (fault("map-enomem") || fault("populate-efault")) && !(prot & PROT_WRITE) && is_pack(fd);
-    if (fault("pack-sigbus") && fd >= 0 && (prot & PROT_WRITE) && strstr(fd_path(fd, path), ".pack.tmp")) pack_tmp_fd = fd;
+    if (fault("pack-sigbus") && fd >= 0 && (prot & PROT_WRITE) && strstr(fd_path(fd, path), ".pack.tmp"))
+        pack_tmp_fd = fd;
     if (fault("map-enomem") && ro_pack) return errno = ENOMEM, MAP_FAILED;
     void *(*real)(void *, size_t, int, int, int, off_t) =
         (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");

@@ -57,7 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const gguf_tensor *t = &g.tensors[i];
         REQUIRE(gguf_find_tensor(&g, t->name) == t && t->n_dims >= 1 && t->n_dims <= GGUF_MAX_DIMS);
         REQUIRE(ggml_type_size(t->type) && t->offset % g.alignment == 0 && t->offset >= prev_end);
-        REQUIRE((const uint8_t *)t->data >= data + g.data_offset && t->nbytes <= (uint64_t)(end - (const uint8_t *)t->data));
+        REQUIRE((const uint8_t *)t->data >= data + g.data_offset &&
+                t->nbytes <= (uint64_t)(end - (const uint8_t *)t->data));
         REQUIRE(ggml_blck_size(t->type) != 1 || (uintptr_t)t->data % ggml_type_size(t->type) == 0);
         touch(t->data, t->nbytes);
         prev_end = t->offset + t->nbytes;

@@ -128,7 +128,8 @@ int ref_load(ref_model *m, const char *path, int n_ctx, char err[GGUF_ERR_MAX]) 
     for (int i = 0; i < m->n_layer && !failed; i++) {
         ref_layer *L = &m->layers[i];
         char n[GGUF_NAME_MAX];
-#define W(field, fmt, ne0, ne1, opt) (snprintf(n, sizeof n, fmt, i), L->field = load(&g, n, ne0, ne1, opt, &failed, err))
+#define W(field, fmt, ne0, ne1, opt)                                                     \
+    (snprintf(n, sizeof n, fmt, i), L->field = load(&g, n, ne0, ne1, opt, &failed, err))
         W(attn_norm, "blk.%d.attn_norm.weight", E, 1, 0);
         W(wq, "blk.%d.attn_q.weight", E, Q, 0);
         W(wk, "blk.%d.attn_k.weight", E, KV, 0);

@@ -67,7 +67,8 @@ int main(void) {
     CHECK(p && pool_spins(p));                 // a CPU each: the pool knows all three
     pool_run(p, nothing, NULL);
     pool_destroy(p);
-    for (int i = 0; i < N_ALLOWED; i++) CHECKF(pins_seen[ALLOWED[i]] == 1, "CPU %d pinned %d times", ALLOWED[i], pins_seen[ALLOWED[i]]);
+    for (int i = 0; i < N_ALLOWED; i++)
+        CHECKF(pins_seen[ALLOWED[i]] == 1, "CPU %d pinned %d times", ALLOWED[i], pins_seen[ALLOWED[i]]);
     CHECKF(n_last == N_ALLOWED, "the caller's mask restored with %d CPUs", n_last);   // pool_destroy's
     printf("affinity: 3 CPUs up to id 2047 found, pinned and restored\n");
     return 0;

@@ -62,7 +62,8 @@ static void check_profile(const char *err) {
 
 static void check_object(const cJSON *o, int threads, int n_prompt, int n_gen, int batch) {
     static const char *numbers[] = {"model_size", "n_threads", "n_prompt", "n_gen", "avg_ts", "stddev_ts",
-                                    "bytes_per_token", "gbps", "roofline_gbps", "pct_roofline", "split_k", "batch_size"};
+                                    "bytes_per_token", "gbps", "roofline_gbps", "pct_roofline", "split_k",
+                                    "batch_size"};
     CHECK(cJSON_IsString(cJSON_GetObjectItem(o, "model_filename")));
     for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++)
         CHECKF(cJSON_IsNumber(cJSON_GetObjectItem(o, numbers[i])), "field %s", numbers[i]);
@@ -148,7 +149,8 @@ int main(void) {
     int commas = 0;                   // the row has as many fields, the unmeasured sync wait empty
     for (const char *p = r.out + strlen(head); *p && *p != '\n'; p++) commas += *p == ',';
     CHECK(commas == 22 && strstr(r.out + strlen(head), ",,256,0,") && strstr(r.out + strlen(head), ",f32,f32,"));
-    CHECK(strchr(r.out, '\n') && strchr(strchr(r.out, '\n') + 1, '\n') && !strchr(strchr(strchr(r.out, '\n') + 1, '\n') + 1, '\n'));
+    CHECK(strchr(r.out, '\n') && strchr(strchr(r.out, '\n') + 1, '\n') &&
+          !strchr(strchr(strchr(r.out, '\n') + 1, '\n') + 1, '\n'));
     tool_run_free(&r);
     r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "8", NULL});   // md by default
     CHECK(r.status == 0 && !strncmp(r.out, "| model |", 9) && strstr(r.out, "| tg8 |"));
@@ -165,7 +167,8 @@ int main(void) {
     CHECKF(r.status == 0, "%s", r.err);
     tool_run_free(&r);
     // a list option given twice adds up, as llama-bench reads it; one value where one is meant
-    r = bench((const char *[]){"-t", "1", "-t", "2", "-p", "0", "-n", "2", "--roofline-mib", "0", "-r", "1", "-o", "jsonl", NULL});
+    r = bench((const char *[]){"-t", "1", "-t", "2", "-p", "0", "-n", "2", "--roofline-mib", "0", "-r", "1", "-o",
+                               "jsonl", NULL});
     CHECKF(r.status == 0 && strstr(r.out, "\"n_threads\":1,") && strstr(r.out, "\"n_threads\":2,"), "%s", r.out);
     tool_run_free(&r);
     r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "2", "--l4", "off", "--l4", "stream", "--roofline-mib", "0",
@@ -218,12 +221,13 @@ int main(void) {
     cases++;
 
     // an f16 cache: half the KV bytes a position, named in the output
-    r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "4", "-d", "0,40", "-ctk", "f16", "--cache-type-v", "f16", "-o", "json",
-                               "--pack-cache", "off", NULL});
+    r = bench((const char *[]){"-t", "1", "-p", "0", "-n", "4", "-d", "0,40", "-ctk", "f16", "--cache-type-v", "f16",
+                               "-o", "json", "--pack-cache", "off", NULL});
     CHECKF(r.status == 0, "%s", r.err);
     arr = cJSON_Parse(r.out);
     CHECK(cJSON_IsArray(arr) && cJSON_GetArraySize(arr) == 2);
-    for (int i = 0; i < 2; i++) kv[i] = cJSON_GetObjectItem(cJSON_GetArrayItem(arr, i), "kv_bytes_per_token")->valuedouble;
+    for (int i = 0; i < 2; i++)
+        kv[i] = cJSON_GetObjectItem(cJSON_GetArrayItem(arr, i), "kv_bytes_per_token")->valuedouble;
     CHECKF(kv[1] - kv[0] == 40 * 640.0, "f16 kv bytes a token %g at depth 0, %g at 40", kv[0], kv[1]);
     CHECK(!strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 1), "type_k")->valuestring, "f16") &&
           !strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 1), "type_v")->valuestring, "f16"));
@@ -258,7 +262,8 @@ int main(void) {
     double json_wait = cJSON_GetObjectItem(cJSON_GetArrayItem(arr, 0), "sync_wait_pct")->valuedouble;
     const char *w = strstr(r.err, "sync wait "),
                *names = "|qkv|qkv-fold|rope|attn|wo|wo-fold|gate/up|gate/up-fold|down|down-fold|out|out-fold|logits|";
-    CHECKF(w && !strstr(w + 1, "sync wait ") && strstr(r.err, "t=2 l4=stream split-k=auto tails=auto b=1 tg8 @ d0: sync wait "),
+    CHECKF(w && !strstr(w + 1, "sync wait ") &&
+               strstr(r.err, "t=2 l4=stream split-k=auto tails=auto b=1 tg8 @ d0: sync wait "),
            "%s", r.err);
     double total, sum = 0, pct;
     int n_steps = 0, used = 0;
@@ -277,11 +282,13 @@ int main(void) {
     free(synth);
     cases++;
 
-    const char *const bad[][4] = {{"-o", "xml", NULL}, {"-t", "0", NULL}, {"-t", "1,x", NULL}, {"--frobnicate", "1", NULL}, {"-n", NULL}, {"-b", "0", NULL}, {"-d", "-1", NULL}, {"-ctk", "q8_0", NULL}, {"-ctv", "bf16", NULL},
-                                  {"--tail-split", "maybe", NULL}};
+    const char *const bad[][4] = {{"-o", "xml", NULL}, {"-t", "0", NULL}, {"-t", "1,x", NULL},
+                                  {"--frobnicate", "1", NULL}, {"-n", NULL}, {"-b", "0", NULL}, {"-d", "-1", NULL},
+                                  {"-ctk", "q8_0", NULL}, {"-ctv", "bf16", NULL}, {"--tail-split", "maybe", NULL}};
     for (int i = 0; i < 10; i++) {
         r = bench(bad[i]);
-        CHECKF(r.status == 2 && r.out_len == 0 && one_line_error(r.err, r.err_len, "decode-bench: ", NULL), "bad args %d: %s", i, r.err);
+        CHECKF(r.status == 2 && r.out_len == 0 && one_line_error(r.err, r.err_len, "decode-bench: ", NULL),
+               "bad args %d: %s", i, r.err);
         tool_run_free(&r);
         cases++;
     }
@@ -326,14 +333,16 @@ int main(void) {
         else {
             cJSON *ja = cJSON_Parse(r.out);
             const cJSON *name = cJSON_GetObjectItem(cJSON_GetArrayItem(ja, 1), "model_filename");
-            CHECKF(cJSON_GetArraySize(ja) == 2 && cJSON_IsString(name) && !strcmp(name->valuestring, expect), "%s", r.out);
+            CHECKF(cJSON_GetArraySize(ja) == 2 && cJSON_IsString(name) && !strcmp(name->valuestring, expect),
+                   "%s", r.out);
             cJSON_Delete(ja);
         }
         free(expect);
         char *plot = must_read(svg2, &clen);
         int lines = 0;
         for (const char *p = plot; (p = strstr(p, "<polyline")); p++) lines++;
-        CHECKF(lines == 2 && strstr(plot, ">q\"a&amp;b&lt;c|d\xef\xbf\xbd.gguf tg2") && !strchr(plot, '\xff'), "%s", plot);
+        CHECKF(lines == 2 && strstr(plot, ">q\"a&amp;b&lt;c|d\xef\xbf\xbd.gguf tg2") && !strchr(plot, '\xff'),
+               "%s", plot);
         free(plot);
         tool_run_free(&r);
     }

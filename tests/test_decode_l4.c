@@ -47,7 +47,8 @@ static void check_stats(const cJSON *j, const char *mode, const char *split, con
     int two_nodes = fake && T >= 2, split_on = strcmp(split, "off") != 0;
     const char *want = strcmp(mode, "auto") ? mode : "stream";   // auto is stream (runtime/l4run.c)
     CHECKF(!strcmp(m->valuestring, want), "--l4 %s reported %s", mode, m->valuestring);
-    static const char *keys[] = {"lookups", "hits", "misses", "prefetches", "evictions", "writebacks", "flushes", "spin_waits"};
+    static const char *keys[] = {"lookups", "hits", "misses", "prefetches",
+                                 "evictions", "writebacks", "flushes", "spin_waits"};
     if (strcmp(m->valuestring, "buffer")) {
         for (int i = 0; i < 8; i++) CHECKF(num(j, keys[i]) == 0, "%s: %s nonzero", m->valuestring, keys[i]);
         return;
@@ -95,8 +96,9 @@ static int cli_cases(const char *model) {
             for (int s = 0; s < 2; s++)
                 for (int f = 0; f < 2; f++, cases++) {
                     char *d = dump(model, modes[mo], T, splits[s], fakes[f], &len);
-                    CHECKF(len == ref_len && !memcmp(d, ref, len), "%s: --l4 %s -t %d --split-k %s DECODE_FAKE_NUMA=%s differs",
-                           model, modes[mo], T, splits[s], fakes[f] ? fakes[f] : "unset");
+                    CHECKF(len == ref_len && !memcmp(d, ref, len),
+                           "%s: --l4 %s -t %d --split-k %s DECODE_FAKE_NUMA=%s differs", model, modes[mo], T, splits[s],
+                           fakes[f] ? fakes[f] : "unset");
                     free(d);
                 }
     free(ref);
@@ -153,7 +155,8 @@ static int spans_at(const decoder *d, int t, int l, int at, int buffer) {
     for (int i = 0; i < n; i++) {
         const packed_matrix *w = decoder_matrix(d, l, first[at] + i);
         const sched_range *r = &d->sched.share[t].r[first[at] + i];
-        size_t es = wtype_get(w->type)->size, front = gemv_row_start(w->n_in, w->n_out, r->t0, (size_t)r->s0 * GEMV_KSEG) * es;
+        size_t es = wtype_get(w->type)->size,
+               front = gemv_row_start(w->n_in, w->n_out, r->t0, (size_t)r->s0 * GEMV_KSEG) * es;
         const char *base = w->tiles;
         CHECKF(r->t0 == r->t1 ? sp[i].n == 0 : sp[i].p == base + front && sp[i].n > 0,
                "tid %d layer %d wait %d span %d: not the share's front", t, l, at, i);
@@ -207,7 +210,8 @@ static int mixed_cases(const char *c) {
     double f16_cross = last_cross, cross[2];
     for (int k = 0; k < 2; k++) {
         char *mixed = path_join(dir, "mixed.gguf"), *out = path_join(dir, "convert.txt");
-        const char *argv[] = {bin_path("gguf-convert", 0), c, mixed, "--type", "f32", "--only", k ? "blk.1." : "blk.0.", NULL};
+        const char *argv[] = {bin_path("gguf-convert", 0), c, mixed, "--type", "f32", "--only",
+                              k ? "blk.1." : "blk.0.", NULL};
         CHECKF(run_capture(argv, out, out) == 0, "%s", argv_text(argv));
         check_weight_bytes(mixed, 1);
         wait_spans += check_wait_spans(mixed);
@@ -216,8 +220,8 @@ static int mixed_cases(const char *c) {
         for (int T = 2; T <= 4; T++, cases++) {
             int before = prefetch_runs;
             char *d = dump(mixed, "buffer", T, "4", "2", &len);
-            CHECKF(len == ref_len && !memcmp(d, ref, len), "%s (%s f32): --l4 buffer -t %d --split-k 4 on two pretend nodes differs",
-                   c, argv[6], T);
+            CHECKF(len == ref_len && !memcmp(d, ref, len),
+                   "%s (%s f32): --l4 buffer -t %d --split-k 4 on two pretend nodes differs", c, argv[6], T);
             CHECKF(prefetch_runs == before + 1, "-t %d: no rows read across the pretend nodes", T);
             free(d);
         }
@@ -309,9 +313,10 @@ int main(void) {
     int mixed = mixed_cases(c);
     CHECK(mixed == 2 * 3 && mixed_keys == 2 * 6);
     CHECKF(wait_spans >= 300, "%d wait-prefetch spans checked", wait_spans);   // 396 when written
-    printf("decode l4: %d CLI dumps byte-identical (%d buffer-mode runs wrote back, %d prefetched across pretend nodes), "
-           "%d in-process key-stream checks (%d on mixed types), %d mixed-type dumps, %d wait-prefetch spans\n", cli,
-           writeback_runs, prefetch_runs, keys + mixed_keys, mixed_keys, mixed, wait_spans);
+    printf(
+        "decode l4: %d CLI dumps byte-identical (%d buffer-mode runs wrote back, %d prefetched across pretend nodes), "
+        "%d in-process key-stream checks (%d on mixed types), %d mixed-type dumps, %d wait-prefetch spans\n",
+        cli, writeback_runs, prefetch_runs, keys + mixed_keys, mixed_keys, mixed, wait_spans);
     free(stories); free(c); free(dm);
     CHECK(scratch_remove(dir) == 0);
     return 0;

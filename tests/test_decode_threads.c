@@ -44,7 +44,8 @@ static int wait_checks;       // in-process runs whose wait by step was checked,
 static int waited_runs;
 
 // Runs decode with --dump-logits; returns the dump (malloc'ed) and its length.
-static char *dump(const char *model, const char *threads, const char *split, const char *fake, const char *isa, size_t *len) {
+static char *dump(const char *model, const char *threads, const char *split, const char *fake, const char *isa,
+                  size_t *len) {
     char *path = path_join(dir, "dump.bin");
     if (fake) setenv("DECODE_FAKE_NUMA", fake, 1);
     else unsetenv("DECODE_FAKE_NUMA");
@@ -72,8 +73,9 @@ static int cli_cases(const char *model) {
         for (int s = 0; s < 2; s++)
             for (int f = 0; f < 2; f++) {
                 char *d = dump(model, threads[t], splits[s], fakes[f], NULL, &len);
-                CHECKF(len == ref_len && !memcmp(d, ref, len), "%s: -t %s --split-k %s DECODE_FAKE_NUMA=%s differs from -t 1",
-                       model, threads[t], splits[s], fakes[f] ? fakes[f] : "unset");
+                CHECKF(len == ref_len && !memcmp(d, ref, len),
+                       "%s: -t %s --split-k %s DECODE_FAKE_NUMA=%s differs from -t 1", model, threads[t], splits[s],
+                       fakes[f] ? fakes[f] : "unset");
                 free(d);
                 cases++;
             }
@@ -128,8 +130,9 @@ static void check_stream(const decoder *d, int tid) {
     size_t n = 0;
     while (sched_keys_next(&it, &k)) {
         CHECKF(n < sorted.n, "thread %d: the stream has more keys than the step touched (%zu)", tid, sorted.n);
-        CHECKF(sched_key_u64(k) == sched_key_u64(sorted.k[n]), "thread %d key %zu: stream (%d %d %d %u) vs executed (%d %d %d %u)",
-               tid, n, k.layer, k.mat, k.write, k.line, sorted.k[n].layer, sorted.k[n].mat, sorted.k[n].write, sorted.k[n].line);
+        CHECKF(sched_key_u64(k) == sched_key_u64(sorted.k[n]),
+               "thread %d key %zu: stream (%d %d %d %u) vs executed (%d %d %d %u)", tid, n, k.layer, k.mat, k.write,
+               k.line, sorted.k[n].layer, sorted.k[n].mat, sorted.k[n].write, sorted.k[n].line);
         n++;
     }
     CHECKF(n == sorted.n, "thread %d: stream %zu keys, executed %zu", tid, n, sorted.n);
@@ -208,7 +211,8 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
             size_t nt = sched_n_tiles(&d.sched, mat);
             if (nt < 4 || d.sched.split[mat]) continue;
             CHECKF(d.sched.node[d.sched.owner[mat][0]] == 0, "mat %d: tile 0 on thread %u", mat, d.sched.owner[mat][0]);
-            CHECKF(d.sched.node[d.sched.owner[mat][nt - 1]] == 1, "mat %d: last tile on thread %u", mat, d.sched.owner[mat][nt - 1]);
+            CHECKF(d.sched.node[d.sched.owner[mat][nt - 1]] == 1, "mat %d: last tile on thread %u", mat,
+                   d.sched.owner[mat][nt - 1]);
             for (size_t t = 1; t < nt; t++) CHECK(d.sched.owner[mat][t] >= d.sched.owner[mat][t - 1]);
             node_checks++;
         }
@@ -236,11 +240,12 @@ static float *run_tokens(const llama_model *m, int T, int split, const char *fak
     for (int w = 0; w < SCHED_N_WAIT; w++) {
         int deps = 0;
         for (int t = 0; t < d.sched.n_threads; t++) deps |= d.sched.dep_off[t][w] != d.sched.dep_off[t][w + 1];
-        CHECKF(st.wait_step_s[w] >= 0 && (deps || st.wait_step_s[w] == 0), "T=%d: %g s waited before %s, which has no waits",
-               T, st.wait_step_s[w], sched_wait_name(w));
+        CHECKF(st.wait_step_s[w] >= 0 && (deps || st.wait_step_s[w] == 0),
+               "T=%d: %g s waited before %s, which has no waits", T, st.wait_step_s[w], sched_wait_name(w));
         sum += st.wait_step_s[w];
     }
-    CHECKF(fabs(sum - st.wait_s) <= 1e-9 * (1 + st.wait_s), "T=%d: steps sum to %g s, the wait is %g", T, sum, st.wait_s);
+    CHECKF(fabs(sum - st.wait_s) <= 1e-9 * (1 + st.wait_s), "T=%d: steps sum to %g s, the wait is %g", T, sum,
+           st.wait_s);
     check_profile(&d, &st, T);
     wait_checks++, waited_runs += st.wait_s > 0;
     decoder_free(&d);
@@ -295,7 +300,8 @@ static int block_cases(const llama_model *m, const float *ref, const float *ref1
     double over = floor(DECODER_MEM_SHARE * cpu_mem_bytes() / per) + 1;
     prefill big;
     CHECK(over > 1 && over < INT32_MAX);
-    CHECKF(prefill_init(&big, &d, (int)over, (int)over, err) == -1 && strstr(err, "tokens needs"), "%.0f tokens: %s", over, err);
+    CHECKF(prefill_init(&big, &d, (int)over, (int)over, err) == -1 && strstr(err, "tokens needs"), "%.0f tokens: %s",
+           over, err);
     decoder_free(&d);
     return cases + 1;
 }
@@ -317,7 +323,8 @@ static int api_cases(const char *path) {
             for (int f = 0; f < 2; f++)
                 for (int th = 0; th < 2; th++) {
                     float *got = run_tokens(&m, T, split, f ? "2" : NULL, th, 1, WTYPE_F32);
-                    CHECKF(!memcmp(got, ref, bytes), "%s: T=%d split=%d fake=%d thresholds=%d: logits differ", path, T, split, f, th);
+                    CHECKF(!memcmp(got, ref, bytes), "%s: T=%d split=%d fake=%d thresholds=%d: logits differ", path, T,
+                           split, f, th);
                     free(got);
                     cases++;
                 }

@@ -129,8 +129,12 @@ static void check_file(const char *path, uint32_t wtype, uint32_t ftype, uint64_
         float got;
         uint16_t h;
         if (wtype == GGML_TYPE_F32) memcpy(&got, (const float *)tw->data + i, 4);
-        else { memcpy(&h, (const uint16_t *)tw->data + i, 2); got = wtype == GGML_TYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h); }
-        CHECKF(same_float(got, want(orig[i])), "%s [%d]: %.9g from %.9g, want %.9g", path, i, got, orig[i], want(orig[i]));
+        else {
+            memcpy(&h, (const uint16_t *)tw->data + i, 2);
+            got = wtype == GGML_TYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+        }
+        CHECKF(same_float(got, want(orig[i])), "%s [%d]: %.9g from %.9g, want %.9g", path, i, got, orig[i],
+               want(orig[i]));
     }
     gguf_close(&g);
 }
@@ -238,7 +242,8 @@ int main(void) {
         {CONVERT("--bogus", "a", "b", "--type", "f16", NULL), "unknown option --bogus"},
         {CONVERT("a", "b", "--type", "f16", "--only", NULL), "--only needs a prefix"},
         {CONVERT("a", "b", "--type", "f16", "--only", "", NULL), "--only needs a prefix"},
-        {CONVERT("", "b", "--type", "f16", NULL), "IN is empty"}, {CONVERT("a", "", "--type", "f16", NULL), "OUT is empty"},
+        {CONVERT("", "b", "--type", "f16", NULL), "IN is empty"},
+        {CONVERT("a", "", "--type", "f16", NULL), "OUT is empty"},
     };
     for (int i = 0; i < 11; i++, cases++) {
         CHECKF(run_read(usage_bad[i].argv, dir, &r) == 2, "%s", argv_text(usage_bad[i].argv));
@@ -260,7 +265,11 @@ int main(void) {
         CHECK(!strcmp(t->name, u->name) && t->type == (u->n_dims == 2 ? GGML_TYPE_F16 : GGML_TYPE_F32));
         for (uint64_t k = 0; k < u->ne[0] * u->ne[1]; k++) {
             float x = ((const float *)u->data)[k], y;
-            if (t->type == GGML_TYPE_F16) { uint16_t h; memcpy(&h, (const uint8_t *)t->data + 2 * k, 2); y = f16_to_f32(h); }
+            if (t->type == GGML_TYPE_F16) {
+                uint16_t h;
+                memcpy(&h, (const uint8_t *)t->data + 2 * k, 2);
+                y = f16_to_f32(h);
+            }
             else y = ((const float *)t->data)[k];
             CHECK(same_float(y, t->type == GGML_TYPE_F16 ? via_f16(x) : x));
         }
@@ -278,7 +287,8 @@ int main(void) {
     for (uint64_t i = 0; i < g.n_tensors; i++) {
         const gguf_tensor *t = &g.tensors[i], *u = &o.tensors[i];
         int pick = !strncmp(t->name, only, strlen(only)) && u->n_dims >= 2;
-        CHECKF(t->type == (pick ? GGML_TYPE_F32 : u->type), "--only %s: %s is %s", only, t->name, ggml_type_name(t->type));
+        CHECKF(t->type == (pick ? GGML_TYPE_F32 : u->type), "--only %s: %s is %s", only, t->name,
+               ggml_type_name(t->type));
         for (uint64_t e = 0; pick && e < u->ne[0] * u->ne[1]; e++) {
             uint16_t h;
             memcpy(&h, (const uint8_t *)u->data + 2 * e, 2);
@@ -288,7 +298,8 @@ int main(void) {
     }
     CHECK(converted == 7);
     int64_t ft;
-    CHECK(gguf_get_int(&g, "general.file_type", 0, 1000, &ft, err) == 0 && ft == 1);   // llama.cpp's MOSTLY_F16, as the f16 conversion above set it
+    CHECK(gguf_get_int(&g, "general.file_type", 0, 1000, &ft, err) == 0 &&
+          ft == 1);   // llama.cpp's MOSTLY_F16, as the f16 conversion above set it
     gguf_close(&g); gguf_close(&o);
     cases++;
 

@@ -1,6 +1,7 @@
 // BIN_DIR/gguf-info as a user runs it: stories260K (exit 0, the summary lines), a defective file
 // and a directory (exit 1, exactly one stderr line, nothing on stdout), escaping of control
-// bytes, long keys cut to their ends and length, usage errors (exit 2, one stderr line; --help prints the usage on stdout).
+// bytes, long keys cut to their ends and length, usage errors (exit 2, one stderr line; --help
+// prints the usage on stdout).
 #include <stdlib.h>
 #include <string.h>
 #include "model/gguf_write.h"
@@ -63,7 +64,8 @@ int main(void) {
     gguf_writer_free(w);
     CHECK(info(path, NULL) == 0);
     CHECK(!strchr(r.out, '\x1b') && !strchr(r.out, '\r') && !strchr(r.out, '\a'));
-    CHECK(strstr(r.out, "evil\\x1b]0;key = \\x1b[31mred\\x0d\\x0aline two\\x07") && strstr(r.out, "\"\\x1b[2J\", \"ok\""));
+    CHECK(strstr(r.out, "evil\\x1b]0;key = \\x1b[31mred\\x0d\\x0aline two\\x07") &&
+          strstr(r.out, "\"\\x1b[2J\", \"ok\""));
     cases++;
 
     // A long key shows its first and last bytes and its length: two keys of one length that

@@ -81,7 +81,10 @@ static void build(const spec *s) {
             if (s->tok_type == GGUF_TYPE_STRING) { pstr("<unk>", 5); pstr("a", 1); pstr("\xe2\x96\x81" "b", 4); }
             else for (int k = 0; k < 3; k++) p32((uint32_t)k);
             break;
-        case 3: p32(GGUF_TYPE_FLOAT32); at.arr_n[i] = N; p64(3); for (int k = 0; k < 3; k++) { float f = -(float)k; put(&f, 4); } break;
+        case 3:
+            p32(GGUF_TYPE_FLOAT32); at.arr_n[i] = N; p64(3);
+            for (int k = 0; k < 3; k++) { float f = -(float)k; put(&f, 4); }
+            break;
         case 4: p32(GGUF_TYPE_INT32); at.arr_n[i] = N; p64(3); p32(2); p32(1); p32(1); break;
         case 5: p32(1); break;
         case 6: { uint8_t v = 200; put(&v, 1); break; }
@@ -127,7 +130,8 @@ static void save_seed(const char *desc) {
     if (!seed_dir) return;
     snprintf(path, sizeof path, "%s/%03d-", seed_dir, n_cases);
     for (size_t i = strlen(path), k = 0; desc[k] && i + 1 < sizeof path; k++, i++)   // desc as a file name
-        path[i] = (desc[k] >= 'a' && desc[k] <= 'z') || (desc[k] >= '0' && desc[k] <= '9') ? desc[k] : '_', path[i + 1] = 0;
+        path[i] = (desc[k] >= 'a' && desc[k] <= 'z') || (desc[k] >= '0' && desc[k] <= '9') ? desc[k] : '_',
+            path[i + 1] = 0;
     FILE *f = fopen(path, "wb");
     CHECKF(f && fwrite(B, 1, N, f) == N && fclose(f) == 0, "%s", path);
 }
@@ -172,7 +176,8 @@ static void header_cases(spec s) {
     s = base(); build(&s); memcpy(B, "FUGG", 4); reject("reversed magic", "not a GGUF file");
     s = base(); build(&s); patch64(at.n_kv, 1ull << 63); reject("n_kv 2^63", "n_kv");
     s = base(); build(&s); patch64(at.n_kv, UINT64_MAX); reject("n_kv 2^64-1", "n_kv");
-    s = base(); build(&s); patch64(at.n_kv, (N - at.n_kv - 8) / 14 + 1); reject("n_kv just over the bytes left", "n_kv");
+    s = base(); build(&s); patch64(at.n_kv, (N - at.n_kv - 8) / 14 + 1);
+    reject("n_kv just over the bytes left", "n_kv");
     s = base(); build(&s); patch64(at.n_kv, NKV + 1); reject("n_kv one too many", NULL);
     s = base(); build(&s); patch64(at.n_tensors, 1ull << 63); reject("n_tensors 2^63", "n_tensors");
     s = base(); build(&s); patch64(at.n_tensors, UINT64_MAX); reject("n_tensors 2^64-1", "n_tensors");
@@ -205,7 +210,8 @@ static void kv_cases(spec s) {
     static uint8_t nested[64];
     size_t k = 0;
     memcpy(nested + k, "\x08\0\0\0\0\0\0\0x.nested", 16); k += 16;
-    memcpy(nested + k, "\x09\0\0\0" "\x09\0\0\0" "\x01\0\0\0\0\0\0\0" "\x04\0\0\0" "\x01\0\0\0\0\0\0\0" "\x07\0\0\0", 32); k += 32;
+    memcpy(nested + k, "\x09\0\0\0" "\x09\0\0\0" "\x01\0\0\0\0\0\0\0" "\x04\0\0\0" "\x01\0\0\0\0\0\0\0"
+           "\x07\0\0\0", 32); k += 32;
     s = base(); s.extra = nested; s.extra_len = k; build(&s); reject("nested array", "nested arrays are not supported");
 }
 
@@ -262,16 +268,19 @@ static void tensor_cases(spec s) {
     s = base(); s.name[1] = "\xed\xa0\x80"; s.name_len[1] = 3; build(&s); reject("surrogate in name", "UTF-8");
     s = base(); s.name[1] = "\xe2\x96"; s.name_len[1] = 2; build(&s); reject("cut UTF-8 sequence", "UTF-8");
     s = base(); s.name[1] = "a\0b"; s.name_len[1] = 3; build(&s); reject("name with NUL", "NUL");
-    s = base(); s.name[2] = "a.weight"; s.name_len[2] = 8; build(&s); reject("duplicate tensor name", "duplicate tensor");
+    s = base(); s.name[2] = "a.weight"; s.name_len[2] = 8; build(&s);
+    reject("duplicate tensor name", "duplicate tensor");
     s = base(); build(&s); patch32(at.n_dims[2], 0); reject("n_dims 0", "n_dims");
     s = base(); build(&s); patch32(at.n_dims[2], 5); reject("n_dims 5", "n_dims");
     s = base(); build(&s); patch32(at.n_dims[2], UINT32_MAX); reject("n_dims 2^32-1", "n_dims");
     s = base(); build(&s); patch64(at.ne[2] + 8, 1ull << 63); reject("ne[1] negative", "negative");
     s = base(); build(&s); patch64(at.ne[2], UINT64_MAX); reject("ne[0] = -1", "negative");
-    s = base(); build(&s); patch64(at.ne[2], 1ull << 32); patch64(at.ne[2] + 8, 1ull << 32); reject("ne product 2^64", "overflow");
+    s = base(); build(&s); patch64(at.ne[2], 1ull << 32); patch64(at.ne[2] + 8, 1ull << 32);
+    reject("ne product 2^64", "overflow");
     s = base(); build(&s); patch64(at.ne[2], 1ull << 62); patch64(at.ne[2] + 8, 2);
     patch32(at.ttype[2], 24 /* I8 */); reject("ne product 2^63 (I8)", "element count overflows");
-    s = base(); build(&s); patch64(at.ne[2], 1ull << 62); patch64(at.ne[2] + 8, 1); reject("ne[0] * 4 bytes wraps", "overflow");
+    s = base(); build(&s); patch64(at.ne[2], 1ull << 62); patch64(at.ne[2] + 8, 1);
+    reject("ne[0] * 4 bytes wraps", "overflow");
     s = base(); s.n_dims[2] = 4; s.ne[2][3] = 1ull << 61; build(&s); reject("4-D bytes wrap", "overflow");
     s = base(); s.n_dims[2] = 4; s.ne[2][2] = 1ull << 40; build(&s); reject("4-D data past the file", "past the end");
     static const uint32_t bad_types[] = {4, 5, 31, 33, 36, 38, GGML_TYPE_COUNT, 1000, UINT32_MAX};
@@ -286,7 +295,8 @@ static void tensor_cases(spec s) {
     s = base(); build(&s); patch64(at.off[2], 1ull << 40); reject("offset past the file", "past the end");
     s = base(); build(&s); patch64(at.off[2], UINT64_MAX - 31); reject("offset + bytes wraps", "past the end");
     s = base(); build(&s); patch64(at.off[1], 0); reject("overlapping tensors", "previous tensor");
-    s = base(); build(&s); patch64(at.off[0], 32); patch64(at.off[1], 0); reject("tensors out of order", "out of order");
+    s = base(); build(&s); patch64(at.off[0], 32); patch64(at.off[1], 0);
+    reject("tensors out of order", "out of order");
     s = base(); build(&s); patch64(at.ne[2] + 8, 3); reject("data past the end of the file", "past the end");
 }
 
@@ -304,12 +314,18 @@ static void getter_cases(spec s) {
     CHECK(gguf_get_arr(&g, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &kv, err) == 0 && kv->n == 3);
     gguf_arr_str(kv, 2, &str, &len);
     CHECK(len == 4 && !memcmp(str, "\xe2\x96\x81" "b", 4));
-    reject_get("tokens as INT32", gguf_get_arr(&g, "tokenizer.ggml.tokens", GGUF_TYPE_INT32, &kv, err), err, "tokenizer.ggml.tokens");
-    reject_get("scores as INT32", gguf_get_arr(&g, "tokenizer.ggml.scores", GGUF_TYPE_INT32, &kv, err), err, "tokenizer.ggml.scores");
-    reject_get("scores as FLOAT64", gguf_get_arr(&g, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT64, &kv, err), err, "FLOAT32");
-    reject_get("token_type as UINT32", gguf_get_arr(&g, "tokenizer.ggml.token_type", GGUF_TYPE_UINT32, &kv, err), err, "token_type");
-    reject_get("token_type as FLOAT32", gguf_get_arr(&g, "tokenizer.ggml.token_type", GGUF_TYPE_FLOAT32, &kv, err), err, "token_type");
-    reject_get("scalar as array", gguf_get_arr(&g, "llama.block_count", GGUF_TYPE_UINT32, &kv, err), err, "llama.block_count");
+    reject_get("tokens as INT32", gguf_get_arr(&g, "tokenizer.ggml.tokens", GGUF_TYPE_INT32, &kv, err), err,
+               "tokenizer.ggml.tokens");
+    reject_get("scores as INT32", gguf_get_arr(&g, "tokenizer.ggml.scores", GGUF_TYPE_INT32, &kv, err), err,
+               "tokenizer.ggml.scores");
+    reject_get("scores as FLOAT64", gguf_get_arr(&g, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT64, &kv, err), err,
+               "FLOAT32");
+    reject_get("token_type as UINT32", gguf_get_arr(&g, "tokenizer.ggml.token_type", GGUF_TYPE_UINT32, &kv, err), err,
+               "token_type");
+    reject_get("token_type as FLOAT32", gguf_get_arr(&g, "tokenizer.ggml.token_type", GGUF_TYPE_FLOAT32, &kv, err), err,
+               "token_type");
+    reject_get("scalar as array", gguf_get_arr(&g, "llama.block_count", GGUF_TYPE_UINT32, &kv, err), err,
+               "llama.block_count");
     reject_get("u8 200 above 100", gguf_get_int(&g, "t.u8", 0, 100, &v, err), err, "out of range");
     reject_get("i16 -300 below 0", gguf_get_int(&g, "t.i16", 0, 1000, &v, err), err, "out of range");
     reject_get("u64 2^63 as int64", gguf_get_int(&g, "t.u64", INT64_MIN, INT64_MAX, &v, err), err, "out of range");
@@ -327,7 +343,8 @@ static void getter_cases(spec s) {
     s = base(); s.tok_type = GGUF_TYPE_INT32; build(&s);
     save_seed("tokens int32");
     CHECKF(gguf_open_mem(&g, B, N, "mal.gguf", err) == 0, "%s", err);
-    reject_get("tokens stored as INT32", gguf_get_arr(&g, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &kv, err), err, "INT32");
+    reject_get("tokens stored as INT32", gguf_get_arr(&g, "tokenizer.ggml.tokens", GGUF_TYPE_STRING, &kv, err), err,
+               "INT32");
     gguf_close(&g);
 }
 

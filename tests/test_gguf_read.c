@@ -43,7 +43,8 @@ static void check_stories(const gguf_file *g) {
     // seperator_token_id is UINT32 0xFFFFFFFF: in range for u32, out of range for i32.
     CHECK(gguf_get_int(g, "tokenizer.ggml.seperator_token_id", 0, UINT32_MAX, &v, err) == 0 && v == UINT32_MAX);
     err[0] = 0;
-    CHECK(gguf_get_int(g, "tokenizer.ggml.seperator_token_id", 0, INT32_MAX, &v, err) == -1 && strstr(err, "out of range"));
+    CHECK(gguf_get_int(g, "tokenizer.ggml.seperator_token_id", 0, INT32_MAX, &v, err) == -1 &&
+          strstr(err, "out of range"));
     CHECK(gguf_get_int(g, "llama.rope.freq_base", 0, 1, &v, err) == 1);   // absent
     CHECK(gguf_get_f32(g, "general.architecture", &f, err) == -1 && strstr(err, "general.architecture"));
 

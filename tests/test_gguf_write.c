@@ -114,7 +114,8 @@ int main(void) {
     CHECK(geti(&g, "t.u32", 0, UINT32_MAX) == 4000000000ll && geti(&g, "t.i32", INT32_MIN, 0) == -2000000000);
     CHECK(geti(&g, "t.i64", INT64_MIN, 0) == INT64_MIN);
     int64_t v;
-    CHECK(gguf_get_int(&g, "t.u64", 0, INT64_MAX, &v, err) == -1 && strstr(err, "t.u64") && strstr(err, "out of range"));
+    CHECK(gguf_get_int(&g, "t.u64", 0, INT64_MAX, &v, err) == -1 && strstr(err, "t.u64") &&
+          strstr(err, "out of range"));
     CHECK(gguf_find_kv(&g, "t.u64")->type == GGUF_TYPE_UINT64 && !memcmp(gguf_find_kv(&g, "t.u64")->data, &u64, 8));
     CHECK(!memcmp(gguf_find_kv(&g, "t.f64")->data, &f64, 8) && gguf_find_kv(&g, "t.f64")->type == GGUF_TYPE_FLOAT64);
     float f; int b; const char *s; uint64_t len;
@@ -129,10 +130,14 @@ int main(void) {
         CHECK(len == strlen(strs[i]) && !memcmp(s, strs[i], len));
     }
     CHECK(gguf_get_arr(&g, "t.arr_str_empty", GGUF_TYPE_STRING, &kv, err) == 0 && kv->n == 0);
-    CHECK(gguf_get_arr(&g, "t.arr_f32", GGUF_TYPE_FLOAT32, &kv, err) == 0 && kv->n == 5 && !memcmp(kv->data, fv, sizeof fv));
-    CHECK(gguf_get_arr(&g, "t.arr_i32", GGUF_TYPE_INT32, &kv, err) == 0 && kv->n == 3 && !memcmp(kv->data, iv, sizeof iv));
-    CHECK(gguf_get_arr(&g, "t.arr_u16", GGUF_TYPE_UINT16, &kv, err) == 0 && kv->n == 2 && !memcmp(kv->data, hv, sizeof hv));
-    CHECK(gguf_get_arr(&g, "t.arr_f64", GGUF_TYPE_FLOAT64, &kv, err) == 0 && kv->n == 2 && !memcmp(kv->data, dv, sizeof dv));
+    CHECK(gguf_get_arr(&g, "t.arr_f32", GGUF_TYPE_FLOAT32, &kv, err) == 0 && kv->n == 5 &&
+          !memcmp(kv->data, fv, sizeof fv));
+    CHECK(gguf_get_arr(&g, "t.arr_i32", GGUF_TYPE_INT32, &kv, err) == 0 && kv->n == 3 &&
+          !memcmp(kv->data, iv, sizeof iv));
+    CHECK(gguf_get_arr(&g, "t.arr_u16", GGUF_TYPE_UINT16, &kv, err) == 0 && kv->n == 2 &&
+          !memcmp(kv->data, hv, sizeof hv));
+    CHECK(gguf_get_arr(&g, "t.arr_f64", GGUF_TYPE_FLOAT64, &kv, err) == 0 && kv->n == 2 &&
+          !memcmp(kv->data, dv, sizeof dv));
     CHECK(gguf_get_arr(&g, "t.arr_u8", GGUF_TYPE_UINT8, &kv, err) == 0 && kv->n == 0);
     CHECK(gguf_get_arr(&g, "t.arr_i32", GGUF_TYPE_UINT32, &kv, err) == -1 && strstr(err, "t.arr_i32"));
 
@@ -147,7 +152,8 @@ int main(void) {
         for (size_t j = 0; j < t->nbytes; j += (t->nbytes > 4096 ? 4093 : 1))   // fill and pointer bytes
             if (i != 0) CHECKF(d[j] == pattern(i == 4 ? 99 : i, j), "tensor %llu byte %zu", (unsigned long long)i, j);
     }
-    CHECK(gguf_find_tensor(&g, "e.big.ptr")->nbytes == BIG && !memcmp(gguf_find_tensor(&g, "e.big.ptr")->data, bigp, BIG));
+    CHECK(gguf_find_tensor(&g, "e.big.ptr")->nbytes == BIG &&
+          !memcmp(gguf_find_tensor(&g, "e.big.ptr")->data, bigp, BIG));
 
     // kv_copy + tensors re-added from the mapping reproduce the file byte for byte.
     copy_file(&g, path2);
@@ -226,7 +232,9 @@ int main(void) {
         gguf_w_u32(w, "k", 1);
         switch (bad[k].id) {
         case 0: gguf_w_str(w, "k", "again"); break;
-        case 1: gguf_w_tensor(w, "0123456789012345678901234567890123456789012345678901234567890123", 0, 1, ne, wf32); break;
+        case 1:
+            gguf_w_tensor(w, "0123456789012345678901234567890123456789012345678901234567890123", 0, 1, ne, wf32);
+            break;
         case 2: gguf_w_u32(w, "general.alignment", 64); break;
         case 3: gguf_w_tensor(w, "x", GGML_TYPE_F32, 1, ne, NULL); gguf_w_set_fill(w, fill_fail, NULL); break;
         case 5: gguf_w_tensor(w, "x", 0, 1, ne, wf32); gguf_w_tensor(w, "x", 0, 1, ne, wf32); break;

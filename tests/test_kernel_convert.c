@@ -123,11 +123,14 @@ int main(void) {
         for (size_t i = 0; i < NV; i++, checked++) {
             uint16_t want = nearest(tab, nfin, mb, vals[i]);
             uint16_t s = fmt ? f32_to_bf16(vals[i]) : f32_to_f16(vals[i]);
-            CHECKF(same16(s, want, mb), "%s fp.h %08x -> %04x, want %04x", fmt ? "bf16" : "f16", fp_bits(vals[i]), s, want);
-            CHECKF(same16(out16[i], want, mb), "%s row %08x -> %04x, want %04x", fmt ? "bf16" : "f16", fp_bits(vals[i]), out16[i], want);
+            CHECKF(same16(s, want, mb), "%s fp.h %08x -> %04x, want %04x", fmt ? "bf16" : "f16", fp_bits(vals[i]), s,
+                   want);
+            CHECKF(same16(out16[i], want, mb), "%s row %08x -> %04x, want %04x", fmt ? "bf16" : "f16", fp_bits(vals[i]),
+                   out16[i], want);
 #if defined(__x86_64__)
             if (!fmt && f16c)
-                CHECKF(same16(f16c_one(vals[i]), s, mb), "F16C %08x -> %04x, fp.h %04x", fp_bits(vals[i]), f16c_one(vals[i]), s);
+                CHECKF(same16(f16c_one(vals[i]), s, mb), "F16C %08x -> %04x, fp.h %04x", fp_bits(vals[i]),
+                       f16c_one(vals[i]), s);
 #endif
         }
     }

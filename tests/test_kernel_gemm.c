@@ -1,9 +1,9 @@
 // GEMM over packed tiles: gemm_packed (the dispatched path; ctest runs this once as is and once
-// under DECODE_ISA=avx2) against gemm_packed_ref and against gemv_packed row by row (the M = 1
-// path decode uses), bit for bit, for M in {1, 2, 3, 7, 8, 33} and 300 (several row chunks), N crossing every tile and column
-// block boundary up to 2*TILE+9, K across segment boundaries, f16, bf16 and f32 with special
-// values (NaN, infinities, subnormals, -0); X and Y with row padding that must stay untouched;
-// single-tile ranges write only their outputs; bad arguments touch nothing.
+// under DECODE_ISA=avx2) against gemm_packed_ref and against gemv_packed row by row (the M = 1 path
+// decode uses), bit for bit, for M in {1, 2, 3, 7, 8, 33} and 300 (several row chunks), N crossing
+// every tile and column block boundary up to 2*TILE+9, K across segment boundaries, f16, bf16 and
+// f32 with special values (NaN, infinities, subnormals, -0); X and Y with row padding that must
+// stay untouched; single-tile ranges write only their outputs; bad arguments touch nothing.
 #include "kernels/gemm.h"
 #include "kernels/gemv.h"
 #include "platform/cpu.h"

@@ -119,7 +119,8 @@ static size_t test_softmax(void) {
             }
             for (int i = 0; i < n; i++) {
                 double w64 = exp(x0[i] - m) / sum;
-                CHECKF(fabs(x[i] - w64) <= (6.04 + 2 * spread) * U * w64 + 1e-37, "n=%d i=%d %g vs %g", n, i, x[i], w64);
+                CHECKF(fabs(x[i] - w64) <= (6.04 + 2 * spread) * U * w64 + 1e-37, "n=%d i=%d %g vs %g", n, i, x[i],
+                       w64);
                 total += x[i];
             }
             CHECK(fabs(total - 1) <= (n + 6 + 2 * spread) * U);
@@ -172,7 +173,8 @@ static size_t test_swiglu(void) {
             swiglu(o + off, g + off, u + off, n);
             swiglu_ref(r + off, g + off, u + off, n);
             for (int i = off; i < off + n; i++)
-                CHECKF(same_f32(o[i], r[i]), "swiglu n=%d off=%d i=%d g=%g: %.9g vs ref %.9g", n, off, i, g[i], o[i], r[i]);
+                CHECKF(same_f32(o[i], r[i]), "swiglu n=%d off=%d i=%d g=%g: %.9g vs ref %.9g", n, off, i, g[i], o[i],
+                       r[i]);
         }
     return cases;
 }
@@ -339,7 +341,8 @@ static size_t test_attention(void) {
                     attention_set_prefetch(L & 1 ? 64 : 2048);   // a few rows ahead, or many
                     attention(opf, q, kc, kt, vc, vt, np, nh, nkv, hd, lay, sc);
                     attention_set_prefetch(0);
-                    for (int i = 0; i < 16; i++) CHECKF(sc[nsc + i] == 12345.0f, "hd=%d np=%d nh=%d: scratch overrun", hd, np, nh);
+                    for (int i = 0; i < 16; i++)
+                        CHECKF(sc[nsc + i] == 12345.0f, "hd=%d np=%d nh=%d: scratch overrun", hd, np, nh);
                     attention_ref(or, q, kc, kt, vc, vt, np, nh, nkv, hd, lay, sc);
                     if (L == 0) memcpy(o0, or, nh * hd * 4);
                     for (int i = 0; i < nh * hd; i++) {
@@ -347,14 +350,16 @@ static size_t test_attention(void) {
                                hd, np, nh, L, i, o[i], opf[i]);
                         CHECKF(same_f32(o[i], or[i]), "hd=%d np=%d nh=%d kt=%u vt=%u L=%d i=%d: %.9g vs ref %.9g", hd,
                                np, nh, kt, vt, L, i, o[i], or[i]);
-                        CHECKF(same_f32(or[i], o0[i]), "hd=%d np=%d nh=%d kt=%u vt=%u L=%d i=%d: ref %.9g, layout 0's %.9g",
-                               hd, np, nh, kt, vt, L, i, or[i], o0[i]);
+                        CHECKF(same_f32(or[i], o0[i]),
+                               "hd=%d np=%d nh=%d kt=%u vt=%u L=%d i=%d: ref %.9g, layout 0's %.9g", hd, np, nh, kt, vt,
+                               L, i, or[i], o0[i]);
                     }
-                    if (L == 0 && (kt == WTYPE_F16 || vt == WTYPE_F16)) {   // the f16 contract: the f32 reference's bits
+                    if (L == 0 && (kt == WTYPE_F16 || vt == WTYPE_F16)) { // the f16 contract: the f32 reference's bits
                         attention_ref(opf, q, kb.k, WTYPE_F32, kb.v, WTYPE_F32, np, nh, nkv, hd, lay, sc);
                         for (int i = 0; i < nh * hd; i++)
-                            CHECKF(same_f32(or[i], opf[i]), "hd=%d np=%d nh=%d kt=%u vt=%u i=%d: ref %.9g vs f32 ref %.9g",
-                                   hd, np, nh, kt, vt, i, or[i], opf[i]);
+                            CHECKF(same_f32(or[i], opf[i]),
+                                   "hd=%d np=%d nh=%d kt=%u vt=%u i=%d: ref %.9g vs f32 ref %.9g", hd, np, nh, kt, vt,
+                                   i, or[i], opf[i]);
                     }
                 }
                 for (int h = 0; h < nh; h++) check_attention64(o0, q, rk, rv, h, nh / nkv, np, hd, s64);
@@ -378,7 +383,8 @@ static size_t test_attention(void) {
 // Rows of 32 B to 512 B (head_dim 16..128 in f16 and f32, a 64-dim block of a 96-dim f32 row, and
 // a padded position-major row), read whole or in part, at several distances.
 static size_t test_prefetch_lines(void) {
-    const size_t rows[][2] = {{32, 32}, {96, 96}, {192, 192}, {256, 256}, {384, 256}, {384, 128}, {512, 512}, {200, 96}};
+    const size_t rows[][2] = {{32, 32}, {96, 96}, {192, 192}, {256, 256},
+                              {384, 256}, {384, 128}, {512, 512}, {200, 96}};
     const int nps[] = {1, 5, 100, 300}, pfs[] = {1, 64, 1000, 2048, 4096};
     enum { MAXL = 8192 };
     static uintptr_t got[MAXL];
@@ -406,17 +412,19 @@ static size_t test_prefetch_lines(void) {
                         CHECKF(hit, "row %zu w %zu np %d pf %d p %d: line %#lx holds no byte of rows %zu..", row, w, np,
                                pfs[f], p, (unsigned long)l, p + ahead);
                         size_t li = (l - (c & ~(uintptr_t)63)) / 64;
-                        CHECKF(w != row || !seen[li], "row %zu np %d pf %d: line %zu issued twice", row, np, pfs[f], li);
+                        CHECKF(w != row || !seen[li], "row %zu np %d pf %d: line %zu issued twice", row, np, pfs[f],
+                               li);
                         for (size_t j = 0; j < i; j++)
-                            CHECKF(got[j] != l, "row %zu w %zu np %d pf %d p %d: line %#lx twice in one call", row, w, np,
-                                   pfs[f], p, (unsigned long)l);
+                            CHECKF(got[j] != l, "row %zu w %zu np %d pf %d p %d: line %#lx twice in one call", row, w,
+                                   np, pfs[f], p, (unsigned long)l);
                         seen[li] = 1;
                     }
                 }
                 for (size_t q = ahead + 1; q < (size_t)np; q++)          // rows past the first: every line
                     for (uintptr_t l = (c + q * row) & ~(uintptr_t)63; l < c + q * row + w; l += 64)
-                        CHECKF(seen[(l - (c & ~(uintptr_t)63)) / 64], "row %zu w %zu np %d pf %d: row %zu line %#lx missed",
-                               row, w, np, pfs[f], q, (unsigned long)l);
+                        CHECKF(seen[(l - (c & ~(uintptr_t)63)) / 64],
+                               "row %zu w %zu np %d pf %d: row %zu line %#lx missed", row, w, np, pfs[f], q,
+                               (unsigned long)l);
             }
     CHECK(attention_prefetch_lines(0x10000, 192, 192, 0, 8, 100, 0, got, MAXL) == 0);   // no distance: none
     return cases + 1;
@@ -449,7 +457,8 @@ int main(void) {
     size_t n[8] = {test_rmsnorm(), test_rope(),   test_softmax(),  test_swiglu(),
                    test_argmax(),  test_attention(), test_prefetch_lines(), test_kv_blocks()};
     const size_t want[8] = {18, 481, 15 + 71 * 4, 14 + 71 * 4, 8 + 71 * 4 * 6, 16 * 5 * 48 * 10 + 1, 8 * 4 * 5 + 1, 8};
-    const char *names[8] = {"rmsnorm", "rope", "softmax", "swiglu", "argmax", "attention", "prefetch lines", "kv blocks"};
+    const char *names[8] = {"rmsnorm", "rope", "softmax", "swiglu",
+                            "argmax", "attention", "prefetch lines", "kv blocks"};
     int isa = cpu_isa();   // the SIMD paths compared with the references (ctest runs this under avx2 too)
     printf("paths: %s\n", isa >= CPU_ISA_AVX512 ? "softmax and attention avx512, the rest avx2"
                           : isa >= CPU_ISA_AVX2 ? "avx2" : "scalar only (references against themselves; skipped SIMD)");

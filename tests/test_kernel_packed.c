@@ -1,15 +1,15 @@
-// Packed-tile layout and kernel: the divisibility facts the layout rests on; gemv_pack against
-// the layout's definition element by element (whole, and tile range by tile range); every GEMV
-// path the machine supports (scalar, AVX2, AVX-512 with 1..4 tiles in flight, prefetch on and
-// off, f16 widened into zmm or ymm; test_kernel_util.h) against gemv_packed_ref and gemv_rows_ref (the GGUF-layout reference)
-// bit for bit, for every N in 1 .. 2*TILE+9 and N around 3, 4 and 5 tiles (crossing each tile
-// boundary and each interleave group), K in {1, 7, 255, 256, 257, 512, 1000, 4099}, f16, bf16 and
-// f32 with special values; tile sub-ranges (every start, lengths 1..5) write only their outputs;
-// the dispatched gemv_packed too.
-// Split-K segments (gemv_packed_segments): the reference's slots, folded left to right, give the
-// whole GEMV's bits; every path matches the reference slot for slot over each tile's whole segment
-// range, and every sub-range of 1..5 segments of the first and last tile (K 257, 512, 1000; K 4099,
-// 16 full segments and a short one, at the N around 3-5 tiles), writing nothing else.
+// Packed-tile layout and kernel: the divisibility facts the layout rests on; gemv_pack against the
+// layout's definition element by element (whole, and tile range by tile range); every GEMV path the
+// machine supports (scalar, AVX2, AVX-512 with 1..4 tiles in flight, prefetch on and off, f16
+// widened into zmm or ymm; test_kernel_util.h) against gemv_packed_ref and gemv_rows_ref (the
+// GGUF-layout reference) bit for bit, for every N in 1 .. 2*TILE+9 and N around 3, 4 and 5 tiles
+// (crossing each tile boundary and each interleave group), K in {1, 7, 255, 256, 257, 512, 1000,
+// 4099}, f16, bf16 and f32 with special values; tile sub-ranges (every start, lengths 1..5) write
+// only their outputs; the dispatched gemv_packed too. Split-K segments (gemv_packed_segments): the
+// reference's slots, folded left to right, give the whole GEMV's bits; every path matches the
+// reference slot for slot over each tile's whole segment range, and every sub-range of 1..5
+// segments of the first and last tile (K 257, 512, 1000; K 4099, 16 full segments and a short one,
+// at the N around 3-5 tiles), writing nothing else.
 #include "kernels/gemv.h"
 #include "kernels/gemv_simd.h"
 #include "test_kernel_util.h"
@@ -49,7 +49,8 @@ static size_t layout_facts(void) {
                 CHECK(gemv_packed_bytes(DTs[d], k, nn) == ((nt - 1) * GEMV_TILE + last_cols) * k * es);
                 CHECK(gemv_tile_start(k, nn, nt) * es == gemv_packed_bytes(DTs[d], k, nn));
                 for (size_t t = 0; t < nt; t++)                 // rows of a tile: whole tiles before it
-                    CHECK(gemv_row_start(k, nn, t, k - 1) == t * k * GEMV_TILE + (k - 1) * (t + 1 < nt ? GEMV_TILE : last_cols));
+                    CHECK(gemv_row_start(k, nn, t, k - 1) ==
+                          t * k * GEMV_TILE + (k - 1) * (t + 1 < nt ? GEMV_TILE : last_cols));
                 CHECK((k * GEMV_TILE * es) % 64 == 0);          // each tile starts aligned
             }
     CHECK(gemv_n_tiles(0) == 0 && gemv_packed_bytes(GGML_TYPE_F16, 5, 0) == 0);
@@ -93,7 +94,8 @@ static void check_segments(const gemv_path *g, uint32_t dt, const float *x, cons
         float want = mine ? ref[g0 * GEMV_TILE + i] : -777.0f;
         CHECKF(mine ? same_f32(y[i], want) : y[i] == want,
                "segments %s %s pf=%d nt=%d l2=%d k=%zu n=%zu t=%zu [%zu,%zu) i=%zu: %.9g vs %.9g",
-               gemv_isa_name(g->isa), dt_name(dt), g->tu.pf, g->tu.interleave, g->tu.l2, k, n, t, g0, g1, i, y[i], want);
+               gemv_isa_name(g->isa), dt_name(dt), g->tu.pf, g->tu.interleave, g->tu.l2, k, n, t, g0, g1, i, y[i],
+               want);
     }
 }
 
@@ -138,10 +140,12 @@ int main(void) {
                 gemv_pack(dt, W, k, n, P, 0, nt);
                 for (size_t t = nt; t-- > 0;) gemv_pack(dt, W, k, n, P2, t, t + 1);   // any order
                 for (size_t t = 0; t < nt; t++)                 // a narrow last tile: rows of TILE / 2
-                    for (size_t p = 0, ld = t + 1 < nt || n - t * GEMV_TILE > GEMV_TILE / 2 ? GEMV_TILE : GEMV_TILE / 2; p < k; p++)
+                    for (size_t p = 0, ld = t + 1 < nt || n - t * GEMV_TILE > GEMV_TILE / 2 ? GEMV_TILE : GEMV_TILE / 2;
+                         p < k; p++)
                         for (size_t c = 0; c < ld; c++, pack_elems++) {
                             size_t j = t * GEMV_TILE + c, e = t * k * GEMV_TILE + p * ld + c;
-                            uint32_t want = j < n ? (es == 4 ? ((uint32_t *)W)[j * k + p] : ((uint16_t *)W)[j * k + p]) : 0;
+                            uint32_t want =
+                                j < n ? (es == 4 ? ((uint32_t *)W)[j * k + p] : ((uint16_t *)W)[j * k + p]) : 0;
                             uint32_t got = es == 4 ? ((uint32_t *)P)[e] : ((uint16_t *)P)[e];
                             CHECKF(got == want, "%s k=%zu n=%zu t=%zu p=%zu c=%zu", dt_name(dt), k, n, t, p, c);
                         }
@@ -152,7 +156,8 @@ int main(void) {
                 gemv_packed(dt, x, P, k, n, 0, nt, y);
                 gemv_packed_ref(dt, x, P, k, n, 0, nt, yp);
                 for (size_t j = 0; j < n; j++) {
-                    CHECKF(same_f32(y[j], yr[j]), "%s k=%zu n=%zu j=%zu: %.9g vs rows ref %.9g", dt_name(dt), k, n, j, y[j], yr[j]);
+                    CHECKF(same_f32(y[j], yr[j]), "%s k=%zu n=%zu j=%zu: %.9g vs rows ref %.9g", dt_name(dt), k, n, j,
+                           y[j], yr[j]);
                     CHECK(same_f32(yp[j], yr[j]));
                 }
                 for (size_t i = n; i < NMAX + GUARD; i++) CHECK(y[i] == -777.0f && yp[i] == -777.0f);

@@ -1,9 +1,9 @@
 // Stripe kernel oracle: every path the machine supports (scalar, AVX2, AVX-512; the skipped ones
-// are named) and the dispatched gemv_stripe against the scalar canonical order bit for bit, over every width 1 .. 2*TILE+9 (two tiles, an 8-lane block
-// and a scalar tail in one call) at six stripe offsets, for K in {1, 7, 255, 256, 257, 1000, 4099}
-// and f16, bf16, f32 weights holding NaN, infinities, subnormals, zeros, -0 and large values.
-// Beside it, the scalar reference against float64 with the bound of the canonical order, and the
-// hard bounds checks.
+// are named) and the dispatched gemv_stripe against the scalar canonical order bit for bit, over
+// every width 1 .. 2*TILE+9 (two tiles, an 8-lane block and a scalar tail in one call) at six
+// stripe offsets, for K in {1, 7, 255, 256, 257, 1000, 4099} and f16, bf16, f32 weights holding
+// NaN, infinities, subnormals, zeros, -0 and large values. Beside it, the scalar reference against
+// float64 with the bound of the canonical order, and the hard bounds checks.
 #include "kernels/gemv.h"
 #include "test_kernel_util.h"
 #include "tests/check.h"

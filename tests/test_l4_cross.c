@@ -35,22 +35,26 @@ static l4run_cross count(const shape *x, int T, int split) {
 }
 
 int main(void) {
-    const shape shapes[] = {{"TinyLlama", 22, 32, 4, 64, 2048, 5632, 32000}, {"7B", 32, 32, 32, 128, 4096, 11008, 32000}};
+    const shape shapes[] = {{"TinyLlama", 22, 32, 4, 64, 2048, 5632, 32000},
+                            {"7B", 32, 32, 32, 128, 4096, 11008, 32000}};
     int cases = 0;
     for (int i = 0; i < 2; i++) {
         const shape *x = &shapes[i];
         double model = 4.0 * (3 * x->embd + x->ff) * x->n_layer + 4.0 * x->embd + 2.0 * x->vocab;
         for (int split = 0; split <= 4; split += 4, cases++) {
             l4run_cross c = count(x, 16, split);
-            printf("%s, 2 nodes x 8 threads, split-k %d: %.0f weight bytes, %.0f activation bytes per token (model %.0f)\n",
+            printf("%s, 2 nodes x 8 threads, split-k %d: %.0f weight bytes, "
+                   "%.0f activation bytes per token (model %.0f)\n",
                    x->name, split, c.weights, c.activations, model);
             CHECKF(c.weights == 0, "%s split %d: %.0f weight bytes cross", x->name, split, c.weights);
-            CHECKF(fabs(c.activations - model) <= 0.02 * model, "%s: %.0f activation bytes, model %.0f", x->name, c.activations, model);
+            CHECKF(fabs(c.activations - model) <= 0.02 * model, "%s: %.0f activation bytes, model %.0f", x->name,
+                   c.activations, model);
         }
     }
     l4run_cross c = count(&shapes[0], 10, 4);   // wk tile 2 and wv tile 3: chunk 1 (4 segments) on node 1
     double expect = 2.0 * 4 * (256 * 64 * 2) * shapes[0].n_layer;
-    printf("TinyLlama, 2 nodes x 5 threads, split-k 4: %.0f weight bytes per token (expected %.0f)\n", c.weights, expect);
+    printf("TinyLlama, 2 nodes x 5 threads, split-k 4: %.0f weight bytes per token (expected %.0f)\n", c.weights,
+           expect);
     CHECK(c.weights == expect);
     CHECK(++cases == 5);
     return 0;

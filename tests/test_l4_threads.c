@@ -120,7 +120,8 @@ static void run(uint32_t (*hash)(uint64_t)) {
     for (int t = 0; t < W; t++)
         for (int j = 0; j < OUT_PER_THREAD; j++, outputs++) {
             int want = 0;
-            for (uint64_t s = 0; s < STEPS; s++) want += writable_step(s) && out_key(t, s) == 0x900000 + (uint64_t)(t * OUT_PER_THREAD + j);
+            for (uint64_t s = 0; s < STEPS; s++)
+                want += writable_step(s) && out_key(t, s) == 0x900000 + (uint64_t)(t * OUT_PER_THREAD + j);
             CHECKF(sh.out[t * OUT_PER_THREAD + j] == (float)want, "output %d/%d: %g, want %d", t, j,
                    sh.out[t * OUT_PER_THREAD + j], want);
         }

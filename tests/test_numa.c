@@ -21,7 +21,8 @@ static int cpu_node(const topo *t, int cpu) {
 // starting node is that CPU's): isolate's count is the distinct CPUs its threads get, the others
 // every allowed CPU. Returns the cases.
 static int check_mode_cpus(const topo *t) {
-    int cases = 0, n = 2 * t->n_cpus + 1, *cpu = malloc(sizeof(int) * (size_t)n), *node = malloc(sizeof(int) * (size_t)n);
+    int cases = 0, n = 2 * t->n_cpus + 1, *cpu = malloc(sizeof(int) * (size_t)n),
+        *node = malloc(sizeof(int) * (size_t)n);
     CHECK(cpu && node);
     CHECK(topo_mode_cpus(t, TOPO_NUMA_OFF) == t->n_cpus && topo_mode_cpus(t, TOPO_NUMA_DISTRIBUTE) == t->n_cpus);
     for (int i = 0; i < t->n_cpus && i < 64; i++, cases++) {

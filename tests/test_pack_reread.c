@@ -93,7 +93,9 @@ int main(void) {
         float *got = load_run(&m, cdir, &state, file, note);
         CHECKF(state == PACKCACHE_MAPPED, "state %d after the split", state);
         double was, now;
-        CHECKF(sscanf(note, "dropped from the page cache and read back into 2 MiB pages: %lf%% of it was in them, now %lf%%", &was, &now) == 2,
+        CHECKF(sscanf(note,
+                      "dropped from the page cache and read back into 2 MiB pages: %lf%% of it was in them, now %lf%%",
+                      &was, &now) == 2,
                "no read-back note with %.0f%% of the file in 2 MiB pages: '%s'", 100 * share, note);
         CHECKF(now >= 90 && was < 90, "read back: %.0f%% before, %.0f%% after", was, now);
         CHECKF(!memcmp(got, ref, bytes), "logits differ after the read-back");
@@ -106,10 +108,13 @@ int main(void) {
         double again = split_cache(file);
         CHECK(setxattr(file, MARK, "1", 1, 0) == 0);
         got = load_run(&m, cdir, &state, file, note);
-        CHECKF(state == PACKCACHE_MAPPED && !note[0], "read back again under the mark (split to %.0f%%): '%s'", 100 * again, note);
-        CHECKF(!memcmp(got, ref, bytes) && getxattr(file, MARK, NULL, 0) >= 0, "marked load: logits differ or mark gone");
+        CHECKF(state == PACKCACHE_MAPPED && !note[0], "read back again under the mark (split to %.0f%%): '%s'",
+               100 * again, note);
+        CHECKF(!memcmp(got, ref, bytes) && getxattr(file, MARK, NULL, 0) >= 0,
+               "marked load: logits differ or mark gone");
         free(got);
-        printf("pack re-read: %.0f%% of the file in 2 MiB pages after the split, %.0f%% after the read-back\n", was, now);
+        printf("pack re-read: %.0f%% of the file in 2 MiB pages after the split, %.0f%% after the read-back\n", was,
+               now);
     }
     free(ref);
     llama_model_free(&m);

@@ -53,7 +53,8 @@ static void check_cover(const sched *s) {
             if (r->s0 == 0)
                 for (uint32_t i = r->t0; i < r->t1; i++) CHECK(s->owner[m][i] == (uint32_t)t);
         }
-        for (size_t i = 0; i < nt * ns; i++) CHECKF(hits[i] == 1, "mat %d tile %zu seg %zu hit %d times", m, i / ns, i % ns, hits[i]);
+        for (size_t i = 0; i < nt * ns; i++)
+            CHECKF(hits[i] == 1, "mat %d tile %zu seg %zu hit %d times", m, i / ns, i % ns, hits[i]);
         free(hits);
     }
     int *g = calloc((size_t)s->shape.n_head_kv, sizeof *g);
@@ -200,7 +201,8 @@ int main(void) {
         for (int t = 0; t < T; t++) {
             CHECKF(s.dep_off[t][SCHED_KV] == s.dep_off[t][SCHED_ATTN + 1], "T=%d thread %d waits before attention", T,
                    t);
-            CHECKF(s.dep_off[t][SCHED_WO_PART + 1] - s.dep_off[t][SCHED_WO_PART] == (uint32_t)(T - 1), "%u", s.dep_off[t][SCHED_WO_PART + 1] - s.dep_off[t][SCHED_WO_PART]);
+            CHECKF(s.dep_off[t][SCHED_WO_PART + 1] - s.dep_off[t][SCHED_WO_PART] == (uint32_t)(T - 1), "%u",
+                   s.dep_off[t][SCHED_WO_PART + 1] - s.dep_off[t][SCHED_WO_PART]);
             CHECK(s.share[t].g1 - s.share[t].g0 == (uint32_t)(4 / T));
             CHECK(s.share[t].r[SCHED_WK].t1 - s.share[t].r[SCHED_WK].t0 == (uint32_t)(4 / T));
         }

@@ -170,7 +170,8 @@ static void check_model(const char *path, uint32_t type, int tie, int bias) {
         }
         double mean = s / cnt, sd = sqrt(ss / cnt - mean * mean);
         int norm = strstr(t->name, "norm") != NULL, bias_t = strstr(t->name, "bias") != NULL;
-        double want_sd = norm ? 0.1 : bias_t ? 0.2 : !strncmp(t->name, "token_embd", 10) || !strncmp(t->name, "output.", 7)
+        double want_sd = norm ? 0.1 : bias_t ? 0.2
+                       : !strncmp(t->name, "token_embd", 10) || !strncmp(t->name, "output.", 7)
                        ? 2 / sqrt(48.0) : 1 / sqrt((double)t->ne[0]);
         double tol = 4 / sqrt((double)cnt);   // about 4 sigma of either estimate
         CHECKF(fabs(mean - (norm ? 1 : 0)) < (0.02 + tol) * want_sd, "%s: mean %g", t->name, mean);
@@ -316,7 +317,8 @@ int main(void) {
     CHECK(!exists(bad));
     int n_files = dir_count(dir, "");                           // no temporary file either
     CHECKF(n_files == 2, "%d files in the scratch directory", n_files);   // stdout, stderr
-    const char *const arch_bad[][4] = {{"--arch", "gpt2"}, {"--rope-scaling", "yarn"}, {"--rope-scaling", "linear", "--rope-factor", "0"},
+    const char *const arch_bad[][4] = {{"--arch", "gpt2"}, {"--rope-scaling", "yarn"},
+        {"--rope-scaling", "linear", "--rope-factor", "0"},
         {"--head-dim", "1"}, {"--arch", "qwen3", "--bias"}, {"--arch", "qwen2", "--rope-scaling", "llama3"},
         {"--rope-factor", "8"}, {"--rope-scaling", "llama3", "--rope-factor", "8"}};   // a factor nothing reads
     for (size_t i = 0; i < sizeof arch_bad / sizeof *arch_bad; i++, cases++)

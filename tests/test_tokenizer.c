@@ -75,8 +75,10 @@ static size_t as_bpe_reads(const unsigned char *s, size_t n, unsigned char *out)
         if (k == 0 || v > 0x10ffff) { v = 0xfffd; k = 1; }
         i += (size_t)k;
         if (v < 0x80) out[o++] = (unsigned char)v;
-        else if (v < 0x800) { out[o++] = (unsigned char)(0xc0 | v >> 6); out[o++] = (unsigned char)(0x80 | (v & 0x3f)); }
-        else if (v < 0x10000) {
+        else if (v < 0x800) {
+            out[o++] = (unsigned char)(0xc0 | v >> 6);
+            out[o++] = (unsigned char)(0x80 | (v & 0x3f));
+        } else if (v < 0x10000) {
             out[o++] = (unsigned char)(0xe0 | v >> 12); out[o++] = (unsigned char)(0x80 | (v >> 6 & 0x3f));
             out[o++] = (unsigned char)(0x80 | (v & 0x3f));
         } else {
@@ -290,7 +292,8 @@ static int check_pre_names(void) {
     }
     const char *path = synth_bpe("qwen-bogus\n");
     CHECK(load(path, &t, err) == -1 && t == NULL);
-    CHECKF(strstr(err, path) && strstr(err, "tokenizer.ggml.pre") && strstr(err, "unknown pre-tokenizer 'qwen-bogus\\x0a'"),
+    CHECKF(strstr(err, path) && strstr(err, "tokenizer.ggml.pre") &&
+               strstr(err, "unknown pre-tokenizer 'qwen-bogus\\x0a'"),
            "error '%s'", err);
     tool_run r = {0};
     const char *argv[] = {bin_path("tokenize", 1), "-m", path, "-p", "x", NULL};

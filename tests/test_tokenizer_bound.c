@@ -17,7 +17,8 @@ static void check_text(const tokenizer *t, const char *text, size_t len, const c
     int32_t *ids; size_t n;
     CHECK(tokenizer_encode(t, text, len, 0, 0, &ids, &n) == 0);
     size_t bound = tokenizer_max_token_bytes(t);
-    CHECKF(n * bound >= len, "%s: %zu bytes in %zu tokens, but no token is to cover more than %zu", what, len, n, bound);
+    CHECKF(n * bound >= len, "%s: %zu bytes in %zu tokens, but no token is to cover more than %zu", what, len, n,
+           bound);
     free(ids);
     n_checked++;
 }
@@ -47,7 +48,10 @@ static void sweep(const char *path) {
     uint64_t x = 1;
     for (int k = 0; k < 200; k++) {                              // random bytes, any UTF-8 or none
         size_t len = 1 + k % 97;
-        for (size_t i = 0; i < len; i++) { x = x * 6364136223846793005ull + 1442695040888963407ull; text[i] = (char)(x >> 56); }
+        for (size_t i = 0; i < len; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            text[i] = (char)(x >> 56);
+        }
         check_text(t, text, len, "random bytes");
     }
     free(text);
@@ -59,6 +63,7 @@ int main(void) {
     int spm = n_checked;
     sweep(SHARED_DIR "/testdata/models/stories260K.gguf");
     CHECKF(spm >= 700 && n_checked - spm >= 700, "%d and %d texts", spm, n_checked - spm);
-    printf("test_tokenizer_bound: %d texts (%d llama-spm, %d stories260K) within the bound\n", n_checked, spm, n_checked - spm);
+    printf("test_tokenizer_bound: %d texts (%d llama-spm, %d stories260K) within the bound\n", n_checked, spm,
+           n_checked - spm);
     return 0;
 }

@@ -301,7 +301,8 @@ static void check_eog_case(const char *path, int c) {
     gguf_writer *w = spm_vocab(tok, score, type, n);
     gguf_w_u32(w, "tokenizer.ggml.eos_token_id", 2);
     for (int i = 3; i < n; i++) {
-        if (eog_cases[c].eot && !strcmp(tok[i], eog_cases[c].eot)) gguf_w_u32(w, "tokenizer.ggml.eot_token_id", (uint32_t)i);
+        if (eog_cases[c].eot && !strcmp(tok[i], eog_cases[c].eot))
+            gguf_w_u32(w, "tokenizer.ggml.eot_token_id", (uint32_t)i);
         if (eog_cases[c].fim_pad && !strcmp(tok[i], eog_cases[c].fim_pad))
             gguf_w_u32(w, "tokenizer.ggml.fim_pad_token_id", (uint32_t)i);
     }

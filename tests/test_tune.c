@@ -119,7 +119,8 @@ static void check_cache_sizes(void) {
         if (lv < 1 || lv > 3 || !strcmp(t, "Instruction") || !(f = fopen(p, "r"))) continue;
         char unit = 0;
         if (fscanf(f, "%ld%c", &kb, &unit) == 2 && unit == 'K' && kb > 0)
-            CHECKF(cpu_cache_bytes((int)lv) == kb << 10, "L%ld: %ld bytes, sysfs %ld KiB", lv, cpu_cache_bytes((int)lv), kb);
+            CHECKF(cpu_cache_bytes((int)lv) == kb << 10, "L%ld: %ld bytes, sysfs %ld KiB", lv, cpu_cache_bytes((int)lv),
+                   kb);
         fclose(f);
     }
 }
@@ -182,7 +183,8 @@ int main(void) {
         tune_result h = tune_gemv(TUNE_AUTO, path);
         CHECKF(gemv_isa_id() == GEMV_AVX512 || (h.tu.interleave == 1 && h.resident.interleave == 1),
                "AVX2 re-tune kept interleave %d / %d", h.tu.interleave, h.resident.interleave);
-        CHECKF(h.source == TUNE_MEASURED && (strstr(h.note, "the cached picks held") || strstr(h.note, "the picks changed")),
+        CHECKF(h.source == TUNE_MEASURED &&
+                   (strstr(h.note, "the cached picks held") || strstr(h.note, "the picks changed")),
                "re-tune note '%s'", h.note);
         CHECK(valid(h.tu) && valid_resident(h.resident) && valid_kv(h.kv_pf) &&
               lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == h.tu.pf && nt == h.tu.interleave &&
@@ -200,8 +202,8 @@ int main(void) {
             snprintf(fmt, sizeof fmt, "%%s %s\n", bad[i]);
             write_cache(path, fmt, r.key, (long long)time(NULL));
             tune_result z = tune_gemv(TUNE_AUTO, path);
-            CHECKF(z.source == TUNE_MEASURED && z.note[0] == 0 && valid(z.tu) && valid_kv(z.kv_pf), "bad line %d: %d '%s'",
-                   i, z.source, z.note);
+            CHECKF(z.source == TUNE_MEASURED && z.note[0] == 0 && valid(z.tu) && valid_kv(z.kv_pf),
+                   "bad line %d: %d '%s'", i, z.source, z.note);
         }
         // a fresh line from before the resident tuning: a miss, measured, rewritten with both
         write_cache(path, "%s %d %d %.2f %lld\n", r.key, s.tu.pf, s.tu.interleave, s.gbps, (long long)time(NULL));
@@ -294,7 +296,8 @@ int main(void) {
     CHECK(n.source == TUNE_DEFAULT);
     char line[512];
     tune_describe(&o, line, sizeof line);
-    CHECK(strstr(line, "default") && strstr(line, "prefetch") && strstr(line, "resident") && strstr(line, "KV prefetch"));
+    CHECK(strstr(line, "default") && strstr(line, "prefetch") && strstr(line, "resident") &&
+          strstr(line, "KV prefetch"));
     // the tail split's takers: the family row's (at least 2: one share's owner and a thief), as the
     // line says; what tune_tail_takers hands the decoder, measured or not
     char tails[64];

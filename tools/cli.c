@@ -52,7 +52,8 @@ static void on_stop(int sig) {
 
 static uint64_t hex(const char **p) {
     uint64_t v = 0;
-    for (int d; (d = **p >= '0' && **p <= '9' ? **p - '0' : **p >= 'a' && **p <= 'f' ? **p - 'a' + 10 : -1) >= 0; (*p)++)
+    for (int d; (d = **p >= '0' && **p <= '9' ? **p - '0' : **p >= 'a' && **p <= 'f' ? **p - 'a' + 10 : -1) >= 0;
+         (*p)++)
         v = v << 4 | (uint64_t)d;
     return v;
 }
@@ -351,7 +352,8 @@ static void creation_target(const char *path, char *buf, size_t n) {
 // path, which does not exist, would create its file there.
 static int in_cache(const char *path, const struct stat *st) {
     char dir[PATH_MAX];
-    return !cachedir_path("packed", dir, sizeof dir) && S_ISREG(st->st_mode) && (parent_is(path, dir) || dir_holds(dir, st));
+    return !cachedir_path("packed", dir, sizeof dir) && S_ISREG(st->st_mode) &&
+           (parent_is(path, dir) || dir_holds(dir, st));
 }
 static int in_cache_made(const char *path) {
     char dir[PATH_MAX], target[PATH_MAX];
@@ -415,8 +417,10 @@ FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, i
 const char *cli_env_problem(void) {
     static char msg[256];
     const char *isa = getenv("DECODE_ISA"), *tune = getenv("DECODE_TUNE");
-    if (isa && *isa && !cpu_isa_name_ok(isa)) snprintf(msg, sizeof msg, "DECODE_ISA must be avx512, avx2 or scalar, got '%.100s'", isa);
-    else if (tune_mode_from_env() < 0) snprintf(msg, sizeof msg, "DECODE_TUNE must be off or force, got '%.100s'", tune);
+    if (isa && *isa && !cpu_isa_name_ok(isa))
+        snprintf(msg, sizeof msg, "DECODE_ISA must be avx512, avx2 or scalar, got '%.100s'", isa);
+    else if (tune_mode_from_env() < 0)
+        snprintf(msg, sizeof msg, "DECODE_TUNE must be off or force, got '%.100s'", tune);
     else if (decoder_wait_prefetch_env() < -1)
         snprintf(msg, sizeof msg, "DECODE_WAIT_PREFETCH must be a number of bytes, 0 (none) to 1073741824, got '%.80s'",
                  getenv("DECODE_WAIT_PREFETCH"));

@@ -142,7 +142,9 @@ static int append_words(options *o, enum list_opt k, const char *s, int *out, in
 }
 
 // One integer in [lo, hi]; -1 otherwise (a list too).
-static int parse_one(const char *s, int *out, int lo, int hi) { return util_parse_ints(s, out, 1, lo, hi) == 1 ? 0 : -1; }
+static int parse_one(const char *s, int *out, int lo, int hi) {
+    return util_parse_ints(s, out, 1, lo, hi) == 1 ? 0 : -1;
+}
 
 static void free_model_lists(options *o) {
     for (int i = 0; i < o->n_model_lists; i++) free(o->model_lists[i]);
@@ -189,11 +191,16 @@ static int parse_args(int argc, char **argv, options *o) {
             char *tok = s ? strtok(s, ",") : NULL;
             for (; tok && o->n_models < MAXV; tok = strtok(NULL, ",")) o->models[o->n_models++] = tok;
             bad = o->n_models == before || tok || !util_list_items_ok(v);   // none, more than MAXV, or an empty one
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) bad = append_ints(o, L_THREADS, v, o->threads, &o->n_threads, 1, 4096);
-        else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) bad = append_ints(o, L_PROMPT, v, o->prompts, &o->n_prompts, 0, 1 << 20);
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) bad = append_ints(o, L_GEN, v, o->gens, &o->n_gens, 0, 1 << 20);
-        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) bad = append_ints(o, L_BATCH, v, o->batches, &o->n_batch, 1, 1 << 16);
-        else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth")) bad = append_ints(o, L_DEPTH, v, o->depths, &o->n_depth, 0, 1 << 20);
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads"))
+            bad = append_ints(o, L_THREADS, v, o->threads, &o->n_threads, 1, 4096);
+        else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt"))
+            bad = append_ints(o, L_PROMPT, v, o->prompts, &o->n_prompts, 0, 1 << 20);
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen"))
+            bad = append_ints(o, L_GEN, v, o->gens, &o->n_gens, 0, 1 << 20);
+        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size"))
+            bad = append_ints(o, L_BATCH, v, o->batches, &o->n_batch, 1, 1 << 16);
+        else if (!strcmp(a, "-d") || !strcmp(a, "--n-depth"))
+            bad = append_ints(o, L_DEPTH, v, o->depths, &o->n_depth, 0, 1 << 20);
         else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) bad = parse_one(v, &o->reps, 1, MAXV * 4);
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             o->fmt = v;
@@ -201,10 +208,13 @@ static int parse_args(int argc, char **argv, options *o) {
         } else if (!strcmp(a, "--numa")) bad = (o->numa = topo_parse_mode(v)) < 0;
         else if (!strcmp(a, "--split-k")) bad = append_words(o, L_SPLIT, v, o->split_ks, &o->n_split, split_word);
         else if (!strcmp(a, "--l4")) bad = append_words(o, L_L4, v, o->l4s, &o->n_l4, l4run_parse_mode);
-        else if (!strcmp(a, "--tail-split")) bad = append_words(o, L_TAILS, v, o->tails, &o->n_tails, cli_parse_tail_split);
+        else if (!strcmp(a, "--tail-split"))
+            bad = append_words(o, L_TAILS, v, o->tails, &o->n_tails, cli_parse_tail_split);
         else if (!strcmp(a, "--pack-cache")) bad = (o->pack_cache = packcache_parse_mode(v)) < 0;
-        else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) bad = (o->cache_type_k = cli_parse_cache_type(v)) < 0;
-        else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) bad = (o->cache_type_v = cli_parse_cache_type(v)) < 0;
+        else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k"))
+            bad = (o->cache_type_k = cli_parse_cache_type(v)) < 0;
+        else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v"))
+            bad = (o->cache_type_v = cli_parse_cache_type(v)) < 0;
         else if (!strcmp(a, "--plot")) o->plot = v;
         else if (!strcmp(a, "--roofline-mib")) bad = parse_one(v, &o->roofline_mib, 0, 1 << 20), o->roofline_asked = 1;
         else { fprintf(stderr, "decode-bench: unknown option '%s' (see --help)\n", a); return 2; }
@@ -310,7 +320,8 @@ static void stats(result *r) {
 static void test_label(const result *r, int n, char *buf, size_t size) {
     char sk[12];
     snprintf(buf, size, "%s t=%d l4=%s split-k=%s tails=%s b=%d %s%d @ d%d", r->model, r->n_threads, r->l4_used,
-             split_name(r->split_k, sk), cli_tail_split_name(r->tail_split), r->batch_size, r->n_gen ? "tg" : "pp", n, r->n_depth);
+             split_name(r->split_k, sk), cli_tail_split_name(r->tail_split), r->batch_size, r->n_gen ? "tg" : "pp", n,
+             r->n_depth);
 }
 
 // --profile: each thread's microseconds per token by wait point (decoder_profile_get), working
@@ -405,7 +416,8 @@ static const char *name_for(const char *path, int fmt, char *buf, size_t n) {
         else if ((c < 0x20 || c == 0x7f) && (fmt == NAME_MD || fmt == NAME_SVG)) rep = "?";
         else if (c == '"' && quote) rep = "\"\"";
         else if (c == '|' && fmt == NAME_MD) rep = "\\|";
-        else if (fmt == NAME_SVG && (c == '&' || c == '<' || c == '>')) rep = c == '&' ? "&amp;" : c == '<' ? "&lt;" : "&gt;";
+        else if (fmt == NAME_SVG && (c == '&' || c == '<' || c == '>'))
+            rep = c == '&' ? "&amp;" : c == '<' ? "&lt;" : "&gt;";
         if (rep ? put(buf, n, &o, rep, strlen(rep)) : put(buf, n, &o, path + i, k)) break;
     }
     if (quote) buf[o++] = '"';
@@ -495,18 +507,20 @@ static int print_results(const result *rs, int n, const options *o) {
     }
     if (!strcmp(o->fmt, "csv")) {
         printf("model_filename,model_size,n_threads,n_prompt,n_gen,avg_ts,stddev_ts,numa,split_k,l4,"
-               "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct,batch_size,n_depth,kv_bytes_per_token,kv_gbps,"
+               "bytes_per_token,gbps,roofline_gbps,pct_roofline,sync_wait_pct,batch_size,n_depth,"
+               "kv_bytes_per_token,kv_gbps,"
                "type_k,type_v,pack_cache,tail_split\n");
         for (int i = 0; i < n; i++) {
             const result *r = &rs[i];
             char name[NAME_OUT];
-            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%s,%s,%s,%d,%d,%.0f,%.3f,%s,%s,%s,%s\n", name_for(r->model, NAME_CSV, name, sizeof name), r->model_size,
-                   r->n_threads, r->n_prompt, r->n_gen, r->avg_ts, r->stddev_ts,
-                   o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa), r->split_k, r->l4_used,
-                   r->bytes_per_token, r->gbps, num_str(0, has_roofline(r), "%.3f", r->roofline_gbps, ""),
+            printf("%s,%zu,%d,%d,%d,%.4f,%.4f,%s,%d,%s,%.0f,%.3f,%s,%s,%s,%d,%d,%.0f,%.3f,%s,%s,%s,%s\n",
+                   name_for(r->model, NAME_CSV, name, sizeof name), r->model_size, r->n_threads, r->n_prompt, r->n_gen,
+                   r->avg_ts, r->stddev_ts, o->numa < 0 ? "default" : topo_mode_name((topo_numa_mode)o->numa),
+                   r->split_k, r->l4_used, r->bytes_per_token, r->gbps,
+                   num_str(0, has_roofline(r), "%.3f", r->roofline_gbps, ""),
                    num_str(1, has_roofline(r), "%.2f", r->pct_roofline, ""),
-                   num_str(2, r->sync_wait_pct >= 0, "%.3f", r->sync_wait_pct, ""), r->batch_size,
-                   r->n_depth, r->kv_bytes_per_token, r->kv_gbps, wtype_get((uint32_t)o->cache_type_k)->name,
+                   num_str(2, r->sync_wait_pct >= 0, "%.3f", r->sync_wait_pct, ""), r->batch_size, r->n_depth,
+                   r->kv_bytes_per_token, r->kv_gbps, wtype_get((uint32_t)o->cache_type_k)->name,
                    wtype_get((uint32_t)o->cache_type_v)->name, packcache_mode_name(o->pack_cache),
                    cli_tail_split_name(r->tail_split));
         }
@@ -515,15 +529,16 @@ static int print_results(const result *rs, int n, const options *o) {
     const char *tk = wtype_get((uint32_t)o->cache_type_k)->name, *tv = wtype_get((uint32_t)o->cache_type_v)->name;
     char kv[16];                      // the KV cache's types: "f32", or "K/V" when they differ
     snprintf(kv, sizeof kv, "%s%s%s", tk, strcmp(tk, tv) ? "/" : "", strcmp(tk, tv) ? tv : "");
-    printf("| model | size | threads | l4 | split-k | tails | kv | batch | test | t/s | MB/token | GB/s | roofline GB/s | %% roofline | sync wait %% |\n");
+    printf("| model | size | threads | l4 | split-k | tails | kv | batch | test | t/s | MB/token | GB/s "
+           "| roofline GB/s | %% roofline | sync wait %% |\n");
     printf("| --- | ---: | ---: | --- | --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
     for (int i = 0; i < n; i++) {
         const result *r = &rs[i];
         char depth[32] = "", name[NAME_OUT], sk[12];
         if (r->n_depth) snprintf(depth, sizeof depth, " @ d%d", r->n_depth);
         printf("| %s | %.2f MiB | %d | %s | %s | %s | %s | %d | %s%d%s | %.2f ± %.2f | %.2f | %.2f | %s | %s | %s |\n",
-               name_for(base(r->model), NAME_MD, name, sizeof name), r->model_size / 1048576.0, r->n_threads, r->l4_used,
-               split_name(r->split_k, sk), cli_tail_split_name(r->tail_split), kv, r->batch_size,
+               name_for(base(r->model), NAME_MD, name, sizeof name), r->model_size / 1048576.0, r->n_threads,
+               r->l4_used, split_name(r->split_k, sk), cli_tail_split_name(r->tail_split), kv, r->batch_size,
                r->n_gen ? "tg" : "pp", r->n_gen ? r->n_gen : r->n_prompt, depth, r->avg_ts, r->stddev_ts,
                r->bytes_per_token / 1e6, r->gbps, num_str(0, has_roofline(r), "%.2f", r->roofline_gbps, "-"),
                num_str(1, has_roofline(r), "%.1f", r->pct_roofline, "-"),
@@ -574,18 +589,21 @@ static int write_plot(FILE *f, const result *rs, int n) {
     }
     if (ymax <= 0) ymax = 1;
     ymax *= 1.1;
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" "
+               "font-size=\"12\">\n", W, H);
     fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", L, H - B, W - R, H - B);
     fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"black\"/>\n", L, T, L, H - B);
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">threads</text>\n", (L + W - R) / 2, H - 10);
-    fprintf(f, "<text x=\"15\" y=\"%d\" transform=\"rotate(-90 15 %d)\" text-anchor=\"middle\">tg tok/s</text>\n", (T + H - B) / 2, (T + H - B) / 2);
+    fprintf(f, "<text x=\"15\" y=\"%d\" transform=\"rotate(-90 15 %d)\" text-anchor=\"middle\">tg tok/s</text>\n",
+            (T + H - B) / 2, (T + H - B) / 2);
 #define X(t) (L + (double)((t) - 1) * (W - L - R) / (tmax > 1 ? tmax - 1 : 1))
 #define Y(v) (H - B - (v) / ymax * (H - T - B))
     for (int t = 1; t <= tmax; t++)
         fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n", X(t), H - B + 16, t);
     for (int k = 0; k <= 4; k++)
-        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", L - 4, Y(ymax * k / 4) + 4, ymax * k / 4);
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", L - 4, Y(ymax * k / 4) + 4,
+                ymax * k / 4);
     static const char *colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"};
     int series = 0;
     for (int i = 0; i < n; i++) {                 // each series once, its points in order
@@ -607,8 +625,9 @@ static int write_plot(FILE *f, const result *rs, int n) {
         }
         char name[NAME_OUT], sk[12];
         fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s tg%d @ d%d, l4 %s, split-k %s, tails %s%s</text>\n",
-                L + 10, T + 14 * (series + 1), c, name_for(base(rs[i].model), NAME_SVG, name, sizeof name), rs[i].n_gen, rs[i].n_depth, rs[i].l4_used,
-                split_name(rs[i].split_k, sk), cli_tail_split_name(rs[i].tail_split), roof ? " (dashed: roofline / bytes per token)" : "");
+                L + 10, T + 14 * (series + 1), c, name_for(base(rs[i].model), NAME_SVG, name, sizeof name), rs[i].n_gen,
+                rs[i].n_depth, rs[i].l4_used, split_name(rs[i].split_k, sk), cli_tail_split_name(rs[i].tail_split),
+                roof ? " (dashed: roofline / bytes per token)" : "");
         series++;
     }
 #undef X
@@ -641,15 +660,22 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
         dopt.cache_type_k = (uint32_t)o->cache_type_k, dopt.cache_type_v = (uint32_t)o->cache_type_v;
         dopt.pack_cache = (packcache_opts){.mode = o->pack_cache, .temp_hook = cli_temp_file};
         char sk[12];
-        fprintf(stderr, "decode-bench: %s: loading for %d thread(s), split-k %s\n", path, T, split_name(o->split_ks[s], sk));
+        fprintf(stderr, "decode-bench: %s: loading for %d thread(s), split-k %s\n", path, T,
+                split_name(o->split_ks[s], sk));
         cli_mapped_file(path);             // a SIGBUS is one line naming the file, not a crash
-        if (decoder_init_opts(&d[s], m, max_len, &dopt, err)) { fprintf(stderr, "decode-bench: %s\n", err); status = 1; continue; }
+        if (decoder_init_opts(&d[s], m, max_len, &dopt, err)) {
+            fprintf(stderr, "decode-bench: %s\n", err);
+            status = 1;
+            continue;
+        }
         if (d[s].w.cache_state != PACKCACHE_UNUSED) cli_mapped_file(d[s].w.cache_file);   // what the tests read
         if (pool_size(d[s].pool) < T)     // n_threads stays T, as llama-bench's does
-            fprintf(stderr, "decode-bench: %s: threads in use: %d of %d%s\n", path, pool_size(d[s].pool), T, CLI_THREADS_IDLE_WHY);
+            fprintf(stderr, "decode-bench: %s: threads in use: %d of %d%s\n", path, pool_size(d[s].pool), T,
+                    CLI_THREADS_IDLE_WHY);
         if (d[s].w.cache_state != PACKCACHE_UNUSED) {
-            fprintf(stderr, "decode-bench: packed weights %s %s%s%s\n", d[s].w.cache_state == PACKCACHE_MAPPED ? "mapped from"
-                    : "packed into a new cache file,", d[s].w.cache_file, d[s].w.map_note[0] ? "; " : "", d[s].w.map_note);
+            fprintf(stderr, "decode-bench: packed weights %s %s%s%s\n",
+                    d[s].w.cache_state == PACKCACHE_MAPPED ? "mapped from" : "packed into a new cache file,",
+                    d[s].w.cache_file, d[s].w.map_note[0] ? "; " : "", d[s].w.map_note);
             settle(&d[s]);
         }
         else fprintf(stderr, "decode-bench: packed weights in memory%s%s\n", d[s].w.cache_note[0] ? "; cache " : "",
@@ -668,13 +694,14 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
                 } else fprintf(stderr, "decode-bench: %s t=%d: context filled to depth %d\n", path, T, depth);
             }
         if (len == 0) continue;
-        int c0 = *n, nb = tg ? 1 : o->n_batch, per_split = o->n_l4 * o->n_tails * nb;   // configurations per split value
+        int c0 = *n, nb = tg ? 1 : o->n_batch, per_split = o->n_l4 * o->n_tails * nb; // configurations per split value
         for (int s = 0; s < o->n_split; s++)
             for (int l = 0; l < o->n_l4 * o->n_tails; l++)
                 for (int b = 0; b < nb; b++) {
                     result *r = &rs[(*n)++];
-                    *r = (result){.model = path, .model_size = gguf_data_bytes(&m->f), .n_threads = T, .n_prompt = tg ? 0 : len,
-                                  .n_gen = tg ? len : 0, .split_k = o->split_ks[s], .l4 = o->l4s[l / o->n_tails],
+                    *r = (result){.model = path, .model_size = gguf_data_bytes(&m->f), .n_threads = T,
+                                  .n_prompt = tg ? 0 : len, .n_gen = tg ? len : 0,
+                                  .split_k = o->split_ks[s], .l4 = o->l4s[l / o->n_tails],
                                   .tail_split = o->tails[l % o->n_tails],
                                   .batch_size = tg ? 1 : o->batches[b], .n_depth = depth,
                                   .n_params = gguf_n_elements(&m->f),

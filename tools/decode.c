@@ -120,7 +120,8 @@ static void usage(FILE *f) {
         "  DECODE_WAIT_PREFETCH=BYTES: how much of its next step a thread waiting for another\n"
         "  prefetches (0: none, at most 1 GiB; default: the smaller of 256 KiB and half the L2);\n"
         "  DECODE_FAKE_NUMA=N: N pretend NUMA nodes (1..1024; for tests). An empty one is unset.\n",
-        cli_physical_cores(), PREFILL_DEFAULT_BATCH, d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty, d.repeat_last_n);
+        cli_physical_cores(), PREFILL_DEFAULT_BATCH, d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty,
+        d.repeat_last_n);
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -152,7 +153,8 @@ static int parse_float(const char *s, float *out) {
 // Returns 0 to run, or an exit status (-1 for a clean --help exit).
 static int parse_args(int argc, char **argv, options *o) {
     memset(o, 0, sizeof *o);
-    o->n_predict = -1; o->n_threads = cli_physical_cores(); o->n_batch = PREFILL_DEFAULT_BATCH; o->sp = sampler_defaults();
+    o->n_predict = -1; o->n_threads = cli_physical_cores(); o->n_batch = PREFILL_DEFAULT_BATCH;
+    o->sp = sampler_defaults();
     o->numa = -1; o->split_k = -1; o->l4 = L4RUN_AUTO; o->tail_split = -1;
     o->cache_type_k = o->cache_type_v = WTYPE_F32;
     o->pack_cache = -1;                // not given: DECODE_PACK_CACHE, else auto
@@ -170,8 +172,8 @@ static int parse_args(int argc, char **argv, options *o) {
         static const char *valued[] = {"-m", "--model", "-p", "--prompt", "-f", "--file",
             "--dump-logits", "-n", "--n-predict", "-t", "--threads", "-c", "--ctx-size", "-b", "--batch-size", "-s",
             "--seed", "--top-k", "--repeat-last-n", "--temp", "--top-p", "--min-p",
-            "--repeat-penalty", "--numa", "--split-k", "--l4", "--tail-split", "--pack-cache", "-ctk", "--cache-type-k", "-ctv",
-            "--cache-type-v"};
+            "--repeat-penalty", "--numa", "--split-k", "--l4", "--tail-split", "--pack-cache", "-ctk", "--cache-type-k",
+            "-ctv", "--cache-type-v"};
         int known = 0;
         for (size_t k = 0; k < sizeof valued / sizeof *valued; k++) known |= !strcmp(a, valued[k]);
         if (!known) return usage_error("unknown option '%s'", a);
@@ -183,23 +185,30 @@ static int parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) o->prompt_file = v;
         else if (!strcmp(a, "--dump-logits")) o->dump_logits = v;
         else if (!strcmp(a, "--numa")) {
-            if ((o->numa = topo_parse_mode(v)) < 0) return usage_error("bad --numa value '%s' (off, distribute, isolate)", v);
+            if ((o->numa = topo_parse_mode(v)) < 0)
+                return usage_error("bad --numa value '%s' (off, distribute, isolate)", v);
         } else if (!strcmp(a, "--split-k")) {
             if (!strcmp(v, "off")) o->split_k = 0;
             else if (!strcmp(v, "auto")) o->split_k = -1;
-            else if (parse_long(v, 2, 1 << 16, &n)) return usage_error("bad --split-k value '%s' (auto, off or N >= 2)", v);
+            else if (parse_long(v, 2, 1 << 16, &n))
+                return usage_error("bad --split-k value '%s' (auto, off or N >= 2)", v);
             else o->split_k = (int)n;
         }
         else if (!strcmp(a, "--pack-cache")) {
-            if ((o->pack_cache = packcache_parse_mode(v)) < 0) return usage_error("bad --pack-cache value '%s' (auto, move, off, rebuild)", v);
+            if ((o->pack_cache = packcache_parse_mode(v)) < 0)
+                return usage_error("bad --pack-cache value '%s' (auto, move, off, rebuild)", v);
         } else if (!strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")) {
-            if ((o->cache_type_k = cli_parse_cache_type(v)) < 0) return usage_error("bad -ctk value '%s' (f32, f16)", v);
+            if ((o->cache_type_k = cli_parse_cache_type(v)) < 0)
+                return usage_error("bad -ctk value '%s' (f32, f16)", v);
         } else if (!strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v")) {
-            if ((o->cache_type_v = cli_parse_cache_type(v)) < 0) return usage_error("bad -ctv value '%s' (f32, f16)", v);
+            if ((o->cache_type_v = cli_parse_cache_type(v)) < 0)
+                return usage_error("bad -ctv value '%s' (f32, f16)", v);
         } else if (!strcmp(a, "--l4")) {
-            if ((o->l4 = l4run_parse_mode(v)) < 0) return usage_error("bad --l4 value '%s' (off, stream, buffer, auto)", v);
+            if ((o->l4 = l4run_parse_mode(v)) < 0)
+                return usage_error("bad --l4 value '%s' (off, stream, buffer, auto)", v);
         } else if (!strcmp(a, "--tail-split")) {
-            if ((o->tail_split = cli_parse_tail_split(v)) < -1) return usage_error("bad --tail-split value '%s' (auto, on, off)", v);
+            if ((o->tail_split = cli_parse_tail_split(v)) < -1)
+                return usage_error("bad --tail-split value '%s' (auto, on, off)", v);
         } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
             if (parse_long(v, -1, INT_MAX, &o->n_predict)) return usage_error("bad -n value '%s'", v);
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
@@ -330,8 +339,10 @@ static int print_l4_stats(const decoder *d) {
     weights_layer_sizes(d->model, rel);
     l4run_cross x = l4run_cross_bytes(&d->sched, rel);
     cJSON *j = cJSON_CreateObject();
-    const char *names[] = {"lookups", "hits", "misses", "prefetches", "evictions", "writebacks", "flushes", "spin_waits"};
-    const uint64_t v[] = {s.lookups, s.hits, s.misses, s.prefetches, s.evictions, s.writebacks, s.flushes, s.spin_waits};
+    const char *names[] = {"lookups", "hits", "misses", "prefetches",
+                           "evictions", "writebacks", "flushes", "spin_waits"};
+    const uint64_t v[] = {s.lookups, s.hits, s.misses, s.prefetches,
+                          s.evictions, s.writebacks, s.flushes, s.spin_waits};
     int ok = j != NULL;
     for (int i = 0; ok && i < 8; i++) ok = cJSON_AddNumberToObject(j, names[i], (double)v[i]) != NULL;
     ok = ok && cJSON_AddStringToObject(j, "mode", l4run_mode_name(l4run_mode_of(d->l4))) &&
@@ -370,7 +381,8 @@ static int read_prompt(session *S, const options *o, size_t max, long n_ctx, int
         *prompt = o->prompt ? o->prompt : "";
         *plen = strlen(*prompt);
         if (*plen > max) {
-            fprintf(stderr, "decode: the prompt is %zu bytes, at least %zu tokens%s: more than the %ld the context holds (-c)\n",
+            fprintf(stderr, "decode: the prompt is %zu bytes, at least %zu tokens%s: "
+                            "more than the %ld the context holds (-c)\n",
                     *plen, (*plen + per - 1) / per + (size_t)add_bos, add_bos ? " with BOS" : "", n_ctx);
             return -1;
         }
@@ -394,7 +406,8 @@ static void print_prompt(const tokenizer *tok, const int32_t *ids, size_t n) {
 
 // Model metadata and tokenizer, then the prompt read and tokenized within the context: all
 // before the dump is opened and the weights are packed. 0 ok, 1 failure.
-static int load(session *S, const options *o, const char **prompt, size_t *plen, int32_t **ids, size_t *n_ids, long *n_ctx) {
+static int load(session *S, const options *o, const char **prompt, size_t *plen, int32_t **ids, size_t *n_ids,
+                long *n_ctx) {
     char err[GGUF_ERR_MAX];
     cli_mapped_file(o->model);
     tune_result tr = tune_gemv(tune_mode_from_env(), NULL);   // before the model: it needs 32-128 MiB
@@ -438,8 +451,9 @@ static int load(session *S, const options *o, const char **prompt, size_t *plen,
         return 1;
     }
     if (*n_ids == 0) {
-        fprintf(stderr, o->no_bos ? "decode: the prompt is empty and --no-bos leaves no token to evaluate\n"
-                                  : "decode: the prompt is empty and the model adds no BOS token: nothing to evaluate\n");
+        fprintf(stderr, o->no_bos
+                            ? "decode: the prompt is empty and --no-bos leaves no token to evaluate\n"
+                            : "decode: the prompt is empty and the model adds no BOS token: nothing to evaluate\n");
         return 1;
     }
     if ((long)*n_ids > *n_ctx) {
@@ -476,7 +490,8 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     char err[GGUF_ERR_MAX];
     decoder_opts dopt = decoder_default_opts(o->n_threads);
     load_progress lp = {.t0 = now_ms(), .tty = isatty(2)};
-    dopt.numa = o->numa, dopt.split_k = o->split_k, dopt.l4 = o->l4, dopt.tail_split = o->tail_split, dopt.stop = &cli_stop;
+    dopt.numa = o->numa, dopt.split_k = o->split_k, dopt.l4 = o->l4, dopt.tail_split = o->tail_split,
+        dopt.stop = &cli_stop;
     dopt.cache_type_k = (uint32_t)o->cache_type_k, dopt.cache_type_v = (uint32_t)o->cache_type_v;
     dopt.on_layer = on_layer, dopt.on_layer_arg = &lp;
     dopt.pack_cache = (packcache_opts){.mode = o->pack_cache, .temp_hook = cli_temp_file, .on_write = on_write};
@@ -490,8 +505,9 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     const model_weights *w = &S->d.w;
     if (w->cache_state != PACKCACHE_UNUSED) cli_mapped_file(w->cache_file);   // what a SIGBUS would come from
     if (w->cache_state == PACKCACHE_MAPPED) {
-        if (o->verbose) fprintf(stderr, "decode: packed weights mapped from %s%s\n", w->cache_file, w->move_next < 0 ? ""
-                                : "; moving them into memory over the first steps");
+        if (o->verbose)
+            fprintf(stderr, "decode: packed weights mapped from %s%s\n", w->cache_file,
+                    w->move_next < 0 ? "" : "; moving them into memory over the first steps");
         if (w->map_note[0]) fprintf(stderr, "decode: packed-weight cache: %s\n", w->map_note);   // once, and slow
     } else if (w->cache_state == PACKCACHE_WRITTEN)
         fprintf(stderr, "decode: packed weights saved to %s (%.1f MB); later loads map them (--pack-cache off: "
@@ -545,7 +561,8 @@ static void mask_eog(session *S) {
     for (int i = 0; i < n; i++) S->d.logits[eog[i]] = -INFINITY;
 }
 
-static int generate(session *S, const options *o, const char *prompt, size_t plen, const int32_t *ids, size_t n_ids, long n_ctx) {
+static int generate(session *S, const options *o, const char *prompt, size_t plen, const int32_t *ids, size_t n_ids,
+                    long n_ctx) {
     if (fwrite(prompt, 1, plen, stdout) != plen || fflush(stdout) != 0) goto stdout_failed;
     // The last prompt position's logits only pick the first new token: -n 0 skips it, so the
     // dump holds P + N - 1 rows (P + K where an end-of-generation token stops it after K).
@@ -576,13 +593,15 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
         moved(S, &mapped);
         S->t_eval += now_ms() - t0;
         if (last) {
-            if (pos >= n_ctx && i + 1 != o->n_predict) fprintf(stderr, "\ndecode: context full (%ld tokens); stopping\n", n_ctx);
+            if (pos >= n_ctx && i + 1 != o->n_predict)
+                fprintf(stderr, "\ndecode: context full (%ld tokens); stopping\n", n_ctx);
             break;
         }
         S->n_eval++;
     }
     if (o->l4_stats && print_l4_stats(&S->d)) fprintf(stderr, "decode: out of memory\n");
-    if (S->d.w.map && S->d.w.cache_note[0]) fprintf(stderr, "decode: packed-weight cache: %s\n", S->d.w.cache_note);   // a move cut short
+    if (S->d.w.map && S->d.w.cache_note[0])
+        fprintf(stderr, "decode: packed-weight cache: %s\n", S->d.w.cache_note);   // a move cut short
     int status = cli_stop ? stopped() : 0;
     print_timings(S);
     return status;

@@ -74,7 +74,8 @@ static uint64_t rng = 0x243f6a8885a308d3ull;
 static float rnd(void) { return (float)((double)(util_splitmix64(&rng) >> 11) / 4503599627370496.0 - 1.0); }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: gemm-bench [-m LIST] [-t LIST] [-d TYPES] [-k K] [-n N] [-r TRIALS] [-o csv|md] [--clock wall|cpu]\n"
+    fprintf(f, "usage: gemm-bench [-m LIST] [-t LIST] [-d TYPES] [-k K] [-n N] [-r TRIALS] [-o csv|md] "
+               "[--clock wall|cpu]\n"
                "A LIST given twice adds up (-t 1 -t 2 is -t 1,2); a single value, the last wins.\n"
                "  -m LIST   rows (tokens) per call (default 1,2,4,8,16,32,64,128,512)\n"
                "  -t LIST   thread counts (default 1,2)\n"
@@ -154,7 +155,8 @@ int main(int argc, char **argv) {
     cli_init("gemm-bench", 0);
     static const char *const names[3] = {"f16", "bf16", "f32"};
     static const dtype all[3] = {{WTYPE_F16, "f16"}, {WTYPE_BF16, "bf16"}, {WTYPE_F32, "f32"}};
-    int ms[MAXL] = {1, 2, 4, 8, 16, 32, 64, 128, 512}, nm = 9, th[MAXL] = {1, 2}, nth = 2, trials = 7, kn[2] = {2048, 5632};
+    int ms[MAXL] = {1, 2, 4, 8, 16, 32, 64, 128, 512}, nm = 9, th[MAXL] = {1, 2}, nth = 2, trials = 7,
+        kn[2] = {2048, 5632};
     unsigned types = 0x3, given = 0;
     const char *fmt = "csv";
     for (int i = 1; i < argc; i += 2) {   // every option but --help takes a value
@@ -171,7 +173,8 @@ int main(int argc, char **argv) {
         else if (ok && !strcmp(a, "-d")) ok = (types = util_add_names(v, names, 3, types, &given, GIVEN_D)) != 0;
         else ok = 0;
         if (!ok) {
-            fprintf(stderr, "gemm-bench: bad or incomplete option '%s'%s%s (see --help)\n", a, v ? " " : "", v ? v : "");
+            fprintf(stderr, "gemm-bench: bad or incomplete option '%s'%s%s (see --help)\n", a, v ? " " : "",
+                    v ? v : "");
             return 2;
         }
     }

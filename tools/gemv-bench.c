@@ -384,7 +384,8 @@ int main(int argc, char **argv) {
         else if (ok && !strcmp(a, "-o")) ok = !strcmp(fmt = v, "csv") || !strcmp(v, "json") || !strcmp(v, "md");
         else ok = 0;
         if (!ok) {
-            fprintf(stderr, "gemv-bench: bad or incomplete option '%s'%s%s (see --help)\n", a, v ? " " : "", v ? v : "");
+            fprintf(stderr, "gemv-bench: bad or incomplete option '%s'%s%s (see --help)\n", a, v ? " " : "",
+                    v ? v : "");
             return 2;
         }
         i++;
@@ -398,7 +399,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gemv-bench: isa %s, %d trials; %s\n", gemv_isa(), trials, line);
     if (pf >= 0 || inter > 0 || hint >= 0 || widen >= 0)
         fprintf(stderr, "gemv-bench: overridden in every cell: prefetch %d B, interleave %d, hint %s, f16 widening %s"
-                " (-1: tuned)\n", pf, inter, hint < 0 ? "-1" : hint ? "l2" : "l1", widen < 0 ? "-1" : widen ? "ymm" : "zmm");
+                " (-1: tuned)\n", pf, inter, hint < 0 ? "-1" : hint ? "l2" : "l1",
+                widen < 0 ? "-1" : widen ? "ymm" : "zmm");
     long l3 = cpu_cache_bytes(3);
     if (nshape && !cells_named) cells = 0;
     memcpy(cl, CELLS, sizeof CELLS);

@@ -58,7 +58,8 @@ static int fill(void *ctx, uint64_t index, void *dst, size_t nbytes) {
     return 0;
 }
 
-static int convert(const char *in_path, const char *out_path, uint32_t type, uint32_t ftype, const char *only, char *err) {
+static int convert(const char *in_path, const char *out_path, uint32_t type, uint32_t ftype, const char *only,
+                   char *err) {
     gguf_file g;
     cli_mapped_file(in_path);
     if (gguf_open(&g, in_path, err)) return -1;
@@ -110,7 +111,10 @@ int main(int argc, char **argv) {
     int n_paths = 0;
     cli_init("gguf-convert", 0);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return util_help_done("gguf-convert"); }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return util_help_done("gguf-convert");
+        }
         if (!strcmp(argv[i], "--type")) {
             if (++i == argc) return usage_error("--type needs a value", NULL);
             type_s = argv[i];
@@ -137,6 +141,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     char err[GGUF_ERR_MAX];
-    if (convert(paths[0], paths[1], (uint32_t)type, ftype, only, err)) { fprintf(stderr, "gguf-convert: %s\n", err); return 1; }
+    if (convert(paths[0], paths[1], (uint32_t)type, ftype, only, err)) {
+        fprintf(stderr, "gguf-convert: %s\n", err);
+        return 1;
+    }
     return 0;
 }

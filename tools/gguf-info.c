@@ -96,7 +96,8 @@ static void print_kv(const gguf_kv *kv) {
 }
 
 static void print_tensors(const gguf_file *g, uint64_t show) {
-    printf("%llu tensors, %llu bytes of data\n", (unsigned long long)g->n_tensors, (unsigned long long)gguf_data_bytes(g));
+    printf("%llu tensors, %llu bytes of data\n", (unsigned long long)g->n_tensors,
+           (unsigned long long)gguf_data_bytes(g));
     if (g->n_tensors) printf("  %5s %-40s %-28s %-8s %12s %12s\n", "#", "name", "shape", "type", "offset", "bytes");
     for (uint64_t i = 0; i < g->n_tensors && i < show; i++) {
         const gguf_tensor *t = &g->tensors[i];
@@ -137,6 +138,9 @@ int main(int argc, char **argv) {
     if (g.n_kv > kv_show) printf("  ... (%llu more; --all shows them)\n", (unsigned long long)(g.n_kv - kv_show));
     print_tensors(&g, all ? UINT64_MAX : TENSOR_SHOW);
     gguf_close(&g);
-    if (fflush(stdout) || ferror(stdout)) { fprintf(stderr, "gguf-info: %s: cannot write the output\n", path); return 1; }
+    if (fflush(stdout) || ferror(stdout)) {
+        fprintf(stderr, "gguf-info: %s: cannot write the output\n", path);
+        return 1;
+    }
     return 0;
 }

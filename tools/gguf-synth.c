@@ -397,10 +397,16 @@ static int parse_args(args *a, int argc, char **argv) {
         } else if (!strcmp(f, "--dtype")) {
             int id = wtype_by_name(val);
             a->type = id < 0 ? GGML_TYPE_COUNT : (uint32_t)id;
-            if (id < 0) { fprintf(stderr, "gguf-synth: --dtype: expected f32, f16 or bf16, got '%s'" HINT, val); return 2; }
+            if (id < 0) {
+                fprintf(stderr, "gguf-synth: --dtype: expected f32, f16 or bf16, got '%s'" HINT, val);
+                return 2;
+            }
             i++;
         } else if (!strcmp(f, "--vocab")) {
-            if (strcmp(val, "spm") && strcmp(val, "bpe")) { fprintf(stderr, "gguf-synth: --vocab: expected spm or bpe, got '%s'" HINT, val); return 2; }
+            if (strcmp(val, "spm") && strcmp(val, "bpe")) {
+                fprintf(stderr, "gguf-synth: --vocab: expected spm or bpe, got '%s'" HINT, val);
+                return 2;
+            }
             a->bpe = !strcmp(val, "bpe");
             i++;
         } else if (!strcmp(f, "--pre")) {

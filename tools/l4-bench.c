@@ -314,7 +314,10 @@ int main(int argc, char **argv) {
     static const char usage[] = "usage: l4-bench [-r RUNS]\n"
                                 "  -r RUNS  timed runs per figure, median reported (1..100000, default 201)\n";
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { fputs(usage, stdout); return util_help_done("l4-bench"); }
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(usage, stdout);
+            return util_help_done("l4-bench");
+        }
         if (strcmp(argv[i], "-r") || i + 1 == argc) {
             fprintf(stderr, strcmp(argv[i], "-r") ? "l4-bench: unknown option '%s' (see --help)\n"
                                                   : "l4-bench: %s needs a value (see --help)\n", argv[i]);

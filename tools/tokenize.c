@@ -54,7 +54,10 @@ static int time_encode(const tokenizer *t, const char *text, size_t len, int bos
     for (int r = 0; r < reps; r++) {
         int32_t *ids;
         double t0 = util_now();
-        if (tokenizer_encode(t, text, len, bos, special, &ids, &n)) { fprintf(stderr, "tokenize: out of memory\n"); return 1; }
+        if (tokenizer_encode(t, text, len, bos, special, &ids, &n)) {
+            fprintf(stderr, "tokenize: out of memory\n");
+            return 1;
+        }
         s[r] = util_now() - t0;
         free(ids);
     }
@@ -76,7 +79,8 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--time")) {
             char *e;
             long v = i + 1 < argc ? strtol(argv[i + 1], &e, 10) : 0;
-            if (i + 1 >= argc || *e || e == argv[i + 1] || v < 1 || v > 1000) return usage_error("--time needs a count 1..1000");
+            if (i + 1 >= argc || *e || e == argv[i + 1] || v < 1 || v > 1000)
+                return usage_error("--time needs a count 1..1000");
             reps = (int)v;
             i++;
             continue;
