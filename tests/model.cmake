@@ -12,3 +12,4 @@ decode_test(test_tune runtime test_tune.c tool_util.c)
 add_test(NAME test_tune_avx2 COMMAND test_tune)
 set_tests_properties(test_tune_avx2 PROPERTIES LABELS runtime
                      ENVIRONMENT "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/test-cache;DECODE_ISA=avx2")
+decode_test(test_model_mutate model test_model_mutate.c tool_util.c)
