@@ -242,9 +242,11 @@ static int check_all_used(const llama_model *m, char *err) {
     while (i < f->n_tensors && used[i]) i++;
     free(used);
     if (i == f->n_tensors) return 0;
+    char shown[4 * GGUF_NAME_MAX];               // the file's name, escaped like the architecture's
+    gguf_escape(shown, sizeof shown, f->tensors[i].name, strlen(f->tensors[i].name));
     return gguf_fail(err, f->path, NULL,
-                     "tensor %s is not used by the %s architecture; refusing rather than ignoring it",
-                     f->tensors[i].name, arch_names[m->hp.arch]);
+                     "tensor %s is not used by the %s architecture; refusing rather than ignoring it", shown,
+                     arch_names[m->hp.arch]);
 }
 
 int llama_model_bind(llama_model *m, gguf_file *f, char err[GGUF_ERR_MAX]) {

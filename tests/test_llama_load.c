@@ -241,6 +241,8 @@ int main(void) {
     expect(&s, path, "missing required key qwen3.attention.layer_norm_rms_epsilon");
     s = valid(); s.extra = "blk.0.attn_output.bias";
     expect(&s, path, "tensor blk.0.attn_output.bias is not used by the llama");
+    s = valid(); s.extra = "out\nput.\x1b[2J";   // the file's name escaped, one line
+    expect(&s, path, "tensor out\\x0aput.\\x1b[2J is not used by the llama");
     s = valid(); s.n_expert = 8; expect(&s, path, "llama.expert_count 8: mixture-of-experts");
     s = valid(); s.n_layer = 0; expect(&s, path, "llama.block_count");
     s = valid(); s.n_layer = -1; expect(&s, path, "missing required key llama.block_count");
@@ -268,7 +270,7 @@ int main(void) {
     s = valid(); s.quant = "blk.0.attn_q.weight"; expect(&s, path, "blk.0.attn_q.weight has type Q8_0");
     s = valid(); s.tokens_delta = 1; expect(&s, path, "tokenizer.ggml.tokens has 301 tokens");
     check_all_eog(path, dir);
-    CHECK(n_cases == 52);
+    CHECK(n_cases == 53);
     unlink(path);
     rmdir(dir);
     printf("llama binding: %d cases\n", n_cases);
