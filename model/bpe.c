@@ -227,6 +227,18 @@ static void emit(const bpe *b, int32_t id, int32_t *ids, size_t *n_ids) {
     }
 }
 
+// Words are UTF-8 re-encoded from code points, so bytes C0, C1 and F5..FF never reach a word:
+// their characters (missing from gpt-neox's vocab, say) cannot be dropped.
+int bpe_drops_bytes(const bpe *b) {
+    for (int32_t x = 0; x < b->n_x; x++) {
+        int never = 0;
+        for (int c = 0xc0; c <= 0xff; c++) never |= (c < 0xc2 || c > 0xf4) && b->byte_id[c] == b->n_vocab + x;
+        for (uint32_t i = b->xoff[x]; !never && i < b->xoff[x + 1]; i++)
+            if (b->lookup(b->ctx, b->xtext + i, 1) < 0) return 1;
+    }
+    return 0;
+}
+
 int bpe_word(const bpe *b, const uint8_t *s, size_t n, int ignore_merges, bpe_scratch *w,
              int32_t *ids, size_t *n_ids) {
     if (n == 0) return 0;

@@ -33,6 +33,10 @@ void bpe_scratch_free(bpe_scratch *s);
 // token whole is that token. 0 ok, -1 out of memory.
 int bpe_word(const bpe *b, const uint8_t *s, size_t n, int ignore_merges, bpe_scratch *w,
              int32_t *ids, size_t *n_ids);
+// 1 if a string some byte or merge makes is not a token and holds a byte with no single-byte
+// token: a word that ends on it loses that byte (bpe_word, as llama.cpp). Never for a vocab with
+// every byte's character and every merge's result as tokens.
+int bpe_drops_bytes(const bpe *b);
 // The byte the GPT-2 map sends to code point cp, -1 if none.
 int bpe_char_byte(uint32_t cp);
 // The UTF-8 of byte b's character in the GPT-2 map (1 or 2 bytes, NUL-terminated); its length.

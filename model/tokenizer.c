@@ -543,6 +543,7 @@ size_t tokenizer_max_token_bytes(const tokenizer *t) {
     size_t n = t->max_len > 1 ? t->max_len : 1;
     return t->bpe ? 4 * n : n;
 }
+int tokenizer_drops_bytes(const tokenizer *t) { return t->bpe && bpe_drops_bytes(t->bpe); }
 int tokenizer_add_bos(const tokenizer *t) { return t->add_bos; }
 int tokenizer_space_prefix(const tokenizer *t) { return !t->bpe && t->add_space_prefix; }   // BPE ignores the key
 

@@ -41,8 +41,11 @@ int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_b
                      int32_t **ids, size_t *n_ids);
 // No token of tokenizer_encode (BOS aside) stands for more than this many bytes of the text,
 // so len bytes take at least ceil(len / this) tokens: a caller can refuse a text too long for
-// its context before it reads or tokenizes all of it.
+// its context before it reads or tokenizes all of it. Unless tokenizer_drops_bytes: a byte-level
+// BPE vocab without a token for some byte's character or merge result drops bytes that have no
+// single-byte token either, as llama.cpp does, and then no count of tokens bounds the text.
 size_t tokenizer_max_token_bytes(const tokenizer *t);
+int tokenizer_drops_bytes(const tokenizer *t);
 // The bytes token id stands for: U+2581 -> ' ' (SentencePiece), each GPT-2 byte character -> its
 // byte (BPE), <0xNN> -> that byte, user-defined -> its text, control/unknown tokens -> nothing.
 // Returns the byte count (may exceed cap: then only cap bytes were written).

@@ -2,6 +2,7 @@
 // ceil(len / bound) tokens (BOS aside). Swept over llama.cpp's llama-spm vocab and stories260K
 // with texts built to need few tokens: every longest piece repeated, runs of spaces, random
 // bytes. (decode refuses an over-long prompt on this bound before tokenizing it: test_cli.sh.)
+// Unless tokenizer_drops_bytes, which says when it is not a bound (checked on falcon's vocab).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +59,32 @@ static void sweep(const char *path) {
     tokenizer_free(t);
 }
 
+// tokenizer_drops_bytes: falcon's vocab has no token for some control bytes' characters, so a run
+// of them vanishes and the bound fails, as the flag says; gpt-neox's lacks only the characters of
+// bytes UTF-8 never holds (C0, C1, F5..FF), which no word reaches.
+static void drops(const char *path, int want) {
+    char err[GGUF_ERR_MAX];
+    gguf_file g;
+    tokenizer *t;
+    CHECKF(gguf_open(&g, path, err) == 0 && tokenizer_load(&t, &g, err) == 0, "%s", err);
+    gguf_close(&g);
+    CHECKF(tokenizer_drops_bytes(t) == want, "%s: drops_bytes %d", path, !want);
+    if (want) {
+        char text[1024];
+        memset(text, 0x03, sizeof text - 1);
+        text[sizeof text - 1] = 'a';
+        int32_t *ids; size_t n;
+        CHECK(tokenizer_encode(t, text, sizeof text, 0, 0, &ids, &n) == 0);
+        CHECKF(n * tokenizer_max_token_bytes(t) < sizeof text, "%zu tokens", n);
+        free(ids);
+    }
+    tokenizer_free(t);
+}
+
 int main(void) {
+    drops(SHARED_DIR "/testdata/vocab/ggml-vocab-falcon.gguf", 1);
+    drops(SHARED_DIR "/testdata/vocab/ggml-vocab-gpt-neox.gguf", 0);
+    drops(SHARED_DIR "/testdata/vocab/ggml-vocab-llama-spm.gguf", 0);
     sweep(SHARED_DIR "/testdata/vocab/ggml-vocab-llama-spm.gguf");
     int spm = n_checked;
     sweep(SHARED_DIR "/testdata/models/stories260K.gguf");

@@ -363,31 +363,37 @@ static FILE *open_dump(const session *S, const char *path) {
     return cli_open_output("--dump-logits", path, in, S->file_prompt ? 2 : 1, 1);
 }
 
-// The prompt, at most max bytes of it (more cannot fit the context): -p's text or -f's file.
+// The prompt, at most max bytes of it (more cannot fit the context, unless the vocabulary drops bytes):
+// -p's text or -f's file.
 static int read_prompt(session *S, const options *o, size_t max, long n_ctx, int add_bos, const char **prompt,
                        size_t *plen) {
     size_t per = tokenizer_max_token_bytes(S->tok);
+    int drops = tokenizer_drops_bytes(S->tok);   // then max bounds nothing: said so, still the limit
+    const char *what = o->prompt_file ? o->prompt_file : "the prompt";
     if (o->prompt_file) {
-        if (!(S->file_prompt = cli_read_file(o->prompt_file, max, plen, &S->prompt_st))) {
-            if (errno == EFBIG)
-                fprintf(stderr, "decode: %s: more than %zu bytes, so more than the %ld tokens the context holds (-c)\n",
-                        o->prompt_file, max, n_ctx);
-            else if (!cli_stop)
-                fprintf(stderr, "decode: %s: %s\n", o->prompt_file, strerror(errno));
+        S->file_prompt = cli_read_file(o->prompt_file, max, plen, &S->prompt_st);
+        if (!S->file_prompt && errno != EFBIG) {
+            if (!cli_stop) fprintf(stderr, "decode: %s: %s\n", o->prompt_file, strerror(errno));
             return -1;
         }
         *prompt = S->file_prompt;
     } else {
         *prompt = o->prompt ? o->prompt : "";
         *plen = strlen(*prompt);
-        if (*plen > max) {
-            fprintf(stderr, "decode: the prompt is %zu bytes, at least %zu tokens%s: "
-                            "more than the %ld the context holds (-c)\n",
-                    *plen, (*plen + per - 1) / per + (size_t)add_bos, add_bos ? " with BOS" : "", n_ctx);
-            return -1;
-        }
     }
-    return 0;
+    if (*prompt && *plen <= max) return 0;
+    if (drops)
+        fprintf(stderr, "decode: %s: more than %zu bytes, the most decode reads for a context of %ld tokens (-c) "
+                "(this vocabulary drops bytes it has no token for, so fewer tokens might have done)\n", what, max,
+                n_ctx);
+    else if (o->prompt_file)
+        fprintf(stderr, "decode: %s: more than %zu bytes, so more than the %ld tokens the context holds (-c)\n",
+                what, max, n_ctx);
+    else
+        fprintf(stderr, "decode: the prompt is %zu bytes, at least %zu tokens%s: "
+                        "more than the %ld the context holds (-c)\n",
+                *plen, (*plen + per - 1) / per + (size_t)add_bos, add_bos ? " with BOS" : "", n_ctx);
+    return -1;
 }
 
 // --verbose-prompt: each prompt token's id and text (its piece, or, for a control or unknown
@@ -536,6 +542,8 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
         fprintf(stderr, "decode: end-of-generation tokens:");
         for (int i = 0; i < n_eog; i++) fprintf(stderr, " %d", eog[i]);
         fprintf(stderr, "%s\n", n_eog ? "" : " none");
+        if (tokenizer_drops_bytes(S->tok))
+            fprintf(stderr, "decode: the vocabulary has no token for some bytes: text loses them, as in llama.cpp\n");
     }
     if (sampler_init(&S->s, &o->sp, S->m.hp.n_vocab)) { fprintf(stderr, "decode: out of memory\n"); return 1; }
     return 0;
