@@ -357,8 +357,8 @@ static char *out_target(const char *path, int *mode, char *err) {
     struct stat st;
     char *p;
     *mode = -1;
+    // "" would fail lstat with ENOENT and pass for a new file
     if (!*path) { snprintf(err, GGUF_ERR_MAX, "the output path is empty"); return NULL; }
-    // lstat: ENOENT, "a new file"
     if (lstat(path, &st)) {
         if (errno != ENOENT) { snprintf(err, GGUF_ERR_MAX, "%s: cannot stat: %s", path, strerror(errno)); return NULL; }
         if (path[strlen(path) - 1] == '/') {         // a missing directory: no file name to write

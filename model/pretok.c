@@ -14,8 +14,9 @@
 enum {
     END,
     GPT2,          // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
-    LLAMA3,        // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
-                   // \s*[\r\n]+|\s+(?!\S)|\s+
+    // LLAMA3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+
+    //         |\s+(?!\S)|\s+ (the line breaks before a '|')
+    LLAMA3,
     QWEN2,         // the same with \p{N} for \p{N}{1,3}
     PUNCT_RUN,     // [\p{P}\$\+<=>\^~\|]+
     PUNCT_RUN_BT,  // [\p{P}\$\+<=>\^~\|`]+

@@ -531,8 +531,8 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
 // kernel runs one tile at a time), at least one tile and min_claim_bytes (min_claim_many_bytes from
 // MANY_TAKERS takers; the floor wins over the cap): a large share of tiles of 1 MiB or more starts
 // `interleave` tiles at a time and both sides end in single tiles, so a sync point waits for about
-// half a tile instead of the owner's last fixed group (4 tiles of 704 KiB of down at -t 2 were ~100
-// us); smaller tiles go the floor's worth at a time (single small tiles stream slower than the wait
+// half a tile instead of the owner's last fixed group (4 tiles of 704 KiB of down at -t 2 were
+// ~100 us); smaller tiles go the floor's worth at a time (single small tiles stream slower than the wait
 // they save: MIN_CLAIM_BYTES). Every tile but a share's tail tile (below) is computed whole by
 // whoever claims it, and what follows it on its rows (the residual add, SwiGLU) right after, so the
 // bits never depend on who ran it. Only threads with a share in the stage steal: the waits that

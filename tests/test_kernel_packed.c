@@ -5,11 +5,11 @@
 // GGUF-layout reference) bit for bit, for every N in 1 .. 2*TILE+9 and N around 3, 4 and 5 tiles
 // (crossing each tile boundary and each interleave group), K in {1, 7, 255, 256, 257, 512, 1000,
 // 4099}, f16, bf16 and f32 with special values; tile sub-ranges (every start, lengths 1..5) write
-// only their outputs; the dispatched gemv_packed too. Split-K segments (gemv_packed_segments): the
-// reference's slots, folded left to right, give the whole GEMV's bits; every path matches the
-// reference slot for slot over each tile's whole segment range, and every sub-range of 1..5
-// segments of the first and last tile (K 257, 512, 1000; K 4099, 16 full segments and a short one,
-// at the N around 3-5 tiles), writing nothing else.
+// only their outputs; the dispatched gemv_packed too.
+// Split-K segments (gemv_packed_segments): the reference's slots, folded left to right, give the
+// whole GEMV's bits; every path matches the reference slot for slot over each tile's whole segment
+// range, and every sub-range of 1..5 segments of the first and last tile (K 257, 512, 1000; K 4099,
+// 16 full segments and a short one, at the N around 3-5 tiles), writing nothing else.
 #include "kernels/gemv.h"
 #include "kernels/gemv_simd.h"
 #include "test_kernel_util.h"
