@@ -34,8 +34,9 @@ void bpe_scratch_free(bpe_scratch *s);
 int bpe_word(const bpe *b, const uint8_t *s, size_t n, int ignore_merges, bpe_scratch *w,
              int32_t *ids, size_t *n_ids);
 // 1 if a string some byte or merge makes is not a token and holds a byte with no single-byte
-// token: a word that ends on it loses that byte (bpe_word, as llama.cpp). Never for a vocab with
-// every byte's character and every merge's result as tokens.
+// token: a word that ends on it loses that byte (bpe_word, as llama.cpp). The characters of bytes
+// C0, C1 and F5..FF aside: words never hold those bytes. Never for a vocab with every byte's
+// character and every merge's result as tokens.
 int bpe_drops_bytes(const bpe *b);
 // The byte the GPT-2 map sends to code point cp, -1 if none.
 int bpe_char_byte(uint32_t cp);

@@ -22,7 +22,7 @@ int32_t tokenizer_eos(const tokenizer *t);    // -1 if none
 // two FIM candidates for one role may differ (docs/tokenizer.md). tokenizer_eog gives the ids
 // ascending, their count returned.
 int tokenizer_is_eog(const tokenizer *t, int32_t id);
-int tokenizer_eog(const tokenizer *t, const int32_t **ids);
+int tokenizer_eog(const tokenizer *t, const int32_t **ids);   // distinct ids in [0, n_vocab)
 // tokenizer.ggml.add_bos_token; when absent, llama.cpp's default: true for SentencePiece, for
 // byte-level BPE true only with the Llama 3 pre-tokenizers.
 int tokenizer_add_bos(const tokenizer *t);
@@ -43,12 +43,13 @@ int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_b
 // so len bytes take at least ceil(len / this) tokens: a caller can refuse a text too long for
 // its context before it reads or tokenizes all of it. Unless tokenizer_drops_bytes: a byte-level
 // BPE vocab without a token for some byte's character or merge result drops bytes that have no
-// single-byte token either, as llama.cpp does, and then no count of tokens bounds the text.
+// single-byte token either, as llama.cpp does, and then the bound may fail (1 is conservative).
 size_t tokenizer_max_token_bytes(const tokenizer *t);
 int tokenizer_drops_bytes(const tokenizer *t);
 // The bytes token id stands for: U+2581 -> ' ' (SentencePiece), each GPT-2 byte character -> its
 // byte (BPE), <0xNN> -> that byte, user-defined -> its text, control/unknown tokens -> nothing.
-// Returns the byte count (may exceed cap: then only cap bytes were written).
+// Returns the byte count (may exceed cap: then only cap bytes were written); 0 for an id out of
+// range.
 size_t tokenizer_piece(const tokenizer *t, int32_t id, char *buf, size_t cap);
 // The token's text as the vocabulary stores it (a control token's name, U+2581 or the GPT-2
 // byte characters as they are), *len bytes, not NUL-terminated; NULL for an id out of range.

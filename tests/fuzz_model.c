@@ -1,6 +1,6 @@
 // libFuzzer target for what sits on the reader (docs/fuzzing.md): the tokenizer built from a
 // file's tokenizer.* keys and the llama-family binding. Any input the reader opens must be either
-// refused by each in one line naming the file, or give a tokenizer whose every id has a piece and
+// refused by each in one line naming the file, or give a tokenizer whose every id has a text and
 // whose encodings stay in range, and a model whose tensors match the shapes it claims.
 #include <stdint.h>
 #include <stdlib.h>

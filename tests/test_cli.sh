@@ -217,6 +217,25 @@ pb=$("$bin/tokenize" -m "$bpe" -p "$bprompt" | wc -w)
 [ "$(stat -c %s "$tmp/lb")" = $(( (pb + 8 - 1) * 3000 * 4 )) ] || fail "bpe: dump rows differ from tokenize"
 expect 0 "bpe empty text" -- "$bin/tokenize" -m "$bpe" -p ""
 [ "$(od -An -c "$tmp/out" | tr -d ' ')" = '\n' ] || fail "bpe: empty text gives ids (no BOS for qwen2)"
+# The same vocab without a token for byte 0x03's character (U+0103 renamed in place to U+017F, the
+# same length): a run of 0x03 vanishes, as in llama.cpp. decode says so with -v, counts -p by its
+# tokens, refuses an over-long -f saying the limit proves nothing here, and names a prompt whose
+# bytes all vanish.
+drop=$tmp/drop.gguf
+cp "$bpe" "$drop"
+at=$(LC_ALL=C grep -obUaP '\x02\x00\x00\x00\x00\x00\x00\x00\xc4\x83' "$drop" | head -1 | cut -d: -f1)
+[ -n "$at" ] && printf '\xc5\xbf' | dd of="$drop" bs=1 seek=$((at + 8)) conv=notrunc status=none ||
+  fail "drop: byte 0x03's character not found"
+expect 0 "drop -v" -- "$d" -m "$drop" -p "a" -n 1 --temp 0 -v
+grep -q "no token for some bytes: text can lose them" "$tmp/err" || fail "drop: -v does not say so"
+ctl=$(head -c 4000 /dev/zero | tr '\0' '\003')
+expect 0 "drop: a long -p of vanishing bytes" -- "$d" -m "$drop" -p "a${ctl}b" -n 1 --temp 0 -c 16
+printf '%s' "$ctl" >"$tmp/ctl.txt"
+expect 1 "drop: a long -f" -- "$d" -m "$drop" -f "$tmp/ctl.txt" -n 1 -c 16
+grep -q "this vocabulary drops bytes it has no token for, so fewer tokens might have done" "$tmp/err" ||
+  fail "drop -f: $(cat "$tmp/err")"
+expect 1 "drop: every byte vanishes" -- "$d" -m "$drop" -p $'\003\003' -n 1
+grep -q "the prompt's 2 bytes give no token" "$tmp/err" || fail "drop all: $(cat "$tmp/err")"
 
 # --print-schedule: the plan, each thread's waits, and how the stolen stages hand out tiles (off:
 # whole tiles; on cuts the tails; auto as the CPU family's row says); stories260K runs on one thread
@@ -367,6 +386,6 @@ for cmd in "roofline -t 1 -s 64M -r 1000" "l4-bench -r 100000" "decode -m $model
   [ "$got" = "0 130" ] || fail "${cmd%% *} after SIGINT: signal and status '$got', want '0 130'"
 done
 
-[ "$cases" = 144 ] || fail "ran $cases cases, expected 144"
+[ "$cases" = 148 ] || fail "ran $cases cases, expected 148"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

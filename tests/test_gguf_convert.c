@@ -220,15 +220,17 @@ int main(void) {
         cases++;
     }
 
-    // Failures: a quantized tensor, a missing file (exit 1); usage errors (exit 2).
+    // Failures: a quantized tensor (its name escaped in the error), a missing file (exit 1); usage
+    // errors (exit 2).
     gguf_writer *w = gguf_writer_new(32);
     uint64_t ne[2] = {32, 2};
     static uint8_t q[2 * 34];
-    gguf_w_tensor(w, "q", 8 /* Q8_0 */, 2, ne, q);
+    gguf_w_tensor(w, "q\n\x1b[1m", 8 /* Q8_0 */, 2, ne, q);
     char err[GGUF_ERR_MAX];
     CHECKF(gguf_writer_save(w, bad, err) == 0, "%s", err);
     gguf_writer_free(w);
     CHECK(convert(bad, back, "--type", "f16", NULL) == 1); cases++;
+    check_one_line("tensor q\\x0a\\x1b[1m: type Q8_0 cannot be converted");
     CHECK(convert("/nonexistent.gguf", back, "--type", "f16", NULL) == 1); cases++;
     CHECK(convert(in, back, "--type", "q4_0", NULL) == 2); cases++;
     CHECK(convert(in, back, NULL) == 2); cases++;

@@ -71,7 +71,8 @@ int main(void) {
         models += fuzz_model_seen.models;
         free(buf[s]);
     }
-    // Every level both accepts some mutants and refuses others.
+    // The sweep's size, and every level both accepting some mutants and refusing others.
+    CHECKF(cases > (long)N_SEEDS * 4 * 2000, "%ld cases", cases);
     CHECK(opened > 0 && opened < cases && tokenizers > 0 && tokenizers < opened && models > 0 && models < opened);
     printf("%ld mutants: %ld opened, %ld tokenizers, %ld models\n", cases, opened, tokenizers, models);
     return 0;

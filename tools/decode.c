@@ -108,8 +108,9 @@ static void usage(FILE *f) {
         "                            logits count as -inf, as in llama-cli (--dump-logits keeps them)\n"
         "      --dump-logits PATH    write each evaluated position's logits (f32 LE, n_vocab per row)\n"
         "  -v, --verbose             print the kernel path, the GEMV tuning, the threads in use, the\n"
-        "                            wait prefetch, the KV cache, the end-of-generation tokens and\n"
-        "                            whether the vocabulary drops bytes it has no token for, on stderr\n"
+        "                            wait prefetch, the KV cache, the end-of-generation tokens and,\n"
+        "                            if the vocabulary can drop bytes it has no token for, that, on\n"
+        "                            stderr\n"
         "      --verbose-prompt      print the prompt's tokens on stderr before evaluating them: id\n"
         "                            and text, a control token by its name (as llama-cli does)\n"
         "  -h, --help                this text\n"
@@ -381,7 +382,8 @@ static int read_prompt(session *S, const options *o, size_t max, long n_ctx, int
         *prompt = o->prompt ? o->prompt : "";
         *plen = strlen(*prompt);
     }
-    if (*prompt && *plen <= max) return 0;
+    // -p's text is in memory already (at most an argument's length): counted as tokens below.
+    if (*prompt && (*plen <= max || (drops && !o->prompt_file))) return 0;
     if (drops)
         fprintf(stderr, "decode: %s: more than %zu bytes, the most decode reads for a context of %ld tokens (-c) "
                 "(this vocabulary drops bytes it has no token for, so fewer tokens might have done)\n", what, max,
@@ -449,11 +451,17 @@ static int load(session *S, const options *o, const char **prompt, size_t *plen,
     int add_bos = !o->no_bos && tokenizer_add_bos(S->tok) && tokenizer_bos(S->tok) >= 0;
     cli_test_stop("prompt");
     if (cli_stop) return 1;
-    // len bytes take at least ceil(len / per) tokens: longer prompts are refused unread.
+    // len bytes take at least ceil(len / per) tokens: longer prompts are refused unread (where the
+    // vocabulary drops bytes, that is only the read limit: read_prompt).
     size_t max = (size_t)(*n_ctx - add_bos) * tokenizer_max_token_bytes(S->tok);
     if (read_prompt(S, o, max, *n_ctx, add_bos, prompt, plen)) return 1;
     if (tokenizer_encode(S->tok, *prompt, *plen, add_bos, o->parse_special, ids, n_ids)) {
         fprintf(stderr, "decode: out of memory tokenizing the prompt\n");
+        return 1;
+    }
+    if (*n_ids == 0 && *plen > 0) {
+        fprintf(stderr, "decode: the prompt's %zu bytes give no token (this vocabulary drops bytes it has no token "
+                "for) and %s\n", *plen, o->no_bos ? "--no-bos leaves no BOS" : "the model adds no BOS token");
         return 1;
     }
     if (*n_ids == 0) {
@@ -543,7 +551,8 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
         for (int i = 0; i < n_eog; i++) fprintf(stderr, " %d", eog[i]);
         fprintf(stderr, "%s\n", n_eog ? "" : " none");
         if (tokenizer_drops_bytes(S->tok))
-            fprintf(stderr, "decode: the vocabulary has no token for some bytes: text loses them, as in llama.cpp\n");
+            fprintf(stderr, "decode: the vocabulary has no token for some bytes: text can lose them, "
+                    "as in llama.cpp\n");
     }
     if (sampler_init(&S->s, &o->sp, S->m.hp.n_vocab)) { fprintf(stderr, "decode: out of memory\n"); return 1; }
     return 0;

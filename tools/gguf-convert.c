@@ -82,8 +82,10 @@ static int convert(const char *in_path, const char *out_path, uint32_t type, uin
     for (uint64_t i = 0; i < g.n_tensors; i++) {
         const gguf_tensor *t = &g.tensors[i];
         if (!wtype_get(t->type)) {
+            char shown[4 * GGUF_NAME_MAX];   // escaped: file bytes never reach the terminal raw
+            gguf_escape(shown, sizeof shown, t->name, strlen(t->name));
             snprintf(err, GGUF_ERR_MAX, "%s: tensor %s: type %s cannot be converted (only F32, F16, BF16)",
-                     in_path, t->name, ggml_type_name(t->type));
+                     in_path, shown, ggml_type_name(t->type));
             goto out;
         }
         int pick = !only || !strncmp(t->name, only, strlen(only));
