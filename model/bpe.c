@@ -26,6 +26,7 @@ struct bpe {
     uint64_t *key;              // (n_slot) UINT64_MAX when empty
     int32_t *rank, *merged;     // (n_slot)
     uint32_t n_slot;
+    int drops;                  // bpe_drops_bytes, found once the extras are known
 };
 
 // ---- the GPT-2 byte map: printable Latin-1 maps to itself, the 68 other bytes to U+0100.. ----
@@ -140,6 +141,18 @@ static int split_merge(const gguf_kv *merges, uint64_t i, const char **a, size_t
     return 0;
 }
 
+// Words are UTF-8 re-encoded from code points, so bytes C0, C1 and F5..FF never reach a word:
+// their characters (missing from gpt-neox's vocab, say) cannot be dropped.
+static int find_drops(const bpe *b) {
+    for (int32_t x = 0; x < b->n_x; x++) {
+        int never = 0;
+        for (int c = 0xc0; c <= 0xff; c++) never |= (c < 0xc2 || c > 0xf4) && b->byte_id[c] == b->n_vocab + x;
+        for (uint32_t i = b->xoff[x]; !never && i < b->xoff[x + 1]; i++)
+            if (b->lookup(b->ctx, b->xtext + i, 1) < 0) return 1;
+    }
+    return 0;
+}
+
 int bpe_build(bpe **out, const gguf_kv *merges, int32_t n_vocab, bpe_lookup_fn lookup, const void *ctx) {
     *out = NULL;
     uint64_t n = merges->n;
@@ -186,6 +199,7 @@ int bpe_build(bpe **out, const gguf_kv *merges, int32_t n_vocab, bpe_lookup_fn l
         b->merged[s] = res[i];
     }
     free(res);
+    b->drops = find_drops(b);
     *out = b;
     return 0;
 oom:
@@ -227,17 +241,7 @@ static void emit(const bpe *b, int32_t id, int32_t *ids, size_t *n_ids) {
     }
 }
 
-// Words are UTF-8 re-encoded from code points, so bytes C0, C1 and F5..FF never reach a word:
-// their characters (missing from gpt-neox's vocab, say) cannot be dropped.
-int bpe_drops_bytes(const bpe *b) {
-    for (int32_t x = 0; x < b->n_x; x++) {
-        int never = 0;
-        for (int c = 0xc0; c <= 0xff; c++) never |= (c < 0xc2 || c > 0xf4) && b->byte_id[c] == b->n_vocab + x;
-        for (uint32_t i = b->xoff[x]; !never && i < b->xoff[x + 1]; i++)
-            if (b->lookup(b->ctx, b->xtext + i, 1) < 0) return 1;
-    }
-    return 0;
-}
+int bpe_drops_bytes(const bpe *b) { return b->drops; }
 
 int bpe_word(const bpe *b, const uint8_t *s, size_t n, int ignore_merges, bpe_scratch *w,
              int32_t *ids, size_t *n_ids) {

@@ -57,14 +57,13 @@ static void check_tokenizer(const gguf_file *g) {
     tokenizer_free(t);
 }
 
-// The binding: every tensor it hands out has the type and shape the hyperparameters imply.
-static void check_model(const uint8_t *data, size_t size) {
-    gguf_file g;
+// The binding, which takes g over: every tensor it hands out has the type and shape the
+// hyperparameters imply.
+static void check_model(gguf_file *g) {
     llama_model m;
     char err[GGUF_ERR_MAX];
     err[0] = 0;
-    if (gguf_open_mem(&g, data, size, "fuzz", err)) return;
-    if (llama_model_bind(&m, &g, err)) {
+    if (llama_model_bind(&m, g, err)) {
         REQUIRE(one_line(err));
         return;
     }
@@ -91,8 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char err[GGUF_ERR_MAX];
     if (gguf_open_mem(&g, data, size, "fuzz", err)) return 0;   // the reader's own target covers this
     fuzz_model_seen.opened++;
-    check_tokenizer(&g);
-    gguf_close(&g);
-    check_model(data, size);
+    check_tokenizer(&g);   // done with g before the binding takes it over
+    check_model(&g);
     return 0;
 }

@@ -24,12 +24,18 @@ static void check_text(const tokenizer *t, const char *text, size_t len, const c
     n_checked++;
 }
 
-static void sweep(const char *path) {
+// The tokenizer of the file at path (it keeps what it needs: the file is closed again).
+static tokenizer *load(const char *path) {
     char err[GGUF_ERR_MAX];
     gguf_file g;
     tokenizer *t;
     CHECKF(gguf_open(&g, path, err) == 0 && tokenizer_load(&t, &g, err) == 0, "%s", err);
     gguf_close(&g);
+    return t;
+}
+
+static void sweep(const char *path) {
+    tokenizer *t = load(path);
     size_t bound = tokenizer_max_token_bytes(t), cap = 64 * (bound + 8);
     char *text = malloc(cap), piece[1024];
     CHECK(text && bound >= 1);
@@ -63,11 +69,7 @@ static void sweep(const char *path) {
 // of them vanishes and the bound fails, as the flag says; gpt-neox's lacks only the characters of
 // bytes UTF-8 never holds (C0, C1, F5..FF), which no word reaches.
 static void drops(const char *path, int want) {
-    char err[GGUF_ERR_MAX];
-    gguf_file g;
-    tokenizer *t;
-    CHECKF(gguf_open(&g, path, err) == 0 && tokenizer_load(&t, &g, err) == 0, "%s", err);
-    gguf_close(&g);
+    tokenizer *t = load(path);
     CHECKF(tokenizer_drops_bytes(t) == want, "%s: drops_bytes %d", path, !want);
     if (want) {
         char text[1024];
