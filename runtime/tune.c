@@ -6,13 +6,16 @@
 //    size of the whole L2 streams partly from L3: on a Zen 3 l2_512 ran 75% of its roofline
 //    without prefetch and 80-86% with 1 KB);
 //  - stream, on a packed f16 matrix read from DRAM (dram_alloc: 32 MiB evicted before each call,
-//    or 128 MiB without clflushopt): first the interleave at prefetch 2048 B, the incumbent
-//    tuning's interleave (the cached pick, or the CPU family's default row) kept unless beaten,
-//    or where there is none the interleave fastest on the L2 matrices with prefetch on
-//    (on a Zen 5 the DRAM interleaves tie and a noisy pick of 4 cost l3_2048 bf16 ~15%; on a
-//    Sapphire Rapids 4 beat 1 by ~20% and 2 by ~8%), then the PF candidates at that interleave,
-//    both at the incumbent's hint, then the two hints at the distance picked (prefetcht0 into
-//    every level, prefetcht1 into L2 only, leaving the L1's miss buffers to the loads);
+//    or 128 MiB without clflushopt): first the interleave at prefetch 2048 B on that matrix left
+//    warm, the most tiles the path runs kept unless a smaller count beats it. Evicted, 2, 3 and 4
+//    tied within noise on the Zen 5 (forced tunes picked each) and 2 and 4 on the Sapphire Rapids
+//    (1 lost by ~20%), while decode read 1-9% more tok/s at 4 than at 2 or 3 on both
+//    (docs/performance.md, twenty-second and thirty-fourth sessions), and a noisy pick of fewer,
+//    kept as a re-tune's incumbent, cost that until the next re-tune; warm (in part of the L3),
+//    the counts differ as decode's do. Then the PF candidates at that interleave (the incumbent's
+//    distance with it), evicted, both at the incumbent's hint, then the two hints at the distance
+//    picked (prefetcht0 into every level, prefetcht1 into L2 only, leaving the L1's miss buffers
+//    to the loads);
 //  - KV, attention's prefetch of the K and V rows (kernels/ops.h): KPF candidates on an
 //    attention over an f32 cache in the stream matrix's bytes (8 heads of 64, 8192 or 32768
 //    positions). On a Zen 5 that attention ran ~5% faster with 2-4 KB than with none once the
@@ -312,11 +315,11 @@ static int find_or_add(gemv_tuning *c, int *nc, const gemv_tuning *tu, int nnt) 
 
 // The resident candidates (RPF x interleave, and inc when it is none of them) on L2-sized f16
 // and bf16 matrices, each warm in L2; time_rounds, a round's time the f16 + bf16 sum (RCALLS calls
-// each), tune_choose by the fastest of RROUNDS. *stream_nt: the interleave with the least such time with
-// prefetch on. Then, on AVX-512, the f16 widening (f16y) at that pick on the f16 matrix alone: a
-// property of the core's conversion rate, which only a matrix the kernel does not wait on shows
-// (from DRAM the two widths tie), so the stream tuning takes it too. 0 ok, -1 no memory.
-static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *stream_nt) {
+// each), tune_choose by the fastest of RROUNDS. Then, on AVX-512, the f16 widening (f16y) at that
+// pick on the f16 matrix alone: a property of the core's conversion rate, which only a matrix the
+// kernel does not wait on shows (from DRAM the two widths tie), so the stream tuning takes it too.
+// 0 ok, -1 no memory.
+static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident) {
     size_t l2 = (size_t)cpu_cache_bytes(2);
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1, nc = NRPF * nnt;
     gemv_tuning c[NRPF * GEMV_MAX_INTERLEAVE + 1];
@@ -329,12 +332,6 @@ static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident, int *
     if (!bad) {
         time_rounds(gemv_time, &(gemv_job){m, 2, c, RCALLS}, nc, RROUNDS, t);
         *resident = c[tune_choose(t, nc, RROUNDS, ii, 1)];
-        double best_pf = 1e300;
-        for (int i = 0; i < nc; i++) {
-            double lo = 1e300;
-            for (int r = 0; r < RROUNDS; r++) lo = t[i * RROUNDS + r] < lo ? t[i * RROUNDS + r] : lo;
-            if (c[i].pf > 0 && lo < best_pf) best_pf = lo, *stream_nt = c[i].interleave;
-        }
         if (nnt > 1) {
             gemv_tuning w[2] = {*resident, *resident};
             double tw[2 * RROUNDS];
@@ -387,29 +384,30 @@ static int measure_kv(const mat *m, int inc, int *kv) {
     return 0;
 }
 
-// Measures every choice, keeping the incumbents inc/inc_resident (NULL: none; inc's interleave
-// is also the stream interleave's incumbent) unless a candidate beats them by more than the
+// Measures every choice, keeping the incumbents inc/inc_resident (NULL: none; the stream
+// interleave's incumbent is always the largest) unless a candidate beats them by more than the
 // spread of the rounds; 0 ok (tu, resident, gbps, evicted set), -1 out of memory.
 static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int inc_kv, gemv_tuning *tu,
                    gemv_tuning *resident, int *kv, double *gbps, int *evicted) {
     *tu = (gemv_tuning){PF[NPF - 1], 1, 0, 0};
     int l2 = inc ? inc->l2 : 0;   // the interleave and distance are timed at the incumbent's hint
     double s;
-    if (measure_resident(inc_resident, resident, &tu->interleave)) return -1;
+    if (measure_resident(inc_resident, resident)) return -1;
     const int y = resident->f16y;
     mat m;
     if (dram_alloc(&m)) { mat_free(&m); return -1; }
     gemv_tuning c[NPF + GEMV_MAX_INTERLEAVE + 1];
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1;
-    if (nnt > 1) {
+    if (nnt > 1) {                // warm, the most tiles in flight the incumbent (the header says why)
+        mat warm = m;
+        warm.cold = 0;
         for (int i = 0; i < nnt; i++) c[i] = (gemv_tuning){STREAM_PF, i + 1, l2, y};
-        int nt = inc ? inc->interleave : tu->interleave;
-        tu->interleave = c[fastest(&m, c, nnt, 1, nt - 1, &s)].interleave;
+        tu->interleave = c[fastest(&warm, c, nnt, 1, nnt - 1, &s)].interleave;
     }
     int nc = NPF;
     for (int i = 0; i < NPF; i++) c[i] = (gemv_tuning){PF[i], tu->interleave, PF[i] ? l2 : 0, y};
-    gemv_tuning inc_y;            // the width is settled: the incumbent's distance and interleave with it
-    if (inc) inc_y = *inc, inc_y.f16y = y;
+    gemv_tuning inc_y;            // the width and interleave are settled: the incumbent's distance with them
+    if (inc) inc_y = *inc, inc_y.f16y = y, inc_y.interleave = tu->interleave;
     int ii = find_or_add(c, &nc, inc ? &inc_y : NULL, nnt);
     *tu = c[fastest(&m, c, nc, 1, ii, &s)];
     if (tu->pf > 0) {             // then the hint at that distance

@@ -7,18 +7,20 @@
 // CPU vendor, family, model, stepping, cache sizes and the GEMV path. The DRAM-sized matrix is
 // 32 MiB evicted before each timed call where the CPU has clflushopt, else 128 MiB, evicted only
 // where the caches hold it: the stream tuning is for DRAM on a CPU with a large L3 too.
-// Two tunings: "stream" (tu) for weights read from L3 or DRAM every step, the prefetch distance
-// and then its hint (into every cache level, or L2 only: gemv_tuning.l2) measured on the
-// DRAM-sized matrix; "resident" for weights that stay in each core's L2 from one
-// step to the next (a thread's share at most half the L2), measured on the half-L2 matrices (f16
-// and bf16 summed), where software prefetch only costs instructions; then, on AVX-512, the f16
-// widening (gemv_tuning.f16y: zmm, or ymm where a core converts ymm at twice the rate per weight,
-// as a Zen 4 does) on the f16 one alone, which both tunings take. tune_pick chooses between
-// them by the bytes a step streams per thread. A cached entry is reused while a check of the DRAM
-// read rate (at most every 10 minutes: it allocates the DRAM-sized matrix) stays within 20% of the
-// rate stored with it; otherwise it is measured again, with the cached picks among the
-// candidates, and they stay unless a candidate beats them by more than the spread of the rounds
-// (tune_choose): a re-tune in a noisy moment must not lock in a worse pick.
+// Two tunings: "stream" (tu) for weights read from L3 or DRAM every step: its interleave timed on
+// the DRAM-sized matrix left warm (from DRAM the interleaves tie; where the cache holds part of it
+// the most tiles in flight, the incumbent, lead, as in decode), then the prefetch distance and its
+// hint (into every cache level, or L2 only: gemv_tuning.l2) on it evicted; "resident" for weights
+// that stay in each core's L2 from one step to the next (a thread's share at most half the L2),
+// measured on the half-L2 matrices (f16 and bf16 summed), where software prefetch only costs
+// instructions; then, on AVX-512, the f16 widening (gemv_tuning.f16y: zmm, or ymm where a core
+// converts ymm at twice the rate per weight, as a Zen 4 does) on the f16 one alone, which both
+// tunings take. tune_pick chooses between them by the bytes a step streams per thread. A cached
+// entry is reused while a check of the DRAM read rate (at most every 10 minutes: it allocates the
+// DRAM-sized matrix) stays within 20% of the rate stored with it; otherwise it is measured again,
+// with the cached picks among the candidates (but the stream interleave, whose incumbent is
+// always the largest), and they stay unless a candidate beats them by more than the spread of the
+// rounds (tune_choose): a re-tune in a noisy moment must not lock in a worse pick.
 // A first tune (or DECODE_TUNE=force, which ignores a valid cache entry) does the same with the
 // CPU family's default as the incumbent, where the family has a measured row. DECODE_TUNE=off
 // takes that default without measuring.
