@@ -10,11 +10,19 @@ sampler_params sampler_defaults(void) {
                             .repeat_penalty = 1.0f, .repeat_last_n = 64, .seed = 0};
 }
 
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 int sampler_init(sampler *s, const sampler_params *p, int n_vocab) {
     memset(s, 0, sizeof *s);
     s->p = *p;
     s->n_vocab = n_vocab;
-    s->rng = p->seed ^ 0x9e3779b97f4a7c15ull;
+    uint64_t x = p->seed;
+    s->rng = splitmix64(&x);   // hashed: with seed ^ constant, seeds k increments apart drew one stream shifted
     s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
     s->keys = malloc(2 * (size_t)n_vocab * sizeof *s->keys);
     s->ex = malloc((size_t)n_vocab * sizeof *s->ex);
@@ -33,17 +41,12 @@ void sampler_accept(sampler *s, int32_t token) {
     if (s->n_hist == s->hist_cap) {
         int cap = s->hist_cap ? 2 * s->hist_cap : 256;
         int32_t *h = realloc(s->hist, (size_t)cap * sizeof *h);
-        if (!h) return;                       // the penalty then sees a shorter history
-        s->hist = h; s->hist_cap = cap;
+        if (h) s->hist = h, s->hist_cap = cap;
+        else if (!s->n_hist) return;          // no history at all: the penalty sees none
+        else                                  // the oldest goes: a shorter window, still the newest tokens
+            memmove(s->hist, s->hist + 1, (size_t)--s->n_hist * sizeof *s->hist);
     }
     s->hist[s->n_hist++] = token;
-}
-
-static uint64_t splitmix64(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
 }
 
 // llama.cpp's penalty: each distinct recent token's logit is divided (if > 0) or multiplied.
@@ -134,6 +137,8 @@ void sampler_top_k(candidate *c, uint64_t *keys, const float *logits, int n, int
     qsort(c, (size_t)k, sizeof *c, by_logit_desc);
 }
 
+static double uniform(sampler *s) { return (double)(splitmix64(&s->rng) >> 11) * 0x1.0p-53; }   // [0, 1)
+
 int32_t sampler_sample(sampler *s, float *logits) {
     if (s->p.repeat_penalty != 1.0f && s->p.repeat_last_n != 0) repeat_penalty(s, logits);
     if (s->p.temp <= 0) return argmax_f32(logits, s->n_vocab);
@@ -142,6 +147,12 @@ int32_t sampler_sample(sampler *s, float *logits) {
     // Probabilities of the remaining candidates at temperature 1 drive top-p and min-p; each
     // e^x is computed once (e) and summed in the candidates' order.
     double max = s->cand[0].logit, *e = s->ex;
+    if (max == INFINITY) {        // +inf outweighs everything finite: a draw among the +inf alone
+        int m = 1;
+        while (m < n && s->cand[m].logit == INFINITY) m++;
+        return s->cand[(int)(uniform(s) * m)].id;
+    }
+    if (max == -INFINITY) return argmax_f32(logits, s->n_vocab);   // every logit -inf or NaN: greedy's pick
     if (s->p.top_p < 1.0f) {
         double sum = 0, cum = 0;
         for (int i = 0; i < n; i++) sum += e[i] = exp(s->cand[i].logit - max);
@@ -158,7 +169,7 @@ int32_t sampler_sample(sampler *s, float *logits) {
     }
     double total = 0;
     for (int i = 0; i < n; i++) total += e[i] = exp((s->cand[i].logit - max) / s->p.temp);
-    double r = (double)(splitmix64(&s->rng) >> 11) * 0x1.0p-53 * total, acc = 0;
+    double r = uniform(s) * total, acc = 0;
     for (int i = 0; i < n; i++) {
         acc += e[i];
         if (r < acc) return s->cand[i].id;

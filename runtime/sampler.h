@@ -1,6 +1,8 @@
 // Token sampling with llama.cpp's parameters and chain order: repeat penalty over the last n
 // tokens, then (temp > 0) top-k, top-p, min-p, temperature, softmax and a seeded draw; temp <= 0
-// is the argmax (ties to the lowest id). Deterministic for a seed.
+// is the argmax (ties to the lowest id). Deterministic for a seed. A +inf logit (a tiny penalty can
+// make one) outweighs every finite one: the draw is then uniform among the +inf; with no logit
+// above -inf (all -inf or NaN) the pick is the argmax's at any temperature.
 #pragma once
 #include <stdint.h>
 

@@ -31,6 +31,8 @@ expect 2 "bad number" -- "$d" -m "$model" -n 12x
 expect 2 "zero threads" -- "$d" -m "$model" -t 0
 expect 2 "bad temp" -- "$d" -m "$model" --temp nan
 expect 0 "temp that underflows to 0" -- "$d" -m "$model" -p hi -n 1 --temp 1e-50
+expect 2 "repeat penalty that underflows to 0" -- "$d" -m "$model" -p hi --repeat-penalty 1e-50
+grep -q "below the smallest float, it reads as 0" "$tmp/err" || fail "underflowed penalty not explained: $(cat "$tmp/err")"
 expect 2 "seed with a space before its minus" -- "$d" -m "$model" -p hi --seed ' -5'
 expect 0 "seed with a plus, as std::stoul reads it" -- "$d" -m "$model" -p hi -n 1 --seed +42
 expect 2 "both -p and -f" -- "$d" -m "$model" -p a -f /dev/null
@@ -386,6 +388,25 @@ for cmd in "roofline -t 1 -s 64M -r 1000" "l4-bench -r 100000" "decode -m $model
   [ "$got" = "0 130" ] || fail "${cmd%% *} after SIGINT: signal and status '$got', want '0 130'"
 done
 
-[ "$cases" = 148 ] || fail "ran $cases cases, expected 148"
+# A model whose logits are all NaN (output_norm.weight overwritten with NaNs): decode stops at the
+# first generated token with exit 1 and says why, greedy or sampled, with or without --ignore-eos
+# (whose masked end-of-generation tokens, -inf, must not win over the NaNs).
+nan=$tmp/nan.gguf
+cp "$model" "$nan"
+info=$("$bin/gguf-info" "$model")
+data=$(echo "$info" | sed -n 's/^data offset: //p')
+off=$(echo "$info" | awk '$2 == "output_norm.weight" {print $5; exit}')
+bytes=$(echo "$info" | awk '$2 == "output_norm.weight" {print $6; exit}')
+for ((i = 0; i < bytes / 4; i++)); do printf '\x00\x00\xc0\x7f'; done |
+  dd of="$nan" bs=1 seek=$((data + off)) conv=notrunc status=none || fail "could not write NaNs"
+for flags in "--temp 0" "--temp 0 --ignore-eos" "-s 1" "-s 1 --ignore-eos"; do
+  cases=$((cases + 1))
+  "$d" -m "$nan" -p Once -n 4 --pack-cache off $flags >"$tmp/out" 2>"$tmp/err"; st=$?
+  [ "$st" = 1 ] && [ "$(cat "$tmp/out")" = Once ] && grep -q "the logits after position 1 are all NaN or -inf" "$tmp/err" ||
+    fail "all-NaN logits ($flags): exit $st, stdout '$(head -c 100 "$tmp/out")', stderr $(tail -n 2 "$tmp/err")"
+  case $flags in *ignore-eos*) grep -q "masked by --ignore-eos" "$tmp/err" || fail "NaN logits ($flags): mask not said";; esac
+done
+
+[ "$cases" = 153 ] || fail "ran $cases cases, expected 153"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -1,7 +1,9 @@
-// Sampler: greedy is the argmax of the raw logits (ties to the lowest id); top-k 1, top-p ~0 and
-// min-p 1 all reduce to the argmax at any temperature; the repeat penalty follows llama.cpp
-// (divide positive logits, multiply negative ones, each token once); plain sampling follows the
-// softmax at the temperature; a seed fixes the draw.
+// Sampler: greedy is the argmax of the logits after the repeat penalty (ties to the lowest id);
+// top-k 1, top-p ~0 and min-p 1 all reduce to the argmax at any temperature; the repeat penalty
+// follows llama.cpp (divide positive logits, multiply negative ones, each token once); plain
+// sampling follows the softmax at the temperature; a seed fixes the draw, and two seeds do not
+// draw one stream shifted; +inf logits share the draw alone, and with none above -inf the pick is
+// greedy's.
 #include "runtime/sampler.h"
 #include "tests/check.h"
 #include <math.h>
@@ -53,6 +55,53 @@ static int top_k_cases(void) {
                        want[i].logit);
         }
     return cases;
+}
+
+// +inf logits (a tiny repeat penalty makes them) share the draw alone, with or without the
+// truncations, and each gets some of 200 seeds; with no logit above -inf the pick is greedy's.
+static int non_finite_cases(void) {
+    const float inf2[6] = {1.0f, INFINITY, 0.0f, 2.0f, INFINITY, -INFINITY};
+    int cases = 0;
+    for (int cfg = 0; cfg < 2; cfg++) {
+        int hits[6] = {0};
+        for (uint64_t seed = 0; seed < 200; seed++, cases++) {
+            sampler_params p = sampler_defaults();
+            p.seed = seed;
+            if (cfg) p.top_k = 0, p.top_p = 1.0f, p.min_p = 0.0f;
+            int t = draw(p, inf2, 6);
+            CHECKF(t == 1 || t == 4, "cfg %d seed %llu drew %d", cfg, (unsigned long long)seed, t);
+            hits[t]++;
+        }
+        CHECKF(hits[1] > 50 && hits[4] > 50, "cfg %d: %d / %d", cfg, hits[1], hits[4]); cases++;
+    }
+    sampler_params g = sampler_defaults(), p = g;
+    g.temp = 0;
+    const float none[2][3] = {{-INFINITY, NAN, -INFINITY}, {NAN, NAN, NAN}};
+    for (int i = 0; i < 2; i++) {
+        p.seed = (uint64_t)i;
+        CHECK(draw(p, none[i], 3) == draw(g, none[i], 3)); cases++;
+    }
+    return cases;
+}
+
+// Seeds k splitmix increments apart once drew one stream shifted by k (the state was seed ^ that
+// increment): seed 0 and seed 0x9e3779b97f4a7c15 must not.
+static int seed_cases(void) {
+    enum { V = 64, D = 16 };
+    float flat[V] = {0};
+    int a[D], b[D];
+    for (int pass = 0; pass < 2; pass++) {
+        sampler_params p = sampler_defaults();
+        p.top_k = 0, p.top_p = 1.0f, p.min_p = 0.0f, p.temp = 1.0f;
+        p.seed = pass ? 0x9e3779b97f4a7c15ull : 0;
+        sampler s;
+        CHECK(sampler_init(&s, &p, V) == 0);
+        float l[V];
+        for (int i = 0; i < D; i++) memcpy(l, flat, sizeof l), (pass ? b : a)[i] = sampler_sample(&s, l);
+        sampler_free(&s);
+    }
+    CHECK(memcmp(a, b + 1, sizeof(int) * (D - 1)) != 0);
+    return 1;
 }
 
 int main(void) {
@@ -146,8 +195,9 @@ int main(void) {
         sampler_free(&s);
     }
     CHECK(memcmp(a, b, sizeof a) == 0); cases++;
+    cases += non_finite_cases() + seed_cases();
     cases += top_k_cases();
-    CHECK(cases == 222 + 6 * 8);
+    CHECK(cases == 222 + 6 * 8 + 404 + 1);
     printf("sampler: %d cases\n", cases);
     return 0;
 }

@@ -145,7 +145,7 @@ static int parse_float(const char *s, float *out) {
     char *end;
     errno = 0;
     float v = strtof(s, &end);
-    int under = errno == ERANGE && fabsf(v) < 1.0f;    // 1e-50: as good as 0, as llama.cpp reads it
+    int under = errno == ERANGE && fabsf(v) < 1.0f;    // 1e-50 reads as 0 (llama.cpp's std::stof refuses it)
     if ((errno && !under) || end == s || *end || !isfinite(v)) return -1;
     *out = v;
     return 0;
@@ -244,7 +244,10 @@ static int parse_args(int argc, char **argv, options *o) {
                 if (f < 0 || f > 1) return usage_error("--min-p must be in [0, 1], got '%s'", v);
                 o->sp.min_p = f;
             } else {
-                if (f <= 0) return usage_error("--repeat-penalty must be positive, got '%s'", v);
+                if (f <= 0)
+                    return usage_error(strtod(v, NULL) > 0 ? "--repeat-penalty must be positive, got '%s' (below "
+                                                             "the smallest float, it reads as 0)"
+                                                           : "--repeat-penalty must be positive, got '%s'", v);
                 o->sp.repeat_penalty = f;
             }
         }
@@ -599,6 +602,12 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
         t0 = now_ms();
         if (o->ignore_eos) mask_eog(S);
         int32_t tok = sampler_sample(&S->s, S->d.logits);
+        if (!(S->d.logits[tok] > -INFINITY)) {   // the best is -inf or NaN: no logit says anything
+            fprintf(stderr, "\ndecode: the logits after position %d are all NaN or -inf%s: the model's output is "
+                    "unusable; stopping\n", pos - 1,
+                    o->ignore_eos ? " (the end-of-generation ones masked by --ignore-eos)" : "");
+            return 1;
+        }
         if (tokenizer_is_eog(S->tok, tok) && !o->ignore_eos) {   // said, as a context-full stop is
             fprintf(stderr, "\ndecode: end-of-generation token %d after %ld tokens; stopping\n", tok, i);
             break;
