@@ -3,7 +3,8 @@
 // names, n_prompt 0 for generation tests and n_gen 0 for prompt tests, -p 0 / -n 0 drop a test,
 // pack_cache names the weights' load mode, --tail-split gives a row per value, -o json one array,
 // csv and md a header and a row per test, --plot writes an SVG (its lines by thread count, the
-// roofline dashed only where one was measured; --roofline-mib 0 gives null); -b sweeps the prompt batch
+// roofline dashed only where one was measured; --roofline-mib 0 gives null; each point marked, so
+// one thread count shows; XML's forbidden U+FFFE not written); -b sweeps the prompt batch
 // (batch_size; tg tests report 1; sync_wait_pct is null where a batched prompt has no per-thread
 // waits to count); -d fills the context first (n_depth, more KV bytes a token); at 2 threads stderr
 // breaks the sync wait down by step, summing to sync_wait_pct, and --profile adds each thread's
@@ -138,6 +139,25 @@ int main(void) {
         free(s);
         tool_run_free(&r);
     }
+    // one thread count: each line a single point, drawn as its marks (a one-point polyline shows
+    // nothing); a name with U+FFFE, which XML forbids, written as U+FFFD
+    char *fffe = path_join(dir, "x\xef\xbf\xbey.gguf");
+    CHECK(symlink(model, fffe) == 0);
+    {
+        const char *argv[] = {bin_path("decode-bench", 0), "-m", fffe, "-t", "1", "-p", "0", "-n", "4", "-r", "1",
+                              "--roofline-mib", "16", "--plot", svg, NULL};
+        run_read(argv, dir, &r);
+        CHECKF(r.status == 0, "%s", r.err);
+        size_t len;
+        char *s = must_read(svg, &len);
+        int circles = 0;
+        for (const char *c = s; (c = strstr(c, "<circle")); c++) circles++;
+        CHECKF(circles == 2 && !strstr(s, "\xef\xbf\xbe") && strstr(s, "x\xef\xbf\xbdy.gguf"), "%s", s);
+        free(s);
+        tool_run_free(&r);
+        cases++;
+    }
+    free(fffe);
     free(svg);
 
     r = bench((const char *[]){"-t", "1", "-p", "8", "-n", "0", "-o", "csv", NULL});
@@ -350,7 +370,7 @@ int main(void) {
     free(odd), free(svg2);
     unlink(link), unlink(copy);
     free(orig), free(copy), free(link), free(both);
-    CHECK(cases == 37);
+    CHECK(cases == 38);
     printf("decode-bench: %d interface cases\n", cases);
     free(model);
     CHECK(scratch_remove(dir) == 0);

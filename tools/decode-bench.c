@@ -77,16 +77,19 @@ static void usage(FILE *f) {
         "A LIST is comma-separated, at most 32 values; given twice, an option's lists add up\n"
         "(-t 1 -t 2 is -t 1,2, as in llama-bench).\n"
         "  -m, --model LIST     GGUF models\n"
-        "  -t, --threads LIST   thread counts (default: physical cores); n_threads is the count asked\n"
-        "                       for, as in llama-bench: a model too small for it leaves threads idle\n"
-        "                       (said on stderr)\n"
-        "  -p, --n-prompt LIST  prompt tests of N tokens; 0 = none (default 512)\n"
-        "  -n, --n-gen LIST     generation tests of N tokens; 0 = none (default 128); with every -p\n"
-        "                       and -n 0, the table's header alone (the models are opened, not run)\n"
+        "  -t, --threads LIST   thread counts, 1..4096 (default: physical cores); n_threads is the\n"
+        "                       count asked for, as in llama-bench: a model too small for it leaves\n"
+        "                       threads idle (said on stderr)\n"
+        "  -p, --n-prompt LIST  prompt tests of N tokens, 0..1048576; 0 = none (default 512)\n"
+        "  -n, --n-gen LIST     generation tests of N tokens, 0..1048576; 0 = none (default 128);\n"
+        "                       with every -p and -n 0, the table's header alone (the models are\n"
+        "                       opened, not run)\n"
         "  -b, --batch-size LIST\n"
-        "                       prompt tokens per batch in pp tests; 1 = one at a time (default %d)\n"
-        "  -d, --n-depth LIST   tokens in the context before each test, filled untimed (default 0)\n"
-        "  -r, --repetitions N  timed repetitions per test after one warmup (default 5)\n"
+        "                       prompt tokens per batch in pp tests, 1..65536; 1 = one at a time\n"
+        "                       (default %d)\n"
+        "  -d, --n-depth LIST   tokens in the context before each test, 0..1048576, filled untimed\n"
+        "                       (default 0)\n"
+        "  -r, --repetitions N  timed repetitions per test after one warmup, 1..128 (default 5)\n"
         "  -o, --output FMT     md (default), csv, json, jsonl\n"
         "      --numa MODE      off, distribute, isolate (default: distribute on several nodes)\n"
         "      --split-k LIST   auto, off or N >= 2 segment ranges per split matrix (default auto)\n"
@@ -398,7 +401,8 @@ static int put(char *buf, size_t n, size_t *o, const char *str, size_t len) {
 
 // A model's path as each output can hold it, into buf (NAME_OUT bytes): valid UTF-8 (each
 // invalid byte U+FFFD), then CSV quotes a field holding a comma, quote or line break (quotes
-// doubled); markdown and SVG turn control bytes into '?', markdown escapes '|' and SVG &, < and >.
+// doubled); markdown and SVG turn control bytes into '?', markdown escapes '|' and SVG &, < and >
+// (and U+FFFE, U+FFFF, which XML forbids, into U+FFFD).
 enum { NAME_JSON, NAME_CSV, NAME_MD, NAME_SVG };
 // Room for any path a model was opened by (shorter than PATH_MAX), each byte at most 5 bytes out
 // (&amp;) or 3 (U+FFFD), plus the quotes and the NUL: nothing is ever cut.
@@ -414,6 +418,8 @@ static const char *name_for(const char *path, int fmt, char *buf, size_t n) {
         const char *rep = NULL;       // what stands for the k bytes at i, NULL: themselves
         if (!k || k > len - i || !gguf_utf8_valid(s + i, k)) k = 1, rep = "\xef\xbf\xbd";
         else if ((c < 0x20 || c == 0x7f) && (fmt == NAME_MD || fmt == NAME_SVG)) rep = "?";
+        else if (fmt == NAME_SVG && k == 3 && c == 0xef && s[i + 1] == 0xbf && s[i + 2] >= 0xbe)
+            rep = "\xef\xbf\xbd";
         else if (c == '"' && quote) rep = "\"\"";
         else if (c == '|' && fmt == NAME_MD) rep = "\\|";
         else if (fmt == NAME_SVG && (c == '&' || c == '<' || c == '>'))
@@ -566,9 +572,16 @@ static int series_points(const result *rs, int n, int i, int *idx) {
     return k;
 }
 
+// A plot point's value: the measured tok/s, or (roof) the roofline's limit.
+static double point(const result *r, int roof) {
+    return roof ? r->roofline_gbps * 1e9 / r->bytes_per_token : r->avg_ts;
+}
+
 // SVG of tg tok/s against threads into f (a regular file's old contents dropped), one solid line
-// per model and its roofline limit dashed (where a roofline was measured). 0, or -1 when writing
-// failed.
+// per model and its roofline limit dashed (where a roofline was measured), each point marked (a
+// line of one thread count is its marks alone); at most about ten thread labels; past ten lines
+// each is numbered at its last point and in the legend, which grows the image. 0, or -1 when
+// writing failed.
 static int write_plot(FILE *f, const result *rs, int n) {
     int *idx = malloc(sizeof *idx * (size_t)(n ? n : 1));
     struct stat st;
@@ -578,7 +591,14 @@ static int write_plot(FILE *f, const result *rs, int n) {
         fclose(f);
         return -1;
     }
-    const int W = 640, H = 400, L = 70, R = 20, T = 30, B = 50;
+    int nseries = 0;
+    for (int i = 0; i < n; i++) {
+        int first = rs[i].n_gen != 0;
+        for (int j = 0; j < i && first; j++) first = !rs[j].n_gen || !same_series(&rs[j], &rs[i]);
+        nseries += first;
+    }
+    const int W = 640, L = 70, R = 20, T = 30, B = 50, legend = T + 14 * nseries + 60;
+    const int H = legend > 400 - B ? legend + B : 400;
     double ymax = 0; int tmax = 1;
     for (int i = 0; i < n; i++) {
         if (!rs[i].n_gen) continue;
@@ -599,35 +619,44 @@ static int write_plot(FILE *f, const result *rs, int n) {
             (T + H - B) / 2, (T + H - B) / 2);
 #define X(t) (L + (double)((t) - 1) * (W - L - R) / (tmax > 1 ? tmax - 1 : 1))
 #define Y(v) (H - B - (v) / ymax * (H - T - B))
-    for (int t = 1; t <= tmax; t++)
+    int step = 1;                                 // 1, 2, 5, 10, 20, 50, ...: at most about ten labels
+    for (int m = 0; tmax / step > 10; m++) step = m % 3 == 1 ? step / 2 * 5 : step * 2;
+    for (int t = 1; t <= tmax; t = t == 1 && step > 1 ? step : t + step)
         fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n", X(t), H - B + 16, t);
     for (int k = 0; k <= 4; k++)
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", L - 4, Y(ymax * k / 4) + 4,
                 ymax * k / 4);
-    static const char *colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"};
+    static const char *colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
+                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
     int series = 0;
     for (int i = 0; i < n; i++) {                 // each series once, its points in order
         if (!rs[i].n_gen) continue;
         int first = 1;
         for (int j = 0; j < i; j++) first &= !same_series(&rs[j], &rs[i]);
         if (!first) continue;
-        const char *c = colors[series % 5];
+        const char *c = colors[series % 10];
         int k = series_points(rs, n, i, idx), roof = has_roofline(&rs[i]);
         for (int dashed = 0; dashed <= roof; dashed++) {
             fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"", c,
                     dashed ? " stroke-dasharray=\"6 4\"" : "");
-            for (int p = 0; p < k; p++) {
-                const result *r = &rs[idx[p]];
-                double v = dashed ? r->roofline_gbps * 1e9 / r->bytes_per_token : r->avg_ts;
-                fprintf(f, "%.1f,%.1f ", X(r->n_threads), Y(v));
-            }
+            for (int p = 0; p < k; p++)
+                fprintf(f, "%.1f,%.1f ", X(rs[idx[p]].n_threads), Y(point(&rs[idx[p]], dashed)));
             fprintf(f, "\"/>\n");
+            for (int p = 0; p < k; p++)
+                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\" stroke=\"%s\"/>\n",
+                        X(rs[idx[p]].n_threads), Y(point(&rs[idx[p]], dashed)), dashed ? "white" : c, c);
+        }
+        char num[16] = "";
+        if (nseries > 10) {
+            snprintf(num, sizeof num, "%d: ", series + 1);
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%d</text>\n", X(rs[idx[k - 1]].n_threads) + 5,
+                    Y(point(&rs[idx[k - 1]], 0)) - 5, c, series + 1);
         }
         char name[NAME_OUT], sk[12];
-        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s tg%d @ d%d, l4 %s, split-k %s, tails %s%s</text>\n",
-                L + 10, T + 14 * (series + 1), c, name_for(base(rs[i].model), NAME_SVG, name, sizeof name), rs[i].n_gen,
-                rs[i].n_depth, rs[i].l4_used, split_name(rs[i].split_k, sk), cli_tail_split_name(rs[i].tail_split),
-                roof ? " (dashed: roofline / bytes per token)" : "");
+        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\">%s%s tg%d @ d%d, l4 %s, split-k %s, tails %s%s</text>\n",
+                L + 10, T + 14 * (series + 1), c, num, name_for(base(rs[i].model), NAME_SVG, name, sizeof name),
+                rs[i].n_gen, rs[i].n_depth, rs[i].l4_used, split_name(rs[i].split_k, sk),
+                cli_tail_split_name(rs[i].tail_split), roof ? " (dashed: roofline / bytes per token)" : "");
         series++;
     }
 #undef X
