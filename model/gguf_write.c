@@ -351,7 +351,8 @@ static void write_file(gguf_writer *w, out *o) {
 
 // The file to replace: path itself, or for a symbolic link the file it leads to (the link is
 // kept). An existing non-regular file (directory, FIFO, device) is refused before anything is
-// written: renaming over it would replace the node itself. NULL with err filled on failure.
+// written: renaming over it would replace the node itself, and so is one the caller cannot write.
+// NULL with err filled on failure.
 // *mode: the existing file's permission bits, -1 for a new file.
 static char *out_target(const char *path, int *mode, char *err) {
     struct stat st;
@@ -384,6 +385,14 @@ static char *out_target(const char *path, int *mode, char *err) {
             return NULL;
         }
         if (!link) p = strdup(path);
+        // the rename needs only the directory: a file its owner made read-only, or one the caller
+        // may not write, would be replaced where cp and > refuse
+        if (p && faccessat(AT_FDCWD, p, W_OK, AT_EACCESS)) {
+            snprintf(err, GGUF_ERR_MAX, "%s: exists and is not writable (%s): not replacing it", path,
+                     strerror(errno));
+            free(p);
+            return NULL;
+        }
         *mode = (int)(st.st_mode & 07777);
     }
     if (!p) snprintf(err, GGUF_ERR_MAX, "%s: out of memory", path);
@@ -427,7 +436,10 @@ int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
     if (o.fd < 0) {
         int e = errno;
         if (w->temp_hook) w->temp_hook(NULL);
-        if (e == ENOENT) snprintf(err, GGUF_ERR_MAX, "%s: cannot create the file: its directory does not exist", path);
+        struct stat st;
+        tmp[dlen] = 0;                                // the directory, "" for the working one
+        if (e == ENOENT && stat(dlen ? tmp : ".", &st))
+            snprintf(err, GGUF_ERR_MAX, "%s: cannot create the file: its directory does not exist", path);
         else snprintf(err, GGUF_ERR_MAX, "%s: cannot create a temporary file: %s", path, strerror(e));
         free(tmp); free(o.buf); free(dst);
         return -1;

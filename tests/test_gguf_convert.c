@@ -246,8 +246,9 @@ int main(void) {
         {CONVERT("a", "b", "--type", "f16", "--only", "", NULL), "--only needs a prefix"},
         {CONVERT("", "b", "--type", "f16", NULL), "IN is empty"},
         {CONVERT("a", "", "--type", "f16", NULL), "OUT is empty"},
+        {CONVERT("a", "b", "--type", "f16", "--only", "blk.1.", "--only", "blk.2.", NULL), "--only given twice"},
     };
-    for (int i = 0; i < 11; i++, cases++) {
+    for (int i = 0; i < 12; i++, cases++) {
         CHECKF(run_read(usage_bad[i].argv, dir, &r) == 2, "%s", argv_text(usage_bad[i].argv));
         check_one_line(usage_bad[i].problem);
     }
@@ -315,7 +316,7 @@ int main(void) {
     CHECK(after_len == before_len && !memcmp(before, after, before_len));
     free(before), free(after);
     cases++;
-    CHECK(cases == 36);
+    CHECK(cases == 37);
     tool_run_free(&r);
     CHECK(scratch_remove(dir) == 0);
     printf("test_gguf_convert: %d cases ok\n", cases);

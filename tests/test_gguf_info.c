@@ -96,7 +96,10 @@ int main(void) {
     CHECK(info("a.gguf", "b.gguf", NULL) == 2);
     check_one_error_line("two files");
     cases++;
-    CHECK(cases == 10);
+    CHECK(info("", NULL) == 2 && strstr(r.err, "FILE is empty"));   // a usage error, as in gguf-convert
+    check_one_error_line("empty FILE");
+    cases++;
+    CHECK(cases == 11);
     tool_run_free(&r);
     CHECK(scratch_remove(dir) == 0);
     printf("test_gguf_info: %d cases ok\n", cases);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "model/gguf.h"
 #include "model/gguf_write.h"
@@ -215,6 +216,39 @@ int main(void) {
     CHECKF(gguf_writer_save(w, miss, err) == -1 && strstr(err, "its directory does not exist"), "'%s'", err);
     snprintf(miss, sizeof miss, "%s/nodir", tmpdir);
     CHECK(access(miss, F_OK) != 0);
+    // a directory that exists but takes no new files (procfs) is not called missing
+    struct stat pst;
+    if (stat("/proc/self", &pst) == 0)
+        CHECKF(gguf_writer_save(w, "/proc/no-such.gguf", err) == -1 && !strstr(err, "does not exist") &&
+               strstr(err, "cannot create a temporary file"), "'%s'", err);
+    // an existing file the caller may not write is not replaced, though its directory would take
+    // the rename: as root, a child that became nobody tries a root-owned 0644 file in a 0777
+    // directory; otherwise the file is made 0444
+    char ro[320], rodir[300];
+    snprintf(rodir, sizeof rodir, "%s/ro", tmpdir);
+    snprintf(ro, sizeof ro, "%s/keep.gguf", rodir);
+    CHECK(mkdir(rodir, 0777) == 0 && chmod(rodir, 0777) == 0);
+    FILE *rf = fopen(ro, "wb");
+    CHECK(rf && fputs("keep", rf) >= 0 && fclose(rf) == 0 && chmod(ro, geteuid() ? 0444 : 0644) == 0);
+    struct stat tst;
+    CHECK(stat(tmpdir, &tst) == 0 && chmod(tmpdir, 0755) == 0);   // nobody must reach the file
+    pid_t child = fork();
+    if (child == 0) {
+        if (geteuid() == 0 && (setgid(65534) || setuid(65534))) _exit(3);
+        char e2[GGUF_ERR_MAX];
+        int ok = gguf_writer_save(w, ro, e2) == -1 && strstr(e2, "not writable") && strstr(e2, "not replacing");
+        if (!ok) fprintf(stderr, "read-only target: '%s'\n", e2);
+        _exit(ok ? 0 : 1);
+    }
+    int cst = -1;
+    CHECK(child > 0 && waitpid(child, &cst, 0) == child);
+    CHECKF(WIFEXITED(cst) && WEXITSTATUS(cst) == 0, "read-only target: child status %d", cst);
+    CHECK(chmod(tmpdir, tst.st_mode & 07777) == 0);
+    size_t rlen;
+    char *kept = must_read(ro, &rlen);
+    CHECK(rlen == 4 && !memcmp(kept, "keep", 4));
+    free(kept);
+    CHECK(unlink(ro) == 0 && rmdir(rodir) == 0);
     gguf_writer_free(w);
 
     // ---- argument errors surface at save, and no file is left behind

@@ -29,8 +29,9 @@ static void usage(FILE *f) {
                "--only PREFIX converts only the 2-D weights whose names start with PREFIX (blk.1.:\n"
                "one layer; blk.1 would take blk.10 too); the other 2-D weights and general.file_type\n"
                "stay as they are, and 1-D tensors are stored as f32 whatever their names.\n"
-               "An existing OUT must be a regular file or a symbolic link to one (written through),\n"
-               "and not IN itself (refused, through a link too).\n");
+               "--only may be given once. OUT is written to a temporary file beside it and renamed\n"
+               "over it; an existing OUT must be a regular file or a symbolic link to one (written\n"
+               "through) that the caller may write, and not IN itself (refused, through a link too).\n");
 }
 
 // One line on stderr, exit status 2; --help prints the full usage.
@@ -122,6 +123,8 @@ int main(int argc, char **argv) {
             type_s = argv[i];
         } else if (!strcmp(argv[i], "--only")) {
             if (++i == argc || !argv[i][0]) return usage_error("--only needs a prefix", NULL);
+            // one prefix: a second read as "these too" but replaced the first, converting less
+            if (only) return usage_error("--only given twice (one prefix a run)", NULL);
             only = argv[i];
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return usage_error("unknown option", argv[i]);

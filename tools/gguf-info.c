@@ -125,6 +125,7 @@ int main(int argc, char **argv) {
         else path = argv[i];
     }
     if (!path) return usage_error("no FILE given", NULL);
+    if (!*path) return usage_error("FILE is empty", NULL);
 
     gguf_file g;
     char err[GGUF_ERR_MAX];

@@ -29,6 +29,8 @@
 static void usage(void) {
     printf(
         "usage: gguf-synth OUT [options]\n"
+        "OUT is written to a temporary file beside it and renamed over it: an existing OUT must\n"
+        "be a regular file (or a symbolic link to one, written through) that the caller may write.\n"
         "  --n-embd N     embedding width (default 64)\n"
         "  --n-layer N    blocks (default 2)\n"
         "  --arch A       llama|qwen2|qwen3 (default llama)\n"
