@@ -572,6 +572,13 @@ static int series_points(const result *rs, int n, int i, int *idx) {
     return k;
 }
 
+// Whether rs[i] is a tg test and the first of its plot line.
+static int series_first(const result *rs, int i) {
+    int first = rs[i].n_gen != 0;
+    for (int j = 0; j < i && first; j++) first = !same_series(&rs[j], &rs[i]);
+    return first;
+}
+
 // A plot point's value: the measured tok/s, or (roof) the roofline's limit.
 static double point(const result *r, int roof) {
     return roof ? r->roofline_gbps * 1e9 / r->bytes_per_token : r->avg_ts;
@@ -592,11 +599,7 @@ static int write_plot(FILE *f, const result *rs, int n) {
         return -1;
     }
     int nseries = 0;
-    for (int i = 0; i < n; i++) {
-        int first = rs[i].n_gen != 0;
-        for (int j = 0; j < i && first; j++) first = !rs[j].n_gen || !same_series(&rs[j], &rs[i]);
-        nseries += first;
-    }
+    for (int i = 0; i < n; i++) nseries += series_first(rs, i);
     const int W = 640, L = 70, R = 20, T = 30, B = 50, legend = T + 14 * nseries + 60;
     const int H = legend > 400 - B ? legend + B : 400;
     double ymax = 0; int tmax = 1;
@@ -630,10 +633,7 @@ static int write_plot(FILE *f, const result *rs, int n) {
                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
     int series = 0;
     for (int i = 0; i < n; i++) {                 // each series once, its points in order
-        if (!rs[i].n_gen) continue;
-        int first = 1;
-        for (int j = 0; j < i; j++) first &= !same_series(&rs[j], &rs[i]);
-        if (!first) continue;
+        if (!series_first(rs, i)) continue;
         const char *c = colors[series % 10];
         int k = series_points(rs, n, i, idx), roof = has_roofline(&rs[i]);
         for (int dashed = 0; dashed <= roof; dashed++) {
