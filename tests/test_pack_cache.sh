@@ -69,10 +69,14 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   run 0 "DECODE_PACK_CACHE=off" "$tmp/t.bin" -- env DECODE_PACK_CACHE=off "$d" "${args[@]}" -v --dump-logits "$tmp/t.bin" &&
     grep -q "mapped from" "$tmp/err" && fail "DECODE_PACK_CACHE=off still mapped"
   # Wrong numbers from a damaged body, not a crash: and proof the mapped bytes are what runs.
+  # Finite damage runs on with other logits; NaNs, which reach every logit, stop decode at the
+  # first token with its one-line reason (exit 1).
   cp "$pack" "$tmp/pack.orig"
-  printf '\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f' | dd of="$pack" bs=1 seek=$((8192 + 64)) conv=notrunc status=none
+  printf '\x3c\x3c\x3c\x3c\x3c\x3c\x3c\x3c' | dd of="$pack" bs=1 seek=$((8192 + 64)) conv=notrunc status=none
   run 0 "damaged body" - -- "$d" "${args[@]}" --dump-logits "$tmp/dmg.bin"
   cmp -s "$tmp/dmg.bin" "$ref" && fail "damaged body: same logits (is the cache file read at all?)"
+  printf '\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f' | dd of="$pack" bs=1 seek=$((8192 + 64)) conv=notrunc status=none
+  run 1 "NaN-damaged body" - -- "$d" "${args[@]}" && has "are all NaN or -inf" "NaN-damaged body"
   cp "$tmp/pack.orig" "$pack"
   # A header that does not match, a short file, a touched model: rebuilt, same logits.
   printf 'XXXX' | dd of="$pack" bs=1 seek=0 conv=notrunc status=none
@@ -301,5 +305,5 @@ run 1 "decode-bench --plot onto the cache file" - -- "$bin/decode-bench" -m "$mo
 rm -f "$tmp/hard" "$tmp/soft" "$tmp/dangling" "$tmp/relative"
 
 echo "pack cache cases: $cases"
-[ "$cases" = 115 ] || fail "$cases cases ran, want 115"
+[ "$cases" = 117 ] || fail "$cases cases ran, want 117"
 [ $fails = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }
