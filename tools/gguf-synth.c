@@ -472,7 +472,11 @@ static int check_size(const args *a, char err[GGUF_ERR_MAX]) {
     uint64_t hd = (uint64_t)head_dim(a), Q = hd * (uint64_t)a->n_head, KV = hd * (uint64_t)a->n_kv;
     uint64_t es = wtype_get(a->type)->size;
     uint64_t layer = es * (2 * E * Q + 2 * E * KV + 3 * E * F) + 4 * (2 * E + Q + 2 * KV + 2 * hd);
-    uint64_t total = es * E * V * (a->tie ? 1 : 2) + 4 * E + layer * (uint64_t)a->n_layer;
+    // the vocabulary's metadata too, at most 160 bytes a token: a BPE token is at most 63 bytes of
+    // text and its merge 64 (bpe_merge), each with an 8-byte length, and a 4-byte type (SentencePiece
+    // tokens are at most 16 bytes with a score and a type); 4 KiB for the other keys
+    uint64_t meta = 4096 + 160 * V;
+    uint64_t total = es * E * V * (a->tie ? 1 : 2) + 4 * E + layer * (uint64_t)a->n_layer + meta;
     uint64_t widest = V > F ? V : F;               // E x widest: the largest tensor (Q >= KV)
     if (Q > widest) widest = Q;
     uint64_t largest = es * E * widest;
@@ -490,7 +494,7 @@ static int check_size(const args *a, char err[GGUF_ERR_MAX]) {
     double phys = cpu_mem_bytes();
     uint64_t mem = phys > 0 ? (uint64_t)phys : UINT64_MAX;
     if (total > room) {
-        snprintf(err, GGUF_ERR_MAX, "%s: the model needs %.3g bytes, its file system has %.3g free",
+        snprintf(err, GGUF_ERR_MAX, "%s: the model needs up to %.3g bytes, its file system has %.3g free",
                  a->out, (double)total, (double)room);
         return -1;
     }
