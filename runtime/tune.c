@@ -11,7 +11,7 @@
 //    tied within noise on the Zen 5 (forced tunes picked each) and 2 and 4 on the Sapphire Rapids
 //    (1 lost by ~20%), while decode read 1-9% more tok/s at 4 than at 2 or 3 on both
 //    (docs/performance.md, twenty-second and thirty-fourth sessions), and a noisy pick of fewer,
-//    kept as a re-tune's incumbent, cost that until the next re-tune; warm (in part of the L3),
+//    kept as a re-tune's incumbent, cost that until the next re-tune; warm (in the L3, or part),
 //    the counts differ as decode's do. Then the PF candidates at that interleave (the incumbent's
 //    distance with it), evicted, both at the incumbent's hint, then the two hints at the distance
 //    picked (prefetcht0 into every level, prefetcht1 into L2 only, leaving the L1's miss buffers

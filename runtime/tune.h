@@ -8,8 +8,8 @@
 // 32 MiB evicted before each timed call where the CPU has clflushopt, else 128 MiB, evicted only
 // where the caches hold it: the stream tuning is for DRAM on a CPU with a large L3 too.
 // Two tunings: "stream" (tu) for weights read from L3 or DRAM every step: its interleave timed on
-// the DRAM-sized matrix left warm (from DRAM the interleaves tie; where the cache holds part of it
-// the most tiles in flight, the incumbent, lead, as in decode), then the prefetch distance and its
+// the DRAM-sized matrix left warm (from DRAM the interleaves tie; where the L3 holds it, or part
+// of it, the most tiles in flight, the incumbent, lead, as in decode), then the prefetch distance and its
 // hint (into every cache level, or L2 only: gemv_tuning.l2) on it evicted; "resident" for weights
 // that stay in each core's L2 from one step to the next (a thread's share at most half the L2),
 // measured on the half-L2 matrices (f16 and bf16 summed), where software prefetch only costs

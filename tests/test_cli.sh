@@ -31,8 +31,10 @@ expect 2 "bad number" -- "$d" -m "$model" -n 12x
 expect 2 "zero threads" -- "$d" -m "$model" -t 0
 expect 2 "bad temp" -- "$d" -m "$model" --temp nan
 expect 0 "temp that underflows to 0" -- "$d" -m "$model" -p hi -n 1 --temp 1e-50
-expect 2 "repeat penalty that underflows to 0" -- "$d" -m "$model" -p hi --repeat-penalty 1e-50
-grep -q "below the smallest float, it reads as 0" "$tmp/err" || fail "underflowed penalty not explained: $(cat "$tmp/err")"
+for pen in 1e-50 1e-400; do   # below float's range, and below double's too
+  expect 2 "repeat penalty $pen, which underflows to 0" -- "$d" -m "$model" -p hi --repeat-penalty $pen
+  grep -q "below the smallest float, it reads as 0" "$tmp/err" || fail "underflowed penalty not explained: $(cat "$tmp/err")"
+done
 expect 2 "seed with a space before its minus" -- "$d" -m "$model" -p hi --seed ' -5'
 expect 0 "seed with a plus, as std::stoul reads it" -- "$d" -m "$model" -p hi -n 1 --seed +42
 expect 2 "both -p and -f" -- "$d" -m "$model" -p a -f /dev/null
@@ -407,6 +409,6 @@ for flags in "--temp 0" "--temp 0 --ignore-eos" "-s 1" "-s 1 --ignore-eos"; do
   case $flags in *ignore-eos*) grep -q "masked by --ignore-eos" "$tmp/err" || fail "NaN logits ($flags): mask not said";; esac
 done
 
-[ "$cases" = 153 ] || fail "ran $cases cases, expected 153"
+[ "$cases" = 154 ] || fail "ran $cases cases, expected 154"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -233,8 +233,10 @@ int main(void) {
     struct stat tst;
     CHECK(stat(tmpdir, &tst) == 0 && chmod(tmpdir, 0755) == 0);   // nobody must reach the file
     pid_t child = fork();
-    if (child == 0) {
-        if (geteuid() == 0 && (setgid(65534) || setuid(65534))) _exit(3);
+    if (child == 0) {                 // 77: this sandbox cannot show it (no setuid, or nobody cannot reach the file)
+        struct stat rst;
+        if (geteuid() == 0 && (setgid(65534) || setuid(65534))) _exit(77);
+        if (lstat(ro, &rst)) _exit(77);
         char e2[GGUF_ERR_MAX];
         int ok = gguf_writer_save(w, ro, e2) == -1 && strstr(e2, "not writable") && strstr(e2, "not replacing");
         if (!ok) fprintf(stderr, "read-only target: '%s'\n", e2);
@@ -242,7 +244,9 @@ int main(void) {
     }
     int cst = -1;
     CHECK(child > 0 && waitpid(child, &cst, 0) == child);
-    CHECKF(WIFEXITED(cst) && WEXITSTATUS(cst) == 0, "read-only target: child status %d", cst);
+    if (WIFEXITED(cst) && WEXITSTATUS(cst) == 77)
+        printf("test_gguf_write: read-only target skipped: nobody cannot reach %s here\n", ro);
+    else CHECKF(WIFEXITED(cst) && WEXITSTATUS(cst) == 0, "read-only target: child status %d", cst);
     CHECK(chmod(tmpdir, tst.st_mode & 07777) == 0);
     size_t rlen;
     char *kept = must_read(ro, &rlen);

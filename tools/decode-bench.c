@@ -587,8 +587,8 @@ static double point(const result *r, int roof) {
 // SVG of tg tok/s against threads into f (a regular file's old contents dropped), one solid line
 // per model and its roofline limit dashed (where a roofline was measured), each point marked (a
 // line of one thread count is its marks alone); at most about ten thread labels; past ten lines
-// each is numbered at its last point and in the legend, which grows the image. 0, or -1 when
-// writing failed.
+// each is numbered at its last point and in the legend (a legend longer than the plot makes the
+// image taller). 0, or -1 when writing failed.
 static int write_plot(FILE *f, const result *rs, int n) {
     int *idx = malloc(sizeof *idx * (size_t)(n ? n : 1));
     struct stat st;

@@ -141,12 +141,14 @@ static int parse_long(const char *s, long lo, long hi, long *out) {
     return 0;
 }
 
-static int parse_float(const char *s, float *out) {
+// 0, or -1 for no finite number; *under: a nonzero value below float's range (1e-50, which
+// llama.cpp's std::stof refuses) read as 0 or a subnormal.
+static int parse_float(const char *s, float *out, int *under) {
     char *end;
     errno = 0;
     float v = strtof(s, &end);
-    int under = errno == ERANGE && fabsf(v) < 1.0f;    // 1e-50 reads as 0 (llama.cpp's std::stof refuses it)
-    if ((errno && !under) || end == s || *end || !isfinite(v)) return -1;
+    *under = errno == ERANGE && fabsf(v) < 1.0f;
+    if ((errno && !*under) || end == s || *end || !isfinite(v)) return -1;
     *out = v;
     return 0;
 }
@@ -235,7 +237,8 @@ static int parse_args(int argc, char **argv, options *o) {
             o->sp.repeat_last_n = (int)n;
         } else if (!strcmp(a, "--temp") || !strcmp(a, "--top-p") || !strcmp(a, "--min-p") ||
                    !strcmp(a, "--repeat-penalty")) {
-            if (parse_float(v, &f)) return usage_error("bad number '%s'", v);
+            int under;
+            if (parse_float(v, &f, &under)) return usage_error("bad number '%s'", v);
             if (!strcmp(a, "--temp")) o->sp.temp = f;
             else if (!strcmp(a, "--top-p")) {
                 if (f < 0 || f > 1) return usage_error("--top-p must be in [0, 1], got '%s'", v);
@@ -245,9 +248,9 @@ static int parse_args(int argc, char **argv, options *o) {
                 o->sp.min_p = f;
             } else {
                 if (f <= 0)
-                    return usage_error(strtod(v, NULL) > 0 ? "--repeat-penalty must be positive, got '%s' (below "
-                                                             "the smallest float, it reads as 0)"
-                                                           : "--repeat-penalty must be positive, got '%s'", v);
+                    return usage_error(under ? "--repeat-penalty must be positive, got '%s' (below the smallest "
+                                               "float, it reads as 0)"
+                                             : "--repeat-penalty must be positive, got '%s'", v);
                 o->sp.repeat_penalty = f;
             }
         }
