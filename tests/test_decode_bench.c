@@ -136,6 +136,7 @@ int main(void) {
                sscanf(strstr(line, "points=\"") + 8, "%lf,%lf %lf,%lf", &x0, &y0, &x1, &y1) == 4 && x0 < x1,
                "%s", s);
         CHECKF(!strstr(s, "stroke-dasharray") == !roof, "roofline %d: %s", roof, s);
+        CHECKF(strstr(s, "middle\">1</text>") && strstr(s, "middle\">2</text>"), "thread labels: %s", s);
         free(s);
         tool_run_free(&r);
     }

@@ -586,9 +586,10 @@ static double point(const result *r, int roof) {
 
 // SVG of tg tok/s against threads into f (a regular file's old contents dropped), one solid line
 // per model and its roofline limit dashed (where a roofline was measured), each point marked (a
-// line of one thread count is its marks alone); at most about ten thread labels; past ten lines
-// each is numbered at its last point and in the legend (a legend longer than the plot makes the
-// image taller). 0, or -1 when writing failed.
+// line of one thread count is its marks alone); the thread counts measured as labels, or where
+// they crowd at most about ten regular ones; past ten lines each is numbered at its last point
+// and in the legend (a legend longer than the plot makes the image taller). 0, or -1 when writing
+// failed.
 static int write_plot(FILE *f, const result *rs, int n) {
     int *idx = malloc(sizeof *idx * (size_t)(n ? n : 1));
     struct stat st;
@@ -622,10 +623,27 @@ static int write_plot(FILE *f, const result *rs, int n) {
             (T + H - B) / 2, (T + H - B) / 2);
 #define X(t) (L + (double)((t) - 1) * (W - L - R) / (tmax > 1 ? tmax - 1 : 1))
 #define Y(v) (H - B - (v) / ymax * (H - T - B))
-    int step = 1;                                 // 1, 2, 5, 10, 20, 50, ...: at most about ten labels
-    for (int m = 0; tmax / step > 10; m++) step = m % 3 == 1 ? step / 2 * 5 : step * 2;
-    for (int t = 1; t <= tmax; t = t == 1 && step > 1 ? step : t + step)
-        fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n", X(t), H - B + 16, t);
+    // The thread counts measured, where at most 12 lie 24 px apart or more; else 1, then every 2,
+    // 5, 10, 20, 50, ...: at most about ten labels.
+    int ts[MAXV], nts = 0;                        // distinct tg thread counts, ascending
+    for (int i = 0; i < n && nts < MAXV; i++) {
+        int t = rs[i].n_threads, at = 0;
+        while (at < nts && ts[at] < t) at++;
+        if (!rs[i].n_gen || (at < nts && ts[at] == t)) continue;
+        memmove(ts + at + 1, ts + at, (size_t)(nts - at) * sizeof *ts);
+        ts[at] = t, nts++;
+    }
+    int measured = nts <= 12;
+    for (int j = 1; j < nts && measured; j++) measured = X(ts[j]) - X(ts[j - 1]) >= 24;
+#define XLABEL(t) fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n", X(t), H - B + 16, t)
+    if (measured)
+        for (int j = 0; j < nts; j++) XLABEL(ts[j]);
+    else {
+        int step = 1;
+        for (int m = 0; tmax / step > 10; m++) step = m % 3 == 1 ? step / 2 * 5 : step * 2;
+        for (int t = 1; t <= tmax; t = t == 1 && step > 1 ? step : t + step) XLABEL(t);
+    }
+#undef XLABEL
     for (int k = 0; k <= 4; k++)
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.4g</text>\n", L - 4, Y(ymax * k / 4) + 4,
                 ymax * k / 4);
