@@ -606,9 +606,8 @@ static int write_plot(FILE *f, const result *rs, int n) {
     double ymax = 0; int tmax = 1;
     for (int i = 0; i < n; i++) {
         if (!rs[i].n_gen) continue;
-        double lim = rs[i].roofline_gbps * 1e9 / rs[i].bytes_per_token;
-        if (rs[i].avg_ts > ymax) ymax = rs[i].avg_ts;
-        if (lim > ymax) ymax = lim;
+        for (int roof = 0; roof <= 1; roof++)
+            if (point(&rs[i], roof) > ymax) ymax = point(&rs[i], roof);
         if (rs[i].n_threads > tmax) tmax = rs[i].n_threads;
     }
     if (ymax <= 0) ymax = 1;
