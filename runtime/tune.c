@@ -6,16 +6,17 @@
 //    size of the whole L2 streams partly from L3: on a Zen 3 l2_512 ran 75% of its roofline
 //    without prefetch and 80-86% with 1 KB);
 //  - stream, on a packed f16 matrix read from DRAM (dram_alloc: 32 MiB evicted before each call,
-//    or 128 MiB without clflushopt): first the interleave at prefetch 2048 B on that matrix left
-//    warm, the most tiles the path runs kept unless a smaller count beats it. Evicted, 2, 3 and 4
-//    tied within noise on the Zen 5 (forced tunes picked each) and 2 and 4 on the Sapphire Rapids
-//    (1 lost by ~20%), while decode read 1-9% more tok/s at 4 than at 2 or 3 on both
-//    (docs/performance.md, twenty-second and thirty-fourth sessions), and a noisy pick of fewer,
-//    kept as a re-tune's incumbent, cost that until the next re-tune; warm (in the L3, or part),
-//    the counts differ as decode's do. Then the PF candidates at that interleave (the incumbent's
-//    distance with it), evicted, both at the incumbent's hint, then the two hints at the distance
+//    or 128 MiB without clflushopt): the PF candidates (and the incumbent's distance) evicted at
+//    the most tiles the path runs; then the interleave on that matrix left warm, read both as its
+//    own K = 8192 and as K = SMALL_K (short tiles, as a small model's), at that distance and at
+//    none, the most tiles at the distance kept unless another pair beats it (pick_warm); the
+//    distance again at the interleave chosen where it moved; then the two hints at the distance
 //    picked (prefetcht0 into every level, prefetcht1 into L2 only, leaving the L1's miss buffers
-//    to the loads);
+//    to the loads). Evicted, the interleaves tie within noise (Zen 5; the Sapphire Rapids lost
+//    ~20% at 1), while decode read 1-9% more tok/s at 4 than at 2 or 3 on the Zen 5 and the
+//    Sapphire Rapids, and 30-40% more at 1 than at 2 or 3 on the Zen 4 for the stories15M shape,
+//    whose 288-row tiles mostly come from the L3 (docs/performance.md, twenty-second,
+//    thirty-fourth and thirty-fifth sessions); warm, the counts differ as decode's do;
 //  - KV, attention's prefetch of the K and V rows (kernels/ops.h): KPF candidates on an
 //    attention over an f32 cache in the stream matrix's bytes (8 heads of 64, 8192 or 32768
 //    positions). On a Zen 5 that attention ran ~5% faster with 2-4 KB than with none once the
@@ -28,9 +29,10 @@
 // calls after the matrix is written run at half speed); for the resident candidates (no DRAM,
 // ~17 us a call on the Xeon, ~5 us on the Zen 5's 1 MiB L2, so noise only ever adds time) the
 // fastest of RROUNDS rounds of RCALLS calls. The incumbent of a first tune is the family
-// default, of a re-tune the cached pick: a candidate
-// replaces it only by beating it by more than the rounds' spread (tune_choose), so where the
-// machine cannot tell the choices apart the measured default stands, not the noise.
+// default, of a re-tune the cached pick: a candidate replaces it only by beating it clearly
+// (tune_choose: the resident ones by more than the rounds' spread, the others in every round and
+// by more than MIN_WIN in the median one), so where the machine cannot tell the choices apart the
+// measured default stands, not the noise.
 #include "runtime/tune.h"
 #include "runtime/cachedir.h"
 #include "kernels/ops.h"
@@ -52,17 +54,18 @@
 
 static const int PF[] = {0, 1024, 2048, 4096, 8192};   // flat from 8 KB to 32 KB on Zen 5
 #define NPF (int)(sizeof PF / sizeof *PF)
-#define STREAM_PF 2048                                  // the stream interleave is timed at this prefetch
 static const int RPF[] = {0, 2048};                     // resident: none, or the stream's middle
 #define NRPF (int)(sizeof RPF / sizeof *RPF)
 static const int KPF[] = {0, 1024, 2048, 4096};         // attention's KV rows
 #define NKPF (int)(sizeof KPF / sizeof *KPF)
 #define ROUNDS 5
 #define RROUNDS 5
+#define WROUNDS 7                // the warm interleave's: its margins are narrower
 #define RCALLS 40                // resident calls a round, each matrix
-_Static_assert(ROUNDS <= TUNE_MAX_ROUNDS && RROUNDS <= TUNE_MAX_ROUNDS, "tune_choose's round bound");
+_Static_assert(ROUNDS <= TUNE_MAX_ROUNDS && RROUNDS <= TUNE_MAX_ROUNDS && WROUNDS <= TUNE_MAX_ROUNDS, "tune_choose's round bound");
 _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 <= TUNE_MAX_CANDIDATES &&
-               NKPF + 1 <= TUNE_MAX_CANDIDATES, "candidates");
+               NKPF + 1 <= TUNE_MAX_CANDIDATES && 2 * GEMV_MAX_INTERLEAVE <= TUNE_MAX_CANDIDATES, "candidates");
+#define MIN_WIN 0.03              // tune_choose: a newcomer's least median gain on an incumbent
 #define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much
 #define RECHECK_S 600             // ... checked at most this often (a check allocates the stream matrix)
 // The stream matrix without clflushopt: the dram_8192 cell's 128 MiB. Smaller ones left in the
@@ -256,14 +259,20 @@ int tune_choose(const double *t, int nc, int nr, int incumbent, int by_min) {
     for (int i = 0; i < nc; i++) {
         double v[TUNE_MAX_ROUNDS], lo = 1e300;
         for (int r = 0; r < nr; r++) v[r] = t[i * nr + r], lo = v[r] < lo ? v[r] : lo;
-        double med = median(v, nr), q1 = v[(nr - 1) / 4], q3 = v[nr - 1 - (nr - 1) / 4];   // v sorted
+        double med = median(v, nr);
         score[i] = by_min ? lo : med;
-        spread[i] = by_min ? (med - lo) / lo : (q3 - q1) / med;
+        spread[i] = (med - lo) / lo;
         if (score[i] < score[best]) best = i;
     }
     if (incumbent < 0 || incumbent >= nc || best == incumbent) return best;
-    double margin = spread[best] > spread[incumbent] ? spread[best] : spread[incumbent];
-    return score[best] < score[incumbent] * (1 - margin) ? best : incumbent;
+    if (by_min) {
+        double margin = spread[best] > spread[incumbent] ? spread[best] : spread[incumbent];
+        return score[best] < score[incumbent] * (1 - margin) ? best : incumbent;
+    }
+    // round by round: a burst slows every candidate of its round alike
+    double q[TUNE_MAX_ROUNDS];
+    for (int r = 0; r < nr; r++) q[r] = t[best * nr + r] / t[incumbent * nr + r];
+    return median(q, nr) < 1 - MIN_WIN && q[nr - 1] < 1 ? best : incumbent;   // q sorted
 }
 
 // Times nc candidates in nr rounds into t[i * nr + r] = time_one(ctx, i), after one untimed
@@ -384,32 +393,69 @@ static int measure_kv(const mat *m, int inc, int *kv) {
     return 0;
 }
 
+// The stream interleave's warm shapes: the stream matrix's bytes read as K = 8192 (its own shape)
+// and as K = SMALL_K, whose tiles (32 KiB) are as short as a small model's (stories15M: 288).
+// Short tiles restart their streams often: on the Zen 4 one tile at a time read a warm 32 MiB
+// K = 256 matrix ~40% faster than 2 or 3 side by side, K = 8192 at a tie, and decode of the
+// stories15M shape ran 30-40% faster at 1 than at 2 (docs/performance.md, thirty-fifth session).
+#define SMALL_K 256
+
+// The distance candidates (PF, and the incumbent's distance) at interleave il, evicted, at hint
+// l2; returns the pick, *s its median seconds.
+static gemv_tuning pick_distance(const mat *m, const gemv_tuning *inc, int il, int l2, int y, int nnt, double *s) {
+    gemv_tuning c[NPF + 1], inc_y;
+    int nc = NPF;
+    for (int i = 0; i < NPF; i++) c[i] = (gemv_tuning){PF[i], il, PF[i] ? l2 : 0, y};
+    if (inc) inc_y = *inc, inc_y.f16y = y, inc_y.interleave = il;
+    int ii = find_or_add(c, &nc, inc ? &inc_y : NULL, nnt);
+    return c[fastest(m, c, nc, 1, ii, s)];
+}
+
+// The interleave 1..nnt at tu's distance, and at none where tu has one, on m left warm, a round's
+// time the sum over m's own shape and SMALL_K; tu at the most tiles the incumbent. Both distances
+// run because the interleave's effect depends on the prefetch: on the Zen 4 at 2048 B the counts
+// tied on the warm K = 256 matrix, all slow, where at none one tile led by ~40%. -1 no memory.
+static int pick_warm(const mat *m, gemv_tuning *tu, int nnt) {
+    mat w[2] = {*m, *m};
+    w[0].cold = w[1].cold = 0;
+    w[1].k = SMALL_K, w[1].n = m->k * m->n / SMALL_K;
+    w[1].y = malloc(w[1].n * sizeof(float));
+    if (!w[1].y) return -1;
+    gemv_tuning c[2 * GEMV_MAX_INTERLEAVE];
+    int nc = 0;
+    for (int d = 0; d < (tu->pf ? 2 : 1); d++)
+        for (int i = 0; i < nnt; i++) {
+            c[nc] = *tu, c[nc].interleave = i + 1;
+            if (d) c[nc].pf = 0, c[nc].l2 = 0;
+            nc++;
+        }
+    double t[2 * GEMV_MAX_INTERLEAVE * WROUNDS];
+    time_rounds(gemv_time, &(gemv_job){w, 2, c, 1}, nc, WROUNDS, t);
+    free(w[1].y);
+    *tu = c[tune_choose(t, nc, WROUNDS, nnt - 1, 0)];
+    return 0;
+}
+
 // Measures every choice, keeping the incumbents inc/inc_resident (NULL: none; the stream
 // interleave's incumbent is always the largest) unless a candidate beats them by more than the
-// spread of the rounds; 0 ok (tu, resident, gbps, evicted set), -1 out of memory.
+// spread of the rounds; 0 ok (tu, resident, gbps, evicted set), -1 out of memory. The stream
+// tuning: the distance evicted at the most tiles, the interleave warm at that distance
+// (pick_warm: with it, none or that distance), the distance again where the interleave moved, then the hint.
 static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int inc_kv, gemv_tuning *tu,
                    gemv_tuning *resident, int *kv, double *gbps, int *evicted) {
-    *tu = (gemv_tuning){PF[NPF - 1], 1, 0, 0};
     int l2 = inc ? inc->l2 : 0;   // the interleave and distance are timed at the incumbent's hint
     double s;
     if (measure_resident(inc_resident, resident)) return -1;
     const int y = resident->f16y;
     mat m;
     if (dram_alloc(&m)) { mat_free(&m); return -1; }
-    gemv_tuning c[NPF + GEMV_MAX_INTERLEAVE + 1];
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1;
-    if (nnt > 1) {                // warm, the most tiles in flight the incumbent (the header says why)
-        mat warm = m;
-        warm.cold = 0;
-        for (int i = 0; i < nnt; i++) c[i] = (gemv_tuning){STREAM_PF, i + 1, l2, y};
-        tu->interleave = c[fastest(&warm, c, nnt, 1, nnt - 1, &s)].interleave;
+    *tu = pick_distance(&m, inc, nnt, l2, y, nnt, &s);
+    if (nnt > 1) {
+        int il = tu->interleave;
+        if (pick_warm(&m, tu, nnt)) { mat_free(&m); return -1; }
+        if (tu->interleave != il) *tu = pick_distance(&m, tu, tu->interleave, l2, y, nnt, &s);
     }
-    int nc = NPF;
-    for (int i = 0; i < NPF; i++) c[i] = (gemv_tuning){PF[i], tu->interleave, PF[i] ? l2 : 0, y};
-    gemv_tuning inc_y;            // the width and interleave are settled: the incumbent's distance with them
-    if (inc) inc_y = *inc, inc_y.f16y = y, inc_y.interleave = tu->interleave;
-    int ii = find_or_add(c, &nc, inc ? &inc_y : NULL, nnt);
-    *tu = c[fastest(&m, c, nc, 1, ii, &s)];
     if (tu->pf > 0) {             // then the hint at that distance
         gemv_tuning h[2] = {{tu->pf, tu->interleave, 0, y}, {tu->pf, tu->interleave, 1, y}};
         *tu = h[fastest(&m, h, 2, 1, tu->l2, &s)];

@@ -7,10 +7,11 @@
 // CPU vendor, family, model, stepping, cache sizes and the GEMV path. The DRAM-sized matrix is
 // 32 MiB evicted before each timed call where the CPU has clflushopt, else 128 MiB, evicted only
 // where the caches hold it: the stream tuning is for DRAM on a CPU with a large L3 too.
-// Two tunings: "stream" (tu) for weights read from L3 or DRAM every step: its interleave timed on
-// the DRAM-sized matrix left warm (from DRAM the interleaves tie; where the L3 holds it, or part
-// of it, the most tiles in flight, the incumbent, lead, as in decode), then the prefetch distance and its
-// hint (into every cache level, or L2 only: gemv_tuning.l2) on it evicted; "resident" for weights
+// Two tunings: "stream" (tu) for weights read from L3 or DRAM every step: its prefetch distance timed
+// on the DRAM-sized matrix evicted, its interleave on that matrix left warm, read with long
+// (K = 8192) and short (K = 256) tiles, at that distance and at none (from DRAM the interleaves
+// tie; where the L3 holds the weights they differ as in decode), then the distance again where the
+// interleave moved, and the hint (into every cache level, or L2 only: gemv_tuning.l2); "resident" for weights
 // that stay in each core's L2 from one step to the next (a thread's share at most half the L2),
 // measured on the half-L2 matrices (f16 and bf16 summed), where software prefetch only costs
 // instructions; then, on AVX-512, the f16 widening (gemv_tuning.f16y: zmm, or ymm where a core
@@ -54,10 +55,12 @@ int tune_mode_from_env(void);
 tune_result tune_gemv(int mode, const char *cache_path);
 // The tuner's decision over nc candidates timed in nr rounds (t[i * nr + r]: seconds of candidate
 // i in round r; nc <= TUNE_MAX_CANDIDATES, nr <= TUNE_MAX_ROUNDS). A candidate's score is its
-// median (by_min: its fastest round) and its spread (q3 - q1) / median over the quartiles of its
-// rounds (by_min: (median - min) / min), so one round hit by a burst does not widen it. Returns
-// the least score's index, except that an incumbent (>= 0) is kept unless the best score is
-// below the incumbent's by more than the larger of the two spreads.
+// median round (by_min: its fastest). Returns the least score's index, except that an incumbent
+// (>= 0) is kept unless clearly beaten: by_min (rounds that noise only slows), the best's score
+// below the incumbent's by more than the larger of their spreads, (median - min) / min; else
+// round by round, the best faster in every round and by more than 3% in the median round (a
+// burst slows every candidate of its round alike: on the Zen 4 spreads of ~30% a candidate hid
+// a 14% win that held in every round, where a rule on the spreads kept the incumbent).
 int tune_choose(const double *t, int nc, int nr, int incumbent, int by_min);
 // One line describing r, e.g. "gemv tuning: avx512, prefetch 2048 B, interleave 3; resident
 // (<= 1024 KiB a thread): prefetch 0 B, interleave 3; KV prefetch 2048 B (measured in 0.31 s,
