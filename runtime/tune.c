@@ -98,23 +98,35 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // (unmeasured).
 #define L3_UNKNOWN ((size_t)32 << 20)
 
-// Defaults when tuning is off, and the incumbents of a first tune, by CPU vendor and family.
-// Measured where a row says so; the fallback is the middle of the measured range, not a claim
-// about any CPU. A family spans generations (0x19: Zen 3 and Zen 4): a row holds for the model it
-// was measured on; on the others the tuner's measurement is what counts.
-// The KV prefetch (kv) was measured on the Zen 5 only; the other rows take their stream distance.
+// Defaults when tuning is off, and the incumbents of a first tune, by CPU vendor, family and a
+// model range (the first row that matches). Measured where a row says so; the fallback is the
+// middle of the measured range, not a claim about any CPU. A family spans generations (0x19: Zen 3
+// and Zen 4): a row holds for the model it was measured on; on the others the tuner's measurement
+// is what counts.
+// The KV prefetch (kv) was measured on the Zen 5; the Zen 4's is its tuner's usual pick; the other
+// rows take their stream distance.
 // tails: the takers a share needs before --tail-split auto cuts its last tile (tune_tail_takers;
 // 0: TUNE_TAIL_TAKERS). Nothing here measures it at run time: a row's count is its CPU's figure.
-static const struct { const char *vendor; int family; gemv_tuning tu, resident; int kv, tails; } DEFAULTS[] = {
-    {"AuthenticAMD", 0x19, {1024, 1, 0, 0}, {0, 1, 0, 0}, 1024, 0}, // Zen 3 (model 1): dram_8192 t=1 1 KB 87-90%
+static const struct {
+    const char *vendor;
+    int family, model_lo, model_hi;
+    gemv_tuning tu, resident;
+    int kv, tails;
+} DEFAULTS[] = {
+    {"AuthenticAMD", 0x19, 0x10, 0x1f, {0, 1, 0, 1}, {0, 4, 0, 1}, 1024, 0}, // Zen 4 (Genoa, model 0x11):
+                                                                  // stream: the tuner's pick, stories15M tg
+                                                                  // 30-40% above interleave 2; resident: l2_512
+                                                                  // f16 86-88%, bf16 93-95% at none / 4, 2 KB 8%
+                                                                  // and 2% lower; f16 into ymm (docs/design.md)
+    {"AuthenticAMD", 0x19, 0, 0xff, {1024, 1, 0, 0}, {0, 1, 0, 0}, 1024, 0}, // Zen 3 (model 1): dram_8192 t=1 1 KB 87-90%
                                                                   // of the roofline, none 75-79%, 2 KB 71-78%
-    {"AuthenticAMD", 0x1a, {2048, 4, 0, 0}, {0, 3, 0, 0}, 2048, 2}, // Zen 5: 2 KB / 4 tuned and best in a dram_8192
+    {"AuthenticAMD", 0x1a, 0, 0xff, {2048, 4, 0, 0}, {0, 3, 0, 0}, 2048, 2}, // Zen 5: 2 KB / 4 tuned and best in a dram_8192
                                                                   // sweep (an earlier sweep: 8 KB); resident:
                                                                   // l2_512's best; KV: 2 KB, +4% tg at depth
                                                                   // 4000 (+14% before the KV cache was on huge
                                                                   // pages); tails at -t 2: the same tok/s as
                                                                   // without (null-controlled), half the sync wait
-    {"GenuineIntel", 6, {2048, 4, 1, 0}, {0, 2, 0, 0}, 2048, 8},  // Xeon (Sapphire Rapids and later): dram_8192
+    {"GenuineIntel", 6, 0, 0xff, {2048, 4, 1, 0}, {0, 2, 0, 0}, 2048, 8},  // Xeon (Sapphire Rapids and later): dram_8192
                                                                   // 2 KB / 4 98-99%, 2 KB / 2 92-93%, none
                                                                   // 62-67%; into L2 (AVX-512): decode tg 1-6% up
                                                                   // at t=1, where the evicted stream matrix
@@ -155,18 +167,20 @@ static cpu_id cpu_ident(void) {
 
 static long cache_kb(int level) { return cpu_cache_bytes(level) / 1024; }   // the key's unit
 
-// 1 when c's family has a row, 0 for the fallback. A row's hint is the AVX-512 kernel's: the AVX2
-// one, a tile at a time, ran 7% slower into L2 on the Xeon where AVX-512 ran 5% faster (decode at
-// t=1, docs/performance.md), so off AVX-512 the default prefetches into every level.
+// 1 when c's family and model have a row, 0 for the fallback. A row's hint and f16 width are the
+// AVX-512 kernel's: the AVX2 one, a tile at a time, ran 7% slower into L2 on the Xeon where AVX-512
+// ran 5% faster (decode at t=1, docs/performance.md), so off AVX-512 the default prefetches into
+// every level, and widens f16 as AVX2 does.
 static int family_default(const cpu_id *c, gemv_tuning *tu, gemv_tuning *resident, int *kv, int *tails) {
     *tu = FALLBACK, *resident = FALLBACK_RESIDENT, *kv = FALLBACK_KV, *tails = TUNE_TAIL_TAKERS;
     int row = 0;
     for (size_t i = 0; i < sizeof DEFAULTS / sizeof *DEFAULTS && !row; i++)
-        if (!strcmp(DEFAULTS[i].vendor, c->vendor) && DEFAULTS[i].family == c->family) {
+        if (!strcmp(DEFAULTS[i].vendor, c->vendor) && DEFAULTS[i].family == c->family &&
+            c->model >= DEFAULTS[i].model_lo && c->model <= DEFAULTS[i].model_hi) {
             *tu = DEFAULTS[i].tu, *resident = DEFAULTS[i].resident, *kv = DEFAULTS[i].kv, row = 1;
             if (DEFAULTS[i].tails) *tails = DEFAULTS[i].tails;
         }
-    if (gemv_isa_id() != GEMV_AVX512) tu->l2 = 0;
+    if (gemv_isa_id() != GEMV_AVX512) tu->l2 = 0, tu->f16y = resident->f16y = 0;   // AVX-512's choices
     return row;
 }
 
