@@ -289,11 +289,12 @@ int tune_choose(const double *t, int nc, int nr, int incumbent, int by_min) {
     return median(q, nr) < 1 - MIN_WIN && q[nr - 1] < 1 ? best : incumbent;   // q sorted
 }
 
-// Times nc candidates in nr rounds into t[i * nr + r] = time_one(ctx, i), after one untimed
-// call of candidate 0 (the first calls after a buffer is written run slow); the order rotates each
-// round, so a burst of noise from another process hits every candidate alike.
+// Times nc candidates in nr rounds into t[i * nr + r] = time_one(ctx, i), after two untimed
+// calls of candidate 0 (the first calls after a buffer is written run slow; on the Zen 4 the first
+// timed call on the warm 32 MiB matrix, after one untimed, still ran ~15% slow); the order rotates
+// each round, so a burst of noise from another process hits every candidate alike.
 static void time_rounds(double (*time_one)(void *ctx, int i), void *ctx, int nc, int nr, double *t) {
-    time_one(ctx, 0);
+    time_one(ctx, 0), time_one(ctx, 0);
     for (int r = 0; r < nr; r++)
         for (int q = 0; q < nc; q++) {
             int i = (q + r) % nc;
@@ -428,7 +429,8 @@ static gemv_tuning pick_distance(const mat *m, const gemv_tuning *inc, int il, i
 // The interleave 1..nnt at tu's distance, and at none where tu has one, on m left warm, a round's
 // time the sum over m's own shape and SMALL_K; tu at the most tiles the incumbent. Both distances
 // run because the interleave's effect depends on the prefetch: on the Zen 4 at 2048 B the counts
-// tied on the warm K = 256 matrix, all slow, where at none one tile led by ~40%. -1 no memory.
+// tied on the warm K = 256 matrix, all slow, where at none one tile led by ~40%. Of the pair
+// picked the caller keeps the interleave (the distance is timed evicted). -1 no memory.
 static int pick_warm(const mat *m, gemv_tuning *tu, int nnt) {
     mat w[2] = {*m, *m};
     w[0].cold = w[1].cold = 0;
@@ -451,10 +453,10 @@ static int pick_warm(const mat *m, gemv_tuning *tu, int nnt) {
 }
 
 // Measures every choice, keeping the incumbents inc/inc_resident (NULL: none; the stream
-// interleave's incumbent is always the largest) unless a candidate beats them by more than the
-// spread of the rounds; 0 ok (tu, resident, gbps, evicted set), -1 out of memory. The stream
-// tuning: the distance evicted at the most tiles, the interleave warm at that distance
-// (pick_warm: with it, none or that distance), the distance again where the interleave moved, then the hint.
+// interleave's incumbent is always the largest) unless a candidate clearly beats them
+// (tune_choose); 0 ok (tu, resident, gbps, evicted set), -1 out of memory. The stream
+// tuning: the distance evicted at the most tiles, the interleave warm (pick_warm: at that distance
+// and at none), the distance again, evicted, where the interleave moved, then the hint.
 static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int inc_kv, gemv_tuning *tu,
                    gemv_tuning *resident, int *kv, double *gbps, int *evicted) {
     int l2 = inc ? inc->l2 : 0;   // the interleave and distance are timed at the incumbent's hint
@@ -465,10 +467,10 @@ static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int 
     if (dram_alloc(&m)) { mat_free(&m); return -1; }
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1;
     *tu = pick_distance(&m, inc, nnt, l2, y, nnt, &s);
-    if (nnt > 1) {
-        int il = tu->interleave;
+    if (nnt > 1) {                // the interleave warm; the distance stays the evicted pick's call
+        gemv_tuning d = *tu;
         if (pick_warm(&m, tu, nnt)) { mat_free(&m); return -1; }
-        if (tu->interleave != il) *tu = pick_distance(&m, tu, tu->interleave, l2, y, nnt, &s);
+        *tu = tu->interleave == d.interleave ? d : pick_distance(&m, &d, tu->interleave, l2, y, nnt, &s);
     }
     if (tu->pf > 0) {             // then the hint at that distance
         gemv_tuning h[2] = {{tu->pf, tu->interleave, 0, y}, {tu->pf, tu->interleave, 1, y}};
