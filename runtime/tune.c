@@ -62,7 +62,8 @@ static const int KPF[] = {0, 1024, 2048, 4096};         // attention's KV rows
 #define RROUNDS 5
 #define WROUNDS 7                // the warm interleave's: its margins are narrower
 #define RCALLS 40                // resident calls a round, each matrix
-_Static_assert(ROUNDS <= TUNE_MAX_ROUNDS && RROUNDS <= TUNE_MAX_ROUNDS && WROUNDS <= TUNE_MAX_ROUNDS, "tune_choose's round bound");
+_Static_assert(ROUNDS <= TUNE_MAX_ROUNDS && RROUNDS <= TUNE_MAX_ROUNDS && WROUNDS <= TUNE_MAX_ROUNDS,
+               "tune_choose's round bound");
 _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 <= TUNE_MAX_CANDIDATES &&
                NKPF + 1 <= TUNE_MAX_CANDIDATES && 2 * GEMV_MAX_INTERLEAVE <= TUNE_MAX_CANDIDATES, "candidates");
 #define MIN_WIN 0.03              // tune_choose: a newcomer's least median gain on an incumbent
@@ -113,25 +114,20 @@ static const struct {
     gemv_tuning tu, resident;
     int kv, tails;
 } DEFAULTS[] = {
-    {"AuthenticAMD", 0x19, 0x10, 0x1f, {0, 1, 0, 1}, {0, 4, 0, 1}, 1024, 0}, // Zen 4 (Genoa, model 0x11):
-                                                                  // stream: the tuner's pick, stories15M tg
-                                                                  // 30-40% above interleave 2; resident: l2_512
-                                                                  // f16 86-88%, bf16 93-95% at none / 4, 2 KB 8%
-                                                                  // and 2% lower; f16 into ymm (docs/design.md)
-    {"AuthenticAMD", 0x19, 0, 0xff, {1024, 1, 0, 0}, {0, 1, 0, 0}, 1024, 0}, // Zen 3 (model 1): dram_8192 t=1 1 KB 87-90%
-                                                                  // of the roofline, none 75-79%, 2 KB 71-78%
-    {"AuthenticAMD", 0x1a, 0, 0xff, {2048, 4, 0, 0}, {0, 3, 0, 0}, 2048, 2}, // Zen 5: 2 KB / 4 tuned and best in a dram_8192
-                                                                  // sweep (an earlier sweep: 8 KB); resident:
-                                                                  // l2_512's best; KV: 2 KB, +4% tg at depth
-                                                                  // 4000 (+14% before the KV cache was on huge
-                                                                  // pages); tails at -t 2: the same tok/s as
-                                                                  // without (null-controlled), half the sync wait
-    {"GenuineIntel", 6, 0, 0xff, {2048, 4, 1, 0}, {0, 2, 0, 0}, 2048, 8},  // Xeon (Sapphire Rapids and later): dram_8192
-                                                                  // 2 KB / 4 98-99%, 2 KB / 2 92-93%, none
-                                                                  // 62-67%; into L2 (AVX-512): decode tg 1-6% up
-                                                                  // at t=1, where the evicted stream matrix
-                                                                  // barely tells the hints apart; tails: 1.6%
-                                                                  // fewer tok/s at -t 2 (f16), 8-12% more at 16
+    // Zen 4 (Genoa, model 0x11): stream: the tuner's pick, stories15M tg 30-40% above interleave 2;
+    // resident: l2_512 f16 86-88%, bf16 93-95% at none / 4, 2 KB 8% and 2% lower; f16 into ymm
+    // (docs/design.md)
+    {"AuthenticAMD", 0x19, 0x10, 0x1f, {0, 1, 0, 1}, {0, 4, 0, 1}, 1024, 0},
+    // Zen 3 (model 1): dram_8192 t=1 1 KB 87-90% of the roofline, none 75-79%, 2 KB 71-78%
+    {"AuthenticAMD", 0x19, 0, 0xff, {1024, 1, 0, 0}, {0, 1, 0, 0}, 1024, 0},
+    // Zen 5: 2 KB / 4 tuned and best in a dram_8192 sweep (an earlier sweep: 8 KB); resident:
+    // l2_512's best; KV: 2 KB, +4% tg at depth 4000 (+14% before the KV cache was on huge pages);
+    // tails at -t 2: the same tok/s as without (null-controlled), half the sync wait
+    {"AuthenticAMD", 0x1a, 0, 0xff, {2048, 4, 0, 0}, {0, 3, 0, 0}, 2048, 2},
+    // Xeon (Sapphire Rapids and later): dram_8192 2 KB / 4 98-99%, 2 KB / 2 92-93%, none 62-67%;
+    // into L2 (AVX-512): decode tg 1-6% up at t=1, where the evicted stream matrix barely tells the
+    // hints apart; tails: 1.6% fewer tok/s at -t 2 (f16), 8-12% more at 16
+    {"GenuineIntel", 6, 0, 0xff, {2048, 4, 1, 0}, {0, 2, 0, 0}, 2048, 8},
 };
 static const gemv_tuning FALLBACK = {4096, 2, 0, 0}, FALLBACK_RESIDENT = {0, 2, 0, 0};
 #define FALLBACK_KV 2048
