@@ -24,9 +24,9 @@
 //    within noise of each other. On the Sapphire Rapids-class Xeon the evicted 32 MiB picks 2 KB
 //    where the 128 MiB, which its L3 mostly held, picked 1 KB; with the KV cache in that L3 (a
 //    stories15M shape at depth 4000) 1 KB ran ~7% faster than 2 KB at t=1 and tied at t=2.
-// Candidates rotate within each round and the median of ROUNDS rounds decides, so a burst of
-// noise from another process hits every candidate alike (after a warm-up call: the first
-// calls after the matrix is written run at half speed); for the resident candidates (no DRAM,
+// Candidates rotate within each round and the median of ROUNDS rounds (WROUNDS for the warm
+// interleave) decides, so a burst of noise from another process hits every candidate alike
+// (after two warm-up calls: the first calls after the matrix is written run at half speed); for the resident candidates (no DRAM,
 // ~17 us a call on the Xeon, ~5 us on the Zen 5's 1 MiB L2, so noise only ever adds time) the
 // fastest of RROUNDS rounds of RCALLS calls. The incumbent of a first tune is the family
 // default, of a re-tune the cached pick: a candidate replaces it only by beating it clearly
@@ -66,6 +66,10 @@ _Static_assert(ROUNDS <= TUNE_MAX_ROUNDS && RROUNDS <= TUNE_MAX_ROUNDS && WROUND
                "tune_choose's round bound");
 _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 <= TUNE_MAX_CANDIDATES &&
                NKPF + 1 <= TUNE_MAX_CANDIDATES && 2 * GEMV_MAX_INTERLEAVE <= TUNE_MAX_CANDIDATES, "candidates");
+// The tuner's procedure, in the cache key: a line that an earlier procedure measured is a miss, so
+// a machine that cached version 1's warm interleave (timed on long tiles only: 23% fewer tok/s of
+// the stories15M shape on the Zen 4) is measured again once.
+#define TUNE_VERSION 2
 #define MIN_WIN 0.03              // tune_choose: a newcomer's least median gain on an incumbent
 #define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much
 #define RECHECK_S 600             // ... checked at most this often (a check allocates the stream matrix)
@@ -114,11 +118,14 @@ static const struct {
     gemv_tuning tu, resident;
     int kv, tails;
 } DEFAULTS[] = {
-    // Zen 4 (Genoa, model 0x11): stream: the tuner's pick, stories15M tg 30-40% above interleave 2;
+    // Zen 4, Genoa-class models 0x10-0x1f (measured on 0x11; the other Zen 4 models, 0x60-0x7f
+    // and 0xa0-0xaf, unmeasured, take the next row): stream: the tuner's pick, stories15M tg 30-40%
+    // above interleave 2 (a tune's warm interleave starts from the most tiles, not from this 1);
     // resident: l2_512 f16 86-88%, bf16 93-95% at none / 4, 2 KB 8% and 2% lower; f16 into ymm
     // (docs/design.md)
     {"AuthenticAMD", 0x19, 0x10, 0x1f, {0, 1, 0, 1}, {0, 4, 0, 1}, 1024, 0},
-    // Zen 3 (model 1): dram_8192 t=1 1 KB 87-90% of the roofline, none 75-79%, 2 KB 71-78%
+    // Zen 3 (measured on model 1) and the family's other models: dram_8192 t=1 1 KB 87-90% of the
+    // roofline, none 75-79%, 2 KB 71-78%
     {"AuthenticAMD", 0x19, 0, 0xff, {1024, 1, 0, 0}, {0, 1, 0, 0}, 1024, 0},
     // Zen 5: 2 KB / 4 tuned and best in a dram_8192 sweep (an earlier sweep: 8 KB); resident:
     // l2_512's best; KV: 2 KB, +4% tg at depth 4000 (+14% before the KV cache was on huge pages);
@@ -279,10 +286,15 @@ int tune_choose(const double *t, int nc, int nr, int incumbent, int by_min) {
         double margin = spread[best] > spread[incumbent] ? spread[best] : spread[incumbent];
         return score[best] < score[incumbent] * (1 - margin) ? best : incumbent;
     }
-    // round by round: a burst slows every candidate of its round alike
-    double q[TUNE_MAX_ROUNDS];
-    for (int r = 0; r < nr; r++) q[r] = t[best * nr + r] / t[incumbent * nr + r];
-    return median(q, nr) < 1 - MIN_WIN && q[nr - 1] < 1 ? best : incumbent;   // q sorted
+    // round by round (a burst slows every candidate of its round alike): of those faster than the
+    // incumbent in every round, by more than MIN_WIN in the median one, the least median
+    int pick = incumbent;
+    for (int i = 0; i < nc; i++) {
+        double q[TUNE_MAX_ROUNDS];
+        for (int r = 0; r < nr; r++) q[r] = t[i * nr + r] / t[incumbent * nr + r];
+        if (median(q, nr) < 1 - MIN_WIN && q[nr - 1] < 1 && score[i] < score[pick]) pick = i;   // q sorted
+    }
+    return pick;
 }
 
 // Times nc candidates in nr rounds into t[i * nr + r] = time_one(ctx, i), after two untimed
@@ -553,8 +565,8 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     tune_result r;
     memset(&r, 0, sizeof r);
     cpu_id c = cpu_ident();
-    snprintf(r.key, sizeof r.key, "%s-f%d-m%d-s%d-l1d%ldK-l2%ldK-l3%ldK-%s", c.vendor, c.family, c.model,
-             c.stepping, cache_kb(1), cache_kb(2), cache_kb(3), gemv_isa());
+    snprintf(r.key, sizeof r.key, "%s-f%d-m%d-s%d-l1d%ldK-l2%ldK-l3%ldK-%s-v%d", c.vendor, c.family, c.model,
+             c.stepping, cache_kb(1), cache_kb(2), cache_kb(3), gemv_isa(), TUNE_VERSION);
     for (char *p = r.key; *p; p++)      // one word in the cache file ("  Shanghai  ", "VIA VIA VIA ")
         if (*p <= ' ' || *p > '~') *p = '_';
     char path[4096];

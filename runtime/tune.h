@@ -1,30 +1,31 @@
 // Per-machine tuning of the packed GEMV's free choices (prefetch distance, tiles in flight:
 // kernels/gemv.h gemv_tuning), which leave the arithmetic alone. A prefetch distance that is best
 // on one CPU costs 15-20% on another, so it is measured, not guessed: a short single-thread run
-// (0.3-0.4 s on a Sapphire Rapids-class Xeon with clflushopt, about 1 s with the 128 MiB matrix)
-// over a DRAM-sized and a half-L2 packed matrix picks the fastest candidates, and the result is
-// cached in $XDG_CACHE_HOME/decode/tune (or ~/.cache/decode/tune; runtime/cachedir.h) under a key of
-// CPU vendor, family, model, stepping, cache sizes and the GEMV path. The DRAM-sized matrix is
-// 32 MiB evicted before each timed call where the CPU has clflushopt, else 128 MiB, evicted only
-// where the caches hold it: the stream tuning is for DRAM on a CPU with a large L3 too.
-// Two tunings: "stream" (tu) for weights read from L3 or DRAM every step: its prefetch distance timed
-// on the DRAM-sized matrix evicted, its interleave on that matrix left warm, read with long
+// (0.2-0.4 s on the Xeon and Zen CPUs seen, which have clflushopt; without it a 128 MiB matrix,
+// read some 160 times, takes seconds) over a DRAM-sized and a half-L2 packed matrix picks the
+// fastest candidates, and the result is cached in $XDG_CACHE_HOME/decode/tune (or
+// ~/.cache/decode/tune; runtime/cachedir.h) under a key of CPU vendor, family, model, stepping,
+// cache sizes, the GEMV path and the tuner's version. The DRAM-sized matrix is 32 MiB evicted
+// before each timed call where the CPU has clflushopt, else 128 MiB, evicted only where the caches
+// hold it: the stream tuning is for DRAM on a CPU with a large L3 too.
+// Two tunings: "stream" (tu) for weights read from L3 or DRAM every step: its prefetch distance
+// timed on the DRAM-sized matrix evicted; its interleave on that matrix left warm, read with long
 // (K = 8192) and short (K = 256) tiles, at that distance and at none (from DRAM the interleaves
-// tie; where the L3 holds the weights they differ as in decode), then the distance again where the
-// interleave moved, and the hint (into every cache level, or L2 only: gemv_tuning.l2); "resident" for weights
-// that stay in each core's L2 from one step to the next (a thread's share at most half the L2),
-// measured on the half-L2 matrices (f16 and bf16 summed), where software prefetch only costs
-// instructions; then, on AVX-512, the f16 widening (gemv_tuning.f16y: zmm, or ymm where a core
-// converts ymm at twice the rate per weight, as a Zen 4 does) on the f16 one alone, which both
-// tunings take. tune_pick chooses between them by the bytes a step streams per thread. A cached
-// entry is reused while a check of the DRAM read rate (at most every 10 minutes: it allocates the
-// DRAM-sized matrix) stays within 20% of the rate stored with it; otherwise it is measured again,
-// with the cached picks among the candidates (but the stream interleave, whose incumbent is
-// always the largest), and they stay unless a candidate beats them by more than the spread of the
-// rounds (tune_choose): a re-tune in a noisy moment must not lock in a worse pick.
+// tie; where the L3 holds the weights they differ as in decode); the distance again where the
+// interleave moved; then the hint (into every cache level, or L2 only: gemv_tuning.l2).
+// "resident" for weights that stay in each core's L2 from one step to the next (a thread's share
+// at most half the L2), measured on the half-L2 matrices (f16 and bf16 summed), where software
+// prefetch only costs instructions; then, on AVX-512, the f16 widening (gemv_tuning.f16y: zmm, or
+// ymm where a core converts ymm at twice the rate per weight, as a Zen 4 does) on the f16 one
+// alone, which both tunings take. tune_pick chooses between them by the bytes a step streams per
+// thread. A cached entry is reused while a check of the DRAM read rate (at most every 10 minutes:
+// it allocates the DRAM-sized matrix) stays within 20% of the rate stored with it; otherwise it is
+// measured again, with the cached picks among the candidates (but the stream interleave, whose
+// incumbent is always the largest), and they stay unless a candidate clearly beats them
+// (tune_choose): a re-tune in a noisy moment must not lock in a worse pick.
 // A first tune (or DECODE_TUNE=force, which ignores a valid cache entry) does the same with the
-// CPU family's default as the incumbent, where the family has a measured row. DECODE_TUNE=off
-// takes that default without measuring.
+// default row for the CPU's vendor, family and model as the incumbent, where there is a measured
+// row. DECODE_TUNE=off takes that default without measuring.
 #pragma once
 #include "kernels/gemv.h"
 #include <stddef.h>
@@ -55,12 +56,13 @@ int tune_mode_from_env(void);
 tune_result tune_gemv(int mode, const char *cache_path);
 // The tuner's decision over nc candidates timed in nr rounds (t[i * nr + r]: seconds of candidate
 // i in round r; nc <= TUNE_MAX_CANDIDATES, nr <= TUNE_MAX_ROUNDS). A candidate's score is its
-// median round (by_min: its fastest). Returns the least score's index, except that an incumbent
-// (>= 0) is kept unless clearly beaten: by_min (rounds that noise only slows), the best's score
-// below the incumbent's by more than the larger of their spreads, (median - min) / min; else
-// round by round, the best faster in every round and by more than 3% in the median round (a
-// burst slows every candidate of its round alike: on the Zen 4 spreads of ~30% a candidate hid
-// a 14% win that held in every round, where a rule on the spreads kept the incumbent).
+// median round (by_min: its fastest). Without an incumbent (< 0, or out of range) returns the
+// least score's index. With one it is kept unless clearly beaten: by_min (rounds that noise only
+// slows), the best's score below the incumbent's by more than the larger of their spreads,
+// (median - min) / min; else round by round: of the candidates faster than the incumbent in every
+// round and by more than 3% in the median round, the least median (a burst slows every candidate
+// of its round alike: on the Zen 4 spreads of ~30% a candidate hid a 14% win that held in every
+// round, where a rule on the spreads kept the incumbent).
 int tune_choose(const double *t, int nc, int nr, int incumbent, int by_min);
 // One line describing r, e.g. "gemv tuning: avx512, prefetch 2048 B, interleave 3; resident
 // (<= 1024 KiB a thread): prefetch 0 B, interleave 3; KV prefetch 2048 B (measured in 0.31 s,
