@@ -327,13 +327,14 @@ int main(void) {
            tune_tail_takers() == o.tail_takers && strstr(line, tails), "%d / %d / %d, '%s'", o.tail_takers,
            n.tail_takers, r.tail_takers, line);
     // and the rows measured so far are the ones read (runtime/tune.c's table; the key names the family)
-    int want_tails = !strncmp(o.key, "AuthenticAMD-f26-", 17) ? 2 : TUNE_TAIL_TAKERS;
+    int fam = -1, model = -1;
+    sscanf(o.key, "AuthenticAMD-f%d-m%d-", &fam, &model);
+    int zen4 = fam == 25 && model >= 16 && model <= 31;   // the Genoa-class row
+    int want_tails = fam == 26 || zen4 ? 2 : TUNE_TAIL_TAKERS;
     CHECKF(o.tail_takers == want_tails, "%s: tails from %d takers, the row says %d", o.key, o.tail_takers, want_tails);
     // a row for a model range: the Zen 4 (family 0x19, models 0x10-0x1f) is not read as the Zen 3
     // row of its family (one tile, f16 into zmm)
-    int fam = -1, model = -1;
-    sscanf(o.key, "AuthenticAMD-f%d-m%d-", &fam, &model);
-    CHECKF(gemv_isa_id() != GEMV_AVX512 || fam != 25 || model < 16 || model > 31 ||
+    CHECKF(gemv_isa_id() != GEMV_AVX512 || !zen4 ||
                (o.tu.pf == 0 && o.tu.interleave == 1 && o.tu.f16y == 1 && o.resident.interleave == 4),
            "%s: off gave prefetch %d, interleave %d, ymm %d", o.key, o.tu.pf, o.tu.interleave, o.tu.f16y);
     checks++;
