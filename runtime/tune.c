@@ -26,10 +26,10 @@
 //    stories15M shape at depth 4000) 1 KB ran ~7% faster than 2 KB at t=1 and tied at t=2.
 // Candidates rotate within each round and the median of ROUNDS rounds (WROUNDS for the warm
 // interleave) decides, so a burst of noise from another process hits every candidate alike
-// (after two warm-up calls: the first calls after the matrix is written run at half speed); for the resident candidates (no DRAM,
-// ~17 us a call on the Xeon, ~5 us on the Zen 5's 1 MiB L2, so noise only ever adds time) the
-// fastest of RROUNDS rounds of RCALLS calls. The incumbent of a first tune is the family
-// default, of a re-tune the cached pick: a candidate replaces it only by beating it clearly
+// (after an untimed round: the first calls after the matrix is written run at half speed); for
+// the resident candidates (no DRAM, ~17 us a call on the Xeon, ~5 us on the Zen 5's 1 MiB L2, so
+// noise only ever adds time) the fastest of RROUNDS rounds of RCALLS calls. The incumbent of a
+// first tune is the CPU's default row, of a re-tune the cached pick: a candidate replaces it only by beating it clearly
 // (tune_choose: the resident ones by more than the rounds' spread, the others in every round and
 // by more than MIN_WIN in the median one), so where the machine cannot tell the choices apart the
 // measured default stands, not the noise.
@@ -298,12 +298,13 @@ int tune_choose(const double *t, int nc, int nr, int incumbent, int by_min) {
     return pick;
 }
 
-// Times nc candidates in nr rounds into t[i * nr + r] = time_one(ctx, i), after two untimed
-// calls of candidate 0 (the first calls after a buffer is written run slow; on the Zen 4 the first
-// timed call on the warm 32 MiB matrix, after one untimed, still ran ~15% slow); the order rotates
-// each round, so a burst of noise from another process hits every candidate alike.
+// Times nc candidates in nr rounds into t[i * nr + r] = time_one(ctx, i), after a round untimed
+// (the first calls after a buffer is written or evicted run slow: on the Zen 4 the first timed
+// call on the warm 32 MiB matrix ran ~5-15% slow after one or two untimed calls of the same
+// candidate, and lost its round); the order rotates each round, so a burst of noise from another
+// process hits every candidate alike.
 static void time_rounds(double (*time_one)(void *ctx, int i), void *ctx, int nc, int nr, double *t) {
-    time_one(ctx, 0), time_one(ctx, 0);
+    for (int i = 0; i < nc; i++) time_one(ctx, i);
     for (int r = 0; r < nr; r++)
         for (int q = 0; q < nc; q++) {
             int i = (q + r) % nc;
