@@ -29,10 +29,10 @@
 // (after an untimed round: the first calls after the matrix is written run at half speed); for
 // the resident candidates (no DRAM, ~17 us a call on the Xeon, ~5 us on the Zen 5's 1 MiB L2, so
 // noise only ever adds time) the fastest of RROUNDS rounds of RCALLS calls. The incumbent of a
-// first tune is the CPU's default row, of a re-tune the cached pick: a candidate replaces it only by beating it clearly
-// (tune_choose: the resident ones by more than the rounds' spread, the others in every round and
-// by more than MIN_WIN in the median one), so where the machine cannot tell the choices apart the
-// measured default stands, not the noise.
+// first tune is the CPU's default row, of a re-tune the cached pick: a candidate replaces it only
+// by beating it clearly (tune_choose: the resident ones by more than the rounds' spread, the
+// others in every round, all but one of WROUNDS, and by more than MIN_WIN in the median one), so
+// where the machine cannot tell the choices apart the measured default stands, not the noise.
 #include "runtime/tune.h"
 #include "runtime/cachedir.h"
 #include "kernels/ops.h"
@@ -288,12 +288,13 @@ int tune_choose(const double *t, int nc, int nr, int incumbent, int by_min) {
         return score[best] < score[incumbent] * (1 - margin) ? best : incumbent;
     }
     // round by round (a burst slows every candidate of its round alike): of those faster than the
-    // incumbent in every round, by more than MIN_WIN in the median one, the least median
+    // incumbent in every round but nr / 7 of them, by more than MIN_WIN in the median one, the
+    // least median
     int pick = incumbent;
     for (int i = 0; i < nc; i++) {
         double q[TUNE_MAX_ROUNDS];
         for (int r = 0; r < nr; r++) q[r] = t[i * nr + r] / t[incumbent * nr + r];
-        if (median(q, nr) < 1 - MIN_WIN && q[nr - 1] < 1 && score[i] < score[pick]) pick = i;   // q sorted
+        if (median(q, nr) < 1 - MIN_WIN && q[nr - 1 - nr / 7] < 1 && score[i] < score[pick]) pick = i;   // q sorted
     }
     return pick;
 }

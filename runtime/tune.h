@@ -60,9 +60,10 @@ tune_result tune_gemv(int mode, const char *cache_path);
 // least score's index. With one it is kept unless clearly beaten: by_min (rounds that noise only
 // slows), the best's score below the incumbent's by more than the larger of their spreads,
 // (median - min) / min; else round by round: of the candidates faster than the incumbent in every
-// round and by more than 3% in the median round, the least median (a burst slows every candidate
-// of its round alike: on the Zen 4 spreads of ~30% a candidate hid a 14% win that held in every
-// round, where a rule on the spreads kept the incumbent).
+// round (all but nr / 7 of them: one of 7) and by more than 3% in the median round, the least
+// median (a burst slows every candidate of its round alike: on the Zen 4 spreads of ~30% a
+// candidate hid a 14% win that held in every round, where a rule on the spreads kept the
+// incumbent; one burst in one of 7 rounds then still kept it in 2 of 18 tunes).
 int tune_choose(const double *t, int nc, int nr, int incumbent, int by_min);
 // One line describing r, e.g. "gemv tuning: avx512, prefetch 2048 B, interleave 3; resident
 // (<= 1024 KiB a thread): prefetch 0 B, interleave 3; KV prefetch 2048 B (measured in 0.31 s,
