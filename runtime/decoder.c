@@ -550,8 +550,8 @@ static void residual_share(decoder *d, thread_ctx *c, int m) {
 // completes the tile folds the slots left to right (the canonical order, as split-K does) and
 // runs the rows' epilogue, so the bits stay those of the whole tile. At -t 2 it halves the wait,
 // for 1.6% of tok/s (f16) on a Xeon and none on the Zen 5; at 16 threads of a Xeon it gave 8-12%
-// (docs/runtime.md): decode's auto cuts where a share has the CPU family's count of takers
-// (tune_tail_takers: 2 on the Zen 5, else 8).
+// (docs/runtime.md): decode's auto cuts where a share has the CPU row's count of takers
+// (tune_tail_takers: 2 on the Zen 5 and the Genoa-class Zen 4, else 8).
 
 static const int stage_mats[DECODER_N_STAGE][2] = {
     [DECODER_ST_WO] = {SCHED_WO, -1}, [DECODER_ST_FFN] = {SCHED_GATE, SCHED_UP},

@@ -69,7 +69,7 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // The tuner's procedure, in the cache key: a line that an earlier procedure measured is a miss, so
 // a machine that cached version 1's warm interleave (timed on long tiles only: 23% fewer tok/s of
 // the stories15M shape on the Zen 4) is measured again once.
-#define TUNE_VERSION 2
+#define TUNE_VERSION 3
 #define MIN_WIN 0.03              // tune_choose: a newcomer's least median gain on an incumbent
 #define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much
 #define RECHECK_S 600             // ... checked at most this often (a check allocates the stream matrix)
@@ -108,8 +108,8 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // middle of the measured range, not a claim about any CPU. A family spans generations (0x19: Zen 3
 // and Zen 4): a row holds for the model it was measured on; on the others the tuner's measurement
 // is what counts.
-// The KV prefetch (kv) was measured on the Zen 5; the Zen 4's is its tuner's usual pick; the other
-// rows take their stream distance.
+// The KV prefetch (kv) was measured on the Zen 5; the Zen 4's is the Zen 3 row's (its first tunes
+// picked 0-4 KiB, not measured in decode); the other rows take their stream distance.
 // tails: the takers a share needs before --tail-split auto cuts its last tile (tune_tail_takers;
 // 0: TUNE_TAIL_TAKERS). Nothing here measures it at run time: a row's count is its CPU's figure.
 static const struct {
@@ -123,7 +123,7 @@ static const struct {
     // above interleave 2 (a tune's warm interleave starts from the most tiles, not from this 1);
     // resident: l2_512 f16 86-88%, bf16 93-95% at none / 4, 2 KB 8% and 2% lower; f16 into ymm
     // (docs/design.md); tails at -t 2: TinyLlama the same tok/s as without, sync wait 0.4-1.5%
-    // against 0.7-2.8%, stories15M 3-8% more tok/s in 5 of 6 pairs
+    // against 0.7-2.8%, stories15M ahead in 4 of 6 adjacent pairs (-3% to +18%)
     {"AuthenticAMD", 0x19, 0x10, 0x1f, {0, 1, 0, 1}, {0, 4, 0, 1}, 1024, 2},
     // Zen 3 (measured on model 1) and the family's other models: dram_8192 t=1 1 KB 87-90% of the
     // roofline, none 75-79%, 2 KB 71-78%

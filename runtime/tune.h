@@ -32,7 +32,7 @@
 
 enum { TUNE_AUTO, TUNE_OFF, TUNE_FORCE };
 enum { TUNE_MAX_CANDIDATES = 16, TUNE_MAX_ROUNDS = 8 };
-enum { TUNE_TAIL_TAKERS = 8 };   // tune_tail_takers where no family row says otherwise
+enum { TUNE_TAIL_TAKERS = 8 };   // tune_tail_takers where no CPU row says otherwise
 enum { TUNE_DEFAULT, TUNE_CACHED, TUNE_MEASURED };
 
 typedef struct {
@@ -40,7 +40,7 @@ typedef struct {
     gemv_tuning resident;         // weights a thread keeps in its L2 between steps
     size_t resident_bytes;        // bytes per thread up to which tune_pick takes resident (half the L2; 0: never)
     int kv_pf;                    // bytes attention prefetches its K and V rows ahead (attention_set_prefetch)
-    int tail_takers;              // the CPU family's row (tune_tail_takers): from a table, never measured
+    int tail_takers;              // the CPU's row (tune_tail_takers): from a table, never measured
     int source;                   // TUNE_DEFAULT / TUNE_CACHED / TUNE_MEASURED
     double gbps;                  // single-thread DRAM GEMV read rate with tu (0 when not measured)
     int evicted;                  // the DRAM-sized matrix was evicted before each call the picks were timed on
@@ -63,7 +63,8 @@ tune_result tune_gemv(int mode, const char *cache_path);
 // round (all but nr / 7 of them: one of 7) and by more than 3% in the median round, the least
 // median (a burst slows every candidate of its round alike: on the Zen 4 spreads of ~30% a
 // candidate hid a 14% win that held in every round, where a rule on the spreads kept the
-// incumbent; one burst in one of 7 rounds then still kept it in 2 of 18 tunes).
+// incumbent; one burst in one of 7 rounds, or a slow first round, then still kept it in 4 of 12
+// forced tunes).
 int tune_choose(const double *t, int nc, int nr, int incumbent, int by_min);
 // One line describing r, e.g. "gemv tuning: avx512, prefetch 2048 B, interleave 3; resident
 // (<= 1024 KiB a thread): prefetch 0 B, interleave 3; KV prefetch 2048 B (measured in 0.31 s,
@@ -76,7 +77,7 @@ void tune_describe(const tune_result *r, char *buf, size_t n);
 // The caller sets it (gemv_set_tuning) before the threads that call gemv_packed start a job.
 gemv_tuning tune_pick(size_t step_bytes, int threads);
 // The takers a share of a stolen stage needs before decode's --tail-split auto cuts its last tile
-// into segments (runtime/decoder.c): the last tune_gemv's CPU family row, else TUNE_TAIL_TAKERS
+// into segments (runtime/decoder.c): the last tune_gemv's CPU row, else TUNE_TAIL_TAKERS
 // (also before any tune_gemv). Cutting costs the segments' slower kernel on every tail and saves
 // the early thread's wait; at -t 2 that came out even on the Zen 5 and 1.6% short on a Xeon, and
 // 8-12% ahead at -t 16 on a 16-core Xeon (docs/runtime.md).

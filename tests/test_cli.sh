@@ -242,7 +242,7 @@ expect 1 "drop: every byte vanishes" -- "$d" -m "$drop" -p $'\003\003' -n 1
 grep -q "the prompt's 2 bytes give no token" "$tmp/err" || fail "drop all: $(cat "$tmp/err")"
 
 # --print-schedule: the plan, each thread's waits, and how the stolen stages hand out tiles (off:
-# whole tiles; on cuts the tails; auto as the CPU family's row says); stories260K runs on one thread
+# whole tiles; on cuts the tails; auto as the CPU's row says); stories260K runs on one thread
 # at -t 2 (under the step threshold) and steals nothing.
 sched=$tmp/sched.gguf
 "$bin/gguf-synth" "$sched" --n-embd 512 --n-layer 2 --n-head 8 --n-kv-head 4 --n-ff 1376 --n-vocab 2000 --ctx 64 --dtype f16 --seed 7 >/dev/null || fail "gguf-synth 512"
@@ -250,7 +250,7 @@ expect 0 "print-schedule -t 2" -- "$d" -m "$sched" -p a -n 1 --temp 0 -t 2 --pri
 grep -q "^schedule: 2 threads" "$tmp/err" && grep -q "^thread 1 (node 0)" "$tmp/err" &&
   grep -q "^  wo      whole tiles$" "$tmp/err" && grep -q "^  down    whole tiles$" "$tmp/err" ||
   fail "print-schedule -t 2: $(cat "$tmp/err")"
-# auto cuts the tails where a share has the CPU family's count of takers, which -v's tuning line
+# auto cuts the tails where a share has the CPU row's count of takers, which -v's tuning line
 # gives: at -t 2 (two takers a share) it cuts exactly when that count is 2
 expect 0 "print-schedule -t 2 --tail-split auto" -- "$d" -m "$sched" -p a -n 1 --temp 0 -t 2 --print-schedule -v --tail-split auto
 takers=$(sed -n 's/.*tail split (auto) from \([0-9]*\) takers.*/\1/p' "$tmp/err" | head -1)

@@ -7,9 +7,9 @@
 // machines' lines are kept; tune_pick takes the resident tuning up to resident_bytes a thread and
 // the stream one above, tune_pick_kv no KV prefetch and the tuned one likewise;
 // a re-tune keeps the cached picks unless clearly beaten (tune_choose's rule on made-up rounds);
-// a line with impossible values is a miss; off takes the family default and leaves the file
+// a line with impossible values is a miss; off takes the CPU's default row and leaves the file
 // alone; an unwritable cache is reported, not fatal; DECODE_TUNE parsing; the tail split's takers
-// come from the family row whatever the mode, and the line says how many.
+// come from the CPU's row whatever the mode, and the line says how many.
 #include "runtime/tune.h"
 #include "kernels/ops.h"
 #include "platform/cpu.h"
@@ -183,10 +183,11 @@ int main(void) {
         CHECKF(c.source == TUNE_CACHED && same(c.tu, r.tu) && same(c.resident, r.resident) && c.kv_pf == r.kv_pf &&
                c.evicted == r.evicted && fabs(c.gbps - r.gbps) < 0.006, "auto after force: source %d note '%s'",
                c.source, c.note);
-        // a line an earlier tuner wrote (the key without "-v2", checked just now) is a miss: measured
+        // a line an earlier tuner wrote (the key without its "-vN", checked just now) is a miss: measured
         char v1[256];
-        snprintf(v1, sizeof v1, "%.*s", (int)(strlen(r.key) - 3), r.key);
-        CHECKF(!strcmp(r.key + strlen(v1), "-v2"), "key %s", r.key);
+        const char *ver = strrchr(r.key, '-');
+        snprintf(v1, sizeof v1, "%.*s", ver ? (int)(ver - r.key) : 0, r.key);
+        CHECKF(ver && ver[1] == 'v' && atoi(ver + 2) >= 2, "key %s", r.key);
         write_cache(path, "%s 0 2 %.2f %lld 0 4 1024 0 0 0\n", v1, r.gbps, (long long)time(NULL));
         tune_result old = tune_gemv(TUNE_AUTO, path);
         CHECKF(old.source == TUNE_MEASURED && lines_with(path, r.key, &pf, &nt) == 1, "v1 line: source %d '%s'",
@@ -299,7 +300,7 @@ int main(void) {
         CHECK(!strpbrk(r.key, " \t\n"));                 // one word in the file
         checks += 51;
     }
-    // off: the family default, no measurement, the file untouched
+    // off: the CPU's default row, no measurement, the file untouched
     size_t before_len, after_len;
     char *before = read_all(path, &before_len);
     tune_result o = tune_gemv(TUNE_OFF, path);
@@ -323,14 +324,14 @@ int main(void) {
     tune_describe(&o, line, sizeof line);
     CHECK(strstr(line, "default") && strstr(line, "prefetch") && strstr(line, "resident") &&
           strstr(line, "KV prefetch"));
-    // the tail split's takers: the family row's (at least 2: one share's owner and a thief), as the
+    // the tail split's takers: the CPU row's (at least 2: one share's owner and a thief), as the
     // line says; what tune_tail_takers hands the decoder, measured or not
     char tails[64];
     snprintf(tails, sizeof tails, "tail split (auto) from %d takers", o.tail_takers);
     CHECKF(o.tail_takers >= 2 && o.tail_takers == n.tail_takers && o.tail_takers == r.tail_takers &&
            tune_tail_takers() == o.tail_takers && strstr(line, tails), "%d / %d / %d, '%s'", o.tail_takers,
            n.tail_takers, r.tail_takers, line);
-    // and the rows measured so far are the ones read (runtime/tune.c's table; the key names the family)
+    // and the rows measured so far are the ones read (runtime/tune.c's table; the key names the family and model)
     int fam = -1, model = -1;
     sscanf(o.key, "AuthenticAMD-f%d-m%d-", &fam, &model);
     int zen4 = fam == 25 && model >= 16 && model <= 31;   // the Genoa-class row

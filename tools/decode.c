@@ -116,7 +116,7 @@ static void usage(FILE *f) {
         "                            and text, a control token by its name (as llama-cli does)\n"
         "  -h, --help                this text\n"
         "environment: DECODE_ISA=avx512|avx2|scalar caps the SIMD path (same logits on every one);\n"
-        "  DECODE_TUNE=off|force: per-CPU-family defaults without measuring, or measure again even\n"
+        "  DECODE_TUNE=off|force: the CPU's default row without measuring, or measure again even\n"
         "  with a cached result (default: measure once, cached in $XDG_CACHE_HOME/decode/tune or\n"
         "  ~/.cache/decode/tune, redone when the memory read rate moved by more than 20%%);\n"
         "  DECODE_WAIT_PREFETCH=BYTES: how much of its next step a thread waiting for another\n"
