@@ -108,8 +108,8 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // middle of the measured range, not a claim about any CPU. A family spans generations (0x19: Zen 3
 // and Zen 4): a row holds for the model it was measured on; on the others the tuner's measurement
 // is what counts.
-// The KV prefetch (kv) was measured on the Zen 5; the Zen 4's is the Zen 3 row's (its first tunes
-// picked 0-4 KiB, not measured in decode); the other rows take their stream distance.
+// The KV prefetch (kv) was measured on the Zen 5 and the Zen 4; the other rows take their stream
+// distance.
 // tails: the takers a share needs before --tail-split auto cuts its last tile (tune_tail_takers;
 // 0: TUNE_TAIL_TAKERS). Nothing here measures it at run time: a row's count is its CPU's figure.
 static const struct {
@@ -123,8 +123,9 @@ static const struct {
     // above interleave 2 (a tune's warm interleave starts from the most tiles, not from this 1);
     // resident: l2_512 f16 86-88%, bf16 93-95% at none / 4, 2 KB 8% and 2% lower; f16 into ymm
     // (docs/design.md); tails at -t 2: TinyLlama the same tok/s as without, sync wait 0.4-1.5%
-    // against 0.7-2.8%, stories15M ahead in 4 of 6 adjacent pairs (-3% to +18%)
-    {"AuthenticAMD", 0x19, 0x10, 0x1f, {0, 1, 0, 1}, {0, 4, 0, 1}, 1024, 2},
+    // against 0.7-2.8%, stories15M ahead in 4 of 6 adjacent pairs (-3% to +18%); KV: none, stories15M
+    // tg at depth 4000 11-12% above 1 KB (paired, 8 of 8 at t=1, 6 of 8 at t=2)
+    {"AuthenticAMD", 0x19, 0x10, 0x1f, {0, 1, 0, 1}, {0, 4, 0, 1}, 0, 2},
     // Zen 3 (measured on model 1) and the family's other models: dram_8192 t=1 1 KB 87-90% of the
     // roofline, none 75-79%, 2 KB 71-78%
     {"AuthenticAMD", 0x19, 0, 0xff, {1024, 1, 0, 0}, {0, 1, 0, 0}, 1024, 0},
