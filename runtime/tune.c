@@ -67,8 +67,8 @@ _Static_assert(ROUNDS <= TUNE_MAX_ROUNDS && RROUNDS <= TUNE_MAX_ROUNDS && WROUND
 _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 <= TUNE_MAX_CANDIDATES &&
                NKPF + 1 <= TUNE_MAX_CANDIDATES && 2 * GEMV_MAX_INTERLEAVE <= TUNE_MAX_CANDIDATES, "candidates");
 // The tuner's procedure, in the cache key: a line that an earlier procedure measured is a miss, so
-// a machine that cached version 1's warm interleave (timed on long tiles only: 23% fewer tok/s of
-// the stories15M shape on the Zen 4) is measured again once.
+// a machine that cached an older pick (version 1 timed the warm interleave on long tiles only: 23%
+// fewer tok/s of the stories15M shape on the Zen 4) is measured again once.
 #define TUNE_VERSION 3
 #define MIN_WIN 0.03              // tune_choose: a newcomer's least median gain on an incumbent
 #define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much

@@ -340,8 +340,9 @@ int main(void) {
     // a row for a model range: the Zen 4 (family 0x19, models 0x10-0x1f) is not read as the Zen 3
     // row of its family (one tile, f16 into zmm)
     CHECKF(gemv_isa_id() != GEMV_AVX512 || !zen4 ||
-               (o.tu.pf == 0 && o.tu.interleave == 1 && o.tu.f16y == 1 && o.resident.interleave == 4),
-           "%s: off gave prefetch %d, interleave %d, ymm %d", o.key, o.tu.pf, o.tu.interleave, o.tu.f16y);
+               (o.tu.pf == 0 && o.tu.interleave == 1 && o.tu.f16y == 1 && o.resident.interleave == 4 && o.kv_pf == 0),
+           "%s: off gave prefetch %d, interleave %d, ymm %d, KV %d", o.key, o.tu.pf, o.tu.interleave, o.tu.f16y,
+           o.kv_pf);
     checks++;
     // the line says when the stream matrix was evicted before each timed call, and only then
     tune_result e = r;
