@@ -349,6 +349,15 @@ static int find_or_add(gemv_tuning *c, int *nc, const gemv_tuning *tu, int nnt) 
     return (*nc)++;
 }
 
+// Candidates into c: each of the npf distances pf[] (its hint l2 where it prefetches) at each
+// interleave il0..il1, distance by distance, width y. Returns how many.
+static int grid(gemv_tuning *c, const int *pf, int npf, int il0, int il1, int l2, int y) {
+    int nc = 0;
+    for (int d = 0; d < npf; d++)
+        for (int il = il0; il <= il1; il++) c[nc++] = (gemv_tuning){pf[d], il, pf[d] ? l2 : 0, y};
+    return nc;
+}
+
 // The resident candidates (RPF x interleave, and inc when it is none of them) on L2-sized f16
 // and bf16 matrices, each warm in L2; time_rounds, a round's time the f16 + bf16 sum (RCALLS calls
 // each), tune_choose by the fastest of RROUNDS. Then, on AVX-512, the f16 widening (f16y) at that
@@ -357,9 +366,9 @@ static int find_or_add(gemv_tuning *c, int *nc, const gemv_tuning *tu, int nnt) 
 // 0 ok, -1 no memory.
 static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident) {
     size_t l2 = (size_t)cpu_cache_bytes(2);
-    int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1, nc = NRPF * nnt;
+    int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1;
     gemv_tuning c[NRPF * GEMV_MAX_INTERLEAVE + 1];
-    for (int i = 0; i < nc; i++) c[i] = (gemv_tuning){RPF[i / nnt], i % nnt + 1, 0, inc ? inc->f16y : 0};
+    int nc = grid(c, RPF, NRPF, 1, nnt, 0, inc ? inc->f16y : 0);
     int ii = find_or_add(c, &nc, inc, nnt);
     double t[TUNE_MAX_CANDIDATES * RROUNDS];
     mat m[2];
@@ -431,8 +440,7 @@ static int measure_kv(const mat *m, int inc, int *kv) {
 // l2; returns the pick, *s its median seconds.
 static gemv_tuning pick_distance(const mat *m, const gemv_tuning *inc, int il, int l2, int y, int nnt, double *s) {
     gemv_tuning c[NPF + 1], inc_y;
-    int nc = NPF;
-    for (int i = 0; i < NPF; i++) c[i] = (gemv_tuning){PF[i], il, PF[i] ? l2 : 0, y};
+    int nc = grid(c, PF, NPF, il, il, l2, y);
     if (inc) inc_y = *inc, inc_y.f16y = y, inc_y.interleave = il;
     int ii = find_or_add(c, &nc, inc ? &inc_y : NULL, nnt);
     return c[fastest(m, c, nc, 1, ii, s)];
@@ -450,13 +458,8 @@ static int pick_warm(const mat *m, gemv_tuning *tu, int nnt) {
     w[1].y = malloc(w[1].n * sizeof(float));
     if (!w[1].y) return -1;
     gemv_tuning c[2 * GEMV_MAX_INTERLEAVE];
-    int nc = 0;
-    for (int d = 0; d < (tu->pf ? 2 : 1); d++)
-        for (int i = 0; i < nnt; i++) {
-            c[nc] = *tu, c[nc].interleave = i + 1;
-            if (d) c[nc].pf = 0, c[nc].l2 = 0;
-            nc++;
-        }
+    const int pf[2] = {tu->pf, 0};
+    int nc = grid(c, pf, tu->pf ? 2 : 1, 1, nnt, tu->l2, tu->f16y);
     double t[2 * GEMV_MAX_INTERLEAVE * WROUNDS];
     time_rounds(gemv_time, &(gemv_job){w, 2, c, 1}, nc, WROUNDS, t);
     free(w[1].y);
