@@ -16,6 +16,14 @@ typedef struct {
     int clflushopt;  // CLFLUSHOPT: cache-line flushes that pipeline (cpu_evict)
 } cpu_features;
 
+// A spin-wait's pause (x86: lets the sibling hyperthread run and leaves the loop without a
+// memory-order flush); nothing elsewhere.
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 // The features of this CPU, detected once (what the hardware and OS allow; DECODE_ISA aside).
 const cpu_features *cpu_detect(void);
 // 1 when the CPU and OS support AVX2, FMA and F16C with ymm state enabled.

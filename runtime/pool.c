@@ -3,6 +3,7 @@
 // last one to finish wakes the caller. Atomics carry all synchronisation (TSan-visible).
 #include "runtime/pool.h"
 #include "platform/affinity.h"
+#include "platform/cpu.h"
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -44,12 +45,6 @@ static void futex_wait(atomic_uint *addr, unsigned val) {
 static void futex_wake(atomic_uint *addr) {
     syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
 }
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 // Waits until *addr != val: spin, then sleep.
 static unsigned wait_change(atomic_uint *addr, unsigned val, int spin) {
     unsigned v;

@@ -6,6 +6,7 @@
 // one load.
 #include "runtime/progress.h"
 #include "platform/clock.h"
+#include "platform/cpu.h"
 #include <linux/futex.h>
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -55,12 +56,6 @@ static int reached(unsigned cur, unsigned v) { return (int)(cur - v) >= 0; }
 // 1 once slot s shows v or later; acquire: what its thread wrote before publishing is visible.
 static int slot_reached(slot *s, unsigned v) {
     return reached(atomic_load_explicit(&s->step, memory_order_acquire), v);
-}
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
 }
 
 // Prefetches the spans a KiB at a time until v is reached (1) or nothing is left (0).
