@@ -52,10 +52,11 @@ static void *zalloc_lines(size_t bytes) {
 #define ALLOC_LINES(ptr, count) ((ptr) = zalloc_lines((size_t)(count) * sizeof *(ptr)))
 
 // Defaults of the thread thresholds: a stage is cut only into shares of at least 64 KiB and a
-// step into shares of at least 1 MiB. Waking a thread and handing a stage over costs on the order
-// of a microsecond; these keep each share's streaming time well above that (stories260K's 1.2 MB
-// step runs on one thread, so -t 2 is never slower than -t 1). A guess from this machine's
-// figures (docs/runtime.md), not a law for every CPU.
+// step into shares of at least 1 MiB. Waking a thread and handing a stage over cost on the order
+// of a microsecond on the Zen 5 these were guessed on; these keep each share's streaming time well
+// above that (stories260K's 1.2 MB step runs on one thread, so -t 2 is never slower than -t 1).
+// Not a law for every CPU: on a Zen 4 VM a hand-over took 25-240 ns, yet stories260K on two
+// threads there ran slower than on one whenever the host slowed either vCPU (docs/runtime.md).
 #define MIN_STAGE_BYTES (64L << 10)
 #define MIN_STEP_BYTES (1L << 20)
 // A claim of whole stealable tiles streams at least MIN_CLAIM_BYTES, a claim of tail segments
