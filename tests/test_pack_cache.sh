@@ -30,7 +30,13 @@ packs() { ls "$dir" 2>/dev/null | grep -c '\.pack$'; }
 stop_at() {
   local phase=$1; shift
   DECODE_TEST_STOP=$phase "$@" >"$tmp/out" 2>"$tmp/err" & pid=$!
-  for ((i = 0; i < 2400; i++)); do [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ] && return; sleep 0.05; done
+  local st
+  for ((i = 0; i < 2400; i++)); do
+    st=$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)
+    [ "$st" = T ] && return
+    [ -z "$st" ] || [ "$st" = Z ] && break; sleep 0.05   # it ended without stopping
+  done
+  fail "never stopped at $phase: $(head -c 300 "$tmp/err")"
 }
 temps() { ls -A "$dir" 2>/dev/null | grep -c tmp; }
 
@@ -89,8 +95,12 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   [ "$(packs)" = 1 ] || fail "rebuilds left $(packs) cache files"
   # A temporary file nobody holds (its writer died) is removed by the next writer; a held one is kept.
   : >"$pack.tmp999999999"; : >"$tmp/held"
-  flock "$dir/other.pack.tmp1" sleep 30 & holder=$!
-  for ((i = 0; i < 100; i++)); do [ -e "$dir/other.pack.tmp1" ] && break; sleep 0.05; done
+  # held, not only there: flock(1) creates the file before it takes the lock, and a decode that
+  # looked between the two would rightly remove it (up to 30 s: a loaded CI machine)
+  flock "$dir/other.pack.tmp1" sleep 60 & holder=$!
+  for ((i = 0; i < 600; i++)); do
+    [ -e "$dir/other.pack.tmp1" ] && ! flock -n "$dir/other.pack.tmp1" true && break; sleep 0.05
+  done
   run 0 "orphan" "$tmp/t.bin" -- "$d" "${args[@]}" --pack-cache rebuild --dump-logits "$tmp/t.bin"
   [ -e "$pack.tmp999999999" ] && fail "an orphaned temporary file was kept"
   [ -e "$dir/other.pack.tmp1" ] || fail "a held temporary file was removed"
@@ -128,10 +138,11 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   done
   # The dead writer's lock goes with its last reference to the file, which a kernel may drop a
   # little after the process is reaped (a deferred close of its mapping: seen on 16 CPUs). The
-  # next writer can only remove a file nobody holds, so wait for that (5 s at most).
+  # next writer can only remove a file nobody holds, so wait for that (30 s at most: a loaded
+  # CI machine).
   for f in "$dir"/*.pack.tmp*; do
     [ -e "$f" ] || continue             # no match: the glob itself
-    for ((i = 0; i < 100; i++)); do flock -n "$f" true && break; sleep 0.05; done
+    for ((i = 0; i < 600; i++)); do flock -n "$f" true && break; sleep 0.05; done
   done
   run 0 "after SIGKILL" "$tmp/t.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/t.bin" && has "saved to" "after SIGKILL"
   [ "$(packs)" = 1 ] && [ "$(temps)" = 0 ] || fail "after SIGKILL: $(ls -A "$dir")"
@@ -268,9 +279,10 @@ run 0 "decode-bench, move" - -- "$bin/decode-bench" -m "$model" -p 0 -n 4 -r 1 -
 # decode-bench too: the mapped file cut short is one line naming it, exit 1 (it died of SIGBUS)
 cases=$((cases + 1))
 "$bin/decode-bench" -m "$model" -p 0 -n 256 -r 100 --roofline-mib 0 >/dev/null 2>"$tmp/err" & pid=$!
-for ((i = 0; i < 400; i++)); do grep -q "mapped from" "$tmp/err" && break; sleep 0.05; done
+for ((i = 0; i < 1200; i++)); do grep -q "mapped from" "$tmp/err" && break; sleep 0.05; done
 pack=$(sed -n 's/^decode-bench: packed weights mapped from \(.*\.pack\).*/\1/p' "$tmp/err")
-: >"$pack"; wait $pid; st=$?
+[ -n "$pack" ] && : >"$pack" || { fail "decode-bench named no mapped file in 60 s: $(tail -c 300 "$tmp/err")"; kill $pid; }
+wait $pid; st=$?
 [ "$st" = 1 ] && [ "$(grep -c "$pack: the file shrank" "$tmp/err")" = 1 ] ||
   fail "decode-bench, cache truncated while mapped: exit $st: $(tail -c 300 "$tmp/err")"
 # A directory where the cache file goes: a note, no file written (it wrote a whole temporary copy
