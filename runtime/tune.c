@@ -23,7 +23,9 @@
 //    cache was on huge pages (~14% tg at 4000 positions of a stories15M shape before), 1-4 KB
 //    within noise of each other. On the Sapphire Rapids-class Xeon the evicted 32 MiB picks 2 KB
 //    where the 128 MiB, which its L3 mostly held, picked 1 KB; with the KV cache in that L3 (a
-//    stories15M shape at depth 4000) 1 KB ran ~7% faster than 2 KB at t=1 and tied at t=2.
+//    stories15M shape at depth 4000) 1 KB ran ~7% faster than 2 KB at t=1 and tied at t=2. On
+//    the Zen 4 the picks (1-4 KB) cost that shape 7-14% against none, and which binary ran the
+//    same timing changed the pick: its row fixes none (DEFAULTS, kv_fixed).
 // Candidates rotate within each round and the median of ROUNDS rounds (WROUNDS for the warm
 // interleave) decides, so a burst of noise from another process hits every candidate alike
 // (after an untimed round: the first calls after the matrix is written run at half speed); for
@@ -68,8 +70,9 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
                NKPF + 1 <= TUNE_MAX_CANDIDATES && 2 * GEMV_MAX_INTERLEAVE <= TUNE_MAX_CANDIDATES, "candidates");
 // The tuner's procedure, in the cache key: a line that an earlier procedure measured is a miss, so
 // a machine that cached an older pick (version 1 timed the warm interleave on long tiles only: 23%
-// fewer tok/s of the stories15M shape on the Zen 4) is measured again once.
-#define TUNE_VERSION 3
+// fewer tok/s of the stories15M shape on the Zen 4; version 3 timed the Zen 4's KV prefetch,
+// which its row now fixes) is measured again once.
+#define TUNE_VERSION 4
 #define MIN_WIN 0.03              // tune_choose: a newcomer's least median gain on an incumbent
 #define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much
 #define RECHECK_S 600             // ... checked at most this often (a check allocates the stream matrix)
@@ -112,31 +115,36 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // distance.
 // tails: the takers a share needs before --tail-split auto cuts its last tile (tune_tail_takers;
 // 0: TUNE_TAIL_TAKERS). Nothing here measures it at run time: a row's count is its CPU's figure.
+// kv_fixed: the row's KV prefetch stands, not timed at run time, where decode measured it and the
+// tuner's timing disagreed with decode (and with itself: on the Zen 4 decode and gemv-bench
+// picked 1-4 KB at the same minute as decode-bench and a minimal program picked none, one library
+// in each).
 static const struct {
     const char *vendor;
     int family, model_lo, model_hi;
     gemv_tuning tu, resident;
-    int kv, tails;
+    int kv, tails, kv_fixed;
 } DEFAULTS[] = {
     // Zen 4, Genoa-class models 0x10-0x1f (measured on 0x11; the other Zen 4 models, 0x60-0x7f
     // and 0xa0-0xaf, unmeasured, take the next row): stream: the tuner's pick, stories15M tg 30-40%
     // above interleave 2 (a tune's warm interleave starts from the most tiles, not from this 1);
     // resident: l2_512 f16 86-88%, bf16 93-95% at none / 4, 2 KB 8% and 2% lower; f16 into ymm
     // (docs/design.md); tails at -t 2: TinyLlama the same tok/s as without, sync wait 0.4-1.5%
-    // against 0.7-2.8%, stories15M ahead in 4 of 6 adjacent pairs (-3% to +18%); KV: none, stories15M
-    // tg at depth 4000 11-12% above 1 KB (paired, 8 of 8 at t=1, 6 of 8 at t=2)
-    {"AuthenticAMD", 0x19, 0x10, 0x1f, {0, 1, 0, 1}, {0, 4, 0, 1}, 0, 2},
+    // against 0.7-2.8%, stories15M ahead in 4 of 6 adjacent pairs (-3% to +18%); KV: none, fixed,
+    // stories15M tg at depth 4000 11-12% above 1 KB (paired, 8 of 8 at t=1, 6 of 8 at t=2), and a
+    // session later 7% above 1 KB and 14% above 4 KB (7 of 8 each), where forced tunes picked 1-4 KB
+    {"AuthenticAMD", 0x19, 0x10, 0x1f, {0, 1, 0, 1}, {0, 4, 0, 1}, 0, 2, 1},
     // Zen 3 (measured on model 1) and the family's other models: dram_8192 t=1 1 KB 87-90% of the
     // roofline, none 75-79%, 2 KB 71-78%
-    {"AuthenticAMD", 0x19, 0, 0xff, {1024, 1, 0, 0}, {0, 1, 0, 0}, 1024, 0},
+    {"AuthenticAMD", 0x19, 0, 0xff, {1024, 1, 0, 0}, {0, 1, 0, 0}, 1024, 0, 0},
     // Zen 5: 2 KB / 4 tuned and best in a dram_8192 sweep (an earlier sweep: 8 KB); resident:
     // l2_512's best; KV: 2 KB, +4% tg at depth 4000 (+14% before the KV cache was on huge pages);
     // tails at -t 2: the same tok/s as without (null-controlled), half the sync wait
-    {"AuthenticAMD", 0x1a, 0, 0xff, {2048, 4, 0, 0}, {0, 3, 0, 0}, 2048, 2},
+    {"AuthenticAMD", 0x1a, 0, 0xff, {2048, 4, 0, 0}, {0, 3, 0, 0}, 2048, 2, 0},
     // Xeon (Sapphire Rapids and later): dram_8192 2 KB / 4 98-99%, 2 KB / 2 92-93%, none 62-67%;
     // into L2 (AVX-512): decode tg 1-6% up at t=1, where the evicted stream matrix barely tells the
     // hints apart; tails: 1.6% fewer tok/s at -t 2 (f16), 8-12% more at 16
-    {"GenuineIntel", 6, 0, 0xff, {2048, 4, 1, 0}, {0, 2, 0, 0}, 2048, 8},
+    {"GenuineIntel", 6, 0, 0xff, {2048, 4, 1, 0}, {0, 2, 0, 0}, 2048, 8, 0},
 };
 static const gemv_tuning FALLBACK = {4096, 2, 0, 0}, FALLBACK_RESIDENT = {0, 2, 0, 0};
 #define FALLBACK_KV 2048
@@ -172,17 +180,19 @@ static cpu_id cpu_ident(void) {
 
 static long cache_kb(int level) { return cpu_cache_bytes(level) / 1024; }   // the key's unit
 
-// 1 when c's family and model have a row, 0 for the fallback. A row's hint and f16 width are the
-// AVX-512 kernel's: the AVX2 one, a tile at a time, ran 7% slower into L2 on the Xeon where AVX-512
-// ran 5% faster (decode at t=1, docs/performance.md), so off AVX-512 the default prefetches into
-// every level, and widens f16 as AVX2 does.
-static int family_default(const cpu_id *c, gemv_tuning *tu, gemv_tuning *resident, int *kv, int *tails) {
-    *tu = FALLBACK, *resident = FALLBACK_RESIDENT, *kv = FALLBACK_KV, *tails = TUNE_TAIL_TAKERS;
+// 1 when c's family and model have a row, 0 for the fallback; *kv_fixed the row's flag (0 without
+// one). A row's hint and f16 width are the AVX-512 kernel's: the AVX2 one, a tile at a time, ran
+// 7% slower into L2 on the Xeon where AVX-512 ran 5% faster (decode at t=1, docs/performance.md),
+// so off AVX-512 the default prefetches into every level, and widens f16 as AVX2 does.
+static int family_default(const cpu_id *c, gemv_tuning *tu, gemv_tuning *resident, int *kv, int *tails,
+                          int *kv_fixed) {
+    *tu = FALLBACK, *resident = FALLBACK_RESIDENT, *kv = FALLBACK_KV, *tails = TUNE_TAIL_TAKERS, *kv_fixed = 0;
     int row = 0;
     for (size_t i = 0; i < sizeof DEFAULTS / sizeof *DEFAULTS && !row; i++)
         if (!strcmp(DEFAULTS[i].vendor, c->vendor) && DEFAULTS[i].family == c->family &&
             c->model >= DEFAULTS[i].model_lo && c->model <= DEFAULTS[i].model_hi) {
             *tu = DEFAULTS[i].tu, *resident = DEFAULTS[i].resident, *kv = DEFAULTS[i].kv, row = 1;
+            *kv_fixed = DEFAULTS[i].kv_fixed;
             if (DEFAULTS[i].tails) *tails = DEFAULTS[i].tails;
         }
     if (gemv_isa_id() != GEMV_AVX512) tu->l2 = 0, tu->f16y = resident->f16y = 0;   // AVX-512's choices
@@ -469,11 +479,12 @@ static int pick_warm(const mat *m, gemv_tuning *tu, int nnt) {
 
 // Measures every choice, keeping the incumbents inc/inc_resident (NULL: none; the stream
 // interleave's incumbent is always the largest) unless a candidate clearly beats them
-// (tune_choose); 0 ok (tu, resident, gbps, evicted set), -1 out of memory. The stream
+// (tune_choose); the KV prefetch is inc_kv where kv_fixed, else timed likewise; 0 ok (tu,
+// resident, kv, gbps, evicted set), -1 out of memory. The stream
 // tuning: the distance evicted at the most tiles, the interleave warm (pick_warm: at that distance
 // and at none), the distance again, evicted, where the interleave moved, then the hint.
-static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int inc_kv, gemv_tuning *tu,
-                   gemv_tuning *resident, int *kv, double *gbps, int *evicted) {
+static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int inc_kv, int kv_fixed,
+                   gemv_tuning *tu, gemv_tuning *resident, int *kv, double *gbps, int *evicted) {
     int l2 = inc ? inc->l2 : 0;   // the interleave and distance are timed at the incumbent's hint
     double s;
     if (measure_resident(inc_resident, resident)) return -1;
@@ -493,7 +504,7 @@ static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int 
     }
     *gbps = gemv_packed_bytes(WTYPE_F16, m.k, m.n) / s / 1e9;
     *evicted = m.cold;
-    int rc = measure_kv(&m, inc_kv, kv);
+    int rc = kv_fixed ? (*kv = inc_kv, 0) : measure_kv(&m, inc_kv, kv);
     mat_free(&m);
     return rc;
 }
@@ -579,7 +590,8 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     char path[4096];
     if (cache_path) snprintf(path, sizeof path, "%s", cache_path);
     else if (cachedir_path("tune", path, sizeof path)) path[0] = 0;
-    int has_row = family_default(&c, &r.tu, &r.resident, &r.kv_pf, &r.tail_takers);
+    int has_row = family_default(&c, &r.tu, &r.resident, &r.kv_pf, &r.tail_takers, &r.kv_fixed);
+    const int kv_fixed = r.kv_fixed;
     r.resident_bytes = (size_t)cpu_cache_bytes(2) / 2;
     r.source = TUNE_DEFAULT;
     if (gemv_isa_id() == GEMV_SCALAR) r.resident = r.tu;           // scalar has no choices
@@ -592,13 +604,13 @@ tune_result tune_gemv(int mode, const char *cache_path) {
         !cache_lookup(path, r.key, &cached, &cached_resident, &cached_kv, &cached_ev, &cached_gbps, &checked)) {
         long long age = (long long)time(NULL) - checked;
         if (age >= 0 && age < RECHECK_S) {                      // checked recently: trust it
-            r.tu = cached, r.resident = cached_resident, r.kv_pf = cached_kv, r.gbps = cached_gbps;
+            r.tu = cached, r.resident = cached_resident, r.kv_pf = kv_fixed ? r.kv_pf : cached_kv, r.gbps = cached_gbps;
             r.evicted = cached_ev, r.source = TUNE_CACHED;
             goto done;
         }
         double now = check_gbps(cached);
         if (now > 0 && now >= cached_gbps * (1 - MOVED) && now <= cached_gbps * (1 + MOVED)) {
-            r.tu = cached, r.resident = cached_resident, r.kv_pf = cached_kv, r.gbps = now;
+            r.tu = cached, r.resident = cached_resident, r.kv_pf = kv_fixed ? r.kv_pf : cached_kv, r.gbps = now;
             r.evicted = cached_ev;
             r.source = TUNE_CACHED;
             // restamp; the rate and the eviction flag stay the tune's (how the picks were made)
@@ -610,9 +622,9 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     }
     gemv_tuning tu, resident, def = r.tu, def_resident = r.resident;
     const gemv_tuning *inc = retune ? &cached : has_row ? &def : NULL;
-    int kv, inc_kv = retune ? cached_kv : has_row ? r.kv_pf : -1;
-    if (measure(inc, retune ? &cached_resident : has_row ? &def_resident : NULL, inc_kv, &tu, &resident, &kv,
-                &r.gbps, &r.evicted)) {
+    int kv, inc_kv = kv_fixed ? r.kv_pf : retune ? cached_kv : has_row ? r.kv_pf : -1;
+    if (measure(inc, retune ? &cached_resident : has_row ? &def_resident : NULL, inc_kv, kv_fixed, &tu, &resident,
+                &kv, &r.gbps, &r.evicted)) {
         r.gbps = 0, r.evicted = 0;
         snprintf(r.note, sizeof r.note, "out of memory measuring; defaults used");
         goto done;
@@ -665,9 +677,10 @@ int tune_pick_kv(size_t kv_bytes, int threads) {
 void tune_describe(const tune_result *r, char *buf, size_t n) {
     static const char *const src[] = {"default", "cached", "measured"};
     snprintf(buf, n, "gemv tuning: %s, prefetch %d B%s, interleave %d; resident (<= %zu KiB a thread): prefetch %d B, "
-             "interleave %d;%s KV prefetch %d B; tail split (auto) from %d takers (%s in %.2f s, %.1f GB/s%s; key "
+             "interleave %d;%s KV prefetch %d B%s; tail split (auto) from %d takers (%s in %.2f s, %.1f GB/s%s; key "
              "%s)%s%s", gemv_isa(), r->tu.pf, r->tu.l2 ? " into L2" : "", r->tu.interleave, r->resident_bytes >> 10,
              r->resident.pf, r->resident.interleave, r->tu.f16y ? " f16 widened into ymm;" : "", r->kv_pf,
-             r->tail_takers, src[r->source], r->seconds, r->gbps, r->evicted ? ", evicted from the caches" : "",
+             r->kv_fixed ? " (the CPU's row, not timed)" : "", r->tail_takers, src[r->source], r->seconds, r->gbps,
+             r->evicted ? ", evicted from the caches" : "",
              r->key, r->note[0] ? "; " : "", r->note);
 }

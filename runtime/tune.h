@@ -25,7 +25,8 @@
 // (tune_choose): a re-tune in a noisy moment must not lock in a worse pick.
 // A first tune (or DECODE_TUNE=force, which ignores a valid cache entry) does the same with the
 // default row for the CPU's vendor, family and model as the incumbent, where there is a measured
-// row. DECODE_TUNE=off takes that default without measuring.
+// row. DECODE_TUNE=off takes that default without measuring. A row may fix the KV prefetch (where
+// decode measured it and the tuner's timing of attention disagreed): it then stands in every mode.
 #pragma once
 #include "kernels/gemv.h"
 #include <stddef.h>
@@ -40,6 +41,7 @@ typedef struct {
     gemv_tuning resident;         // weights a thread keeps in its L2 between steps
     size_t resident_bytes;        // bytes per thread up to which tune_pick takes resident (half the L2; 0: never)
     int kv_pf;                    // bytes attention prefetches its K and V rows ahead (attention_set_prefetch)
+    int kv_fixed;                 // 1: kv_pf is the CPU row's, never timed (runtime/tune.c, DEFAULTS)
     int tail_takers;              // the CPU's row (tune_tail_takers): from a table, never measured
     int source;                   // TUNE_DEFAULT / TUNE_CACHED / TUNE_MEASURED
     double gbps;                  // single-thread DRAM GEMV read rate with tu (0 when not measured)

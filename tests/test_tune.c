@@ -9,7 +9,8 @@
 // a re-tune keeps the cached picks unless clearly beaten (tune_choose's rule on made-up rounds);
 // a line with impossible values is a miss; off takes the CPU's default row and leaves the file
 // alone; an unwritable cache is reported, not fatal; DECODE_TUNE parsing; the tail split's takers
-// come from the CPU's row whatever the mode, and the line says how many.
+// come from the CPU's row whatever the mode, and the line says how many; a row that fixes the KV
+// prefetch keeps it in a forced tune.
 #include "runtime/tune.h"
 #include "kernels/ops.h"
 #include "platform/cpu.h"
@@ -343,7 +344,14 @@ int main(void) {
                (o.tu.pf == 0 && o.tu.interleave == 1 && o.tu.f16y == 1 && o.resident.interleave == 4 && o.kv_pf == 0),
            "%s: off gave prefetch %d, interleave %d, ymm %d, KV %d", o.key, o.tu.pf, o.tu.interleave, o.tu.f16y,
            o.kv_pf);
-    checks++;
+    // the Zen 4's row fixes the KV prefetch (none): a forced tune keeps it, untimed, and says so;
+    // no other row fixes it
+    char fl[512];
+    tune_describe(&r, fl, sizeof fl);
+    CHECKF(o.kv_fixed == zen4 && r.kv_fixed == zen4 && (!zen4 || (o.kv_pf == 0 && r.kv_pf == 0)) &&
+               !strstr(fl, "not timed") == !zen4,
+           "%s: KV fixed %d / %d, %d / %d B: '%s'", o.key, o.kv_fixed, r.kv_fixed, o.kv_pf, r.kv_pf, fl);
+    checks += 2;
     // the line says when the stream matrix was evicted before each timed call, and only then
     tune_result e = r;
     for (int ev = 0; ev < 2; ev++) {
@@ -375,7 +383,7 @@ int main(void) {
     }
     checks += 9;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 30 : 82));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 31 : 83));
     free(path);
     scratch_remove(dir);
     return 0;
