@@ -9,14 +9,15 @@
 //    or 128 MiB without clflushopt): the PF candidates (and the incumbent's distance) evicted at
 //    the most tiles the path runs; then the interleave on that matrix left warm, read both as its
 //    own K = 8192 and as K = SMALL_K (short tiles, as a small model's), at that distance and at
-//    none, the most tiles at the distance kept unless another pair beats it (pick_warm); the
-//    distance again at the interleave chosen where it moved; then the two hints at the distance
-//    picked (prefetcht0 into every level, prefetcht1 into L2 only, leaving the L1's miss buffers
-//    to the loads). Evicted, the interleaves tie within noise (Zen 5; the Sapphire Rapids lost
-//    ~20% at 1), while decode read 1-9% more tok/s at 4 than at 2 or 3 on the Zen 5 and the
-//    Sapphire Rapids, and 30-40% more at 1 than at 2 or 3 on the Zen 4 for the stories15M shape,
-//    whose 288-row tiles mostly come from the L3 (docs/performance.md, twenty-second,
-//    thirty-fourth and thirty-fifth sessions); warm, the counts differ as decode's do;
+//    none, the CPU row's interleave (the most tiles without a row) at the distance kept unless
+//    another pair beats it (pick_warm); the distance again at the interleave chosen where it
+//    moved; then the two hints at the distance picked (prefetcht0 into every level, prefetcht1
+//    into L2 only, leaving the L1's miss buffers to the loads). Evicted, the interleaves tie
+//    within noise (Zen 5; the Sapphire Rapids lost ~20% at 1), while decode read 1-9% more tok/s
+//    at 4 than at 2 or 3 on the Zen 5 and the Sapphire Rapids, and 30-40% more at 1 than at 2 or
+//    3 on the Zen 4 for the stories15M shape, whose 288-row tiles mostly come from the L3
+//    (docs/performance.md, twenty-second, thirty-fourth and thirty-fifth sessions); warm, the
+//    counts differ as decode's do;
 //  - KV, attention's prefetch of the K and V rows (kernels/ops.h): KPF candidates on an
 //    attention over an f32 cache in the stream matrix's bytes (8 heads of 64, 8192 or 32768
 //    positions). On a Zen 5 that attention ran ~5% faster with 2-4 KB than with none once the
@@ -71,7 +72,8 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // The tuner's procedure, in the cache key: a line that an earlier procedure measured is a miss, so
 // a machine that cached an older pick (version 1 timed the warm interleave on long tiles only: 23%
 // fewer tok/s of the stories15M shape on the Zen 4; version 3 timed the Zen 4's KV prefetch,
-// which its row now fixes) is measured again once.
+// which its row now fixes, and let the most tiles stand as the warm interleave's incumbent) is
+// measured again once.
 #define TUNE_VERSION 4
 #define MIN_WIN 0.03              // tune_choose: a newcomer's least median gain on an incumbent
 #define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much
@@ -127,7 +129,7 @@ static const struct {
 } DEFAULTS[] = {
     // Zen 4, Genoa-class models 0x10-0x1f (measured on 0x11; the other Zen 4 models, 0x60-0x7f
     // and 0xa0-0xaf, unmeasured, take the next row): stream: the tuner's pick, stories15M tg 30-40%
-    // above interleave 2 (a tune's warm interleave starts from the most tiles, not from this 1);
+    // above interleave 2 (and the warm interleave's incumbent);
     // resident: l2_512 f16 86-88%, bf16 93-95% at none / 4, 2 KB 8% and 2% lower; f16 into ymm
     // (docs/design.md); tails at -t 2: TinyLlama the same tok/s as without, sync wait 0.4-1.5%
     // against 0.7-2.8%, stories15M ahead in 4 of 6 adjacent pairs (-3% to +18%); KV: none, fixed,
@@ -457,11 +459,15 @@ static gemv_tuning pick_distance(const mat *m, const gemv_tuning *inc, int il, i
 }
 
 // The interleave 1..nnt at tu's distance, and at none where tu has one, on m left warm, a round's
-// time the sum over m's own shape and SMALL_K; tu at the most tiles the incumbent. Both distances
-// run because the interleave's effect depends on the prefetch: on the Zen 4 at 2048 B the counts
-// tied on the warm K = 256 matrix, all slow, where at none one tile led by ~40%. Of the pair
+// time the sum over m's own shape and SMALL_K; the incumbent tu at interleave il (the CPU row's),
+// or at the most tiles where il is 0 (no row): a cached interleave is never the incumbent, since
+// where the counts are close noise once cached would stay (a Zen 5 kept 3, 2-9% slower in decode
+// than its row's 4), and the most tiles are not the row's everywhere (on the Zen 4 one tile read
+// stories15M 30-40% faster, and the most tiles as incumbent stood in 1 of 21 forced tunes). Both
+// distances run because the interleave's effect depends on the prefetch: on the Zen 4 at 2048 B the
+// counts tied on the warm K = 256 matrix, all slow, where at none one tile led by ~40%. Of the pair
 // picked the caller keeps the interleave (the distance is timed evicted). -1 no memory.
-static int pick_warm(const mat *m, gemv_tuning *tu, int nnt) {
+static int pick_warm(const mat *m, gemv_tuning *tu, int nnt, int il) {
     mat w[2] = {*m, *m};
     w[0].cold = w[1].cold = 0;
     w[1].k = SMALL_K, w[1].n = m->k * m->n / SMALL_K;
@@ -473,17 +479,17 @@ static int pick_warm(const mat *m, gemv_tuning *tu, int nnt) {
     double t[2 * GEMV_MAX_INTERLEAVE * WROUNDS];
     time_rounds(gemv_time, &(gemv_job){w, 2, c, 1}, nc, WROUNDS, t);
     free(w[1].y);
-    *tu = c[tune_choose(t, nc, WROUNDS, nnt - 1, 0)];
+    *tu = c[tune_choose(t, nc, WROUNDS, (il >= 1 && il <= nnt ? il : nnt) - 1, 0)];
     return 0;
 }
 
 // Measures every choice, keeping the incumbents inc/inc_resident (NULL: none; the stream
-// interleave's incumbent is always the largest) unless a candidate clearly beats them
-// (tune_choose); the KV prefetch is inc_kv where kv_fixed, else timed likewise; 0 ok (tu,
-// resident, kv, gbps, evicted set), -1 out of memory. The stream
-// tuning: the distance evicted at the most tiles, the interleave warm (pick_warm: at that distance
-// and at none), the distance again, evicted, where the interleave moved, then the hint.
-static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int inc_kv, int kv_fixed,
+// interleave's incumbent is row_il, the CPU row's, or the largest where 0) unless a candidate
+// clearly beats them (tune_choose); the KV prefetch is inc_kv where kv_fixed, else timed likewise;
+// 0 ok (tu, resident, kv, gbps, evicted set), -1 out of memory. The stream tuning: the distance
+// evicted at the most tiles, the interleave warm (pick_warm: at that distance and at none), the
+// distance again, evicted, where the interleave moved, then the hint.
+static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int row_il, int inc_kv, int kv_fixed,
                    gemv_tuning *tu, gemv_tuning *resident, int *kv, double *gbps, int *evicted) {
     int l2 = inc ? inc->l2 : 0;   // the interleave and distance are timed at the incumbent's hint
     double s;
@@ -495,7 +501,7 @@ static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int 
     *tu = pick_distance(&m, inc, nnt, l2, y, nnt, &s);
     if (nnt > 1) {                // the interleave warm; the distance stays the evicted pick's call
         gemv_tuning d = *tu;
-        if (pick_warm(&m, tu, nnt)) { mat_free(&m); return -1; }
+        if (pick_warm(&m, tu, nnt, row_il)) { mat_free(&m); return -1; }
         *tu = tu->interleave == d.interleave ? d : pick_distance(&m, &d, tu->interleave, l2, y, nnt, &s);
     }
     if (tu->pf > 0) {             // then the hint at that distance
@@ -623,8 +629,8 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     gemv_tuning tu, resident, def = r.tu, def_resident = r.resident;
     const gemv_tuning *inc = retune ? &cached : has_row ? &def : NULL;
     int kv, inc_kv = kv_fixed ? r.kv_pf : retune ? cached_kv : has_row ? r.kv_pf : -1;
-    if (measure(inc, retune ? &cached_resident : has_row ? &def_resident : NULL, inc_kv, kv_fixed, &tu, &resident,
-                &kv, &r.gbps, &r.evicted)) {
+    if (measure(inc, retune ? &cached_resident : has_row ? &def_resident : NULL, has_row ? def.interleave : 0, inc_kv,
+                kv_fixed, &tu, &resident, &kv, &r.gbps, &r.evicted)) {
         r.gbps = 0, r.evicted = 0;
         snprintf(r.note, sizeof r.note, "out of memory measuring; defaults used");
         goto done;

@@ -21,8 +21,8 @@
 // thread. A cached entry is reused while a check of the DRAM read rate (at most every 10 minutes:
 // it allocates the DRAM-sized matrix) stays within 20% of the rate stored with it; otherwise it is
 // measured again, with the cached picks among the candidates (but the stream interleave, whose
-// incumbent is always the largest), and they stay unless a candidate clearly beats them
-// (tune_choose): a re-tune in a noisy moment must not lock in a worse pick.
+// incumbent is the CPU row's, or the largest without a row), and they stay unless a candidate
+// clearly beats them (tune_choose): a re-tune in a noisy moment must not lock in a worse pick.
 // A first tune (or DECODE_TUNE=force, which ignores a valid cache entry) does the same with the
 // default row for the CPU's vendor, family and model as the incumbent, where there is a measured
 // row. DECODE_TUNE=off takes that default without measuring. A row may fix the KV prefetch (where
