@@ -37,6 +37,7 @@ stop_at() {
     [ -z "$st" ] || [ "$st" = Z ] && break; sleep 0.05   # it ended without stopping
   done
   fail "never stopped at $phase: $(head -c 300 "$tmp/err")"
+  kill -KILL $pid 2>/dev/null   # the caller's kill -CONT and wait then end at once
 }
 temps() { ls -A "$dir" 2>/dev/null | grep -c tmp; }
 
@@ -95,12 +96,15 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   [ "$(packs)" = 1 ] || fail "rebuilds left $(packs) cache files"
   # A temporary file nobody holds (its writer died) is removed by the next writer; a held one is kept.
   : >"$pack.tmp999999999"; : >"$tmp/held"
-  # held, not only there: flock(1) creates the file before it takes the lock, and a decode that
-  # looked between the two would rightly remove it (up to 30 s: a loaded CI machine)
-  flock "$dir/other.pack.tmp1" sleep 60 & holder=$!
+  # The holder is the sleep itself (the lock on its fd 9), so killing it frees the lock and leaves
+  # no process behind holding the test's output. Held, not only there: the file is created before
+  # it is locked, and a decode that looked between the two would rightly remove it (wait up to
+  # 30 s: a loaded CI machine).
+  ( exec 9>"$dir/other.pack.tmp1"; flock 9; exec sleep 60 ) </dev/null >/dev/null 2>&1 & holder=$!
   for ((i = 0; i < 600; i++)); do
     [ -e "$dir/other.pack.tmp1" ] && ! flock -n "$dir/other.pack.tmp1" true && break; sleep 0.05
   done
+  [ "$i" -lt 600 ] || fail "the holder did not lock $dir/other.pack.tmp1 in 30 s"
   run 0 "orphan" "$tmp/t.bin" -- "$d" "${args[@]}" --pack-cache rebuild --dump-logits "$tmp/t.bin"
   [ -e "$pack.tmp999999999" ] && fail "an orphaned temporary file was kept"
   [ -e "$dir/other.pack.tmp1" ] || fail "a held temporary file was removed"
@@ -279,10 +283,16 @@ run 0 "decode-bench, move" - -- "$bin/decode-bench" -m "$model" -p 0 -n 4 -r 1 -
 # decode-bench too: the mapped file cut short is one line naming it, exit 1 (it died of SIGBUS)
 cases=$((cases + 1))
 "$bin/decode-bench" -m "$model" -p 0 -n 256 -r 100 --roofline-mib 0 >/dev/null 2>"$tmp/err" & pid=$!
-for ((i = 0; i < 1200; i++)); do grep -q "mapped from" "$tmp/err" && break; sleep 0.05; done
+for ((i = 0; i < 1200; i++)); do
+  grep -q "mapped from" "$tmp/err" && break; kill -0 $pid 2>/dev/null || break; sleep 0.05
+done
 pack=$(sed -n 's/^decode-bench: packed weights mapped from \(.*\.pack\).*/\1/p' "$tmp/err")
-[ -n "$pack" ] && : >"$pack" || { fail "decode-bench named no mapped file in 60 s: $(tail -c 300 "$tmp/err")"; kill $pid; }
-wait $pid; st=$?
+if [ -z "$pack" ]; then   # the cases below need the file's name
+  kill $pid 2>/dev/null; wait $pid
+  fail "decode-bench named no mapped file: $(tail -c 300 "$tmp/err")"
+  echo "$fails failed"; exit 1
+fi
+: >"$pack"; wait $pid; st=$?
 [ "$st" = 1 ] && [ "$(grep -c "$pack: the file shrank" "$tmp/err")" = 1 ] ||
   fail "decode-bench, cache truncated while mapped: exit $st: $(tail -c 300 "$tmp/err")"
 # A directory where the cache file goes: a note, no file written (it wrote a whole temporary copy
