@@ -72,7 +72,8 @@ void attention(float *out, const float *q, const void *k, uint32_t kt, const voi
                int n_head, int n_head_kv, int head_dim, kv_layout lay, float *scratch);
 // Bytes attention's SIMD path prefetches its K and V rows ahead (0, the initial value: none;
 // clamped to [0, 1 MiB]). A free choice that leaves the arithmetic alone, measured per machine by
-// the tuner (runtime/tune.h); set it before the threads that call attention start a job.
+// the tuner or fixed by the CPU's row (runtime/tune.h); set it before the threads that call
+// attention start a job.
 void attention_set_prefetch(int bytes);
 int attention_get_prefetch(void);
 // The lines attention's KV prefetch issues for rows [p, p + n) of a head whose rows lie row_bytes

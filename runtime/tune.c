@@ -28,14 +28,15 @@
 //    the Zen 4 the picks (1-4 KB) cost that shape 7-14% against none, and which binary ran the
 //    same timing changed the pick: its row fixes none (DEFAULTS, kv_fixed).
 // Candidates rotate within each round and the median of ROUNDS rounds (WROUNDS for the warm
-// interleave) decides, so a burst of noise from another process hits every candidate alike
-// (after an untimed round: the first calls after the matrix is written run at half speed); for
-// the resident candidates (no DRAM, ~17 us a call on the Xeon, ~5 us on the Zen 5's 1 MiB L2, so
-// noise only ever adds time) the fastest of RROUNDS rounds of RCALLS calls. The incumbent of a
-// first tune is the CPU's default row, of a re-tune the cached pick: a candidate replaces it only
-// by beating it clearly (tune_choose: the resident ones by more than the rounds' spread, the
-// others in every round, all but one of WROUNDS, and by more than MIN_WIN in the median one), so
-// where the machine cannot tell the choices apart the measured default stands, not the noise.
+// interleave) decides, so a burst of noise from another process hits every candidate alike (after
+// an untimed round: the first calls after the matrix is written run at half speed); for the
+// resident candidates (no DRAM, ~17 us a call on the Xeon, ~5 us on the Zen 5's 1 MiB L2, so noise
+// only ever adds time) the fastest of RROUNDS rounds of RCALLS calls. The incumbent of a first tune
+// is the CPU's default row, of a re-tune the cached pick (but the warm interleave's, pick_warm; a
+// row's fixed KV prefetch is not timed at all): a candidate replaces it only by beating it clearly
+// (tune_choose: the resident ones by more than the rounds' spread, the others in every round, all
+// but one of WROUNDS, and by more than MIN_WIN in the median one), so where the machine cannot tell
+// the choices apart the measured default stands, not the noise.
 #include "runtime/tune.h"
 #include "runtime/cachedir.h"
 #include "kernels/ops.h"
@@ -121,11 +122,13 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // tuner's timing disagreed with decode (and with itself: on the Zen 4 decode and gemv-bench
 // picked 1-4 KB at the same minute as decode-bench and a minimal program picked none, one library
 // in each).
+// warm: 1 where the row's stream interleave was measured with the AVX-512 kernel; it is then the
+// warm interleave's incumbent (pick_warm), else the most tiles are.
 static const struct {
     const char *vendor;
     int family, model_lo, model_hi;
     gemv_tuning tu, resident;
-    int kv, tails, kv_fixed;
+    int kv, tails, kv_fixed, warm;
 } DEFAULTS[] = {
     // Zen 4, Genoa-class models 0x10-0x1f (measured on 0x11; the other Zen 4 models, 0x60-0x7f
     // and 0xa0-0xaf, unmeasured, take the next row): stream: the tuner's pick, stories15M tg 30-40%
@@ -135,18 +138,18 @@ static const struct {
     // against 0.7-2.8%, stories15M ahead in 4 of 6 adjacent pairs (-3% to +18%); KV: none, fixed,
     // stories15M tg at depth 4000 11-12% above 1 KB (paired, 8 of 8 at t=1, 6 of 8 at t=2), and a
     // session later 7% above 1 KB and 14% above 4 KB (7 of 8 each), where forced tunes picked 1-4 KB
-    {"AuthenticAMD", 0x19, 0x10, 0x1f, {0, 1, 0, 1}, {0, 4, 0, 1}, 0, 2, 1},
-    // Zen 3 (measured on model 1) and the family's other models: dram_8192 t=1 1 KB 87-90% of the
-    // roofline, none 75-79%, 2 KB 71-78%
-    {"AuthenticAMD", 0x19, 0, 0xff, {1024, 1, 0, 0}, {0, 1, 0, 0}, 1024, 0, 0},
+    {"AuthenticAMD", 0x19, 0x10, 0x1f, {0, 1, 0, 1}, {0, 4, 0, 1}, 0, 2, 1, 1},
+    // Zen 3 (measured on model 1, AVX2 only: one tile) and the family's other models (the Zen 4
+    // clients have AVX-512): dram_8192 t=1 1 KB 87-90% of the roofline, none 75-79%, 2 KB 71-78%
+    {"AuthenticAMD", 0x19, 0, 0xff, {1024, 1, 0, 0}, {0, 1, 0, 0}, 1024, 0, 0, 0},
     // Zen 5: 2 KB / 4 tuned and best in a dram_8192 sweep (an earlier sweep: 8 KB); resident:
     // l2_512's best; KV: 2 KB, +4% tg at depth 4000 (+14% before the KV cache was on huge pages);
     // tails at -t 2: the same tok/s as without (null-controlled), half the sync wait
-    {"AuthenticAMD", 0x1a, 0, 0xff, {2048, 4, 0, 0}, {0, 3, 0, 0}, 2048, 2, 0},
+    {"AuthenticAMD", 0x1a, 0, 0xff, {2048, 4, 0, 0}, {0, 3, 0, 0}, 2048, 2, 0, 1},
     // Xeon (Sapphire Rapids and later): dram_8192 2 KB / 4 98-99%, 2 KB / 2 92-93%, none 62-67%;
     // into L2 (AVX-512): decode tg 1-6% up at t=1, where the evicted stream matrix barely tells the
     // hints apart; tails: 1.6% fewer tok/s at -t 2 (f16), 8-12% more at 16
-    {"GenuineIntel", 6, 0, 0xff, {2048, 4, 1, 0}, {0, 2, 0, 0}, 2048, 8, 0},
+    {"GenuineIntel", 6, 0, 0xff, {2048, 4, 1, 0}, {0, 2, 0, 0}, 2048, 8, 0, 1},
 };
 static const gemv_tuning FALLBACK = {4096, 2, 0, 0}, FALLBACK_RESIDENT = {0, 2, 0, 0};
 #define FALLBACK_KV 2048
@@ -182,22 +185,24 @@ static cpu_id cpu_ident(void) {
 
 static long cache_kb(int level) { return cpu_cache_bytes(level) / 1024; }   // the key's unit
 
-// 1 when c's family and model have a row, 0 for the fallback; *kv_fixed the row's flag (0 without
-// one). A row's hint and f16 width are the AVX-512 kernel's: the AVX2 one, a tile at a time, ran
-// 7% slower into L2 on the Xeon where AVX-512 ran 5% faster (decode at t=1, docs/performance.md),
-// so off AVX-512 the default prefetches into every level, and widens f16 as AVX2 does.
-static int family_default(const cpu_id *c, gemv_tuning *tu, gemv_tuning *resident, int *kv, int *tails,
-                          int *kv_fixed) {
-    *tu = FALLBACK, *resident = FALLBACK_RESIDENT, *kv = FALLBACK_KV, *tails = TUNE_TAIL_TAKERS, *kv_fixed = 0;
+// 1 when c's family and model have a row, 0 for the fallback: r's tu, resident, kv_pf,
+// tail_takers and kv_fixed set from it (or the fallback), *warm_il the row's interleave where its
+// warm flag says so, else 0. A row's hint and f16 width are the AVX-512 kernel's: the AVX2 one, a
+// tile at a time, ran 7% slower into L2 on the Xeon where AVX-512 ran 5% faster (decode at t=1,
+// docs/performance.md), so off AVX-512 the default prefetches into every level, and widens f16 as
+// AVX2 does.
+static int family_default(const cpu_id *c, tune_result *r, int *warm_il) {
+    r->tu = FALLBACK, r->resident = FALLBACK_RESIDENT, r->kv_pf = FALLBACK_KV, r->tail_takers = TUNE_TAIL_TAKERS;
+    r->kv_fixed = 0, *warm_il = 0;
     int row = 0;
     for (size_t i = 0; i < sizeof DEFAULTS / sizeof *DEFAULTS && !row; i++)
         if (!strcmp(DEFAULTS[i].vendor, c->vendor) && DEFAULTS[i].family == c->family &&
             c->model >= DEFAULTS[i].model_lo && c->model <= DEFAULTS[i].model_hi) {
-            *tu = DEFAULTS[i].tu, *resident = DEFAULTS[i].resident, *kv = DEFAULTS[i].kv, row = 1;
-            *kv_fixed = DEFAULTS[i].kv_fixed;
-            if (DEFAULTS[i].tails) *tails = DEFAULTS[i].tails;
+            r->tu = DEFAULTS[i].tu, r->resident = DEFAULTS[i].resident, r->kv_pf = DEFAULTS[i].kv, row = 1;
+            r->kv_fixed = DEFAULTS[i].kv_fixed, *warm_il = DEFAULTS[i].warm ? DEFAULTS[i].tu.interleave : 0;
+            if (DEFAULTS[i].tails) r->tail_takers = DEFAULTS[i].tails;
         }
-    if (gemv_isa_id() != GEMV_AVX512) tu->l2 = 0, tu->f16y = resident->f16y = 0;   // AVX-512's choices
+    if (gemv_isa_id() != GEMV_AVX512) r->tu.l2 = 0, r->tu.f16y = r->resident.f16y = 0;   // AVX-512's choices
     return row;
 }
 
@@ -459,14 +464,15 @@ static gemv_tuning pick_distance(const mat *m, const gemv_tuning *inc, int il, i
 }
 
 // The interleave 1..nnt at tu's distance, and at none where tu has one, on m left warm, a round's
-// time the sum over m's own shape and SMALL_K; the incumbent tu at interleave il (the CPU row's),
-// or at the most tiles where il is 0 (no row): a cached interleave is never the incumbent, since
-// where the counts are close noise once cached would stay (a Zen 5 kept 3, 2-9% slower in decode
-// than its row's 4), and the most tiles are not the row's everywhere (on the Zen 4 one tile read
-// stories15M 30-40% faster, and the most tiles as incumbent stood in 1 of 21 forced tunes). Both
-// distances run because the interleave's effect depends on the prefetch: on the Zen 4 at 2048 B the
-// counts tied on the warm K = 256 matrix, all slow, where at none one tile led by ~40%. Of the pair
-// picked the caller keeps the interleave (the distance is timed evicted). -1 no memory.
+// time the sum over m's own shape and SMALL_K; the incumbent tu at interleave il (the CPU row's,
+// where measured with this kernel), or at the most tiles where il is 0: a cached interleave is
+// never the incumbent, since where the counts are close noise once cached would stay (a Zen 5 kept
+// 3, 2-9% slower in decode than its row's 4), and the most tiles are not the row's everywhere (on
+// the Zen 4 one tile read stories15M 30-40% faster, and the most tiles as incumbent stood in 1 of
+// 21 forced tunes). Both distances run because the interleave's effect depends on the prefetch: on
+// the Zen 4 at 2048 B the counts tied on the warm K = 256 matrix, all slow, where at none one tile
+// led by ~40%. Of the pair picked the caller keeps the interleave (the distance is timed evicted).
+// -1 no memory.
 static int pick_warm(const mat *m, gemv_tuning *tu, int nnt, int il) {
     mat w[2] = {*m, *m};
     w[0].cold = w[1].cold = 0;
@@ -596,7 +602,7 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     char path[4096];
     if (cache_path) snprintf(path, sizeof path, "%s", cache_path);
     else if (cachedir_path("tune", path, sizeof path)) path[0] = 0;
-    int has_row = family_default(&c, &r.tu, &r.resident, &r.kv_pf, &r.tail_takers, &r.kv_fixed);
+    int warm_il, has_row = family_default(&c, &r, &warm_il);
     const int kv_fixed = r.kv_fixed;
     r.resident_bytes = (size_t)cpu_cache_bytes(2) / 2;
     r.source = TUNE_DEFAULT;
@@ -620,7 +626,7 @@ tune_result tune_gemv(int mode, const char *cache_path) {
             r.evicted = cached_ev;
             r.source = TUNE_CACHED;
             // restamp; the rate and the eviction flag stay the tune's (how the picks were made)
-            cache_store(path, r.key, cached, cached_resident, cached_kv, cached_ev, cached_gbps);
+            cache_store(path, r.key, cached, cached_resident, r.kv_pf, cached_ev, cached_gbps);
             goto done;
         }
         snprintf(r.note, sizeof r.note, "cached DRAM rate %.1f GB/s, now %.1f: measured again", cached_gbps, now);
@@ -629,7 +635,7 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     gemv_tuning tu, resident, def = r.tu, def_resident = r.resident;
     const gemv_tuning *inc = retune ? &cached : has_row ? &def : NULL;
     int kv, inc_kv = kv_fixed ? r.kv_pf : retune ? cached_kv : has_row ? r.kv_pf : -1;
-    if (measure(inc, retune ? &cached_resident : has_row ? &def_resident : NULL, has_row ? def.interleave : 0, inc_kv,
+    if (measure(inc, retune ? &cached_resident : has_row ? &def_resident : NULL, warm_il, inc_kv,
                 kv_fixed, &tu, &resident, &kv, &r.gbps, &r.evicted)) {
         r.gbps = 0, r.evicted = 0;
         snprintf(r.note, sizeof r.note, "out of memory measuring; defaults used");
@@ -639,7 +645,7 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     if (retune) {
         size_t n = strlen(r.note);
         snprintf(r.note + n, sizeof r.note - n, ", %s",
-                 same_tuning(tu, cached) && same_tuning(resident, cached_resident) && kv == cached_kv
+                 same_tuning(tu, cached) && same_tuning(resident, cached_resident) && (kv_fixed || kv == cached_kv)
                      ? "the cached picks held"
                      : "the picks changed");
     }

@@ -151,6 +151,9 @@ int main(void) {
     gemv_tuning rt;
     CHECK(tune_tail_takers() == TUNE_TAIL_TAKERS);   // before any tune
     tune_result r = tune_gemv(TUNE_FORCE, path);
+    int fam = -1, model = -1;
+    sscanf(r.key, "AuthenticAMD-f%d-m%d-", &fam, &model);
+    const int zen4 = fam == 25 && model >= 16 && model <= 31;   // the Genoa-class row, which fixes KV none
     CHECKF(r.source == TUNE_MEASURED || gemv_isa_id() == GEMV_SCALAR, "force did not measure: %s", r.note);
     if (r.source == TUNE_MEASURED) {
         CHECKF(valid(r.tu) && r.gbps > 0, "pf %d interleave %d gbps %.1f", r.tu.pf, r.tu.interleave, r.gbps);
@@ -197,6 +200,8 @@ int main(void) {
         write_cache(path, "other-machine 512 3 12.50\ngarbage\n%s 0 4 99999.00 0 0 4 1024 0 0 0\n", r.key);
         tune_result s = tune_gemv(TUNE_AUTO, path);
         CHECKF(s.source == TUNE_MEASURED && strstr(s.note, "measured again"), "stale entry: %d '%s'", s.source, s.note);
+        // its KV 1024 is the re-tune's incumbent, but where the row fixes none, none it is
+        CHECKF(!zen4 || s.kv_pf == 0, "re-tune over a line with KV 1024: KV %d", s.kv_pf);
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == s.tu.pf && nt == s.tu.interleave &&
               same(rt, s.resident) && last_kv == s.kv_pf);
         CHECK(lines_with(path, "other-machine", &pf, &nt) == 1 && pf == 512 && nt == 3);
@@ -264,6 +269,12 @@ int main(void) {
         CHECKF(e1.source == TUNE_CACHED && e1.evicted == 1 && strstr(e1_line, "evicted from the caches"), "%d %d '%s'",
                e1.source, e1.evicted, e1_line);
         fin = e1;                                        // the entry the unchecked mode below finds
+        // a fresh line's KV prefetch is reused, but not over a row that fixes it
+        write_cache(path, "%s %d %d %.2f %lld %d %d 1024 1 %d %d\n", r.key, o8.tu.pf, o8.tu.interleave, o8.gbps,
+                    (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.tu.l2, o8.tu.f16y);
+        tune_result k1 = tune_gemv(TUNE_AUTO, path);
+        CHECKF(k1.source == TUNE_CACHED && k1.kv_pf == (zen4 ? 0 : 1024) && attention_get_prefetch() == k1.kv_pf,
+               "fresh line with KV 1024: source %d, KV %d", k1.source, k1.kv_pf);
         // a fresh line's hint is what the kernels run, and the tuning line says "into L2" for it only
         for (int h2 = 0; h2 < 2; h2++) {
             int hp = o8.tu.pf ? o8.tu.pf : 2048;
@@ -299,7 +310,7 @@ int main(void) {
         CHECKF(m1.source == TUNE_CACHED && same(m1.tu, fin.tu) && m1.kv_pf == fin.kv_pf, "mode -1: source %d '%s'",
                m1.source, m1.note);
         CHECK(!strpbrk(r.key, " \t\n"));                 // one word in the file
-        checks += 51;
+        checks += 53;
     }
     // off: the CPU's default row, no measurement, the file untouched
     size_t before_len, after_len;
@@ -333,9 +344,6 @@ int main(void) {
            tune_tail_takers() == o.tail_takers && strstr(line, tails), "%d / %d / %d, '%s'", o.tail_takers,
            n.tail_takers, r.tail_takers, line);
     // and the rows measured so far are the ones read (runtime/tune.c's table; the key names the family and model)
-    int fam = -1, model = -1;
-    sscanf(o.key, "AuthenticAMD-f%d-m%d-", &fam, &model);
-    int zen4 = fam == 25 && model >= 16 && model <= 31;   // the Genoa-class row
     int want_tails = fam == 26 || zen4 ? 2 : TUNE_TAIL_TAKERS;
     CHECKF(o.tail_takers == want_tails, "%s: tails from %d takers, the row says %d", o.key, o.tail_takers, want_tails);
     // a row for a model range: the Zen 4 (family 0x19, models 0x10-0x1f) is not read as the Zen 3
@@ -383,7 +391,7 @@ int main(void) {
     }
     checks += 9;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 31 : 83));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 31 : 85));
     free(path);
     scratch_remove(dir);
     return 0;
