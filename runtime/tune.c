@@ -603,7 +603,6 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     if (cache_path) snprintf(path, sizeof path, "%s", cache_path);
     else if (cachedir_path("tune", path, sizeof path)) path[0] = 0;
     int warm_il, has_row = family_default(&c, &r, &warm_il);
-    const int kv_fixed = r.kv_fixed;
     r.resident_bytes = (size_t)cpu_cache_bytes(2) / 2;
     r.source = TUNE_DEFAULT;
     if (gemv_isa_id() == GEMV_SCALAR) r.resident = r.tu;           // scalar has no choices
@@ -614,19 +613,20 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     int retune = 0, cached_kv = -1, cached_ev = 0;   // a re-tune: the cached picks are the incumbents
     if (mode == TUNE_AUTO && path[0] &&
         !cache_lookup(path, r.key, &cached, &cached_resident, &cached_kv, &cached_ev, &cached_gbps, &checked)) {
+        if (r.kv_fixed) cached_kv = r.kv_pf;                   // the row's stands over the line's
         long long age = (long long)time(NULL) - checked;
         if (age >= 0 && age < RECHECK_S) {                      // checked recently: trust it
-            r.tu = cached, r.resident = cached_resident, r.kv_pf = kv_fixed ? r.kv_pf : cached_kv, r.gbps = cached_gbps;
+            r.tu = cached, r.resident = cached_resident, r.kv_pf = cached_kv, r.gbps = cached_gbps;
             r.evicted = cached_ev, r.source = TUNE_CACHED;
             goto done;
         }
         double now = check_gbps(cached);
         if (now > 0 && now >= cached_gbps * (1 - MOVED) && now <= cached_gbps * (1 + MOVED)) {
-            r.tu = cached, r.resident = cached_resident, r.kv_pf = kv_fixed ? r.kv_pf : cached_kv, r.gbps = now;
+            r.tu = cached, r.resident = cached_resident, r.kv_pf = cached_kv, r.gbps = now;
             r.evicted = cached_ev;
             r.source = TUNE_CACHED;
             // restamp; the rate and the eviction flag stay the tune's (how the picks were made)
-            cache_store(path, r.key, cached, cached_resident, r.kv_pf, cached_ev, cached_gbps);
+            cache_store(path, r.key, cached, cached_resident, cached_kv, cached_ev, cached_gbps);
             goto done;
         }
         snprintf(r.note, sizeof r.note, "cached DRAM rate %.1f GB/s, now %.1f: measured again", cached_gbps, now);
@@ -634,9 +634,9 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     }
     gemv_tuning tu, resident, def = r.tu, def_resident = r.resident;
     const gemv_tuning *inc = retune ? &cached : has_row ? &def : NULL;
-    int kv, inc_kv = kv_fixed ? r.kv_pf : retune ? cached_kv : has_row ? r.kv_pf : -1;
+    int kv, inc_kv = retune ? cached_kv : has_row ? r.kv_pf : -1;
     if (measure(inc, retune ? &cached_resident : has_row ? &def_resident : NULL, warm_il, inc_kv,
-                kv_fixed, &tu, &resident, &kv, &r.gbps, &r.evicted)) {
+                r.kv_fixed, &tu, &resident, &kv, &r.gbps, &r.evicted)) {
         r.gbps = 0, r.evicted = 0;
         snprintf(r.note, sizeof r.note, "out of memory measuring; defaults used");
         goto done;
@@ -645,7 +645,7 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     if (retune) {
         size_t n = strlen(r.note);
         snprintf(r.note + n, sizeof r.note - n, ", %s",
-                 same_tuning(tu, cached) && same_tuning(resident, cached_resident) && (kv_fixed || kv == cached_kv)
+                 same_tuning(tu, cached) && same_tuning(resident, cached_resident) && kv == cached_kv
                      ? "the cached picks held"
                      : "the picks changed");
     }
