@@ -100,6 +100,6 @@ int main(void) {
     int per_model = N_B * N_T + 2 + N_B;               // -n 4 at every b and t, 2 ISAs, -n 0 at every b
     CHECKF(runs == (N_SYNTH + 1) * per_model, "%d runs, expected %d", runs, (N_SYNTH + 1) * per_model);
     printf("%d batched runs on %d models byte-identical to -b 1 -t 1\n", runs, N_SYNTH + 1);
-    scratch_remove(dir);
+    CHECK(scratch_remove(dir) == 0);
     return 0;
 }

@@ -109,6 +109,6 @@ int main(void) {
     unsetenv("DECODE_WAIT_PREFETCH"), unsetenv("DECODE_FAKE_NUMA");
     printf("decode_isa: %d models x %d paths x 2 thread counts: %d dumps byte-identical to scalar -t 1\n",
            models, supported, runs);
-    scratch_remove(dir);
+    CHECK(scratch_remove(dir) == 0);
     return 0;
 }

@@ -170,6 +170,6 @@ int main(void) {
     }
     CHECK(checked == 3 && rows == 3 * N_GEN);
     free(out); free(ids); free(txt);
-    scratch_remove(dir);
+    CHECK(scratch_remove(dir) == 0);
     return 0;
 }

@@ -115,6 +115,6 @@ int main(void) {
     CHECKF(rows == 376, "%d rows compared, expected 376", rows);
     printf("%d models, %d rows, worst |d-r|/max|r| %.2g, %d near-ties noted\n", models, rows, st.worst,
            st.near_ties);
-    scratch_remove(dir);
+    CHECK(scratch_remove(dir) == 0);
     return 0;
 }

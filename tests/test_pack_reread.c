@@ -118,7 +118,7 @@ int main(void) {
     }
     free(ref);
     llama_model_free(&m);
-    CHECK(unlink(file) == 0 && rmdir(cdir) == 0);   // the one cache file, then scratch_remove's one level
+    CHECK(unlink(file) == 0 && rmdir(cdir) == 0);   // the one cache file, and nothing else in its directory
     CHECK(scratch_remove(dir) == 0);
     free(model), free(cdir);
     return rc;

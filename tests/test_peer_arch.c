@@ -180,6 +180,6 @@ int main(void) {
            st.worst, st.near_ties);
     // P + N - 1 rows per case: P 25/26 for the long prompt, 3 for "Hello world"; N 8, 16 or 40.
     CHECKF(N_CASES == 10 && rows == 363, "%d models, %d rows compared, expected 10 and 363", N_CASES, rows);
-    scratch_remove(dir);
+    CHECK(scratch_remove(dir) == 0);
     return 0;
 }

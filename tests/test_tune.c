@@ -393,6 +393,6 @@ int main(void) {
     printf("tune: %d checks; %s\n", checks, line);
     CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 31 : 85));
     free(path);
-    scratch_remove(dir);
+    CHECK(scratch_remove(dir) == 0);
     return 0;
 }

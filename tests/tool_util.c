@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,18 +109,15 @@ char *scratch_dir(void) {
     return d;
 }
 
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+    (void)st, (void)ftw;
+    return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
 int scratch_remove(char *dir) {
     if (!dir) return -1;
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char *p = path_join(dir, e->d_name);
-        if (p && unlink(p) != 0) rmdir(p);
-        free(p);
-    }
-    if (d) closedir(d);
-    int rc = rmdir(dir);
+    // depth first, links removed rather than followed, so nothing outside dir is touched
+    int rc = nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
     free(dir);
     return rc;
 }

@@ -43,7 +43,7 @@ const char *bin_path(const char *name, int slot);
 char *synth_model(const char *dir, const char *name, const char *spec);
 
 char *scratch_dir(void);                       // mkdtemp'ed; free() the string
-// Removes dir's files, empty subdirectories and links, then dir itself, and frees dir.
+// Removes dir and everything under it (links themselves, not what they point to), and frees dir.
 // Returns 0 when dir is gone.
 int scratch_remove(char *dir);
 char *path_join(const char *dir, const char *name);   // malloc'ed "dir/name"
