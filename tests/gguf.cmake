@@ -5,7 +5,7 @@ decode_test(test_gguf_convert model test_gguf_convert.c tool_util.c)
 add_dependencies(test_gguf_convert gguf-convert)
 decode_test(test_gguf_info model test_gguf_info.c tool_util.c)
 add_dependencies(test_gguf_info gguf-info)
-decode_test(test_gguf_malformed model test_gguf_malformed.c)
+decode_test(test_gguf_malformed model test_gguf_malformed.c tool_util.c)
 decode_test(test_gguf_scale model test_gguf_scale.c)
 # libFuzzer targets, clang only and not ctests (docs/fuzzing.md); the sources they exercise are
 # compiled into them so the fuzzer's coverage and sanitizers instrument those too.

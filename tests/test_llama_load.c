@@ -165,10 +165,8 @@ static void check_all_eog(const char *path, const char *dir) {
 }
 
 int main(void) {
-    char dir[] = "/tmp/test_llama_load.XXXXXX";
-    CHECK(mkdtemp(dir));
-    char path[256];
-    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    char *dir = scratch_dir(), *path = dir ? path_join(dir, "m.gguf") : NULL;
+    CHECK(dir && path);
     spec s;
 
     s = valid(); expect(&s, path, NULL);
@@ -271,8 +269,8 @@ int main(void) {
     s = valid(); s.tokens_delta = 1; expect(&s, path, "tokenizer.ggml.tokens has 301 tokens");
     check_all_eog(path, dir);
     CHECK(n_cases == 53);
-    unlink(path);
-    rmdir(dir);
+    free(path);
+    CHECK(scratch_remove(dir) == 0);
     printf("llama binding: %d cases\n", n_cases);
     return 0;
 }

@@ -171,7 +171,7 @@ static int run_case(int ci, row_stats *st) {
 
 int main(void) {
     CHECK((dir = scratch_dir()));
-    if (!peer_ready()) { scratch_remove(dir); return 77; }
+    if (!peer_ready()) { CHECK(scratch_remove(dir) == 0); return 77; }
     row_stats st = {0};
     int rows = 0;
     for (int i = 0; i < N_CASES; i++) rows += run_case(i, &st);

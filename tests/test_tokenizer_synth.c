@@ -14,6 +14,7 @@
 #include "tests/check.h"
 #include "tools/util.h"
 #include "tests/flood.h"
+#include "tests/tool_util.h"
 
 #define U "\xe2\x96\x81"   // U+2581, SentencePiece's space
 enum { UNK, BOS, EOS, SP, LT, S, GT, LT_S, A, B, C, AB, ABC, AA, BYTE_41, UD_X, D, E, F, DE, EF, X, N_TOK };
@@ -344,9 +345,8 @@ static int check_eog(const char *path) {
 }
 
 int main(void) {
-    char dir[] = "/tmp/test_tokenizer_synth.XXXXXX", path[64];
-    CHECK(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/v.gguf", dir);
+    char *dir = scratch_dir(), *path = dir ? path_join(dir, "v.gguf") : NULL;
+    CHECK(dir && path);
     check_rules(path);
     check_flood(path);
     int n_eog = check_eog(path);
@@ -355,14 +355,14 @@ int main(void) {
     CHECK(n_bad == M_COUNT - N_VALID);
     for (int i = 0; i < n_bad; i++) CHECK(bad[i].m == N_VALID + i);
     for (int i = 0; i < n_bad; i++) {
-        char err[GGUF_ERR_MAX], want[160];
+        char err[GGUF_ERR_MAX], want[600];
         tokenizer *t = (tokenizer *)&want;   // must be reset to NULL
         snprintf(want, sizeof want, "%s: %s: ", path, bad[i].key);
         CHECKF(load(path, bad[i].m, &t, err) == -1 && t == NULL, "case %d loaded", bad[i].m);
         CHECKF(strstr(err, want) && strstr(err, bad[i].problem), "case %d: error '%s'", bad[i].m, err);
     }
-    unlink(path);
-    rmdir(dir);
+    free(path);
+    CHECK(scratch_remove(dir) == 0);
     printf("ok: rules, %d end-of-generation cases, %d malformed vocabs refused\n", n_eog, n_bad);
     return 0;
 }

@@ -102,22 +102,51 @@ const char *bin_path(const char *name, int slot) {
     return buf[slot & 7];
 }
 
-char *scratch_dir(void) {
-    const char *t = getenv("TMPDIR");
-    char *d = path_join(t && *t ? t : "/tmp", "decode-test-XXXXXX");
-    if (d && !mkdtemp(d)) { free(d); return NULL; }
-    return d;
-}
-
 static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
     (void)st, (void)ftw;
     return type == FTW_DP ? rmdir(path) : unlink(path);
 }
+// depth first, links removed rather than followed, so nothing outside dir is touched
+static int remove_tree(const char *dir) { return nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS); }
+
+// The directories scratch_dir made and scratch_remove has not removed yet, and who made them: a
+// failed CHECK exits, and remove_left then removes them in that process (not in a forked child).
+enum { MAX_SCRATCH = 16 };
+static struct { char *dir; pid_t pid; } made[MAX_SCRATCH];
+
+static void remove_left(void) {
+    const char *keep = getenv("DECODE_KEEP_SCRATCH");
+    for (int i = 0; i < MAX_SCRATCH; i++) {
+        if (!made[i].dir || made[i].pid != getpid()) continue;
+        if (keep && *keep) fprintf(stderr, "note: scratch directory kept: %s\n", made[i].dir);
+        else if (remove_tree(made[i].dir) == 0)
+            fprintf(stderr, "note: scratch directory %s removed at exit (DECODE_KEEP_SCRATCH=1 keeps it)\n",
+                    made[i].dir);
+    }
+}
+
+char *scratch_dir(void) {
+    static int registered;
+    const char *t = getenv("TMPDIR");
+    char *d = path_join(t && *t ? t : "/tmp", "decode-test-XXXXXX");
+    if (d && !mkdtemp(d)) { free(d); return NULL; }
+    if (!registered) registered = atexit(remove_left) == 0;
+    for (int i = 0; d && i < MAX_SCRATCH; i++)
+        if (!made[i].dir) {
+            made[i].dir = strdup(d), made[i].pid = getpid();
+            break;
+        }
+    return d;
+}
 
 int scratch_remove(char *dir) {
     if (!dir) return -1;
-    // depth first, links removed rather than followed, so nothing outside dir is touched
-    int rc = nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+    for (int i = 0; i < MAX_SCRATCH; i++)
+        if (made[i].dir && made[i].pid == getpid() && !strcmp(made[i].dir, dir)) {
+            free(made[i].dir);
+            made[i].dir = NULL;
+        }
+    int rc = remove_tree(dir);
     free(dir);
     return rc;
 }
