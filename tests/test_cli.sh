@@ -9,6 +9,25 @@ model=$shared/testdata/models/stories260K.gguf
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cases=0; fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# sigint ERR PATTERN -- command...: runs the command (stdout to /dev/null, stderr to ERR), waits
+# until it catches SIGINT and, unless PATTERN is empty, until ERR matches it (60 s at most), sends
+# SIGINT and prints "SIGNAL STATUS" of its end: "0 130" is an exit with 130, not death by the
+# signal (a shell shows 130 for both; perl, Debian's essential perl-base, tells them apart).
+# "not ready" when it ended or timed out before that (it is killed).
+sigint() {
+  local err=$1 pat=$2; shift 3
+  perl -e 'my ($err, $pat) = (shift, shift);
+    my $p = fork; if (!$p) { open STDOUT, ">/dev/null"; open STDERR, ">", $err; exec @ARGV; exit 127 }
+    for (1 .. 1200) {
+      my ($cgt, $seen) = (0, $pat eq "");
+      if (open my $f, "<", "/proc/$p/status") { for (<$f>) { $cgt = hex $1 if /^SigCgt:\s*([0-9a-f]+)/ } }
+      if (!$seen && open my $e, "<", $err) { $seen = grep { /$pat/ } <$e> }
+      if ($cgt & 2 && $seen) { kill "INT", $p; waitpid($p, 0); print $? & 127, " ", $? >> 8; exit }
+      last if waitpid($p, 1) > 0;          # WNOHANG: it ended first
+      select(undef, undef, undef, 0.05);
+    }
+    kill "KILL", $p; waitpid($p, 0); print "not ready"' "$err" "$pat" "$@"
+}
 # expect STATUS DESCRIPTION -- command...: exit status and, for failures, exactly one stderr line.
 expect() {
   local want=$1 what=$2; shift 3
@@ -374,19 +393,14 @@ cmp -s "$tmp/s010.gguf" "$tmp/s10.gguf" || fail "gguf-synth --seed 010 is not --
 # decode-bench stopped by a signal leaves no --plot file it created (an empty SVG looked like a
 # finished one)
 cases=$((cases + 1))
-"$bin/decode-bench" -m "$model" -t 1 -p 0 -n 500 -r 128 --roofline-mib 0 --plot "$tmp/stopped.svg" >/dev/null 2>"$tmp/err" &
-pid=$!
-for _ in $(seq 100); do grep -q "loading for" "$tmp/err" && break; sleep 0.1; done
-kill -INT $pid; wait $pid; st=$?
-[ "$st" = 130 ] && [ ! -e "$tmp/stopped.svg" ] || fail "decode-bench stopped: exit $st, plot left: $(ls "$tmp/stopped.svg" 2>&1)"
+got=$(sigint "$tmp/err" "loading for" -- "$bin/decode-bench" -m "$model" -t 1 -p 0 -n 500 -r 128 --roofline-mib 0 --plot "$tmp/stopped.svg")
+[ "$got" = "0 130" ] && [ ! -e "$tmp/stopped.svg" ] || fail "decode-bench stopped: '$got', plot left: $(ls "$tmp/stopped.svg" 2>&1): $(cat "$tmp/err")"
 # A tool stopped by SIGINT exits with status 130, never by the signal (the interface: a shell
 # shows 130 either way, a program that waits for it can tell); decode first finishes its token and
-# prints its timings. perl (Debian's essential perl-base) tells the two apart: $? & 127 is the
-# signal a child died of, $? >> 8 its exit status.
+# prints its timings.
 for cmd in "roofline -t 1 -s 64M -r 1000" "l4-bench -r 100000" "decode -m $model -p Once -n 100000 --ignore-eos --temp 0 -c 100000"; do
   cases=$((cases + 1))
-  got=$(perl -e '$p = fork; if (!$p) { open STDOUT, ">/dev/null"; open STDERR, ">/dev/null"; exec @ARGV }
-                 select(undef, undef, undef, 0.5); kill "INT", $p; waitpid($p, 0); print $? & 127, " ", $? >> 8' "$bin/"$cmd)
+  got=$(sigint /dev/null "" -- "$bin/"$cmd)
   [ "$got" = "0 130" ] || fail "${cmd%% *} after SIGINT: signal and status '$got', want '0 130'"
 done
 

@@ -159,10 +159,22 @@ run 1 "tokenize -f directory" -- "$bin/tokenize" -m "$model" -f "$tmp"
 cases=$((cases + 1))
 "$d" -m "$model" -f "$tmp/fifo" >"$tmp/out" 2>"$tmp/err" &
 pid=$!
-exec 7>"$tmp/fifo"                        # returns once decode has the FIFO open for reading
-kill -INT $pid; wait $pid; st=$?
+# The writer, opened read-write so that this never waits for decode (a decode that never opens the
+# FIFO fails the case instead of hanging the test); then up to 60 s for decode to have it open.
+exec 7<>"$tmp/fifo"
+for ((i = 0; i < 600; i++)); do
+  ls -l /proc/$pid/fd 2>/dev/null | grep -qF -- "-> $tmp/fifo" && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.1
+done
+if ls -l /proc/$pid/fd 2>/dev/null | grep -qF -- "-> $tmp/fifo"; then
+  kill -INT $pid; wait $pid; st=$?
+  [ "$st" = 130 ] || fail "SIGINT while waiting on a prompt FIFO: exit $st: $(cat "$tmp/err")"
+else
+  kill -9 $pid 2>/dev/null; wait $pid
+  fail "decode never opened the prompt FIFO: $(cat "$tmp/err")"
+fi
 exec 7>&-
-[ "$st" = 130 ] || fail "SIGINT while waiting on a prompt FIFO: exit $st: $(cat "$tmp/err")"
 
 # ---- 4. a prompt longer than the context is refused before it is read whole
 head -c $((20 << 20)) /dev/zero | tr '\0' 'a' >"$tmp/big.txt"
