@@ -121,7 +121,6 @@ int main(int argc, char **argv) {
         CHECKF(st == 0, "DECODE_ISA=%s child failed (status %d)", values[i], st);
         checks++;
     }
-    CHECK(checks == 8 + (oracle >= 0));
     printf("dispatch: the detection against /proc/cpuinfo (%s), this process and 3 DECODE_ISA children checked "
            "(%d checks)\n", oracle >= 0 ? gemv_isa_name(oracle) : "skipped", checks);
     return 0;
