@@ -13,17 +13,23 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # until it catches SIGINT and, unless PATTERN is empty, until ERR matches it (60 s at most), sends
 # SIGINT and prints "SIGNAL STATUS" of its end: "0 130" is an exit with 130, not death by the
 # signal (a shell shows 130 for both; perl, Debian's essential perl-base, tells them apart).
-# "not ready" when it ended or timed out before that (it is killed).
+# "not ready" when it ended or timed out before that, "ignored SIGINT" when it still ran 60 s
+# after it (killed, either way).
 sigint() {
   local err=$1 pat=$2; shift 3
   perl -e 'my ($err, $pat) = (shift, shift);
     my $p = fork; if (!$p) { open STDOUT, ">/dev/null"; open STDERR, ">", $err; exec @ARGV; exit 127 }
+    my $ended = sub { for (1 .. 1200) { return 1 if waitpid($p, 1) > 0; select(undef, undef, undef, 0.05) } 0 };
     for (1 .. 1200) {
       my ($cgt, $seen) = (0, $pat eq "");
       if (open my $f, "<", "/proc/$p/status") { for (<$f>) { $cgt = hex $1 if /^SigCgt:\s*([0-9a-f]+)/ } }
       if (!$seen && open my $e, "<", $err) { $seen = grep { /$pat/ } <$e> }
-      if ($cgt & 2 && $seen) { kill "INT", $p; waitpid($p, 0); print $? & 127, " ", $? >> 8; exit }
-      last if waitpid($p, 1) > 0;          # WNOHANG: it ended first
+      if ($cgt & 2 && $seen) {
+        kill "INT", $p;
+        if (!$ended->()) { kill "KILL", $p; waitpid($p, 0); print "ignored SIGINT"; exit }
+        print $? & 127, " ", $? >> 8; exit;
+      }
+      if (waitpid($p, 1) > 0) { print "not ready (it ended)"; exit }   # WNOHANG: reaped
       select(undef, undef, undef, 0.05);
     }
     kill "KILL", $p; waitpid($p, 0); print "not ready"' "$err" "$pat" "$@"
@@ -400,8 +406,8 @@ got=$(sigint "$tmp/err" "loading for" -- "$bin/decode-bench" -m "$model" -t 1 -p
 # prints its timings.
 for cmd in "roofline -t 1 -s 64M -r 1000" "l4-bench -r 100000" "decode -m $model -p Once -n 100000 --ignore-eos --temp 0 -c 100000"; do
   cases=$((cases + 1))
-  got=$(sigint /dev/null "" -- "$bin/"$cmd)
-  [ "$got" = "0 130" ] || fail "${cmd%% *} after SIGINT: signal and status '$got', want '0 130'"
+  got=$(sigint "$tmp/err" "" -- "$bin/"$cmd)
+  [ "$got" = "0 130" ] || fail "${cmd%% *} after SIGINT: signal and status '$got', want '0 130': $(head -c 300 "$tmp/err")"
 done
 
 # A model whose logits are all NaN (output_norm.weight overwritten with NaNs): decode stops at the

@@ -44,6 +44,8 @@ wait_stopped() {
   done
   return 1
 }
+# 0 while pid runs (neither gone nor a zombie waiting for its parent, which kill -0 still finds).
+running() { local st; st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [ -n "$st" ] && [ "$st" != Z ]; }
 # phase PHASE WHAT ACTION -- command...: runs the command in the background stopped at PHASE,
 # runs ACTION (a shell snippet; $pid is the tool) and resumes it; its status lands in $st.
 phase() {
@@ -161,14 +163,20 @@ cases=$((cases + 1))
 pid=$!
 # The writer, opened read-write so that this never waits for decode (a decode that never opens the
 # FIFO fails the case instead of hanging the test); then up to 60 s for decode to have it open.
+# /proc shows the path resolved: TMPDIR may go through a link.
 exec 7<>"$tmp/fifo"
+fifo=$(readlink -f "$tmp/fifo")
+has_fifo() { ls -l /proc/$pid/fd 2>/dev/null | grep -qF -- "-> $fifo"; }
 for ((i = 0; i < 600; i++)); do
-  ls -l /proc/$pid/fd 2>/dev/null | grep -qF -- "-> $tmp/fifo" && break
-  kill -0 $pid 2>/dev/null || break
+  has_fifo && break
+  running $pid || break
   sleep 0.1
 done
-if ls -l /proc/$pid/fd 2>/dev/null | grep -qF -- "-> $tmp/fifo"; then
-  kill -INT $pid; wait $pid; st=$?
+if has_fifo; then
+  kill -INT $pid
+  for ((i = 0; i < 600; i++)); do running $pid || break; sleep 0.1; done   # 60 s to end
+  running $pid && { kill -9 $pid; fail "decode ignored SIGINT while waiting on a prompt FIFO"; }
+  wait $pid; st=$?
   [ "$st" = 130 ] || fail "SIGINT while waiting on a prompt FIFO: exit $st: $(cat "$tmp/err")"
 else
   kill -9 $pid 2>/dev/null; wait $pid

@@ -104,7 +104,7 @@ const char *bin_path(const char *name, int slot) {
 
 static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
     (void)st, (void)ftw;
-    return type == FTW_DP ? rmdir(path) : unlink(path);
+    return type == FTW_DP || type == FTW_DNR ? rmdir(path) : unlink(path);   // DNR: unreadable, maybe empty
 }
 // depth first, links removed rather than followed, so nothing outside dir is touched
 static int remove_tree(const char *dir) { return nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS); }
@@ -122,6 +122,7 @@ static void remove_left(void) {
         else if (remove_tree(made[i].dir) == 0)
             fprintf(stderr, "note: scratch directory %s removed at exit (DECODE_KEEP_SCRATCH=1 keeps it)\n",
                     made[i].dir);
+        else fprintf(stderr, "note: scratch directory %s left: not all of it could be removed\n", made[i].dir);
     }
 }
 

@@ -42,8 +42,9 @@ const char *bin_path(const char *name, int slot);
 // if it fails. Returns the model's path, malloc'ed.
 char *synth_model(const char *dir, const char *name, const char *spec);
 
-// A new directory under $TMPDIR (else /tmp), mkdtemp'ed; free() the string. One the test leaves
-// (a failed CHECK exits) is removed at exit, unless DECODE_KEEP_SCRATCH is set and not empty.
+// A new directory under $TMPDIR (else /tmp), mkdtemp'ed; free() the string. One the test has not
+// removed when it exits (a failed CHECK exits) is removed then, unless DECODE_KEEP_SCRATCH is set
+// and not empty; a test that dies of a signal leaves it.
 char *scratch_dir(void);
 // Removes dir and everything under it (links themselves, not what they point to), and frees dir.
 // Returns 0 when dir is gone.
