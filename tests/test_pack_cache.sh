@@ -3,7 +3,7 @@
 # with the same logits (and moved into memory by --pack-cache move, the same again), rebuilt when
 # the model or the file changed, never a failed run when it cannot be used, no temporary file
 # left behind, and really the data decode computes from.
-# usage: test_pack_cache.sh BIN_DIR SHARED_DIR FAULT_LIB
+# usage: test_pack_cache.sh BIN_DIR SHARED_DIR FAULT_LIB [SANITIZE] (a sanitizer build: slow loads)
 set -u
 bin=$1; shared=$2; fault=$3; sanitize=${4:-}; d=$bin/decode
 # A sanitizer's runtime wants to come first; the fault library only wraps two libc calls.
