@@ -86,7 +86,8 @@ static void *zalloc_lines(size_t bytes) {
 decoder_opts decoder_default_opts(int n_threads) {
     return (decoder_opts){.n_threads = n_threads, .numa = -1, .split_k = 0, .l4 = L4RUN_AUTO,
                           .min_stage_bytes = -1, .min_step_bytes = -1, .min_claim_bytes = -1,
-                          .steal = 1, .cache_type_k = WTYPE_F32, .cache_type_v = WTYPE_F32, .wait_prefetch = -1};
+                          .steal = 1, .cache_type_k = WTYPE_F32, .cache_type_v = WTYPE_F32, .wait_prefetch = -1,
+                          .plan = -1};
 }
 
 int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, const volatile sig_atomic_t *stop,
@@ -112,6 +113,13 @@ long decoder_wait_prefetch_env(void) {
     for (const char *c = e; *c; c++)
         if (*c < '0' || *c > '9' || (v = v * 10 + (*c - '0')) > (1L << 30)) return -2;
     return v;
+}
+
+int decoder_plan_env(void) {
+    const char *e = getenv("DECODE_PLAN");
+    if (!e || !*e) return -1;
+    return !strcmp(e, "fixed") ? DECODER_PLAN_FIXED : !strcmp(e, "auto") ? DECODER_PLAN_AUTO
+         : !strcmp(e, "alternate") ? DECODER_PLAN_ALTERNATE : -2;
 }
 
 // decoder_opts.wait_prefetch resolved: asked for, else DECODE_WAIT_PREFETCH, else the smaller of
@@ -234,6 +242,52 @@ static int kv_arenas(decoder *d, int n_ctx, int block_rows) {
     return 0;
 }
 
+// ---- a second plan over every thread, for steps the floors keep on fewer (DECODER_PLAN_*) ----
+
+static void wide_free(decoder *d) {
+    d->wide->kv[0].k = d->wide->kv[0].v = NULL;   // d's KV cache
+    decoder_free(d->wide);
+    free(d->wide);
+    d->wide = NULL;
+}
+
+// The wide plan beside d where it can serve: the default floors put d's step on one thread of
+// several (its weights under 2 MiB), on one node (one KV arena, laid out the same whoever owns
+// its heads), without L4 buffering, and the step at the context's last position streams the
+// floors' bytes for two threads at least. Over at most the CPUs there are, it packs its own copy
+// of those small weights in memory and then takes d's KV cache in place of its own. It is an
+// option of the run, not a need: where it cannot be made (threads, memory), d runs without it.
+static void wide_init(decoder *d, const decoder_opts *o) {
+    int mode = o->plan >= 0 ? o->plan : decoder_plan_env();
+    if (mode < 0) mode = DECODER_PLAN_AUTO;
+    if (mode == DECODER_PLAN_FIXED || pool_size(d->pool) != 1 || o->n_threads < 2 || o->min_step_bytes >= 0 ||
+        o->min_stage_bytes >= 0 || d->n_kv_arena != 1 || l4run_mode_of(d->l4) == L4RUN_BUFFER ||
+        (mode == DECODER_PLAN_AUTO && decoder_bytes_per_token(d, d->n_ctx - 1) < 2.0 * MIN_STEP_BYTES))
+        return;
+    decoder_opts w = *o;
+    w.n_threads = o->n_threads < d->topo.n_cpus ? o->n_threads : d->topo.n_cpus;
+    w.min_step_bytes = w.min_stage_bytes = 0, w.plan = DECODER_PLAN_FIXED, w.l4 = L4RUN_OFF;
+    w.pack_cache.mode = PACKCACHE_OFF, w.on_layer = NULL;
+    char err[GGUF_ERR_MAX];
+    decoder *x = w.n_threads >= 2 ? calloc(1, sizeof *x) : NULL;
+    if (!x || decoder_init_opts(x, d->model, d->n_ctx, &w, err)) {
+        free(x);
+        return;
+    }
+    if (x->n_kv_arena != 1 || pool_size(x->pool) <= pool_size(d->pool)) {   // no wider after all
+        decoder_free(x);
+        free(x);
+        return;
+    }
+    hugepage_unmap(x->kv[0].k, x->kv[0].bytes_k), hugepage_unmap(x->kv[0].v, x->kv[0].bytes_v);
+    x->kv[0] = d->kv[0];                    // the same layout: one arena of every head
+    x->kv[0].bytes_k = x->kv[0].bytes_v = 0;   // d's to unmap
+    d->wide = x;
+    d->plan_mode = mode;
+    d->wide_bytes = (double)pool_size(x->pool) * (double)MIN_STEP_BYTES;
+    if (decoder_wide_from(d) < 0) wide_free(d);   // no position of this context would run it
+}
+
 int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder_opts *o, char err[GGUF_ERR_MAX]) {
     memset(d, 0, sizeof *d);
     d->model = m;
@@ -295,6 +349,7 @@ int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder
         !ALLOC_LINES(d->logits, h->n_vocab))
         goto oom;
     free(cpu);
+    wide_init(d, o);
     return 0;
 oom:
     free(cpu);
@@ -310,6 +365,7 @@ int decoder_set_l4(decoder *d, int mode, char err[256]) {
 }
 
 void decoder_free(decoder *d) {
+    if (d->wide) wide_free(d);
     l4run_free(d->l4);
     weights_free(&d->w);
     for (int i = 0; i < d->n_kv_arena; i++)
@@ -729,6 +785,7 @@ static void stage_share(decoder *d, thread_ctx *c, int layer, int st, const floa
 
 void decoder_set_tail_split(decoder *d, int mode) {
     int T = pool_size(d->pool), min_takers = mode < 0 ? tune_tail_takers() : 2;
+    if (d->wide) decoder_set_tail_split(d->wide, mode);
     if (!d->tail_units) return;          // one thread: nothing is stolen
     for (int st = 0; st < DECODER_N_STAGE; st++)
         for (int v = 0; v < T; v++) d->tail_units[st * T + v] = mode ? tail_units_of(d, st, v, min_takers) : 0;
@@ -907,7 +964,7 @@ static void embed(float *x, const void *table, uint32_t type, int32_t token, siz
     kernels_get()->type[type].to_f32(row, x, n_embd);
 }
 
-float *decoder_forward(decoder *d, int32_t token, int pos) {
+static float *forward_one(decoder *d, int32_t token, int pos) {
     assert(pos >= 0 && pos < d->n_ctx);   // the callers check; past the end a row lands in another head's
     weights_move(&d->w, d->pool, &d->sched, &d->topo);   // mapped weights: the next group into memory
     // the token's embedding starts the residual stream
@@ -920,6 +977,31 @@ float *decoder_forward(decoder *d, int32_t token, int pos) {
     pool_run(d->pool, step_job_run, &j);
     d->busy_s += (monotonic_seconds() - t0) * pool_size(d->pool);
     d->step_seq++;
+    return d->logits;
+}
+
+// The plan for the token at pos (decoder.h, DECODER_PLAN_*): auto, the wide one once the step
+// streams enough bytes for all its threads by the floors' measure, the KV rows it reads counted;
+// alternate, one, then the other.
+static int plan_of(const decoder *d, int pos) {
+    if (d->plan_mode == DECODER_PLAN_ALTERNATE) return (int)((d->plan_runs[0] + d->plan_runs[1]) & 1);
+    return decoder_bytes_per_token(d, pos) >= d->wide_bytes;
+}
+
+int decoder_wide_from(const decoder *d) {
+    if (!d->wide) return -1;
+    if (d->plan_mode == DECODER_PLAN_ALTERNATE) return 0;
+    int pos = 0;
+    while (pos < d->n_ctx && decoder_bytes_per_token(d, pos) < d->wide_bytes) pos++;
+    return pos < d->n_ctx ? pos : -1;
+}
+
+float *decoder_forward(decoder *d, int32_t token, int pos) {
+    if (!d->wide) return forward_one(d, token, pos);
+    int w = plan_of(d, pos);
+    d->plan_runs[w]++;
+    if (!w) return forward_one(d, token, pos);
+    memcpy(d->logits, forward_one(d->wide, token, pos), sizeof *d->logits * (size_t)d->hp.n_vocab);
     return d->logits;
 }
 
@@ -938,6 +1020,7 @@ void decoder_embed(const decoder *d, int32_t token, float *x) {
 }
 
 void decoder_stats_reset(decoder *d) {
+    if (d->wide) decoder_stats_reset(d->wide);
     d->busy_s = 0;
     for (int t = 0; t < pool_size(d->pool); t++) {
         thread_ctx *c = &d->threads[t];
@@ -956,9 +1039,19 @@ void decoder_stats_get(const decoder *d, decoder_stats *s) {
         for (int w = 0; w < SCHED_N_WAIT; w++) s->wait_s += c->wait_s[w], s->wait_step_s[w] += c->wait_s[w];
         s->stolen += c->stolen, s->tail_segs += c->tail_segs, s->tail_shared += c->tail_shared;
     }
+    if (d->wide) {                        // its tokens' waits and thread-seconds too
+        decoder_stats w;
+        decoder_stats_get(d->wide, &w);
+        s->wait_s += w.wait_s, s->busy_s += w.busy_s, s->stolen += w.stolen;
+        s->tail_segs += w.tail_segs, s->tail_shared += w.tail_shared;
+        for (int i = 0; i < SCHED_N_WAIT; i++) s->wait_step_s[i] += w.wait_step_s[i];
+    }
 }
 
-void decoder_set_profile(decoder *d, int on) { d->profile = on; }
+void decoder_set_profile(decoder *d, int on) {
+    d->profile = on;
+    if (d->wide) d->wide->profile = on;
+}
 
 void decoder_profile_get(const decoder *d, int tid, double work[SCHED_N_WAIT], double wait[SCHED_N_WAIT]) {
     memcpy(work, d->threads[tid].work_s, sizeof d->threads[tid].work_s);

@@ -51,7 +51,18 @@ typedef struct {
     long wait_prefetch;           // bytes a thread waiting before a step prefetches of what the step
                                   // reads; 0: none; -1: DECODE_WAIT_PREFETCH, else the smaller of
                                   // 256 KiB and half the L2
+    int plan;                     // a step too small for every thread (below): DECODER_PLAN_*; -1:
+                                  // DECODE_PLAN, else DECODER_PLAN_AUTO
 } decoder_opts;
+
+// Where the step floors leave threads idle (a tiny model: fewer threads than n_threads), the
+// decoder can also hold a second plan over every thread, the same model and the one KV cache
+// (decoder.wide), and run each token on either: same bits, only the time differs. FIXED: the
+// floors' plan alone; AUTO: the wide plan from the position where the step, the KV rows it reads
+// counted, streams the floors' bytes for every thread (MIN_STEP_BYTES each, decoder.c);
+// ALTERNATE: one, then the other (tests). Only with the default floors, on one NUMA node and
+// without L4 buffering.
+enum { DECODER_PLAN_FIXED, DECODER_PLAN_AUTO, DECODER_PLAN_ALTERNATE };
 
 // Each thread's own state: its buffers allocated (and so placed) by that thread, the struct on
 // cache lines of its own (its counters are written through the step; a neighbour's reads of tid
@@ -140,6 +151,11 @@ typedef struct decoder_s {
     float *hb;                    // (n_ff) FFN gate, then swiglu(gate, up)
     float *hb2;                   // (n_ff) FFN up
     float *logits;                // (n_vocab)
+    struct decoder_s *wide;       // NULL, or the plan over every thread (DECODER_PLAN_*), which
+                                  // shares this decoder's KV cache; its logits are copied here
+    int plan_mode;                // with wide: DECODER_PLAN_AUTO or _ALTERNATE
+    double wide_bytes;            // ... auto: the step bytes from which the wide plan runs
+    unsigned long plan_runs[2];   // ... tokens run by this plan and by the wide one
 } decoder;
 
 // The share of the machine's memory (cpu_mem_bytes) one buffer written whole may take: the KV
@@ -155,6 +171,8 @@ decoder_opts decoder_default_opts(int n_threads);
 // DECODE_WAIT_PREFETCH as bytes (decimal digits, 0 .. 1 GiB): -1 when unset or empty, -2 when not
 // such a number.
 long decoder_wait_prefetch_env(void);
+// DECODE_PLAN as DECODER_PLAN_* (fixed, auto, alternate): -1 when unset or empty, -2 otherwise.
+int decoder_plan_env(void);
 // 0 ok, -1 with err (also for cache types other than f32 and f16); n_ctx already checked with
 // decoder_check_ctx. After it, decoder_forward never reads m's file mapping: the file may change
 // or shrink.
@@ -169,6 +187,9 @@ int decoder_init(decoder *d, const llama_model *m, int n_ctx, int n_threads, con
 int decoder_wait_spans(const decoder *d, int tid, int layer, int at, progress_span span[3]);
 // Evaluates token at position pos (0 <= pos < n_ctx, positions in order); returns the logits.
 float *decoder_forward(decoder *d, int32_t token, int pos);
+// The first position whose token the wide plan runs (DECODER_PLAN_*; 0 when they alternate), or
+// -1 when there is no wide plan or no such position in the context.
+int decoder_wide_from(const decoder *d);
 // Sets the kernels' free choices for a step whose last position is pos: the GEMV tuning of this
 // model's size and attention's KV prefetch for the KV cache rows the step reads (tune_pick_kv).
 void decoder_set_tuning(const decoder *d, int pos);

@@ -168,6 +168,18 @@ expect 2 "gemv-bench DECODE_ISA typo" -- env DECODE_ISA=AVX2 "$bin/gemv-bench" -
 expect 2 "gemm-bench DECODE_ISA typo" -- env DECODE_ISA=avx "$bin/gemm-bench" -m 1 -t 1
 expect 2 "decode DECODE_WAIT_PREFETCH typo" -- env DECODE_WAIT_PREFETCH=256k "$d" -m "$model" -p a -n 1
 grep -q "DECODE_WAIT_PREFETCH must be a number of bytes" "$tmp/err" || fail "decode: $(cat "$tmp/err")"
+expect 2 "decode-bench DECODE_PLAN typo" -- env DECODE_PLAN=wide "$bin/decode-bench" -m "$model"
+grep -q "DECODE_PLAN must be auto, fixed or alternate, got 'wide'" "$tmp/err" || fail "decode-bench: $(cat "$tmp/err")"
+# stories260K's step runs on one thread; the plan over both starts where -v and --print-schedule
+# say, at the same position, and not at all where the context ends first or DECODE_PLAN=fixed
+expect 0 "plan over all threads" -- "$d" -m "$model" -p a -n 1 -c 2048 -t 2 -v --print-schedule
+from=$(sed -n 's/^decode: \.\.\. and all 2 from position \([0-9]*\) on, .*/\1/p' "$tmp/err")
+[ -n "$from" ] && grep -q "^schedule: tokens at positions $from and on run the plan over all 2 threads" "$tmp/err" ||
+  fail "plan over all threads: $(grep -E "position" "$tmp/err")"
+expect 0 "no plan over all threads, short context" -- "$d" -m "$model" -p a -n 1 -c 256 -t 2 -v
+grep -q "from position" "$tmp/err" && fail "-c 256: $(grep position "$tmp/err")"
+expect 0 "no plan over all threads, fixed" -- env DECODE_PLAN=fixed "$d" -m "$model" -p a -n 1 -c 2048 -t 2 -v --print-schedule
+grep -q "from position\|tokens at positions" "$tmp/err" && fail "DECODE_PLAN=fixed: $(grep position "$tmp/err")"
 expect 2 "decode-bench 33 models" -- "$bin/decode-bench" -m "$(printf "$model,%.0s" $(seq 33))"
 cases=$((cases + 1))
 "$bin/gemv-bench" -s 64x64 -t 1 -d f16 -r 7 >/dev/full 2>"$tmp/err"; st=$?
@@ -429,6 +441,6 @@ for flags in "--temp 0" "--temp 0 --ignore-eos" "-s 1" "-s 1 --ignore-eos"; do
   case $flags in *ignore-eos*) grep -q "masked by --ignore-eos" "$tmp/err" || fail "NaN logits ($flags): mask not said";; esac
 done
 
-[ "$cases" = 154 ] || fail "ran $cases cases, expected 154"
+[ "$cases" = 158 ] || fail "ran $cases cases, expected 158"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

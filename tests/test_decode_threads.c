@@ -85,6 +85,12 @@ static int cli_cases(const char *model) {
         CHECKF(len == ref_len && !memcmp(d, ref, len), "%s: -t 3 DECODE_ISA=%s differs from -t 1", model, isas[i]);
         free(d);
     }
+    setenv("DECODE_PLAN", "alternate", 1);   // a one-thread step: every other token on both threads
+    char *alt = dump(model, "2", "off", NULL, NULL, &len);
+    unsetenv("DECODE_PLAN");
+    CHECKF(len == ref_len && !memcmp(alt, ref, len), "%s: -t 2 DECODE_PLAN=alternate differs from -t 1", model);
+    free(alt);
+    cases++;
     free(ref);
     return cases;
 }
@@ -480,6 +486,73 @@ static void check_tail_claims(const char *path) {
     llama_model_free(&m);
 }
 
+// ---- the plan over every thread beside a one-thread step (decoder.wide, DECODER_PLAN_*) ----
+
+// n tokens at positions 0.. on T threads in plan mode `mode` (floors set where floors >= 0); the
+// logits (n x n_vocab, malloc'ed), the first position of the wide plan (-1: none) and the tokens
+// each plan ran.
+static float *run_plan(const llama_model *m, int T, int mode, int n_ctx, int n, long floors, int *from,
+                       unsigned long runs[2]) {
+    decoder d;
+    char err[GGUF_ERR_MAX];
+    decoder_opts o = decoder_default_opts(T);
+    o.plan = mode, o.min_step_bytes = o.min_stage_bytes = floors;
+    CHECKF(decoder_init_opts(&d, m, n_ctx, &o, err) == 0, "%s", err);
+    *from = decoder_wide_from(&d);
+    int nv = m->hp.n_vocab;
+    float *out = malloc(sizeof(float) * (size_t)nv * (size_t)n);
+    CHECK(out);
+    for (int i = 0; i < n; i++)
+        memcpy(out + (size_t)i * nv, decoder_forward(&d, (int32_t)((i * 37 + 1) % nv), i), sizeof(float) * nv);
+    runs[0] = d.plan_runs[0], runs[1] = d.plan_runs[1];
+    CHECK(!d.wide || pool_size(d.wide->pool) == (T < d.topo.n_cpus ? T : d.topo.n_cpus));   // at most the CPUs
+    decoder_free(&d);
+    return out;
+}
+
+// stories260K's step runs on one thread. Alternating with the plan over every thread token by
+// token, and from the position auto starts it (the KV rows make the step 1 MiB a thread) on, the
+// logits stay -t 1's bit for bit; fixed, floors set, one thread or a context no position of which
+// reaches that step make no wide plan. Returns the cases run.
+static int wide_plan_cases(const char *path) {
+    llama_model m;
+    char err[GGUF_ERR_MAX];
+    CHECKF(llama_model_load(&m, path, err) == 0, "%s", err);
+    enum { CTX = 1024, N_ALT = 24 };
+    int nv = m.hp.n_vocab, from, auto_from, cases = 0;
+    unsigned long runs[2];
+    float *probe = run_plan(&m, 2, DECODER_PLAN_AUTO, CTX, 1, -1, &auto_from, runs);
+    free(probe);
+    CHECKF(auto_from > 64 && auto_from < CTX - 16, "auto's wide plan from position %d", auto_from);
+    int n = auto_from + 16;
+    float *ref = run_plan(&m, 1, DECODER_PLAN_AUTO, CTX, n, -1, &from, runs);
+    CHECK(from == -1 && runs[0] == 0 && runs[1] == 0);
+    for (int T = 2; T <= 3; T++, cases++) {
+        float *alt = run_plan(&m, T, DECODER_PLAN_ALTERNATE, 64, N_ALT, -1, &from, runs);
+        CHECKF(from == 0 && runs[0] == N_ALT / 2 && runs[1] == N_ALT / 2, "T=%d alternate: from %d, runs %lu / %lu", T,
+               from, runs[0], runs[1]);
+        CHECKF(!memcmp(alt, ref, sizeof(float) * (size_t)nv * N_ALT), "T=%d alternate: logits differ from -t 1's", T);
+        free(alt);
+    }
+    float *a = run_plan(&m, 2, DECODER_PLAN_AUTO, CTX, n, -1, &from, runs);
+    CHECKF(from == auto_from && runs[0] == (unsigned long)auto_from && runs[1] == 16, "auto: from %d, runs %lu / %lu",
+           from, runs[0], runs[1]);
+    CHECKF(!memcmp(a, ref, sizeof(float) * (size_t)nv * (size_t)n), "auto: logits differ from -t 1's");
+    free(a);
+    cases++;
+    // none: fixed; floors set; a context that ends before auto_from
+    const struct { int mode, n_ctx; long floors; } none[] = {
+        {DECODER_PLAN_FIXED, CTX, -1}, {DECODER_PLAN_AUTO, CTX, 0}, {DECODER_PLAN_AUTO, auto_from, -1}};
+    for (int i = 0; i < 3; i++, cases++) {
+        float *x = run_plan(&m, 2, none[i].mode, none[i].n_ctx, 2, none[i].floors, &from, runs);
+        CHECKF(from == -1 && runs[0] == 0 && runs[1] == 0, "case %d: a wide plan from %d", i, from);
+        free(x);
+    }
+    free(ref);
+    llama_model_free(&m);
+    return cases;
+}
+
 int main(void) {
     dir = scratch_dir();
     char *stories = path_join(SHARED_DIR, "testdata/models/stories260K.gguf");
@@ -493,11 +566,12 @@ int main(void) {
     // Under sanitizers (SLOW) the CLI runs stories260K only; the in-process runs cover the rest.
     int cli = cli_cases(stories), cli_models = 1;
     if (SLOW == 1.0) cli += cli_cases(a) + cli_cases(b), cli_models = 3;
-    CHECK(cli == cli_models * 18);
+    CHECK(cli == cli_models * 19);
     check_placement(a);
     check_tail_auto(a);
     char *e = synth("e.gguf", "--n-embd 768 --n-head 12 --n-kv-head 4 --n-ff 1280 --n-vocab 1000 --dtype f16");
     check_tail_claims(e);
+    int wide = wide_plan_cases(stories);
     int api = api_cases(stories) + api_cases(a) + api_cases(b) + api_cases(c);
     CHECK(api == 4 * 47);
     int split_before = split_runs;
@@ -523,8 +597,8 @@ int main(void) {
     CHECKF(kv_node_checks >= 3 * 2, "KV arenas on two nodes in %d runs", kv_node_checks);   // stories260K, a, c
     CHECKF(block_arenas >= 3 * 4, "block cases in two KV arenas: %d", block_arenas);       // a, b, c at T=2
     printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %d with a group's heads shared,"
-           " %zu tiles stolen, %zu tail segments, %zu tails shared) byte-identical, key streams checked\n", cli, api,
-           split_runs, shared_group_runs, stolen, tail_segs, tail_shared);
+           " %zu tiles stolen, %zu tail segments, %zu tails shared) byte-identical, key streams checked; %d wide-plan"
+           " cases\n", cli, api, split_runs, shared_group_runs, stolen, tail_segs, tail_shared, wide);
     free(stories); free(a); free(b); free(c); free(e);
     CHECK(scratch_remove(dir) == 0);
     return 0;

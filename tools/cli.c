@@ -424,6 +424,8 @@ const char *cli_env_problem(void) {
     else if (decoder_wait_prefetch_env() < -1)
         snprintf(msg, sizeof msg, "DECODE_WAIT_PREFETCH must be a number of bytes, 0 (none) to 1073741824, got '%.80s'",
                  getenv("DECODE_WAIT_PREFETCH"));
+    else if (decoder_plan_env() < -1)
+        snprintf(msg, sizeof msg, "DECODE_PLAN must be auto, fixed or alternate, got '%.100s'", getenv("DECODE_PLAN"));
     else if (topo_fake_nodes_env(msg) < 0) {}
     else return NULL;
     return msg;

@@ -116,7 +116,8 @@ static void usage(FILE *f) {
         "stdout: the table only; stderr: progress, where threads waited, the wait by the step waited\n"
         "before, and with --profile the table by thread\n"
         "a failed test ends the run (exit 1) after the finished tests are printed\n"
-        "environment: DECODE_ISA, DECODE_TUNE, DECODE_WAIT_PREFETCH and DECODE_FAKE_NUMA as for decode\n"
+        "environment: DECODE_ISA, DECODE_TUNE, DECODE_WAIT_PREFETCH, DECODE_PLAN and DECODE_FAKE_NUMA as for\n"
+        "decode\n"
         "(see decode --help)\n",
         PREFILL_DEFAULT_BATCH);
 }

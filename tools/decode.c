@@ -121,6 +121,11 @@ static void usage(FILE *f) {
         "  ~/.cache/decode/tune, redone when the memory read rate moved by more than 20%%);\n"
         "  DECODE_WAIT_PREFETCH=BYTES: how much of its next step a thread waiting for another\n"
         "  prefetches (0: none, at most 1 GiB; default: the smaller of 256 KiB and half the L2);\n"
+        "  DECODE_PLAN=auto|fixed|alternate: a model so small that its step runs on one thread\n"
+        "  also gets a plan over all -t threads (at most the CPUs), sharing the KV cache: auto runs\n"
+        "  it from the position where the step, the KV rows it reads counted, streams 1 MiB a\n"
+        "  thread; fixed never; alternate every other token (same logits every way; default: auto;\n"
+        "  -v and --print-schedule say from where; a batched prompt stays on the one thread);\n"
         "  DECODE_FAKE_NUMA=N: N pretend NUMA nodes (1..1024; for tests). An empty one is unset.\n",
         cli_physical_cores(), PREFILL_DEFAULT_BATCH, d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty,
         d.repeat_last_n);
@@ -332,6 +337,12 @@ static int eval_prompt(session *S, const options *o, const int32_t *ids, size_t 
 static void print_schedule(const decoder *d) {
     double rel[LAYER_N_MAT];
     sched_print(&d->sched, stderr);
+    int from = decoder_wide_from(d);
+    if (d->wide) {
+        fprintf(stderr, "schedule: tokens at positions %d and on run the plan over all %d threads (DECODE_PLAN):\n",
+                from, pool_size(d->wide->pool));
+        sched_print(&d->wide->sched, stderr);
+    }
     int odd = weights_layer_sizes(d->model, rel);
     if (odd >= 0)
         fprintf(stderr, "schedule: the sizes above are layer 0's; layer %d's weights (and maybe others') differ in "
@@ -547,6 +558,9 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
                 S->d.tuning.f16y ? ", f16 widened into ymm" : "");
         fprintf(stderr, "decode: threads in use: %d of %d%s\n", pool_size(S->d.pool), o->n_threads,
                 pool_size(S->d.pool) < o->n_threads ? CLI_THREADS_IDLE_WHY : "");
+        if (decoder_wide_from(&S->d) >= 0)
+            fprintf(stderr, "decode: ... and all %d from position %d on, where the KV rows make the step big enough "
+                    "(DECODE_PLAN)\n", pool_size(S->d.wide->pool), decoder_wide_from(&S->d));
         fprintf(stderr, "decode: a thread that waits prefetches up to %zu bytes of what its next step reads\n",
                 S->d.wait_pf_bytes);
         uint32_t kt = S->d.cache_type_k, vt = S->d.cache_type_v;
@@ -633,6 +647,9 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
     if (S->d.w.map && S->d.w.cache_note[0])
         fprintf(stderr, "decode: packed-weight cache: %s\n", S->d.w.cache_note);   // a move cut short
     int status = cli_stop ? stopped() : 0;
+    if (o->verbose && S->d.wide)
+        fprintf(stderr, "\ndecode: tokens run by %d thread(s): %lu, by all %d: %lu\n", pool_size(S->d.pool),
+                S->d.plan_runs[0], pool_size(S->d.wide->pool), S->d.plan_runs[1]);
     print_timings(S);
     return status;
 dump_failed:
