@@ -15,7 +15,7 @@ target_link_libraries(fault_inject PRIVATE ${CMAKE_DL_LIBS})
 target_compile_options(fault_inject PRIVATE -fno-sanitize=all)
 target_link_options(fault_inject PRIVATE -fno-sanitize=all)
 add_test(NAME test_pack_cache COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_pack_cache.sh
-         ${CMAKE_RUNTIME_OUTPUT_DIRECTORY} ${DECODE_SHARED_DIR} $<TARGET_FILE:fault_inject> "${SANITIZE}")
+         ${CMAKE_RUNTIME_OUTPUT_DIRECTORY} ${DECODE_SHARED_DIR} $<TARGET_FILE:fault_inject>)
 set_tests_properties(test_pack_cache PROPERTIES LABELS "decode;runtime")
 decode_test(test_decode_batch decode test_decode_batch.c tool_util.c)
 # decode against llama.cpp (the peer scripts) on synth models of each architecture; exit 77 (skip)
