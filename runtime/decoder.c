@@ -265,7 +265,8 @@ static void wide_init(decoder *d, const decoder_opts *o) {
         (mode == DECODER_PLAN_AUTO && decoder_bytes_per_token(d, d->n_ctx - 1) < 2.0 * MIN_STEP_BYTES))
         return;
     decoder_opts w = *o;
-    w.n_threads = o->n_threads < d->topo.n_cpus ? o->n_threads : d->topo.n_cpus;
+    int cpus = topo_mode_cpus(&d->topo, o->numa < 0 ? topo_default_mode(&d->topo) : (topo_numa_mode)o->numa);
+    w.n_threads = o->n_threads < cpus ? o->n_threads : cpus;
     w.min_step_bytes = w.min_stage_bytes = 0, w.plan = DECODER_PLAN_FIXED, w.l4 = L4RUN_OFF;
     w.pack_cache.mode = PACKCACHE_OFF, w.on_layer = NULL;
     char err[GGUF_ERR_MAX];
@@ -281,7 +282,7 @@ static void wide_init(decoder *d, const decoder_opts *o) {
     }
     hugepage_unmap(x->kv[0].k, x->kv[0].bytes_k), hugepage_unmap(x->kv[0].v, x->kv[0].bytes_v);
     x->kv[0] = d->kv[0];                    // the same layout: one arena of every head
-    x->kv[0].bytes_k = x->kv[0].bytes_v = 0;   // d's to unmap
+    x->kv[0].bytes_k = x->kv[0].bytes_v = 0;   // d's to unmap: wide_free clears x's pointers first
     d->wide = x;
     d->plan_mode = mode;
     d->wide_bytes = (double)pool_size(x->pool) * (double)MIN_STEP_BYTES;
@@ -988,8 +989,14 @@ static int plan_of(const decoder *d, int pos) {
     return decoder_bytes_per_token(d, pos) >= d->wide_bytes;
 }
 
+// The wide plan serves while d runs without L4 buffering (decoder_set_l4 may turn it on later,
+// and the wide plan has no L4) and without a trace (a test's recorder sees d's threads only).
+static int wide_serves(const decoder *d) {
+    return d->wide && !d->trace && l4run_mode_of(d->l4) != L4RUN_BUFFER;
+}
+
 int decoder_wide_from(const decoder *d) {
-    if (!d->wide) return -1;
+    if (!wide_serves(d)) return -1;
     if (d->plan_mode == DECODER_PLAN_ALTERNATE) return 0;
     int pos = 0;
     while (pos < d->n_ctx && decoder_bytes_per_token(d, pos) < d->wide_bytes) pos++;
@@ -997,10 +1004,11 @@ int decoder_wide_from(const decoder *d) {
 }
 
 float *decoder_forward(decoder *d, int32_t token, int pos) {
-    if (!d->wide) return forward_one(d, token, pos);
+    if (!wide_serves(d)) return forward_one(d, token, pos);
     int w = plan_of(d, pos);
     d->plan_runs[w]++;
     if (!w) return forward_one(d, token, pos);
+    weights_move(&d->w, d->pool, &d->sched, &d->topo);   // d's mapped weights still move a group a step
     memcpy(d->logits, forward_one(d->wide, token, pos), sizeof *d->logits * (size_t)d->hp.n_vocab);
     return d->logits;
 }

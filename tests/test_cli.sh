@@ -178,6 +178,9 @@ from=$(sed -n 's/^decode: \.\.\. and all 2 from position \([0-9]*\) on, .*/\1/p'
   fail "plan over all threads: $(grep -E "position" "$tmp/err")"
 expect 0 "no plan over all threads, short context" -- "$d" -m "$model" -p a -n 1 -c 256 -t 2 -v
 grep -q "from position" "$tmp/err" && fail "-c 256: $(grep position "$tmp/err")"
+expect 0 "plan over all threads, alternate" -- env DECODE_PLAN=alternate "$d" -m "$model" -p a -n 8 -c 64 -t 2 -v
+grep -q "^decode: tokens run by 1 thread(s): [1-9][0-9]*, by all 2: [1-9]" "$tmp/err" ||
+  fail "alternate: $(grep -E "tokens run|all 2" "$tmp/err")"
 expect 0 "no plan over all threads, fixed" -- env DECODE_PLAN=fixed "$d" -m "$model" -p a -n 1 -c 2048 -t 2 -v --print-schedule
 grep -q "from position\|tokens at positions" "$tmp/err" && fail "DECODE_PLAN=fixed: $(grep position "$tmp/err")"
 expect 2 "decode-bench 33 models" -- "$bin/decode-bench" -m "$(printf "$model,%.0s" $(seq 33))"
@@ -441,6 +444,6 @@ for flags in "--temp 0" "--temp 0 --ignore-eos" "-s 1" "-s 1 --ignore-eos"; do
   case $flags in *ignore-eos*) grep -q "masked by --ignore-eos" "$tmp/err" || fail "NaN logits ($flags): mask not said";; esac
 done
 
-[ "$cases" = 158 ] || fail "ran $cases cases, expected 158"
+[ "$cases" = 159 ] || fail "ran $cases cases, expected 159"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -329,13 +329,8 @@ static void test_label(const result *r, int n, char *buf, size_t size) {
              r->n_depth);
 }
 
-// --profile: each thread's microseconds per token by wait point (decoder_profile_get), working
-// in the step after it and waiting there, the steps of all layers summed; then the totals.
-static void print_profile(const decoder *d, const result *r, int n) {
-    char label[4200];
-    test_label(r, n, label, sizeof label);
-    fprintf(stderr, "decode-bench: %s: us per token by step, working / waiting before it, thread 0 to %d "
-            "(last repetition)\n", label, pool_size(d->pool) - 1);
+// One plan's table: its threads' seconds since the stats' reset, per token of the test.
+static void print_profile_table(const decoder *d, int n) {
     for (int w = 0; w <= SCHED_N_WAIT; w++) {
         int all = w == SCHED_N_WAIT;
         fprintf(stderr, "  %-13s", all ? "total" : sched_wait_name(w));
@@ -347,6 +342,18 @@ static void print_profile(const decoder *d, const result *r, int n) {
         }
         fprintf(stderr, "\n");
     }
+}
+
+// --profile: each thread's microseconds per token by wait point (decoder_profile_get), working
+// in the step after it and waiting there, the steps of all layers summed; then the totals.
+static void print_profile(const decoder *d, const result *r, int n) {
+    char label[4200];
+    test_label(r, n, label, sizeof label);
+    fprintf(stderr, "decode-bench: %s: us per token by step, working / waiting before it, thread 0 to %d "
+            "(last repetition)%s\n", label, pool_size(d->pool) - 1,
+            d->wide ? "; the tokens of the plan over all threads in a second table (DECODE_PLAN)" : "");
+    print_profile_table(d, n);
+    if (d->wide) print_profile_table(d->wide, n);
 }
 
 // One timed repetition of a test: its tok/s joins the result's samples. -1 as run_test.
@@ -720,6 +727,9 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
         if (pool_size(d[s].pool) < T)     // n_threads stays T, as llama-bench's does
             fprintf(stderr, "decode-bench: %s: threads in use: %d of %d%s\n", path, pool_size(d[s].pool), T,
                     CLI_THREADS_IDLE_WHY);
+        if (decoder_wide_from(&d[s]) >= 0)
+            fprintf(stderr, "decode-bench: %s: ... and all %d for tokens at positions %d and on (DECODE_PLAN)\n", path,
+                    pool_size(d[s].wide->pool), decoder_wide_from(&d[s]));
         if (d[s].w.cache_state != PACKCACHE_UNUSED) {
             fprintf(stderr, "decode-bench: packed weights %s %s%s%s\n",
                     d[s].w.cache_state == PACKCACHE_MAPPED ? "mapped from" : "packed into a new cache file,",

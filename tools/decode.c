@@ -338,9 +338,13 @@ static void print_schedule(const decoder *d) {
     double rel[LAYER_N_MAT];
     sched_print(&d->sched, stderr);
     int from = decoder_wide_from(d);
-    if (d->wide) {
-        fprintf(stderr, "schedule: tokens at positions %d and on run the plan over all %d threads (DECODE_PLAN):\n",
-                from, pool_size(d->wide->pool));
+    if (from >= 0) {
+        if (d->plan_mode == DECODER_PLAN_ALTERNATE)
+            fprintf(stderr, "schedule: every other token runs the plan over all %d threads (DECODE_PLAN=alternate):\n",
+                    pool_size(d->wide->pool));
+        else
+            fprintf(stderr, "schedule: tokens at positions %d and on run the plan over all %d threads (DECODE_PLAN):\n",
+                    from, pool_size(d->wide->pool));
         sched_print(&d->wide->sched, stderr);
     }
     int odd = weights_layer_sizes(d->model, rel);
@@ -558,7 +562,10 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
                 S->d.tuning.f16y ? ", f16 widened into ymm" : "");
         fprintf(stderr, "decode: threads in use: %d of %d%s\n", pool_size(S->d.pool), o->n_threads,
                 pool_size(S->d.pool) < o->n_threads ? CLI_THREADS_IDLE_WHY : "");
-        if (decoder_wide_from(&S->d) >= 0)
+        if (decoder_wide_from(&S->d) >= 0 && S->d.plan_mode == DECODER_PLAN_ALTERNATE)
+            fprintf(stderr, "decode: ... and all %d every other token (DECODE_PLAN=alternate)\n",
+                    pool_size(S->d.wide->pool));
+        else if (decoder_wide_from(&S->d) >= 0)
             fprintf(stderr, "decode: ... and all %d from position %d on, where the KV rows make the step big enough "
                     "(DECODE_PLAN)\n", pool_size(S->d.wide->pool), decoder_wide_from(&S->d));
         fprintf(stderr, "decode: a thread that waits prefetches up to %zu bytes of what its next step reads\n",
