@@ -337,6 +337,7 @@ static int eval_prompt(session *S, const options *o, const int32_t *ids, size_t 
 static void print_schedule(const decoder *d) {
     double rel[LAYER_N_MAT];
     sched_print(&d->sched, stderr);
+    decoder_print_stealing(d, stderr);
     int from = decoder_wide_from(d);
     if (from >= 0) {
         if (d->plan_mode == DECODER_PLAN_ALTERNATE)
@@ -346,12 +347,12 @@ static void print_schedule(const decoder *d) {
             fprintf(stderr, "schedule: tokens at positions %d and on run the plan over all %d threads (DECODE_PLAN):\n",
                     from, pool_size(d->wide->pool));
         sched_print(&d->wide->sched, stderr);
+        decoder_print_stealing(d->wide, stderr);
     }
     int odd = weights_layer_sizes(d->model, rel);
     if (odd >= 0)
         fprintf(stderr, "schedule: the sizes above are layer 0's; layer %d's weights (and maybe others') differ in "
                 "element size: a step streams %.2f MiB of weights\n", odd, decoder_weight_bytes(d) / (1 << 20));
-    decoder_print_stealing(d, stderr);
 }
 
 // --l4-stats: the counters summed over the nodes' caches and the mode used, one JSON line; the
