@@ -252,11 +252,12 @@ static void wide_free(decoder *d) {
 }
 
 // The wide plan beside d where it can serve: the default floors put d's step on one thread of
-// several (its weights under 2 MiB), on one node (one KV arena, laid out the same whoever owns
-// its heads), without L4 buffering, and the step at the context's last position streams the
-// floors' bytes for two threads at least. Over at most the CPUs there are, it packs its own copy
-// of those small weights in memory and then takes d's KV cache in place of its own. It is an
-// option of the run, not a need: where it cannot be made (threads, memory), d runs without it.
+// several (its weights under 2 MiB), its KV cache is one arena (laid out the same whoever owns
+// the heads), without L4 buffering, and the step at the context's last position streams the
+// floors' bytes for two threads at least. Over at most the CPUs the NUMA mode allows (its pool
+// pins the calling thread), it packs its own copy of those small weights in memory and then
+// takes d's KV cache in place of its own. It is an option of the run, not a need: where it
+// cannot be made (threads, memory), d runs without it.
 static void wide_init(decoder *d, const decoder_opts *o) {
     int mode = o->plan >= 0 ? o->plan : decoder_plan_env();
     if (mode < 0) mode = DECODER_PLAN_AUTO;
