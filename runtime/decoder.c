@@ -284,10 +284,14 @@ static void wide_init(decoder *d, const decoder_opts *o) {
     hugepage_unmap(x->kv[0].k, x->kv[0].bytes_k), hugepage_unmap(x->kv[0].v, x->kv[0].bytes_v);
     x->kv[0] = d->kv[0];                    // the same layout: one arena of every head
     x->kv[0].bytes_k = x->kv[0].bytes_v = 0;   // d's to unmap: wide_free clears x's pointers first
+    // auto: the first position where the step, KV rows counted, streams the floors' bytes for
+    // every thread of x; none in this context, no wide plan
+    double bytes = (double)pool_size(x->pool) * (double)MIN_STEP_BYTES;
+    int from = 0;
+    while (mode == DECODER_PLAN_AUTO && from < d->n_ctx && decoder_bytes_per_token(d, from) < bytes) from++;
     d->wide = x;
-    d->plan_mode = mode;
-    d->wide_bytes = (double)pool_size(x->pool) * (double)MIN_STEP_BYTES;
-    if (decoder_wide_from(d) < 0) wide_free(d);   // no position of this context would run it
+    d->plan_mode = mode, d->wide_at = from;
+    if (from == d->n_ctx) wide_free(d);
 }
 
 int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder_opts *o, char err[GGUF_ERR_MAX]) {
@@ -982,12 +986,11 @@ static float *forward_one(decoder *d, int32_t token, int pos) {
     return d->logits;
 }
 
-// The plan for the token at pos (decoder.h, DECODER_PLAN_*): auto, the wide one once the step
-// streams enough bytes for all its threads by the floors' measure, the KV rows it reads counted;
+// The plan for the token at pos (decoder.h, DECODER_PLAN_*): auto, the wide one from wide_at on;
 // alternate, one, then the other.
 static int plan_of(const decoder *d, int pos) {
     if (d->plan_mode == DECODER_PLAN_ALTERNATE) return (int)((d->plan_runs[0] + d->plan_runs[1]) & 1);
-    return decoder_bytes_per_token(d, pos) >= d->wide_bytes;
+    return pos >= d->wide_at;
 }
 
 // The wide plan serves while d runs without L4 buffering (decoder_set_l4 may turn it on later,
@@ -996,13 +999,7 @@ static int wide_serves(const decoder *d) {
     return d->wide && !d->trace && l4run_mode_of(d->l4) != L4RUN_BUFFER;
 }
 
-int decoder_wide_from(const decoder *d) {
-    if (!wide_serves(d)) return -1;
-    if (d->plan_mode == DECODER_PLAN_ALTERNATE) return 0;
-    int pos = 0;
-    while (pos < d->n_ctx && decoder_bytes_per_token(d, pos) < d->wide_bytes) pos++;
-    return pos < d->n_ctx ? pos : -1;
-}
+int decoder_wide_from(const decoder *d) { return wide_serves(d) ? d->wide_at : -1; }
 
 float *decoder_forward(decoder *d, int32_t token, int pos) {
     if (!wide_serves(d)) return forward_one(d, token, pos);
@@ -1039,22 +1036,20 @@ void decoder_stats_reset(decoder *d) {
     }
 }
 
-void decoder_stats_get(const decoder *d, decoder_stats *s) {
-    s->busy_s = d->busy_s;
-    s->wait_s = 0, s->stolen = 0, s->tail_segs = 0, s->tail_shared = 0;
-    memset(s->wait_step_s, 0, sizeof s->wait_step_s);
+// Adds d's threads' counters and thread-seconds to s, then its wide plan's (its tokens count too).
+static void stats_add(const decoder *d, decoder_stats *s) {
+    s->busy_s += d->busy_s;
     for (int t = 0; t < pool_size(d->pool); t++) {
         const thread_ctx *c = &d->threads[t];
         for (int w = 0; w < SCHED_N_WAIT; w++) s->wait_s += c->wait_s[w], s->wait_step_s[w] += c->wait_s[w];
         s->stolen += c->stolen, s->tail_segs += c->tail_segs, s->tail_shared += c->tail_shared;
     }
-    if (d->wide) {                        // its tokens' waits and thread-seconds too
-        decoder_stats w;
-        decoder_stats_get(d->wide, &w);
-        s->wait_s += w.wait_s, s->busy_s += w.busy_s, s->stolen += w.stolen;
-        s->tail_segs += w.tail_segs, s->tail_shared += w.tail_shared;
-        for (int i = 0; i < SCHED_N_WAIT; i++) s->wait_step_s[i] += w.wait_step_s[i];
-    }
+    if (d->wide) stats_add(d->wide, s);
+}
+
+void decoder_stats_get(const decoder *d, decoder_stats *s) {
+    memset(s, 0, sizeof *s);
+    stats_add(d, s);
 }
 
 void decoder_set_profile(decoder *d, int on) {

@@ -154,7 +154,7 @@ typedef struct decoder_s {
     struct decoder_s *wide;       // NULL, or the plan over every thread (DECODER_PLAN_*), which
                                   // shares this decoder's KV cache; its logits are copied here
     int plan_mode;                // with wide: DECODER_PLAN_AUTO or _ALTERNATE
-    double wide_bytes;            // ... auto: the step bytes from which the wide plan runs
+    int wide_at;                  // ... auto: the first position the wide plan runs (alternate: 0)
     unsigned long plan_runs[2];   // ... tokens run by this plan and by the wide one
 } decoder;
 

@@ -727,9 +727,10 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
         if (pool_size(d[s].pool) < T)     // n_threads stays T, as llama-bench's does
             fprintf(stderr, "decode-bench: %s: threads in use: %d of %d%s\n", path, pool_size(d[s].pool), T,
                     CLI_THREADS_IDLE_WHY);
-        if (decoder_wide_from(&d[s]) >= 0)
+        int from = decoder_wide_from(&d[s]);
+        if (from >= 0)
             fprintf(stderr, "decode-bench: %s: ... and all %d for tokens at positions %d and on (DECODE_PLAN)\n", path,
-                    pool_size(d[s].wide->pool), decoder_wide_from(&d[s]));
+                    pool_size(d[s].wide->pool), from);
         if (d[s].w.cache_state != PACKCACHE_UNUSED) {
             fprintf(stderr, "decode-bench: packed weights %s %s%s%s\n",
                     d[s].w.cache_state == PACKCACHE_MAPPED ? "mapped from" : "packed into a new cache file,",

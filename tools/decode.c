@@ -563,12 +563,13 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
                 S->d.tuning.f16y ? ", f16 widened into ymm" : "");
         fprintf(stderr, "decode: threads in use: %d of %d%s\n", pool_size(S->d.pool), o->n_threads,
                 pool_size(S->d.pool) < o->n_threads ? CLI_THREADS_IDLE_WHY : "");
-        if (decoder_wide_from(&S->d) >= 0 && S->d.plan_mode == DECODER_PLAN_ALTERNATE)
+        int from = decoder_wide_from(&S->d);
+        if (from >= 0 && S->d.plan_mode == DECODER_PLAN_ALTERNATE)
             fprintf(stderr, "decode: ... and all %d every other token (DECODE_PLAN=alternate)\n",
                     pool_size(S->d.wide->pool));
-        else if (decoder_wide_from(&S->d) >= 0)
+        else if (from >= 0)
             fprintf(stderr, "decode: ... and all %d from position %d on, where the KV rows make the step big enough "
-                    "(DECODE_PLAN)\n", pool_size(S->d.wide->pool), decoder_wide_from(&S->d));
+                    "(DECODE_PLAN)\n", pool_size(S->d.wide->pool), from);
         fprintf(stderr, "decode: a thread that waits prefetches up to %zu bytes of what its next step reads\n",
                 S->d.wait_pf_bytes);
         uint32_t kt = S->d.cache_type_k, vt = S->d.cache_type_v;
