@@ -97,8 +97,8 @@ int topo_fake_nodes_env(char err[256]) {
     if (!e || !*e) return 0;
     char *end;
     errno = 0;
-    long f = strtol(e, &end, 10);
-    if (!*end && !errno && f >= 1 && f <= 1024) return (int)f;
+    long f = strtol(e, &end, 10);   // digits only: strtol would also take a sign and leading blanks
+    if (*e >= '0' && *e <= '9' && !*end && !errno && f >= 1 && f <= 1024) return (int)f;
     snprintf(err, 256, "DECODE_FAKE_NUMA must be a node count in 1..1024, got '%.100s'", e);
     return -1;
 }

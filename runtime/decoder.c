@@ -261,22 +261,33 @@ static void wide_free(decoder *d) {
 static void wide_init(decoder *d, const decoder_opts *o) {
     int mode = o->plan >= 0 ? o->plan : decoder_plan_env();
     if (mode < 0) mode = DECODER_PLAN_AUTO;
-    if (mode == DECODER_PLAN_FIXED || pool_size(d->pool) != 1 || o->n_threads < 2 || o->min_step_bytes >= 0 ||
-        o->min_stage_bytes >= 0 || d->n_kv_arena != 1 || l4run_mode_of(d->l4) == L4RUN_BUFFER ||
-        (mode == DECODER_PLAN_AUTO && decoder_bytes_per_token(d, d->n_ctx - 1) < 2.0 * MIN_STEP_BYTES))
+    if (pool_size(d->pool) != 1 || o->n_threads < 2) return;   // no thread idle: nothing to say
+    const char *no = "", *short_ctx = "no position of this context streams 1 MiB a thread";
+    if (mode == DECODER_PLAN_FIXED) no = "DECODE_PLAN=fixed";
+    else if (o->min_step_bytes >= 0 || o->min_stage_bytes >= 0) no = "the step floors are set";
+    else if (d->n_kv_arena != 1) no = "the KV cache spans NUMA nodes";
+    else if (l4run_mode_of(d->l4) == L4RUN_BUFFER) no = "L4 buffering is on";
+    else if (mode == DECODER_PLAN_AUTO && decoder_bytes_per_token(d, d->n_ctx - 1) < 2.0 * MIN_STEP_BYTES) no = short_ctx;
+    if (*no) {
+        snprintf(d->wide_why, sizeof d->wide_why, "%s", no);
         return;
+    }
     decoder_opts w = *o;
     int cpus = topo_mode_cpus(&d->topo, o->numa < 0 ? topo_default_mode(&d->topo) : (topo_numa_mode)o->numa);
     w.n_threads = o->n_threads < cpus ? o->n_threads : cpus;
     w.min_step_bytes = w.min_stage_bytes = 0, w.plan = DECODER_PLAN_FIXED, w.l4 = L4RUN_OFF;
     w.pack_cache.mode = PACKCACHE_OFF, w.on_layer = NULL;
-    char err[GGUF_ERR_MAX];
+    char err[GGUF_ERR_MAX] = "out of memory";
     decoder *x = w.n_threads >= 2 ? calloc(1, sizeof *x) : NULL;
     if (!x || decoder_init_opts(x, d->model, d->n_ctx, &w, err)) {
+        if (w.n_threads < 2) snprintf(d->wide_why, sizeof d->wide_why, "the NUMA mode leaves one CPU");
+        else snprintf(d->wide_why, sizeof d->wide_why, "it could not be made: %.100s", err);
         free(x);
         return;
     }
     if (x->n_kv_arena != 1 || pool_size(x->pool) <= pool_size(d->pool)) {   // no wider after all
+        snprintf(d->wide_why, sizeof d->wide_why, "%s",
+                 x->n_kv_arena != 1 ? "its KV cache would span NUMA nodes" : "it would run on one thread too");
         decoder_free(x);
         free(x);
         return;
@@ -291,7 +302,10 @@ static void wide_init(decoder *d, const decoder_opts *o) {
     while (mode == DECODER_PLAN_AUTO && from < d->n_ctx && decoder_bytes_per_token(d, from) < bytes) from++;
     d->wide = x;
     d->plan_mode = mode, d->wide_at = from;
-    if (from == d->n_ctx) wide_free(d);
+    if (from == d->n_ctx) {
+        wide_free(d);
+        snprintf(d->wide_why, sizeof d->wide_why, "%s", short_ctx);
+    }
 }
 
 int decoder_init_opts(decoder *d, const llama_model *m, int n_ctx, const decoder_opts *o, char err[GGUF_ERR_MAX]) {
@@ -1000,6 +1014,11 @@ static int wide_serves(const decoder *d) {
 }
 
 int decoder_wide_from(const decoder *d) { return wide_serves(d) ? d->wide_at : -1; }
+
+const char *decoder_wide_why(const decoder *d) {
+    if (d->wide) return wide_serves(d) ? NULL : d->trace ? "a trace is recorded" : "L4 buffering is on";
+    return d->wide_why[0] ? d->wide_why : NULL;
+}
 
 float *decoder_forward(decoder *d, int32_t token, int pos) {
     if (!wide_serves(d)) return forward_one(d, token, pos);

@@ -156,6 +156,7 @@ typedef struct decoder_s {
     int plan_mode;                // with wide: DECODER_PLAN_AUTO or _ALTERNATE
     int wide_at;                  // ... auto: the first position the wide plan runs (alternate: 0)
     unsigned long plan_runs[2];   // ... tokens run by this plan and by the wide one
+    char wide_why[160];           // without: why not, where this plan leaves threads idle ("" else)
 } decoder;
 
 // The share of the machine's memory (cpu_mem_bytes) one buffer written whole may take: the KV
@@ -190,6 +191,9 @@ float *decoder_forward(decoder *d, int32_t token, int pos);
 // The first position whose token the wide plan runs (DECODER_PLAN_*; 0 when they alternate), or
 // -1 when there is no wide plan or no such position in the context.
 int decoder_wide_from(const decoder *d);
+// Why no wide plan serves where this plan runs on fewer threads than asked (a phrase for a user:
+// DECODE_PLAN=fixed, too short a context, ...), or NULL where one serves or none was wanted.
+const char *decoder_wide_why(const decoder *d);
 // Sets the kernels' free choices for a step whose last position is pos: the GEMV tuning of this
 // model's size and attention's KV prefetch for the KV cache rows the step reads (tune_pick_kv).
 void decoder_set_tuning(const decoder *d, int pos);

@@ -178,11 +178,19 @@ from=$(sed -n 's/^decode: \.\.\. and all 2 from position \([0-9]*\) on, .*/\1/p'
   fail "plan over all threads: $(grep -E "position" "$tmp/err")"
 expect 0 "no plan over all threads, short context" -- "$d" -m "$model" -p a -n 1 -c 256 -t 2 -v
 grep -q "from position" "$tmp/err" && fail "-c 256: $(grep position "$tmp/err")"
+grep -q "^decode: \.\.\. and no plan over all 2 (DECODE_PLAN): no position of this context streams" "$tmp/err" ||
+  fail "-c 256 does not say why there is no plan over all threads: $(grep -i plan "$tmp/err")"
 expect 0 "plan over all threads, alternate" -- env DECODE_PLAN=alternate "$d" -m "$model" -p a -n 8 -c 64 -t 2 -v
 grep -q "^decode: tokens run by 1 thread(s): [1-9][0-9]*, by all 2: [1-9]" "$tmp/err" ||
   fail "alternate: $(grep -E "tokens run|all 2" "$tmp/err")"
 expect 0 "no plan over all threads, fixed" -- env DECODE_PLAN=fixed "$d" -m "$model" -p a -n 1 -c 2048 -t 2 -v --print-schedule
 grep -q "from position\|tokens at positions" "$tmp/err" && fail "DECODE_PLAN=fixed: $(grep position "$tmp/err")"
+grep -q "^decode: \.\.\. and no plan over all 2 (DECODE_PLAN): DECODE_PLAN=fixed$" "$tmp/err" &&
+  grep -q "^schedule: no plan over all threads (DECODE_PLAN): DECODE_PLAN=fixed$" "$tmp/err" ||
+  fail "DECODE_PLAN=fixed does not say why: $(grep -i plan "$tmp/err")"
+expect 0 "no plan over all threads, two pretend nodes" -- env DECODE_FAKE_NUMA=2 "$d" -m "$model" -p a -n 1 -c 2048 -t 2 -v
+grep -q "^decode: \.\.\. and no plan over all 2 (DECODE_PLAN): its KV cache would span NUMA nodes$" "$tmp/err" ||
+  fail "two pretend nodes: $(grep -i plan "$tmp/err")"
 expect 2 "decode-bench 33 models" -- "$bin/decode-bench" -m "$(printf "$model,%.0s" $(seq 33))"
 cases=$((cases + 1))
 "$bin/gemv-bench" -s 64x64 -t 1 -d f16 -r 7 >/dev/full 2>"$tmp/err"; st=$?
@@ -323,6 +331,10 @@ grep -q "^schedule: 1 threads" "$tmp/err" && grep -q "^stealing: off (one thread
 grep -q "differ in element size" "$tmp/err" && fail "print-schedule stories260K: its layers are alike: $(cat "$tmp/err")"
 # A layer of another element size: the plan's sizes are layer 0's, and it says so.
 "$bin/gguf-convert" "$sched" "$tmp/mixed.gguf" --type f32 --only blk.1. >/dev/null || fail "gguf-convert --only blk.1."
+# --type twice: the last wins, as its help says
+expect 0 "gguf-convert --type twice" -- "$bin/gguf-convert" "$model" "$tmp/twice.gguf" --type f16 --type bf16
+"$bin/gguf-info" "$tmp/twice.gguf" | grep -q "blk.0.attn_q.weight .* BF16 " || fail "gguf-convert --type f16 --type bf16: not bf16"
+rm -f "$tmp/twice.gguf"
 expect 0 "print-schedule mixed" -- "$d" -m "$tmp/mixed.gguf" -p a -n 1 --temp 0 -t 2 --print-schedule
 grep -q "^schedule: the sizes above are layer 0's; layer 1's weights (and maybe others') differ in element size" "$tmp/err" ||
   fail "print-schedule mixed: $(cat "$tmp/err")"
@@ -405,6 +417,17 @@ expect 0 "decode-bench, a long model path" -- "$bin/decode-bench" -m "$long/m.gg
 grep -q "^$long/m.gguf," "$tmp/out" || fail "decode-bench cut a long model path: $(tail -1 "$tmp/out" | cut -c1-80)..."
 expect 2 "gemv-bench -c with an empty item" -- "$g" -t 1 -c l2_512,
 expect 2 "roofline DECODE_ISA typo" -- env DECODE_ISA=foo "$bin/roofline" -t 1 -s 256K -r 1
+# a variable a tool does not read is not its to refuse: the kernel benchmarks run under a runtime typo
+for v in DECODE_PLAN=foo DECODE_WAIT_PREFETCH=1k DECODE_FAKE_NUMA=x; do
+  expect 0 "roofline under $v" -- env $v "$bin/roofline" -t 1 -s 256K -r 1
+  expect 0 "gemv-bench under $v" -- env $v "$g" -t 1 -s 64x64 -d f16 -r 7
+done
+expect 0 "roofline under DECODE_TUNE=x (not read)" -- env DECODE_TUNE=x "$bin/roofline" -t 1 -s 256K -r 1
+# DECODE_FAKE_NUMA takes digits only, as the other numeric variables do
+for v in " 2" +2 2x 0 1025; do
+  expect 2 "DECODE_FAKE_NUMA='$v'" -- env DECODE_FAKE_NUMA="$v" "$d" -m "$model" -p a -n 1
+  grep -q "DECODE_FAKE_NUMA must be a node count in 1..1024" "$tmp/err" || fail "DECODE_FAKE_NUMA='$v': $(cat "$tmp/err")"
+done
 expect 2 "l4-bench unknown option" -- "$bin/l4-bench" --bogus
 expect 1 "tokenize --time into a full disk" -- sh -c '"$1" -m "$2" -p hi --time 3 >/dev/full' sh "$bin/tokenize" "$model"
 # gguf-synth's seed is decimal, as its help says: 010 is ten
@@ -444,6 +467,6 @@ for flags in "--temp 0" "--temp 0 --ignore-eos" "-s 1" "-s 1 --ignore-eos"; do
   case $flags in *ignore-eos*) grep -q "masked by --ignore-eos" "$tmp/err" || fail "NaN logits ($flags): mask not said";; esac
 done
 
-[ "$cases" = 159 ] || fail "ran $cases cases, expected 159"
+[ "$cases" = 173 ] || fail "ran $cases cases, expected 173"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -414,19 +414,20 @@ FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, i
     return f;
 }
 
-const char *cli_env_problem(void) {
+const char *cli_env_problem(unsigned vars) {
     static char msg[256];
     const char *isa = getenv("DECODE_ISA"), *tune = getenv("DECODE_TUNE");
-    if (isa && *isa && !cpu_isa_name_ok(isa))
+    int decoder = (vars & CLI_ENV_DECODER) != 0;
+    if ((vars & CLI_ENV_ISA) && isa && *isa && !cpu_isa_name_ok(isa))
         snprintf(msg, sizeof msg, "DECODE_ISA must be avx512, avx2 or scalar, got '%.100s'", isa);
-    else if (tune_mode_from_env() < 0)
+    else if ((vars & CLI_ENV_TUNE) && tune_mode_from_env() < 0)
         snprintf(msg, sizeof msg, "DECODE_TUNE must be off or force, got '%.100s'", tune);
-    else if (decoder_wait_prefetch_env() < -1)
+    else if (decoder && decoder_wait_prefetch_env() < -1)
         snprintf(msg, sizeof msg, "DECODE_WAIT_PREFETCH must be a number of bytes, 0 (none) to 1073741824, got '%.80s'",
                  getenv("DECODE_WAIT_PREFETCH"));
-    else if (decoder_plan_env() < -1)
+    else if (decoder && decoder_plan_env() < -1)
         snprintf(msg, sizeof msg, "DECODE_PLAN must be auto, fixed or alternate, got '%.100s'", getenv("DECODE_PLAN"));
-    else if (topo_fake_nodes_env(msg) < 0) {}
+    else if (decoder && topo_fake_nodes_env(msg) < 0) {}
     else return NULL;
     return msg;
 }

@@ -63,10 +63,16 @@ typedef struct { uint64_t dev, ino; const char *what; } cli_input;
 // one-line error naming flag.
 FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, int n, int trunc);
 
-// DECODE_ISA, DECODE_TUNE, DECODE_WAIT_PREFETCH and DECODE_FAKE_NUMA as every tool takes them
+// The environment variables of vars (CLI_ENV_*: those the tool reads) as every tool takes them
 // (an empty one is unset): NULL when each is valid or unset, else what is wrong (a static string;
-// the tool prints it and exits 2).
-const char *cli_env_problem(void);
+// the tool prints it and exits 2). A tool never refuses a variable it does not read.
+enum {
+    CLI_ENV_ISA = 1,        // DECODE_ISA
+    CLI_ENV_TUNE = 2,       // DECODE_TUNE
+    CLI_ENV_DECODER = 4,    // DECODE_WAIT_PREFETCH, DECODE_PLAN, DECODE_FAKE_NUMA
+    CLI_ENV_ALL = 7
+};
+const char *cli_env_problem(unsigned vars);
 
 // A KV cache type by name, as llama.cpp's -ctk/-ctv take it: "f32" or "f16" -> WTYPE_F32 or
 // WTYPE_F16; -1 for anything else.

@@ -96,7 +96,8 @@ static void usage(FILE *f) {
         "      --l4 LIST        off, stream, buffer, auto (= stream; default auto); configurations\n"
         "                       interleave (both shape one-token steps; a batched prompt uses neither)\n"
         "      --tail-split LIST auto, on, off (default auto): a share's last tile of a stolen stage\n"
-        "                       cut into segments among its node's threads, or whole tiles only;\n"
+        "                       cut into segments among its node's threads (where it has over 256\n"
+        "                       inputs and 128 KiB or more), or whole tiles only;\n"
         "                       auto cuts where a share has at least as many takers on its node as the CPU\n"
         "                       row says (2 on AMD family 26 and the Zen 4 of family 25, models 16-31,\n"
         "                       else 8; see the tuning line); a one-token step setting too;\n"
@@ -232,7 +233,7 @@ static int parse_args(int argc, char **argv, options *o) {
         return 2;
     }
     if (o->pack_cache < 0) o->pack_cache = PACKCACHE_AUTO;
-    const char *env = cli_env_problem();
+    const char *env = cli_env_problem(CLI_ENV_ALL);
     if (env) { fprintf(stderr, "decode-bench: %s\n", env); return 2; }
     if (!o->n_models) { fprintf(stderr, "decode-bench: missing -m MODEL (see --help)\n"); return 2; }
     // the roofline's buffer is allocated and touched: at most half the RAM
@@ -731,6 +732,9 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
         if (from >= 0)
             fprintf(stderr, "decode-bench: %s: ... and all %d for tokens at positions %d and on (DECODE_PLAN)\n", path,
                     pool_size(d[s].wide->pool), from);
+        else if (decoder_wide_why(&d[s]))
+            fprintf(stderr, "decode-bench: %s: ... and no plan over all %d (DECODE_PLAN): %s\n", path, T,
+                    decoder_wide_why(&d[s]));
         if (d[s].w.cache_state != PACKCACHE_UNUSED) {
             fprintf(stderr, "decode-bench: packed weights %s %s%s%s\n",
                     d[s].w.cache_state == PACKCACHE_MAPPED ? "mapped from" : "packed into a new cache file,",

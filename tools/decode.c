@@ -70,10 +70,12 @@ static void usage(FILE *f) {
         "                            (same bits in every mode; default: auto)\n"
         "      --tail-split auto|on|off  cut the last tile of each thread's share of wo, gate/up, down\n"
         "                            and the lm_head into segments that its node's idle threads take\n"
-        "                            (same bits); auto: where a share has at least as many takers on\n"
-        "                            its node as the CPU's row says (2 on AMD family 26 and the Zen 4\n"
-        "                            of family 25, models 16-31, else 8; the tuning line of --verbose\n"
-        "                            gives it) (default: auto)\n"
+        "                            (same bits), where that tile has over 256 inputs (two segments)\n"
+        "                            and 128 KiB or more (gate and up together; --print-schedule says\n"
+        "                            where); on: where another thread of its node has a share; auto:\n"
+        "                            where at least as many takers do as the CPU's row says (2 on AMD\n"
+        "                            family 26 and the Zen 4 of family 25, models 16-31, else 8; the\n"
+        "                            tuning line of --verbose gives it) (default: auto)\n"
         "      --l4-stats            print the L4 counters and the mode used as one JSON line on stderr\n"
         "      --print-schedule      print which thread computes what, and its waits, on stderr\n"
         "      --pack-cache MODE     auto: map the packed weights from a cache file, packing into it\n"
@@ -125,7 +127,8 @@ static void usage(FILE *f) {
         "  also gets a plan over all -t threads (at most the CPUs), sharing the KV cache: auto runs\n"
         "  it from the position where the step, the KV rows it reads counted, streams 1 MiB a\n"
         "  thread; fixed never; alternate every other token (same logits every way; default: auto;\n"
-        "  -v and --print-schedule say from where; a batched prompt stays on the one thread);\n"
+        "  not with --l4 buffer or a KV cache over several nodes; -v and --print-schedule say from\n"
+        "  where, or why there is none; a batched prompt stays on the one thread);\n"
         "  DECODE_FAKE_NUMA=N: N pretend NUMA nodes (1..1024; for tests). An empty one is unset.\n",
         cli_physical_cores(), PREFILL_DEFAULT_BATCH, d.temp, d.top_k, d.top_p, d.min_p, d.repeat_penalty,
         d.repeat_last_n);
@@ -268,7 +271,7 @@ static int parse_args(int argc, char **argv, options *o) {
     if (o->pack_cache < 0) o->pack_cache = PACKCACHE_AUTO;
     if (!o->model) return usage_error("%s", "missing -m MODEL");
     if (o->prompt && o->prompt_file) return usage_error("%s", "give -p or -f, not both");
-    const char *env = cli_env_problem();
+    const char *env = cli_env_problem(CLI_ENV_ALL);
     if (env) return usage_error("%s", env);
     return 0;
 }
@@ -348,7 +351,8 @@ static void print_schedule(const decoder *d) {
                     from, pool_size(d->wide->pool));
         sched_print(&d->wide->sched, stderr);
         decoder_print_stealing(d->wide, stderr);
-    }
+    } else if (decoder_wide_why(d))
+        fprintf(stderr, "schedule: no plan over all threads (DECODE_PLAN): %s\n", decoder_wide_why(d));
     int odd = weights_layer_sizes(d->model, rel);
     if (odd >= 0)
         fprintf(stderr, "schedule: the sizes above are layer 0's; layer %d's weights (and maybe others') differ in "
@@ -570,6 +574,9 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
         else if (from >= 0)
             fprintf(stderr, "decode: ... and all %d from position %d on, where the KV rows make the step big enough "
                     "(DECODE_PLAN)\n", pool_size(S->d.wide->pool), from);
+        else if (decoder_wide_why(&S->d))
+            fprintf(stderr, "decode: ... and no plan over all %d (DECODE_PLAN): %s\n", o->n_threads,
+                    decoder_wide_why(&S->d));
         fprintf(stderr, "decode: a thread that waits prefetches up to %zu bytes of what its next step reads\n",
                 S->d.wait_pf_bytes);
         uint32_t kt = S->d.cache_type_k, vt = S->d.cache_type_v;

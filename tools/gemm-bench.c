@@ -178,7 +178,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    const char *env = cli_env_problem();
+    const char *env = cli_env_problem(CLI_ENV_ISA | CLI_ENV_TUNE);
     if (env) { fprintf(stderr, "gemm-bench: %s\n", env); return 2; }
     double most = 0, mem = cpu_mem_bytes();   // the largest cell's buffers, all written
     int big = 0;

@@ -390,7 +390,7 @@ int main(int argc, char **argv) {
         }
         i++;
     }
-    const char *env = cli_env_problem();
+    const char *env = cli_env_problem(CLI_ENV_ISA | CLI_ENV_TUNE);
     if (env) { fprintf(stderr, "gemv-bench: %s\n", env); return 2; }
     tune_result tr = tune_gemv(tune_mode_from_env(), NULL);
     const int over[4] = {pf, inter, hint, widen};

@@ -29,9 +29,11 @@ static void usage(FILE *f) {
                "--only PREFIX converts only the 2-D weights whose names start with PREFIX (blk.1.:\n"
                "one layer; blk.1 would take blk.10 too); the other 2-D weights and general.file_type\n"
                "stay as they are, and 1-D tensors are stored as f32 whatever their names.\n"
-               "--only may be given once. OUT is written to a temporary file beside it and renamed\n"
-               "over it; an existing OUT must be a regular file or a symbolic link to one (written\n"
-               "through) that the caller may write, and not IN itself (refused, through a link too).\n");
+               "--type given twice: the last wins, as a single value does in the other tools; --only\n"
+               "may be given once (a second could read as \"these too\"). OUT is written to a\n"
+               "temporary file beside it and renamed over it; an existing OUT must be a regular file\n"
+               "or a symbolic link to one (written through) that the caller may write, and not IN\n"
+               "itself (refused, through a link too).\n");
 }
 
 // One line on stderr, exit status 2; --help prints the full usage.

@@ -19,7 +19,8 @@ static void usage(FILE *f) {
                "  -s LIST   working-set sizes with K, M or G suffix, rounded down to whole 256-byte\n"
                "            blocks, each at most half the machine's memory (default 256K,768K,8M,24M,1G)\n"
                "  -r N      trials per point, median and best reported (default 7)\n"
-               "  -o FMT    md (default) or csv: size_bytes,threads,median_gbps,best_gbps\n");
+               "  -o FMT    md (default) or csv: size_bytes,threads,median_gbps,best_gbps\n"
+               "environment: DECODE_ISA=avx512|avx2|scalar caps the read loop's vectors (see decode --help)\n");
 }
 
 // The sizes of the list s, appended to out after its first n: the new count, or -1.
@@ -71,7 +72,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    const char *env = cli_env_problem();   // DECODE_ISA picks the read loop
+    const char *env = cli_env_problem(CLI_ENV_ISA);   // DECODE_ISA picks the read loop
     if (env) { fprintf(stderr, "roofline: %s\n", env); return 2; }
     double mem = cpu_mem_bytes();    // each buffer is allocated and written
     for (int s = 0; s < nsz; s++)
