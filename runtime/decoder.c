@@ -152,6 +152,7 @@ static int plan(decoder *d, const decoder_opts *o, int *cpu, char *err) {
     int split_k = o->split_k >= 0 ? o->split_k : used >= 2 ? used : 0;   // auto: as many chunks as threads
     sched_opts so = {.n_threads = used, .node = node, .split_k = split_k, .min_bytes = (size_t)stage_min};
     d->tuning = tune_pick((size_t)d->weight_bytes, used);   // resident where a share fits half the L2
+    d->step_timed = -1;                 // the step tune runs on the first step
     int rc = sched_build(&d->sched, &sh, &so);
     free(node);
     return rc;
@@ -984,8 +985,42 @@ static void embed(float *x, const void *table, uint32_t type, int32_t token, siz
     kernels_get()->type[type].to_f32(row, x, n_embd);
 }
 
+static float *forward_one(decoder *d, int32_t token, int pos);
+
+typedef struct {
+    decoder *d;
+    int32_t token;
+    int pos;
+} step_trial;
+static void step_trial_run(void *ctx, const gemv_tuning *tu) {
+    step_trial *s = ctx;
+    s->d->tuning = *tu;
+    forward_one(s->d, s->token, s->pos);
+}
+
+// The step tune (runtime/tune.h) on the first step: this token run with each candidate tuning,
+// the pick kept for every step after. Each run gives the same logits and writes the same K and V
+// rows; the threads' counters and the busy time are put back as they were, so the trial runs
+// count nowhere (the step sequence, which orders the sync points, still advances).
+static void step_tune(decoder *d, int32_t token, int pos) {
+    gemv_tuning c[TUNE_STEP_CANDIDATES];
+    int T = pool_size(d->pool), nc = d->trace || l4run_mode_of(d->l4) == L4RUN_BUFFER
+                                         ? 0 : tune_step_candidates((size_t)d->weight_bytes, T, c);
+    thread_ctx *saved = nc > 1 ? malloc(sizeof *saved * (size_t)T) : NULL;
+    d->step_timed = 0;
+    if (!saved) return;
+    memcpy(saved, d->threads, sizeof *saved * (size_t)T);
+    double busy = d->busy_s, t0 = monotonic_seconds();
+    d->tuning = c[tune_step(c, nc, step_trial_run, &(step_trial){d, token, pos})];
+    d->step_tune_s = monotonic_seconds() - t0;
+    memcpy(d->threads, saved, sizeof *saved * (size_t)T);
+    d->busy_s = busy, d->step_timed = nc;
+    free(saved);
+}
+
 static float *forward_one(decoder *d, int32_t token, int pos) {
     assert(pos >= 0 && pos < d->n_ctx);   // the callers check; past the end a row lands in another head's
+    if (d->step_timed < 0) step_tune(d, token, pos);
     weights_move(&d->w, d->pool, &d->sched, &d->topo);   // mapped weights: the next group into memory
     // the token's embedding starts the residual stream
     embed(d->x, d->w.token_embd, d->w.embd_type, token, d->hp.n_embd);
@@ -1014,6 +1049,13 @@ static int wide_serves(const decoder *d) {
 }
 
 int decoder_wide_from(const decoder *d) { return wide_serves(d) ? d->wide_at : -1; }
+
+int decoder_step_tune_describe(const decoder *d, char *buf, size_t n) {
+    if (d->step_timed <= 0) return 0;
+    snprintf(buf, n, "prefetch %d B%s, interleave %d, picked from %d tunings timed on the first step (%.0f ms)",
+             d->tuning.pf, d->tuning.l2 ? " into L2" : "", d->tuning.interleave, d->step_timed, d->step_tune_s * 1e3);
+    return 1;
+}
 
 const char *decoder_wide_why(const decoder *d) {
     if (d->wide) return wide_serves(d) ? NULL : d->trace ? "a trace is recorded" : "L4 buffering is on";

@@ -158,7 +158,7 @@ static const gemv_tuning FALLBACK = {4096, 2, 0, 0}, FALLBACK_RESIDENT = {0, 2, 
 static gemv_tuning picked_stream, picked_resident;
 static size_t picked_resident_bytes, picked_l3_bytes;
 static int picked_kv, picked_tails;
-static int picked;
+static int picked, picked_timed;   // picked_timed: measured or cached (not DECODE_TUNE=off, not scalar)
 
 typedef struct {
     char vendor[13];
@@ -659,6 +659,7 @@ done:
     gemv_set_tuning(r.tu);
     r.tu = gemv_get_tuning();
     picked_stream = r.tu, picked_resident = r.resident, picked_resident_bytes = r.resident_bytes, picked = 1;
+    picked_timed = mode != TUNE_OFF && gemv_isa_id() != GEMV_SCALAR;
     long l3 = cpu_cache_bytes(3);
     picked_l3_bytes = l3 > 0 ? (size_t)l3 : L3_UNKNOWN;
     picked_kv = r.kv_pf, picked_tails = r.tail_takers;
@@ -680,6 +681,43 @@ gemv_tuning tune_pick(size_t step_bytes, int threads) {
 }
 
 int tune_tail_takers(void) { return picked ? picked_tails : TUNE_TAIL_TAKERS; }
+
+// The step tune's far prefetches: into L2 only, one tile at a time, far past what the DRAM
+// stream's distances (PF) reach. On the Zen 4 VM a stream that the L3 mostly holds read 30-45%
+// faster with them at one thread (stories15M's shape, 30 MB a token, and gemv-bench's l3_3584 in
+// f16), while a 15 MB model, bf16, two threads on that shape and DRAM streams ran slower
+// (docs/performance.md, thirty-eighth session): only the step itself can tell.
+static const int FAR_PF[] = {16384, 32768, 65536};
+#define NFAR (int)(sizeof FAR_PF / sizeof *FAR_PF)
+_Static_assert(NFAR + 1 == (int)TUNE_STEP_CANDIDATES && (int)TUNE_STEP_ROUNDS <= (int)TUNE_MAX_ROUNDS &&
+               (int)TUNE_STEP_CANDIDATES <= (int)TUNE_MAX_CANDIDATES, "the step tune's candidates and rounds");
+
+int tune_step_candidates(size_t step_bytes, int threads, gemv_tuning *c) {
+    if (!picked_timed || resident(step_bytes, threads) || step_bytes > picked_l3_bytes) return 0;
+    c[0] = tune_pick(step_bytes, threads);
+    for (int i = 0; i < NFAR; i++) c[i + 1] = (gemv_tuning){FAR_PF[i], 1, 1, c[0].f16y};
+    return NFAR + 1;
+}
+
+#define STEP_ROUND_S 1.5e-3   // a candidate's time a round at least: a few steps of a small model
+
+int tune_step(const gemv_tuning *c, int nc, void (*run)(void *ctx, const gemv_tuning *tu), void *ctx) {
+    double t[TUNE_STEP_CANDIDATES * TUNE_STEP_ROUNDS], t0 = monotonic_seconds();
+    int runs = 1;
+    if (nc < 2 || nc > TUNE_STEP_CANDIDATES) return 0;
+    for (int r = -1; r < TUNE_STEP_ROUNDS; r++)
+        for (int q = 0; q < nc; q++) {
+            int i = (q + r + 1) % nc;
+            if (r == 0 && q == 0) {               // the untimed round sets the runs
+                double step = (monotonic_seconds() - t0) / nc;
+                runs = step > 0 && step < STEP_ROUND_S ? (int)(STEP_ROUND_S / step) + 1 : 1;
+            }
+            double s = monotonic_seconds();
+            for (int k = 0; k < runs; k++) run(ctx, &c[i]);
+            if (r >= 0) t[i * TUNE_STEP_ROUNDS + r] = monotonic_seconds() - s;
+        }
+    return tune_choose(t, nc, TUNE_STEP_ROUNDS, 0, 0);
+}
 
 int tune_pick_kv(size_t kv_bytes, int threads) {
     if (!picked) return attention_get_prefetch();

@@ -84,6 +84,21 @@ gemv_tuning tune_pick(size_t step_bytes, int threads);
 // the early thread's wait; at -t 2 that came out even on the Zen 5 and 1.6% short on a Xeon, and
 // 8-12% ahead at -t 16 on a 16-core Xeon (docs/runtime.md).
 int tune_tail_takers(void);
+// The step tune (runtime/decoder.c, tools/gemv-bench.c): for a step of step_bytes over `threads`
+// threads that neither fits the resident bytes nor exceeds the L3 the system reports (one
+// instance), the tunings worth timing on the step itself into c (TUNE_STEP_CANDIDATES room):
+// tune_pick's first (the incumbent), then far prefetches into L2, a tile at a time. Returns how
+// many; 0 where the step keeps tune_pick's (other sizes, DECODE_TUNE=off, the scalar path, before
+// any tune_gemv). Which wins depends on how much of the step the L3 keeps, its weight type and
+// its threads, so no size or CPU rule could stand in for timing the step itself (tune_step).
+enum { TUNE_STEP_CANDIDATES = 4, TUNE_STEP_ROUNDS = 7 };
+int tune_step_candidates(size_t step_bytes, int threads, gemv_tuning *c);
+// Times the nc candidates c on a step, run(ctx, &c[i]) running it once with c[i]: a round
+// untimed (cold caches), then TUNE_STEP_ROUNDS rounds in rotated order, each candidate run as
+// often as makes about 1.5 ms (once where a step takes longer). Returns the index tune_choose
+// keeps with c[0] as the incumbent: it stays unless a candidate is faster in all rounds but one,
+// by more than 3% in the median one.
+int tune_step(const gemv_tuning *c, int nc, void (*run)(void *ctx, const gemv_tuning *tu), void *ctx);
 // Attention's KV prefetch for a step that reads kv_bytes of KV cache rows over `threads` threads:
 // 0 where a thread's share fits tune_pick's resident bytes (short streams, the prefetch mostly
 // instructions: stories260K ran 1-4% slower with it), else the last tune_gemv's kv_pf; before

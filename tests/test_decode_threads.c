@@ -16,11 +16,12 @@
 // nodes; a KV cache in blocks of 3 and 8 positions must give the logits of the one-block cache,
 // batched and one token at a time; a cache type the kernels do not read is refused at init. The
 // in-process runs are profiled (decoder_set_profile): each thread's times must agree with the
-// wait by step.
+// wait by step. Last, the step tune on the first token (step_tune_cases).
 #include "model/llama.h"
 #include "platform/cpu.h"
 #include "runtime/decoder.h"
 #include "runtime/prefill.h"
+#include "runtime/tune.h"
 #include "tests/check.h"
 #include "tools/util.h"
 #include "tests/tool_util.h"
@@ -565,6 +566,49 @@ static int wide_plan_cases(const char *path) {
     return cases;
 }
 
+// The step tune (runtime/tune.h), last since it tunes the process: before any tune_gemv nothing
+// is timed; after one, stories260K at one thread (above the resident bytes, within the L3) times
+// its candidates on the first token, which keeps the untuned decoder's logits, and the trial runs
+// leave the counters alone (the busy time is the one real step's); a traced first step times
+// nothing.
+static void step_tune_cases(const char *path) {
+    llama_model m;
+    decoder d;
+    char err[GGUF_ERR_MAX];
+    CHECKF(llama_model_load(&m, path, err) == 0, "%s", err);
+    decoder_opts o = decoder_default_opts(1);
+    o.l4 = L4RUN_OFF;
+    int nv = m.hp.n_vocab;
+    float *ref = malloc(sizeof(float) * nv * 2);
+    CHECK(ref);
+    init_on(&d, &m, &o, NULL);
+    CHECK(d.step_timed == -1);
+    for (int i = 0; i < 2; i++) memcpy(ref + (size_t)i * nv, decoder_forward(&d, 5 + i, i), sizeof(float) * nv);
+    CHECK(d.step_timed == 0);                    // no tune_gemv yet: nothing to time
+    decoder_free(&d);
+    tune_gemv(TUNE_AUTO, "");                    // measured, no cache file
+    gemv_tuning c[TUNE_STEP_CANDIDATES];
+    init_on(&d, &m, &o, NULL);
+    int want = tune_step_candidates((size_t)d.weight_bytes, 1, c);
+    CHECKF(want == TUNE_STEP_CANDIDATES || gemv_isa_id() == GEMV_SCALAR, "%d candidates for stories260K", want);
+    double t0 = util_now();
+    CHECK(!memcmp(decoder_forward(&d, 5, 0), ref, sizeof(float) * nv));
+    double el = util_now() - t0;
+    decoder_stats st;
+    decoder_stats_get(&d, &st);
+    CHECKF(d.step_timed == want && (want < 2 || st.busy_s < 0.5 * el), "timed %d of %d, busy %g s of %g",
+           d.step_timed, want, st.busy_s, el);
+    CHECK(!memcmp(decoder_forward(&d, 6, 1), ref + nv, sizeof(float) * nv));
+    decoder_free(&d);
+    init_on(&d, &m, &o, NULL);                   // traced: the trace sees the one step
+    d.trace = record;
+    CHECK(!memcmp(decoder_forward(&d, 5, 0), ref, sizeof(float) * nv) && d.step_timed == 0);
+    check_stream(&d, 0);
+    decoder_free(&d);
+    llama_model_free(&m);
+    free(ref);
+}
+
 int main(void) {
     unsetenv("DECODE_PLAN");              // the runs set their plan mode themselves
     dir = scratch_dir();
@@ -609,6 +653,7 @@ int main(void) {
     CHECK(node_checks >= 2 * 8);   // model a: every matrix, 2 split settings
     CHECKF(kv_node_checks >= 3 * 2, "KV arenas on two nodes in %d runs", kv_node_checks);   // stories260K, a, c
     CHECKF(block_arenas >= 3 * 4, "block cases in two KV arenas: %d", block_arenas);       // a, b, c at T=2
+    step_tune_cases(stories);
     printf("decode threads: %d CLI dumps and %d in-process runs (%d with split-K, %d with a group's heads shared,"
            " %zu tiles stolen, %zu tail segments, %zu tails shared) byte-identical, key streams checked; %d wide-plan"
            " cases\n", cli, api, split_runs, shared_group_runs, stolen, tail_segs, tail_shared, wide);

@@ -10,7 +10,9 @@
 // a line with impossible values is a miss; off takes the CPU's default row and leaves the file
 // alone; an unwritable cache is reported, not fatal; DECODE_TUNE parsing; the tail split's takers
 // come from the CPU's row whatever the mode, and the line says how many; a row that fixes the KV
-// prefetch keeps it in a forced tune.
+// prefetch keeps it in a forced tune. The step tune: its candidates only for steps above the
+// resident bytes and within the L3, and none under off; tune_step on spinning made-up steps takes
+// a candidate twice as fast and keeps the incumbent where it is the fastest.
 #include "runtime/tune.h"
 #include "kernels/ops.h"
 #include "platform/cpu.h"
@@ -119,6 +121,33 @@ static int choose_cases(void) {
     return 16;
 }
 
+// tune_step on made-up steps: candidate i's run spins spin_us[i] microseconds (its pf is its
+// index). Noise only adds time, so a candidate twice as fast wins every round it is not hit in;
+// a pick is retried twice in case bursts hit it in two rounds of seven on a loaded machine.
+static double spin_us[TUNE_STEP_CANDIDATES];
+static void spin_run(void *ctx, const gemv_tuning *tu) {
+    (void)ctx;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do clock_gettime(CLOCK_MONOTONIC, &b);
+    while ((double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) / 1e3 < spin_us[tu->pf]);
+}
+// The pick of up to `tries` tune_steps, stopping at want.
+static int step_pick(const double *us, int want, int tries) {
+    gemv_tuning c[TUNE_STEP_CANDIDATES];
+    int got = -1;
+    for (int i = 0; i < TUNE_STEP_CANDIDATES; i++) c[i] = (gemv_tuning){i, 1, 0, 0}, spin_us[i] = us[i];
+    for (int k = 0; k < tries && got != want; k++) got = tune_step(c, TUNE_STEP_CANDIDATES, spin_run, NULL);
+    return got;
+}
+static int step_cases(void) {
+    CHECK(step_pick((const double[]){200, 300, 100, 200}, 2, 3) == 2);   // twice as fast: taken
+    CHECK(step_pick((const double[]){100, 130, 150, 200}, 0, 1) == 0);   // the incumbent fastest: kept
+    gemv_tuning c[2] = {{0, 1, 0, 0}, {1, 1, 0, 0}};
+    CHECK(tune_step(c, 1, spin_run, NULL) == 0);                          // nothing to choose from
+    return 3;
+}
+
 // cpu_cache_bytes reads sysfs before glibc's sysconf (which a VM's CPUID can mislead: 320 MiB of L3
 // on a Zen 4 whose sysfs says 32): where sysfs lists a level, the figure is sysfs's.
 static void check_cache_sizes(void) {
@@ -147,7 +176,7 @@ int main(void) {
     check_cache_sizes();
     char *dir = scratch_dir(), *path = path_join(dir, "sub/tune");
     CHECK(dir && path);
-    int checks = choose_cases(), pf, nt;
+    int checks = choose_cases() + step_cases(), pf, nt;
     gemv_tuning rt;
     CHECK(tune_tail_takers() == TUNE_TAIL_TAKERS);   // before any tune
     tune_result r = tune_gemv(TUNE_FORCE, path);
@@ -178,6 +207,14 @@ int main(void) {
         gemv_tuning in_l3 = {r.tu.pf, r.tu.interleave, 0, r.tu.f16y};
         CHECK(same(tune_pick(r.resident_bytes + 1, 1), r.resident_bytes + 1 <= l3b ? in_l3 : r.tu));
         CHECK(same(tune_pick(l3b, 1), in_l3) && same(tune_pick(l3b + 1, 1), r.tu));
+        // the step tune's candidates: for steps above the resident bytes and within the L3, tune_pick's
+        // first, then far prefetches into L2 a tile at a time; none for other sizes
+        gemv_tuning sc[TUNE_STEP_CANDIDATES];
+        CHECK(tune_step_candidates(r.resident_bytes, 1, sc) == 0 && tune_step_candidates(l3b + 1, 1, sc) == 0);
+        int nsc = tune_step_candidates(l3b, 1, sc), far = 1;
+        for (int i = 1; i < nsc; i++)
+            far &= sc[i].pf > 8192 && sc[i].l2 == 1 && sc[i].interleave == 1 && sc[i].f16y == in_l3.f16y;
+        CHECKF(nsc == TUNE_STEP_CANDIDATES && same(sc[0], in_l3) && far, "%d step candidates", nsc);
         CHECK(same(gemv_get_tuning(), r.tu));
         // tune_pick_kv: no KV prefetch while a thread's step stays in L2, the tuned one above
         CHECK(tune_pick_kv(r.resident_bytes, 1) == 0 && tune_pick_kv(2 * r.resident_bytes, 2) == 0);
@@ -310,7 +347,7 @@ int main(void) {
         CHECKF(m1.source == TUNE_CACHED && same(m1.tu, fin.tu) && m1.kv_pf == fin.kv_pf, "mode -1: source %d '%s'",
                m1.source, m1.note);
         CHECK(!strpbrk(r.key, " \t\n"));                 // one word in the file
-        checks += 53;
+        checks += 55;
     }
     // off: the CPU's default row, no measurement, the file untouched
     size_t before_len, after_len;
@@ -320,6 +357,9 @@ int main(void) {
     CHECKF(gemv_isa_id() == GEMV_AVX512 || (o.tu.interleave == 1 && o.resident.interleave == 1),
            "%s runs one tile, the default says interleave %d / %d", gemv_isa(), o.tu.interleave, o.resident.interleave);
     CHECKF(gemv_isa_id() == GEMV_AVX512 || o.tu.l2 == 0, "%s: the default prefetches into L2 only", gemv_isa());
+    gemv_tuning oc[TUNE_STEP_CANDIDATES];          // off: no step is timed either
+    CHECK(tune_step_candidates((size_t)1 << 20, 1, oc) == 0 && tune_step_candidates((size_t)16 << 20, 1, oc) == 0);
+    checks++;
     char *after = read_all(path, &after_len);
     CHECK((!before && !after) || (before && after && before_len == after_len && !memcmp(before, after, after_len)));
     free(before), free(after);
@@ -391,7 +431,7 @@ int main(void) {
     }
     checks += 9;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 31 : 85));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 35 : 91));
     free(path);
     CHECK(scratch_remove(dir) == 0);
     return 0;

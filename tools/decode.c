@@ -280,11 +280,13 @@ typedef struct {
     llama_model m; tokenizer *tok; decoder d; prefill b; sampler s; FILE *dump;
     char *file_prompt;                 // the -f prompt's bytes
     struct stat prompt_st;             // what the -f prompt was (its identity)
-    double t_load, t_prompt, t_eval; int n_prompt, n_eval;
+    double t_load, t_prompt, t_eval, t_tune; int n_prompt, n_eval;
 } session;
 
 static void print_timings(const session *S) {
     fprintf(stderr, "\ndecode: load        %10.2f ms\n", S->t_load);
+    if (S->t_tune > 0)   // on the first token of a plan, not counted in its phase's rate below
+        fprintf(stderr, "decode: step tune   %10.2f ms (once: GEMV tunings timed on the first token)\n", S->t_tune);
     if (S->n_prompt)
         fprintf(stderr, "decode: prompt eval %10.2f ms / %5d tokens (%8.3f ms/token, %9.2f tok/s)\n",
                 S->t_prompt, S->n_prompt, S->t_prompt / S->n_prompt, 1e3 * S->n_prompt / S->t_prompt);
@@ -615,6 +617,13 @@ static void mask_eog(session *S) {
     for (int i = 0; i < n; i++) S->d.logits[eog[i]] = -INFINITY;
 }
 
+// Milliseconds the step tunes of the decoder and its wide plan have taken so far.
+static double tune_ms(const session *S) {
+    double s = S->d.step_timed > 0 ? S->d.step_tune_s : 0;
+    if (S->d.wide && S->d.wide->step_timed > 0) s += S->d.wide->step_tune_s;
+    return s * 1e3;
+}
+
 static int generate(session *S, const options *o, const char *prompt, size_t plen, const int32_t *ids, size_t n_ids,
                     long n_ctx) {
     if (fwrite(prompt, 1, plen, stdout) != plen || fflush(stdout) != 0) goto stdout_failed;
@@ -629,7 +638,8 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
     moved(S, &mapped);
     if (e == -2) { fprintf(stderr, "decode: %s\n", err); return 1; }
     if (e) goto dump_failed;
-    S->t_prompt = now_ms() - t0;
+    S->t_tune = tune_ms(S);
+    S->t_prompt = now_ms() - t0 - S->t_tune;
     int pos = (int)n_ids;
     // A generated token's time is its sampling, its output and its forward pass.
     for (long i = 0; (o->n_predict < 0 || i < o->n_predict) && !cli_stop; i++) {
@@ -651,7 +661,9 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
         int last = (o->n_predict >= 0 && i + 1 == o->n_predict) || pos >= n_ctx;   // no forward needed
         if (!last && forward(S, tok, pos++)) goto dump_failed;
         moved(S, &mapped);
-        S->t_eval += now_ms() - t0;
+        double tune = tune_ms(S);
+        S->t_eval += now_ms() - t0 - (tune - S->t_tune);
+        S->t_tune = tune;
         if (last) {
             if (pos >= n_ctx && i + 1 != o->n_predict)
                 fprintf(stderr, "\ndecode: context full (%ld tokens); stopping\n", n_ctx);
@@ -666,6 +678,10 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
     if (o->verbose && S->d.wide)
         fprintf(stderr, "\ndecode: tokens run by %d thread(s): %lu, by all %d: %lu\n", pool_size(S->d.pool),
                 S->d.plan_runs[0], pool_size(S->d.wide->pool), S->d.plan_runs[1]);
+    char st[192];
+    if (o->verbose && decoder_step_tune_describe(&S->d, st, sizeof st)) fprintf(stderr, "\ndecode: step tune: %s\n", st);
+    if (o->verbose && S->d.wide && decoder_step_tune_describe(S->d.wide, st, sizeof st))
+        fprintf(stderr, "decode: step tune of the plan over all threads: %s\n", st);
     print_timings(S);
     return status;
 dump_failed:

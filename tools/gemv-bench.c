@@ -224,6 +224,14 @@ static double time_calls(pool *pl, job *j, int reps) {
     return (j->cold ? s : util_now() - t) / reps;
 }
 
+// The step tune's trial (runtime/tune.h): one call with tu, as the decoder runs its first step.
+typedef struct { pool *pl; job *j; } cell_trial;
+static void cell_trial_run(void *ctx, const gemv_tuning *tu) {
+    cell_trial *c = ctx;
+    gemv_set_tuning(*tu);
+    pool_run(c->pl, gemv_fn, c->j);
+}
+
 // The read roofline's seconds a pass over the packed weights, evicted before each pass where the
 // cell is cold.
 static double roof_seconds(pool *pl, const job *j, int reps) {
@@ -244,6 +252,7 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     if (over[1] > 0) tu.interleave = over[1], which = "overridden";
     if (over[2] >= 0) tu.l2 = over[2], which = "overridden";
     if (over[3] >= 0 && dt == WTYPE_F16) tu.f16y = over[3], which = "overridden";
+    int overridden = over[0] >= 0 || over[1] > 0 || over[2] >= 0 || (over[3] >= 0 && dt == WTYPE_F16);
     gemv_set_tuning(tu);
     tu = gemv_get_tuning();                            // as clamped: what the kernels run
     // Plain pages: MADV_HUGEPAGE made cold packing of dram_8192 anywhere from 0.7 to 6 GB/s here
@@ -255,12 +264,6 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     if (seg) j.slots = malloc((size_t)nth * gemv_n_segs(k) * GEMV_TILE * sizeof(float));
     if (!j.P || !j.y || !yr || (seg && !j.slots)) {
         fprintf(stderr, "gemv-bench: out of memory (%zu bytes)\n", bytes);
-        free(j.P), free(j.y), free(yr), free(j.slots);
-        return 2;
-    }
-    ceil_job cj;
-    if (ceil_make(&cj, dt, W, x, k, n, es, nth, tu.interleave)) {
-        fprintf(stderr, "gemv-bench: out of memory (the ceiling's tiles)\n");
         free(j.P), free(j.y), free(yr), free(j.slots);
         return 2;
     }
@@ -277,6 +280,19 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
 
     double one = time_calls(pl, &j, 1);
     one = time_calls(pl, &j, 1);
+    gemv_tuning c[TUNE_STEP_CANDIDATES];       // the decoder's step tune, for a step of this cell's size
+    int nc = evict || overridden || seg ? 0 : tune_step_candidates(bytes, nth, c);
+    if (nc > 1) {
+        gemv_set_tuning(c[tune_step(c, nc, cell_trial_run, &(cell_trial){pl, &j})]);
+        tu = gemv_get_tuning(), which = "the step tune's";
+        one = time_calls(pl, &j, 1);
+    }
+    ceil_job cj;
+    if (ceil_make(&cj, dt, W, x, k, n, es, nth, tu.interleave)) {
+        fprintf(stderr, "gemv-bench: out of memory (the ceiling's tiles)\n");
+        free(j.P), free(j.y), free(yr), free(j.slots);
+        return 2;
+    }
     int reps = util_calls_per_trial(one);
     double tc[MAXTRIAL], tn[MAXTRIAL], tr[MAXTRIAL], tx[MAXTRIAL];
     for (int r = 0; r < trials; r++)
