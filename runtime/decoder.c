@@ -985,7 +985,33 @@ static void embed(float *x, const void *table, uint32_t type, int32_t token, siz
     kernels_get()->type[type].to_f32(row, x, n_embd);
 }
 
-static float *forward_one(decoder *d, int32_t token, int pos);
+// The GEMV tuning tu and attention's KV prefetch for a step whose last position is pos.
+static void set_tuning(const decoder *d, int pos, const gemv_tuning *tu) {
+    gemv_set_tuning(*tu);                 // this model's (a bench may hold decoders of other sizes)
+    double kv = decoder_kv_cache_bytes(&d->hp, (int64_t)pos + 1, d->cache_type_k, d->cache_type_v);
+    int readers = 0;                      // the threads owning KV-head groups: one that shares a group's
+                                          // heads streams all its rows too (a batched prompt spreads its
+                                          // attention wider: a lower bound)
+    for (int t = 0; t < d->sched.n_threads; t++) readers += d->sched.share[t].g1 > d->sched.share[t].g0;
+    attention_set_prefetch(tune_pick_kv((size_t)kv, readers));
+}
+
+void decoder_set_tuning(const decoder *d, int pos) { set_tuning(d, pos, &d->tuning); }
+
+// The token's step with the GEMV tuning tu: every thread runs the layers and the classifier over
+// its share.
+static float *step_run(decoder *d, int32_t token, int pos, const gemv_tuning *tu) {
+    // the token's embedding starts the residual stream
+    embed(d->x, d->w.token_embd, d->w.embd_type, token, d->hp.n_embd);
+    step_job j = {.d = d, .pos = pos};
+    set_tuning(d, pos, tu);
+    if (d->steal) claims_reset(d);
+    double t0 = monotonic_seconds();
+    pool_run(d->pool, step_job_run, &j);
+    d->busy_s += (monotonic_seconds() - t0) * pool_size(d->pool);
+    d->step_seq++;
+    return d->logits;
+}
 
 typedef struct {
     decoder *d;
@@ -994,24 +1020,25 @@ typedef struct {
 } step_trial;
 static void step_trial_run(void *ctx, const gemv_tuning *tu) {
     step_trial *s = ctx;
-    s->d->tuning = *tu;
-    forward_one(s->d, s->token, s->pos);
+    step_run(s->d, s->token, s->pos, tu);
 }
 
-// The step tune (runtime/tune.h) on the first step: this token run with each candidate tuning,
-// the pick kept for every step after. Each run gives the same logits and writes the same K and V
-// rows; the threads' counters and the busy time are put back as they were, so the trial runs
-// count nowhere (the step sequence, which orders the sync points, still advances).
+// The step tune (runtime/tune.h) on the first step it can time (not traced, not L4 buffering:
+// those steps run tune_pick's tuning and leave the tune for a later step): this token run with
+// each candidate tuning, the pick kept for every step after outside L4 buffering. Each run gives
+// the same logits and writes the same K and V rows, and moves no weights (--pack-cache move's
+// steps stay the tokens'); the threads' counters and the busy time are put back as they were, so
+// the trial runs count nowhere (the step sequence, which orders the sync points, still advances).
 static void step_tune(decoder *d, int32_t token, int pos) {
+    if (d->trace || l4run_mode_of(d->l4) == L4RUN_BUFFER) return;
     gemv_tuning c[TUNE_STEP_CANDIDATES];
-    int T = pool_size(d->pool), nc = d->trace || l4run_mode_of(d->l4) == L4RUN_BUFFER
-                                         ? 0 : tune_step_candidates((size_t)d->weight_bytes, T, c);
+    int T = pool_size(d->pool), nc = tune_step_candidates((size_t)d->weight_bytes, T, c);
     thread_ctx *saved = nc > 1 ? malloc(sizeof *saved * (size_t)T) : NULL;
     d->step_timed = 0;
     if (!saved) return;
     memcpy(saved, d->threads, sizeof *saved * (size_t)T);
     double busy = d->busy_s, t0 = monotonic_seconds();
-    d->tuning = c[tune_step(c, nc, step_trial_run, &(step_trial){d, token, pos})];
+    d->step_tuning = c[tune_step(c, nc, step_trial_run, &(step_trial){d, token, pos})];
     d->step_tune_s = monotonic_seconds() - t0;
     memcpy(d->threads, saved, sizeof *saved * (size_t)T);
     d->busy_s = busy, d->step_timed = nc;
@@ -1022,17 +1049,8 @@ static float *forward_one(decoder *d, int32_t token, int pos) {
     assert(pos >= 0 && pos < d->n_ctx);   // the callers check; past the end a row lands in another head's
     if (d->step_timed < 0) step_tune(d, token, pos);
     weights_move(&d->w, d->pool, &d->sched, &d->topo);   // mapped weights: the next group into memory
-    // the token's embedding starts the residual stream
-    embed(d->x, d->w.token_embd, d->w.embd_type, token, d->hp.n_embd);
-    // every thread runs the layers and the classifier over its share
-    step_job j = {.d = d, .pos = pos};
-    decoder_set_tuning(d, pos);
-    if (d->steal) claims_reset(d);
-    double t0 = monotonic_seconds();
-    pool_run(d->pool, step_job_run, &j);
-    d->busy_s += (monotonic_seconds() - t0) * pool_size(d->pool);
-    d->step_seq++;
-    return d->logits;
+    int tuned = d->step_timed > 0 && l4run_mode_of(d->l4) != L4RUN_BUFFER;
+    return step_run(d, token, pos, tuned ? &d->step_tuning : &d->tuning);
 }
 
 // The plan for the token at pos (decoder.h, DECODER_PLAN_*): auto, the wide one from wide_at on;
@@ -1052,9 +1070,15 @@ int decoder_wide_from(const decoder *d) { return wide_serves(d) ? d->wide_at : -
 
 int decoder_step_tune_describe(const decoder *d, char *buf, size_t n) {
     if (d->step_timed <= 0) return 0;
-    snprintf(buf, n, "prefetch %d B%s, interleave %d, picked from %d tunings timed on the first step (%.0f ms)",
-             d->tuning.pf, d->tuning.l2 ? " into L2" : "", d->tuning.interleave, d->step_timed, d->step_tune_s * 1e3);
+    snprintf(buf, n, "prefetch %d B%s, interleave %d, picked from %d tunings timed on the plan's first step (%.0f ms)",
+             d->step_tuning.pf, d->step_tuning.l2 ? " into L2" : "", d->step_tuning.interleave, d->step_timed,
+             d->step_tune_s * 1e3);
     return 1;
+}
+
+double decoder_step_tune_seconds(const decoder *d) {
+    double s = d->step_timed > 0 ? d->step_tune_s : 0;
+    return d->wide ? s + decoder_step_tune_seconds(d->wide) : s;
 }
 
 const char *decoder_wide_why(const decoder *d) {
@@ -1072,15 +1096,6 @@ float *decoder_forward(decoder *d, int32_t token, int pos) {
     return d->logits;
 }
 
-void decoder_set_tuning(const decoder *d, int pos) {
-    gemv_set_tuning(d->tuning);           // this model's (a bench may hold decoders of other sizes)
-    double kv = decoder_kv_cache_bytes(&d->hp, (int64_t)pos + 1, d->cache_type_k, d->cache_type_v);
-    int readers = 0;                      // the threads owning KV-head groups: one that shares a group's
-                                          // heads streams all its rows too (a batched prompt spreads its
-                                          // attention wider: a lower bound)
-    for (int t = 0; t < d->sched.n_threads; t++) readers += d->sched.share[t].g1 > d->sched.share[t].g0;
-    attention_set_prefetch(tune_pick_kv((size_t)kv, readers));
-}
 
 void decoder_embed(const decoder *d, int32_t token, float *x) {
     embed(x, d->w.token_embd, d->w.embd_type, token, d->hp.n_embd);

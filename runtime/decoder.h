@@ -122,9 +122,9 @@ typedef struct decoder_s {
     long min_claim_many_bytes;    // ... whole tiles of a share with MANY_TAKERS (8) takers or more
     long min_seg_claim_bytes;     // ... and tail segments
     size_t wait_pf_bytes;         // decoder_opts.wait_prefetch resolved
-    gemv_tuning tuning;           // the GEMV tuning for this model's step size (tune_pick), set per step;
-                                  // the step tune's pick once it has run
-    int step_timed;               // tunings the step tune timed on the first step (0: none; -1: not run yet)
+    gemv_tuning tuning;           // the GEMV tuning for this model's step size (tune_pick), set per step
+    gemv_tuning step_tuning;      // the step tune's pick, which one-token steps run outside L4 buffering
+    int step_timed;               // tunings the step tune timed (0: none; -1: not yet: no step it could time)
     double step_tune_s;           // ... and the seconds it took
     _Atomic uint64_t *claims;     // (n_layer + 1, DECODER_N_STAGE, n_threads) per share: first << 32 |
                                   // end of its tiles not yet claimed, 8 words apart (a cache line each);
@@ -198,10 +198,14 @@ int decoder_wide_from(const decoder *d);
 // DECODE_PLAN=fixed, too short a context, ...), or NULL where one serves or none was wanted.
 const char *decoder_wide_why(const decoder *d);
 // What the step tune chose, one phrase into buf (e.g. "prefetch 32768 B into L2, interleave 1,
-// picked from 4 tunings timed on the first step (52 ms)"); 0 where it has timed nothing (yet).
+// picked from 4 tunings timed on the plan's first step (52 ms)"); 0 where it has timed nothing (yet).
 int decoder_step_tune_describe(const decoder *d, char *buf, size_t n);
+// Seconds the step tunes of d and its wide plan have taken so far (their trial runs are in the
+// wall time of the step that ran them: a rate leaves them out).
+double decoder_step_tune_seconds(const decoder *d);
 // Sets the kernels' free choices for a step whose last position is pos: the GEMV tuning of this
-// model's size and attention's KV prefetch for the KV cache rows the step reads (tune_pick_kv).
+// model's size (tune_pick's; a batched prompt's) and attention's KV prefetch for the KV cache rows
+// the step reads (tune_pick_kv).
 void decoder_set_tuning(const decoder *d, int pos);
 // Replaces the L4 with a fresh one in mode (l4run_mode) between steps, unless the one there
 // already runs that mode: benches interleave modes on one set of packed weights. 1 when it made

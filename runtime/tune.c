@@ -701,21 +701,31 @@ int tune_step_candidates(size_t step_bytes, int threads, gemv_tuning *c) {
 
 #define STEP_ROUND_S 1.5e-3   // a candidate's time a round at least: a few steps of a small model
 
+// time_rounds' candidate for tune_step: `runs` runs of the step; time_rounds' untimed round (the
+// first nc calls) sets runs from the time they took.
+typedef struct {
+    const gemv_tuning *c;
+    void (*run)(void *ctx, const gemv_tuning *tu);
+    void *ctx;
+    int nc, calls, runs;
+    double untimed_s;
+} step_timing;
+static double step_time(void *ctx, int i) {
+    step_timing *j = ctx;
+    double s = monotonic_seconds();
+    for (int k = 0; k < j->runs; k++) j->run(j->ctx, &j->c[i]);
+    s = monotonic_seconds() - s;
+    if (j->calls < j->nc && (j->untimed_s += s, ++j->calls == j->nc)) {
+        double step = j->untimed_s / j->nc;
+        j->runs = step > 0 && step < STEP_ROUND_S ? (int)(STEP_ROUND_S / step) + 1 : 1;
+    }
+    return s;
+}
+
 int tune_step(const gemv_tuning *c, int nc, void (*run)(void *ctx, const gemv_tuning *tu), void *ctx) {
-    double t[TUNE_STEP_CANDIDATES * TUNE_STEP_ROUNDS], t0 = monotonic_seconds();
-    int runs = 1;
     if (nc < 2 || nc > TUNE_STEP_CANDIDATES) return 0;
-    for (int r = -1; r < TUNE_STEP_ROUNDS; r++)
-        for (int q = 0; q < nc; q++) {
-            int i = (q + r + 1) % nc;
-            if (r == 0 && q == 0) {               // the untimed round sets the runs
-                double step = (monotonic_seconds() - t0) / nc;
-                runs = step > 0 && step < STEP_ROUND_S ? (int)(STEP_ROUND_S / step) + 1 : 1;
-            }
-            double s = monotonic_seconds();
-            for (int k = 0; k < runs; k++) run(ctx, &c[i]);
-            if (r >= 0) t[i * TUNE_STEP_ROUNDS + r] = monotonic_seconds() - s;
-        }
+    double t[TUNE_STEP_CANDIDATES * TUNE_STEP_ROUNDS];
+    time_rounds(step_time, &(step_timing){c, run, ctx, nc, 0, 1, 0}, nc, TUNE_STEP_ROUNDS, t);
     return tune_choose(t, nc, TUNE_STEP_ROUNDS, 0, 0);
 }
 

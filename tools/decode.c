@@ -285,8 +285,8 @@ typedef struct {
 
 static void print_timings(const session *S) {
     fprintf(stderr, "\ndecode: load        %10.2f ms\n", S->t_load);
-    if (S->t_tune > 0)   // on the first token of a plan, not counted in its phase's rate below
-        fprintf(stderr, "decode: step tune   %10.2f ms (once: GEMV tunings timed on the first token)\n", S->t_tune);
+    if (S->t_tune > 0)   // on a plan's first one-token step, left out of the rates below
+        fprintf(stderr, "decode: step tune   %10.2f ms (GEMV tunings timed on a plan's first step)\n", S->t_tune);
     if (S->n_prompt)
         fprintf(stderr, "decode: prompt eval %10.2f ms / %5d tokens (%8.3f ms/token, %9.2f tok/s)\n",
                 S->t_prompt, S->n_prompt, S->t_prompt / S->n_prompt, 1e3 * S->n_prompt / S->t_prompt);
@@ -617,13 +617,6 @@ static void mask_eog(session *S) {
     for (int i = 0; i < n; i++) S->d.logits[eog[i]] = -INFINITY;
 }
 
-// Milliseconds the step tunes of the decoder and its wide plan have taken so far.
-static double tune_ms(const session *S) {
-    double s = S->d.step_timed > 0 ? S->d.step_tune_s : 0;
-    if (S->d.wide && S->d.wide->step_timed > 0) s += S->d.wide->step_tune_s;
-    return s * 1e3;
-}
-
 static int generate(session *S, const options *o, const char *prompt, size_t plen, const int32_t *ids, size_t n_ids,
                     long n_ctx) {
     if (fwrite(prompt, 1, plen, stdout) != plen || fflush(stdout) != 0) goto stdout_failed;
@@ -638,7 +631,7 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
     moved(S, &mapped);
     if (e == -2) { fprintf(stderr, "decode: %s\n", err); return 1; }
     if (e) goto dump_failed;
-    S->t_tune = tune_ms(S);
+    S->t_tune = 1e3 * decoder_step_tune_seconds(&S->d);
     S->t_prompt = now_ms() - t0 - S->t_tune;
     int pos = (int)n_ids;
     // A generated token's time is its sampling, its output and its forward pass.
@@ -661,7 +654,7 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
         int last = (o->n_predict >= 0 && i + 1 == o->n_predict) || pos >= n_ctx;   // no forward needed
         if (!last && forward(S, tok, pos++)) goto dump_failed;
         moved(S, &mapped);
-        double tune = tune_ms(S);
+        double tune = 1e3 * decoder_step_tune_seconds(&S->d);
         S->t_eval += now_ms() - t0 - (tune - S->t_tune);
         S->t_tune = tune;
         if (last) {
