@@ -152,7 +152,7 @@ static int plan(decoder *d, const decoder_opts *o, int *cpu, char *err) {
     int split_k = o->split_k >= 0 ? o->split_k : used >= 2 ? used : 0;   // auto: as many chunks as threads
     sched_opts so = {.n_threads = used, .node = node, .split_k = split_k, .min_bytes = (size_t)stage_min};
     d->tuning = tune_pick((size_t)d->weight_bytes, used);   // resident where a share fits half the L2
-    d->step_timed = -1;                 // the step tune runs on the first step
+    d->step_timed = -1;                 // the step tune runs on the first step it can time
     int rc = sched_build(&d->sched, &sh, &so);
     free(node);
     return rc;
@@ -1038,10 +1038,11 @@ static void step_tune(decoder *d, int32_t token, int pos) {
     if (!saved) return;
     memcpy(saved, d->threads, sizeof *saved * (size_t)T);
     double busy = d->busy_s, t0 = monotonic_seconds();
-    d->step_tuning = c[tune_step(c, nc, step_trial_run, &(step_trial){d, token, pos})];
-    d->step_tune_s = monotonic_seconds() - t0;
+    int pick = tune_step(c, nc, step_trial_run, &(step_trial){d, token, pos});
+    d->step_tune_s = monotonic_seconds() - t0;   // with pick -1 too: the cold runs it made
     memcpy(d->threads, saved, sizeof *saved * (size_t)T);
-    d->busy_s = busy, d->step_timed = nc;
+    d->busy_s = busy, d->step_timed = pick >= 0 ? nc : 0;
+    if (pick >= 0) d->step_tuning = c[pick];
     free(saved);
 }
 
@@ -1069,16 +1070,18 @@ static int wide_serves(const decoder *d) {
 int decoder_wide_from(const decoder *d) { return wide_serves(d) ? d->wide_at : -1; }
 
 int decoder_step_tune_describe(const decoder *d, char *buf, size_t n) {
-    if (d->step_timed <= 0) return 0;
-    snprintf(buf, n, "prefetch %d B%s, interleave %d, picked from %d tunings timed on the plan's first step (%.0f ms)",
-             d->step_tuning.pf, d->step_tuning.l2 ? " into L2" : "", d->step_tuning.interleave, d->step_timed,
-             d->step_tune_s * 1e3);
-    return 1;
+    if (d->step_timed > 0)
+        snprintf(buf, n, "prefetch %d B%s, interleave %d, picked from %d tunings timed on the plan's first timed "
+                 "step (%.0f ms)", d->step_tuning.pf, d->step_tuning.l2 ? " into L2" : "", d->step_tuning.interleave,
+                 d->step_timed, d->step_tune_s * 1e3);
+    else if (d->step_tune_s > 0)
+        snprintf(buf, n, "none: a step took over %.0f ms, more than one the L3 holds (%.0f ms)", TUNE_STEP_MAX_S * 1e3,
+                 d->step_tune_s * 1e3);
+    return d->step_timed > 0 || d->step_tune_s > 0;
 }
 
 double decoder_step_tune_seconds(const decoder *d) {
-    double s = d->step_timed > 0 ? d->step_tune_s : 0;
-    return d->wide ? s + decoder_step_tune_seconds(d->wide) : s;
+    return d->step_tune_s + (d->wide ? decoder_step_tune_seconds(d->wide) : 0);
 }
 
 const char *decoder_wide_why(const decoder *d) {

@@ -125,7 +125,7 @@ typedef struct decoder_s {
     gemv_tuning tuning;           // the GEMV tuning for this model's step size (tune_pick), set per step
     gemv_tuning step_tuning;      // the step tune's pick, which one-token steps run outside L4 buffering
     int step_timed;               // tunings the step tune timed (0: none; -1: not yet: no step it could time)
-    double step_tune_s;           // ... and the seconds it took
+    double step_tune_s;           // ... and the seconds it took (a step too long to time: its cold runs)
     _Atomic uint64_t *claims;     // (n_layer + 1, DECODER_N_STAGE, n_threads) per share: first << 32 |
                                   // end of its tiles not yet claimed, 8 words apart (a cache line each);
                                   // then its tail tile's next unit, units done and the bits of the
@@ -194,11 +194,13 @@ float *decoder_forward(decoder *d, int32_t token, int pos);
 // The first position whose token the wide plan runs (DECODER_PLAN_*; 0 when they alternate), or
 // -1 when there is no wide plan or no such position in the context.
 int decoder_wide_from(const decoder *d);
-// Why no wide plan serves where this plan runs on fewer threads than asked (a phrase for a user:
-// DECODE_PLAN=fixed, too short a context, ...), or NULL where one serves or none was wanted.
+// Why no wide plan serves where this plan runs on one thread of several asked (a phrase for a
+// user: DECODE_PLAN=fixed, too short a context, ...), or NULL where one serves or none was wanted
+// (a plan on two or more threads has none).
 const char *decoder_wide_why(const decoder *d);
 // What the step tune chose, one phrase into buf (e.g. "prefetch 32768 B into L2, interleave 1,
-// picked from 4 tunings timed on the plan's first step (52 ms)"); 0 where it has timed nothing (yet).
+// picked from 4 tunings timed on the plan's first timed step (52 ms)", or why none was timed
+// after its first runs); 0 where it has not run (yet).
 int decoder_step_tune_describe(const decoder *d, char *buf, size_t n);
 // Seconds the step tunes of d and its wide plan have taken so far (their trial runs are in the
 // wall time of the step that ran them: a rate leaves them out).

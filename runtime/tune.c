@@ -699,33 +699,33 @@ int tune_step_candidates(size_t step_bytes, int threads, gemv_tuning *c) {
     return NFAR + 1;
 }
 
-#define STEP_ROUND_S 1.5e-3   // a candidate's time a round at least: a few steps of a small model
+#define STEP_ROUND_S 1e-3     // a candidate's time a round at least: a few steps of a small model
 
-// time_rounds' candidate for tune_step: `runs` runs of the step; time_rounds' untimed round (the
-// first nc calls) sets runs from the time they took.
+// time_rounds' candidate for tune_step: `runs` runs of the step.
 typedef struct {
     const gemv_tuning *c;
     void (*run)(void *ctx, const gemv_tuning *tu);
     void *ctx;
-    int nc, calls, runs;
-    double untimed_s;
+    int runs;
 } step_timing;
 static double step_time(void *ctx, int i) {
     step_timing *j = ctx;
     double s = monotonic_seconds();
     for (int k = 0; k < j->runs; k++) j->run(j->ctx, &j->c[i]);
-    s = monotonic_seconds() - s;
-    if (j->calls < j->nc && (j->untimed_s += s, ++j->calls == j->nc)) {
-        double step = j->untimed_s / j->nc;
-        j->runs = step > 0 && step < STEP_ROUND_S ? (int)(STEP_ROUND_S / step) + 1 : 1;
-    }
-    return s;
+    return monotonic_seconds() - s;
 }
 
 int tune_step(const gemv_tuning *c, int nc, void (*run)(void *ctx, const gemv_tuning *tu), void *ctx) {
-    if (nc < 2 || nc > TUNE_STEP_CANDIDATES) return 0;
-    double t[TUNE_STEP_CANDIDATES * TUNE_STEP_ROUNDS];
-    time_rounds(step_time, &(step_timing){c, run, ctx, nc, 0, 1, 0}, nc, TUNE_STEP_ROUNDS, t);
+    if (nc < 2 || nc > TUNE_STEP_CANDIDATES) return -1;
+    step_timing j = {c, run, ctx, 1};
+    double t[TUNE_STEP_CANDIDATES * TUNE_STEP_ROUNDS], step = 1e300;
+    for (int i = 0; i < nc; i++) {            // each once, cold: the fastest sets the runs a round
+        double s = step_time(&j, i);
+        step = s < step ? s : step;
+    }
+    if (!(step <= TUNE_STEP_MAX_S)) return -1;   // a step this long is no L3's: not worth its seconds
+    j.runs = step < STEP_ROUND_S ? (int)(STEP_ROUND_S / step) + 1 : 1;
+    time_rounds(step_time, &j, nc, TUNE_STEP_ROUNDS, t);
     return tune_choose(t, nc, TUNE_STEP_ROUNDS, 0, 0);
 }
 

@@ -93,11 +93,15 @@ int tune_tail_takers(void);
 // its threads, so no size or CPU rule could stand in for timing the step itself (tune_step).
 enum { TUNE_STEP_CANDIDATES = 4, TUNE_STEP_ROUNDS = 7 };
 int tune_step_candidates(size_t step_bytes, int threads, gemv_tuning *c);
-// Times the nc candidates c on a step, run(ctx, &c[i]) running it once with c[i]: a round
-// untimed (cold caches), then TUNE_STEP_ROUNDS rounds in rotated order, each candidate run as
-// often as makes about 1.5 ms (once where a step takes longer). Returns the index tune_choose
-// keeps with c[0] as the incumbent: it stays unless a candidate is faster in all rounds but one,
-// by more than 3% in the median one.
+// Times the nc candidates c on a step, run(ctx, &c[i]) running it once with c[i]: each once
+// (cold caches), then, with each candidate run as often as makes about 1 ms of the fastest of
+// those (once where a step takes longer), a round untimed and TUNE_STEP_ROUNDS rounds in rotated
+// order. Returns the index tune_choose keeps with c[0] as the incumbent (it stays unless a
+// candidate is faster in all rounds but one, by more than 3% in the median one), or -1 without
+// timing more where nc is not 2..TUNE_STEP_CANDIDATES or the fastest first run took more than
+// TUNE_STEP_MAX_S: no step the L3 holds takes that long, and the rounds would cost ~36 steps
+// (a VM may report an L3 of hundreds of MiB). So a tune takes at most about 0.15 s.
+#define TUNE_STEP_MAX_S 4e-3
 int tune_step(const gemv_tuning *c, int nc, void (*run)(void *ctx, const gemv_tuning *tu), void *ctx);
 // Attention's KV prefetch for a step that reads kv_bytes of KV cache rows over `threads` threads:
 // 0 where a thread's share fits tune_pick's resident bytes (short streams, the prefetch mostly

@@ -191,6 +191,18 @@ grep -q "^decode: \.\.\. and no plan over all 2 (DECODE_PLAN): DECODE_PLAN=fixed
 expect 0 "no plan over all threads, two pretend nodes" -- env DECODE_FAKE_NUMA=2 "$d" -m "$model" -p a -n 1 -c 2048 -t 2 -v
 grep -q "^decode: \.\.\. and no plan over all 2 (DECODE_PLAN): its KV cache would span NUMA nodes$" "$tmp/err" ||
   fail "two pretend nodes: $(grep -i plan "$tmp/err")"
+# The step tune's time is its own line, there exactly when -v names a pick (whether this machine
+# times stories260K's step depends on its caches), and the prompt and eval rates stay positive:
+# the tune's seconds are taken out of them, not more. DECODE_TUNE=off times nothing.
+for tune in "" off; do
+  expect 0 "step tune line, DECODE_TUNE='$tune'" -- env DECODE_TUNE="$tune" "$d" -m "$model" -p "Once upon" -n 24 -b 1 -t 1 --temp 0 -v
+  picks=$(grep -c "^decode: step tune: " "$tmp/err"); lines=$(grep -c "^decode: step tune  *[0-9.]* ms" "$tmp/err")
+  [ "$picks" = "$lines" ] && { [ -z "$tune" ] || [ "$picks" = 0 ]; } || fail "step tune ($tune): $picks picks, $lines time lines"
+  for phase in "prompt eval" "eval"; do
+    rate=$(sed -n "s/^decode: $phase  *\([0-9.-]*\) ms .*/\1/p" "$tmp/err")
+    awk -v r="$rate" 'BEGIN { exit !(r > 0) }' || fail "step tune ($tune): $phase took '$rate' ms"
+  done
+done
 expect 2 "decode-bench 33 models" -- "$bin/decode-bench" -m "$(printf "$model,%.0s" $(seq 33))"
 cases=$((cases + 1))
 "$bin/gemv-bench" -s 64x64 -t 1 -d f16 -r 7 >/dev/full 2>"$tmp/err"; st=$?
@@ -467,6 +479,6 @@ for flags in "--temp 0" "--temp 0 --ignore-eos" "-s 1" "-s 1 --ignore-eos"; do
   case $flags in *ignore-eos*) grep -q "masked by --ignore-eos" "$tmp/err" || fail "NaN logits ($flags): mask not said";; esac
 done
 
-[ "$cases" = 173 ] || fail "ran $cases cases, expected 173"
+[ "$cases" = 175 ] || fail "ran $cases cases, expected 175"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

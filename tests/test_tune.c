@@ -12,7 +12,8 @@
 // come from the CPU's row whatever the mode, and the line says how many; a row that fixes the KV
 // prefetch keeps it in a forced tune. The step tune: its candidates only for steps above the
 // resident bytes and within the L3, and none under off; tune_step on spinning made-up steps takes
-// a candidate twice as fast and keeps the incumbent where it is the fastest.
+// a candidate twice as fast and keeps the incumbent where it is the fastest; a step slower than
+// TUNE_STEP_MAX_S is not timed past its first runs.
 #include "runtime/tune.h"
 #include "kernels/ops.h"
 #include "platform/cpu.h"
@@ -145,8 +146,11 @@ static int step_cases(void) {
     CHECK(step_pick((const double[]){200, 300, 100, 200}, 2, 5) == 2);   // twice as fast: taken
     CHECK(step_pick((const double[]){100, 130, 150, 200}, 0, 1) == 0);   // the incumbent fastest: kept
     gemv_tuning c[2] = {{0, 1, 0, 0}, {1, 1, 0, 0}};
-    CHECK(tune_step(c, 1, spin_run, NULL) == 0);                          // nothing to choose from
-    return 3;
+    CHECK(tune_step(c, 1, spin_run, NULL) == -1);                         // nothing to choose from
+    // a step slower than TUNE_STEP_MAX_S is run once a candidate, then not timed: -1
+    CHECK(step_pick((const double[]){1.5e6 * TUNE_STEP_MAX_S, 1.5e6 * TUNE_STEP_MAX_S, 2e6 * TUNE_STEP_MAX_S,
+                                     2e6 * TUNE_STEP_MAX_S}, -1, 1) == -1);
+    return 4;
 }
 
 // cpu_cache_bytes reads sysfs before glibc's sysconf (which a VM's CPUID can mislead: 320 MiB of L3
@@ -432,7 +436,7 @@ int main(void) {
     }
     checks += 9;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 35 : 91));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 36 : 92));
     free(path);
     CHECK(scratch_remove(dir) == 0);
     return 0;

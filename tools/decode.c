@@ -121,8 +121,9 @@ static void usage(FILE *f) {
         "  DECODE_TUNE=off|force: the CPU's default row without measuring, or measure again even\n"
         "  with a cached result (default: measure once, cached in $XDG_CACHE_HOME/decode/tune or\n"
         "  ~/.cache/decode/tune, redone when the memory read rate moved by more than 20%%; a model\n"
-        "  whose step fits the L3 also times four tunings on its first step, not under off: the\n"
-        "  `step tune` line, and -v's pick);\n"
+        "  whose step streams over half the L2 a thread and fits the L3 also times four tunings\n"
+        "  on its first step it can time, at most ~0.15 s, not under off, scalar or --l4 buffer:\n"
+        "  the `step tune` line, and -v's pick);\n"
         "  DECODE_WAIT_PREFETCH=BYTES: how much of its next step a thread waiting for another\n"
         "  prefetches (0: none, at most 1 GiB; default: the smaller of 256 KiB and half the L2);\n"
         "  DECODE_PLAN=auto|fixed|alternate: a model so small that its step runs on one thread\n"
@@ -288,7 +289,7 @@ typedef struct {
 static void print_timings(const session *S) {
     fprintf(stderr, "\ndecode: load        %10.2f ms\n", S->t_load);
     if (S->t_tune > 0)   // on a plan's first one-token step, left out of the rates below
-        fprintf(stderr, "decode: step tune   %10.2f ms (GEMV tunings timed on a plan's first step)\n", S->t_tune);
+        fprintf(stderr, "decode: step tune   %10.2f ms (once a plan: GEMV tunings timed on its step)\n", S->t_tune);
     if (S->n_prompt)
         fprintf(stderr, "decode: prompt eval %10.2f ms / %5d tokens (%8.3f ms/token, %9.2f tok/s)\n",
                 S->t_prompt, S->n_prompt, S->t_prompt / S->n_prompt, 1e3 * S->n_prompt / S->t_prompt);

@@ -15,8 +15,10 @@
 // cell's percent of it. The kernel's tunings (runtime/tune.h: measured, cached or default,
 // DECODE_TUNE as for decode; stream and resident) are printed in the stderr header; each cell
 // runs with the one tune_pick gives its bytes (the decoder's choice for a step of that size), a
-// cold cell with the DRAM one, named on the cell's stderr line; --pf, --interleave and --hint
-// override them for sweeps. A dram cell whose bytes fit the L3 the CPU reports (a Xeon reporting
+// cold cell with the DRAM one, and a cell the decoder would step-tune (within the L3, not
+// resident, not cold, no --segments) with the step tune's pick timed on the cell itself
+// (runtime/tune.h, tune_step), named on the cell's stderr line; --pf, --interleave, --hint and
+// --widen override them for sweeps (and skip the step tune). A dram cell whose bytes fit the L3 the CPU reports (a Xeon reporting
 // 480 MiB holds much of dram_8192) is cold: evicted from every cache before each timed call and
 // each roofline pass, so it reads DRAM as a model's stream does; --no-evict times it as it lies,
 // said on stderr. --segments N runs each tile as decode runs a split or stolen tail tile: its KSEG
@@ -284,11 +286,9 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     one = time_calls(pl, &j, 1);
     gemv_tuning c[TUNE_STEP_CANDIDATES];       // the decoder's step tune, for a step of this cell's size
     int nc = evict || overridden || seg ? 0 : tune_step_candidates(bytes, nth, c);
-    if (nc > 1) {
-        gemv_set_tuning(c[tune_step(c, nc, cell_trial_run, &(cell_trial){pl, &j})]);
-        tu = gemv_get_tuning(), which = "the step tune's";
-        one = time_calls(pl, &j, 1);
-    }
+    int pick = nc > 1 ? tune_step(c, nc, cell_trial_run, &(cell_trial){pl, &j}) : -1;
+    gemv_set_tuning(pick >= 0 ? c[pick] : tu);
+    if (pick >= 0) tu = gemv_get_tuning(), which = "the step tune's", one = time_calls(pl, &j, 1);
     ceil_job cj;
     if (ceil_make(&cj, dt, W, x, k, n, es, nth, tu.interleave)) {
         fprintf(stderr, "gemv-bench: out of memory (the ceiling's tiles)\n");
