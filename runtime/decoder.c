@@ -1099,7 +1099,6 @@ float *decoder_forward(decoder *d, int32_t token, int pos) {
     return d->logits;
 }
 
-
 void decoder_embed(const decoder *d, int32_t token, float *x) {
     embed(x, d->w.token_embd, d->w.embd_type, token, d->hp.n_embd);
 }

@@ -18,11 +18,12 @@
 // cold cell with the DRAM one, and a cell the decoder would step-tune (within the L3, not
 // resident, not cold, no --segments) with the step tune's pick timed on the cell itself
 // (runtime/tune.h, tune_step), named on the cell's stderr line; --pf, --interleave, --hint and
-// --widen override them for sweeps (and skip the step tune). A dram cell whose bytes fit the L3 the CPU reports (a Xeon reporting
-// 480 MiB holds much of dram_8192) is cold: evicted from every cache before each timed call and
-// each roofline pass, so it reads DRAM as a model's stream does; --no-evict times it as it lies,
-// said on stderr. --segments N runs each tile as decode runs a split or stolen tail tile: its KSEG
-// segments N to a call (gemv_packed_segments), then folded; rows named CELL/segN.
+// --widen override them for sweeps (and skip the step tune). A dram cell whose bytes fit the L3
+// the CPU reports (a Xeon reporting 480 MiB holds much of dram_8192) is cold: evicted from every
+// cache before each timed call and each roofline pass, so it reads DRAM as a model's stream does;
+// --no-evict times it as it lies, said on stderr. --segments N runs each tile as decode runs a
+// split or stolen tail tile: its KSEG segments N to a call (gemv_packed_segments), then folded;
+// rows named CELL/segN.
 #include "platform/cpu.h"
 #include "platform/wtype.h"
 #include "kernels/gemv.h"
