@@ -301,9 +301,10 @@ for ((i = 0; i < 1200; i++)); do
   grep -q "mapped from" "$tmp/err" && break; kill -0 $pid 2>/dev/null || break; sleep 0.05
 done
 pack=$(sed -n 's/^decode-bench: packed weights mapped from \(.*\.pack\).*/\1/p' "$tmp/err")
-if [ -z "$pack" ]; then   # the cases below need the file's name
-  kill $pid 2>/dev/null; wait $pid
-  fail "decode-bench named no mapped file: $(tail -c 300 "$tmp/err")"
+if [ -z "$pack" ]; then   # the cases below need the file's name; say whether it ran on or ended, and how
+  if kill -0 $pid 2>/dev/null; then how="still running after $((i / 20)) s"; kill $pid; wait $pid
+  else wait $pid; how="ended with status $? after $((i / 20)) s"; fi
+  fail "decode-bench named no mapped file ($how): $(tail -c 300 "$tmp/err")"
   echo "$fails failed"; exit 1
 fi
 : >"$pack"; wait $pid; st=$?
