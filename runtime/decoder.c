@@ -1025,14 +1025,17 @@ static void step_trial_run(void *ctx, const gemv_tuning *tu) {
 
 // The step tune (runtime/tune.h) on the first step it can time (not traced, not L4 buffering:
 // those steps run tune_pick's tuning and leave the tune for a later step): this token run with
-// each candidate tuning, the pick kept for every step after outside L4 buffering. Each run gives
+// each candidate tuning. The step's bytes count its KV rows: the pick serves the steps after it
+// while they, KV rows counted, still fit the L3 (outside L4 buffering); deeper in the context
+// tune_pick's stream tuning, measured on DRAM, serves again (the stories15M shape, tuned at depth
+// 500 to 3000, kept no prefetch every time: docs/performance.md). Each run gives
 // the same logits and writes the same K and V rows, and moves no weights (--pack-cache move's
 // steps stay the tokens'); the threads' counters and the busy time are put back as they were, so
 // the trial runs count nowhere (the step sequence, which orders the sync points, still advances).
 static void step_tune(decoder *d, int32_t token, int pos) {
     if (d->trace || l4run_mode_of(d->l4) == L4RUN_BUFFER) return;
     gemv_tuning c[TUNE_STEP_CANDIDATES];
-    int T = pool_size(d->pool), nc = tune_step_candidates((size_t)d->weight_bytes, T, c);
+    int T = pool_size(d->pool), nc = tune_step_candidates((size_t)decoder_bytes_per_token(d, pos), T, c);
     thread_ctx *saved = nc > 1 ? malloc(sizeof *saved * (size_t)T) : NULL;
     d->step_timed = 0;
     if (!saved) return;
@@ -1050,7 +1053,8 @@ static float *forward_one(decoder *d, int32_t token, int pos) {
     assert(pos >= 0 && pos < d->n_ctx);   // the callers check; past the end a row lands in another head's
     if (d->step_timed < 0) step_tune(d, token, pos);
     weights_move(&d->w, d->pool, &d->sched, &d->topo);   // mapped weights: the next group into memory
-    int tuned = d->step_timed > 0 && l4run_mode_of(d->l4) != L4RUN_BUFFER;
+    int tuned = d->step_timed > 0 && l4run_mode_of(d->l4) != L4RUN_BUFFER &&
+                tune_step_fits((size_t)decoder_bytes_per_token(d, pos), pool_size(d->pool));
     return step_run(d, token, pos, tuned ? &d->step_tuning : &d->tuning);
 }
 

@@ -692,8 +692,12 @@ static const int FAR_PF[] = {16384, 32768, 65536};
 _Static_assert(NFAR + 1 == (int)TUNE_STEP_CANDIDATES && (int)TUNE_STEP_ROUNDS <= (int)TUNE_MAX_ROUNDS &&
                (int)TUNE_STEP_CANDIDATES <= (int)TUNE_MAX_CANDIDATES, "the step tune's candidates and rounds");
 
+int tune_step_fits(size_t step_bytes, int threads) {
+    return picked_timed && !resident(step_bytes, threads) && step_bytes <= picked_l3_bytes;
+}
+
 int tune_step_candidates(size_t step_bytes, int threads, gemv_tuning *c) {
-    if (!picked_timed || resident(step_bytes, threads) || step_bytes > picked_l3_bytes) return 0;
+    if (!tune_step_fits(step_bytes, threads)) return 0;
     c[0] = tune_pick(step_bytes, threads);
     for (int i = 0; i < NFAR; i++) c[i + 1] = (gemv_tuning){FAR_PF[i], 1, 1, c[0].f16y};
     return NFAR + 1;

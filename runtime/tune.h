@@ -93,6 +93,9 @@ int tune_tail_takers(void);
 // its threads, so no size or CPU rule could stand in for timing the step itself (tune_step).
 enum { TUNE_STEP_CANDIDATES = 4, TUNE_STEP_ROUNDS = 7 };
 int tune_step_candidates(size_t step_bytes, int threads, gemv_tuning *c);
+// 1 where a step of step_bytes over `threads` threads is one the step tune times (and its pick
+// serves): above the resident bytes a thread, within the L3, tuned (not off, not scalar).
+int tune_step_fits(size_t step_bytes, int threads);
 // Times the nc candidates c on a step, run(ctx, &c[i]) running it once with c[i]: each once
 // (cold caches), then, with each candidate run as often as makes about 1 ms of the fastest of
 // those (once where a step takes longer), a round untimed and TUNE_STEP_ROUNDS rounds in rotated

@@ -589,12 +589,13 @@ static void step_tune_cases(const char *path) {
     tune_result tr = tune_gemv(TUNE_AUTO, "");   // measured, no cache file
     gemv_tuning c[TUNE_STEP_CANDIDATES];
     init_on(&d, &m, &o, NULL);
-    int want = tune_step_candidates((size_t)d.weight_bytes, 1, c);
+    int want = tune_step_candidates((size_t)decoder_bytes_per_token(&d, 0), 1, c);
     // timed where the step streams more than the resident bytes and fits one L3 (32 MiB if none is
     // reported), on a SIMD path (a core with 2.5 MiB of L2 keeps stories260K resident: none)
     long l3 = cpu_cache_bytes(3);
-    int timed = gemv_isa_id() != GEMV_SCALAR && d.weight_bytes > (double)tr.resident_bytes &&
-                d.weight_bytes <= (l3 > 0 ? (double)l3 : 32.0 * (1 << 20));
+    double step = decoder_bytes_per_token(&d, 0);   // the weights and position 0's KV rows
+    int timed = gemv_isa_id() != GEMV_SCALAR && step > (double)tr.resident_bytes &&
+                step <= (l3 > 0 ? (double)l3 : 32.0 * (1 << 20));
     CHECKF(want == (timed ? TUNE_STEP_CANDIDATES : 0), "%d candidates for stories260K", want);
     double t0 = util_now();
     CHECK(!memcmp(decoder_forward(&d, 5, 0), ref, sizeof(float) * nv));

@@ -220,6 +220,8 @@ int main(void) {
         for (int i = 1; i < nsc; i++)
             far &= sc[i].pf > 8192 && sc[i].l2 == 1 && sc[i].interleave == 1 && sc[i].f16y == in_l3.f16y;
         CHECKF(nsc == TUNE_STEP_CANDIDATES && same(sc[0], in_l3) && far, "%d step candidates", nsc);
+        // ... and the steps its pick serves: the same sizes (a step whose KV rows outgrow the L3 leaves it)
+        CHECK(tune_step_fits(l3b, 1) && !tune_step_fits(l3b + 1, 1) && !tune_step_fits(r.resident_bytes, 1));
         CHECK(same(gemv_get_tuning(), r.tu));
         // tune_pick_kv: no KV prefetch while a thread's step stays in L2, the tuned one above
         CHECK(tune_pick_kv(r.resident_bytes, 1) == 0 && tune_pick_kv(2 * r.resident_bytes, 2) == 0);
@@ -352,7 +354,7 @@ int main(void) {
         CHECKF(m1.source == TUNE_CACHED && same(m1.tu, fin.tu) && m1.kv_pf == fin.kv_pf, "mode -1: source %d '%s'",
                m1.source, m1.note);
         CHECK(!strpbrk(r.key, " \t\n"));                 // one word in the file
-        checks += 55;
+        checks += 56;
     }
     // off: the CPU's default row, no measurement, the file untouched
     size_t before_len, after_len;
@@ -436,7 +438,7 @@ int main(void) {
     }
     checks += 9;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 36 : 92));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 36 : 93));
     free(path);
     CHECK(scratch_remove(dir) == 0);
     return 0;
