@@ -253,11 +253,12 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     gemv_tuning stream = tune_pick((size_t)-1, 1), tu = evict ? stream : tune_pick(bytes, nth);
     const char *which = tu.pf != stream.pf || tu.interleave != stream.interleave ? "resident"
                         : tu.l2 == stream.l2 ? "stream" : "stream (within the L3)";
-    if (over[0] >= 0) tu.pf = over[0], which = "overridden";
-    if (over[1] > 0) tu.interleave = over[1], which = "overridden";
-    if (over[2] >= 0) tu.l2 = over[2], which = "overridden";
-    if (over[3] >= 0 && dt == WTYPE_F16) tu.f16y = over[3], which = "overridden";
     int overridden = over[0] >= 0 || over[1] > 0 || over[2] >= 0 || (over[3] >= 0 && dt == WTYPE_F16);
+    if (over[0] >= 0) tu.pf = over[0];
+    if (over[1] > 0) tu.interleave = over[1];
+    if (over[2] >= 0) tu.l2 = over[2];
+    if (over[3] >= 0 && dt == WTYPE_F16) tu.f16y = over[3];
+    if (overridden) which = "overridden";
     gemv_set_tuning(tu);
     tu = gemv_get_tuning();                            // as clamped: what the kernels run
     // Plain pages: MADV_HUGEPAGE made cold packing of dram_8192 anywhere from 0.7 to 6 GB/s here
