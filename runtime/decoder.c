@@ -152,7 +152,7 @@ static int plan(decoder *d, const decoder_opts *o, int *cpu, char *err) {
     int split_k = o->split_k >= 0 ? o->split_k : used >= 2 ? used : 0;   // auto: as many chunks as threads
     sched_opts so = {.n_threads = used, .node = node, .split_k = split_k, .min_bytes = (size_t)stage_min};
     d->tuning = tune_pick((size_t)d->weight_bytes, used);   // resident where a share fits half the L2
-    d->step_timed = -1;                 // the step tune runs on the first step it can time
+    d->stepper = (tune_stepper){0};     // the step tune starts on the first step it can time
     int rc = sched_build(&d->sched, &sh, &so);
     free(node);
     return rc;
@@ -999,8 +999,8 @@ static void set_tuning(const decoder *d, int pos, const gemv_tuning *tu) {
 void decoder_set_tuning(const decoder *d, int pos) { set_tuning(d, pos, &d->tuning); }
 
 // The token's step with the GEMV tuning tu: every thread runs the layers and the classifier over
-// its share.
-static float *step_run(decoder *d, int32_t token, int pos, const gemv_tuning *tu) {
+// its share, into d->logits. Returns the seconds the threads took.
+static double step_run(decoder *d, int32_t token, int pos, const gemv_tuning *tu) {
     // the token's embedding starts the residual stream
     embed(d->x, d->w.token_embd, d->w.embd_type, token, d->hp.n_embd);
     step_job j = {.d = d, .pos = pos};
@@ -1008,54 +1008,42 @@ static float *step_run(decoder *d, int32_t token, int pos, const gemv_tuning *tu
     if (d->steal) claims_reset(d);
     double t0 = monotonic_seconds();
     pool_run(d->pool, step_job_run, &j);
-    d->busy_s += (monotonic_seconds() - t0) * pool_size(d->pool);
+    double s = monotonic_seconds() - t0;
+    d->busy_s += s * pool_size(d->pool);
     d->step_seq++;
-    return d->logits;
+    return s;
 }
 
-typedef struct {
-    decoder *d;
-    int32_t token;
-    int pos;
-} step_trial;
-static void step_trial_run(void *ctx, const gemv_tuning *tu) {
-    step_trial *s = ctx;
-    step_run(s->d, s->token, s->pos, tu);
+// Whether the step at pos is one the step tune times and its pick serves (runtime/tune.h): not
+// under L4 buffering (which runs tune_pick's tuning), and its bytes, KV rows counted, within the
+// L3. Deeper in the context tune_pick's stream tuning, measured on DRAM, serves again (the
+// stories15M shape, tuned at depth 500 to 3000, kept no prefetch every time: docs/performance.md).
+static int step_tunable(const decoder *d, int pos) {
+    return l4run_mode_of(d->l4) != L4RUN_BUFFER &&
+           tune_step_fits((size_t)decoder_bytes_per_token(d, pos), pool_size(d->pool));
 }
 
-// The step tune (runtime/tune.h) on the first step it can time (not traced, not L4 buffering:
-// those steps run tune_pick's tuning and leave the tune for a later step): this token run with
-// each candidate tuning. The step's bytes count its KV rows: the pick serves the steps after it
-// while they, KV rows counted, still fit the L3 (outside L4 buffering); deeper in the context
-// tune_pick's stream tuning, measured on DRAM, serves again (the stories15M shape, tuned at depth
-// 500 to 3000, kept no prefetch every time: docs/performance.md). Each run gives
-// the same logits and writes the same K and V rows, and moves no weights (--pack-cache move's
-// steps stay the tokens'); the threads' counters and the busy time are put back as they were, so
-// the trial runs count nowhere (the step sequence, which orders the sync points, still advances).
-static void step_tune(decoder *d, int32_t token, int pos) {
-    if (d->trace || l4run_mode_of(d->l4) == L4RUN_BUFFER) return;
-    gemv_tuning c[TUNE_STEP_CANDIDATES];
-    int T = pool_size(d->pool), nc = tune_step_candidates((size_t)decoder_bytes_per_token(d, pos), T, c);
-    thread_ctx *saved = nc > 1 ? malloc(sizeof *saved * (size_t)T) : NULL;
-    d->step_timed = 0;
-    if (!saved) return;
-    memcpy(saved, d->threads, sizeof *saved * (size_t)T);
-    double busy = d->busy_s, t0 = monotonic_seconds();
-    int pick = tune_step(c, nc, step_trial_run, &(step_trial){d, token, pos});
-    d->step_tune_s = monotonic_seconds() - t0;   // with pick -1 too: the cold runs it made
-    memcpy(d->threads, saved, sizeof *saved * (size_t)T);
-    d->busy_s = busy, d->step_timed = pick >= 0 ? nc : 0;
-    if (pick >= 0) d->step_tuning = c[pick];
-    free(saved);
-}
-
+// The step tune runs on the token's own steps: from the first step it can time, each runs the
+// candidate the stepper names and reports its seconds, until the stepper has picked. Every tuning
+// computes the same bits, so the tune costs only the slower candidates' time. A traced step
+// (a test's recorder) runs tune_pick's tuning and is not timed.
 static float *forward_one(decoder *d, int32_t token, int pos) {
     assert(pos >= 0 && pos < d->n_ctx);   // the callers check; past the end a row lands in another head's
-    if (d->step_timed < 0) step_tune(d, token, pos);
     weights_move(&d->w, d->pool, &d->sched, &d->topo);   // mapped weights: the next group into memory
-    int tuned = d->step_timed > 0 && l4run_mode_of(d->l4) != L4RUN_BUFFER &&
-                tune_step_fits((size_t)decoder_bytes_per_token(d, pos), pool_size(d->pool));
-    return step_run(d, token, pos, tuned ? &d->step_tuning : &d->tuning);
+    tune_stepper *s = &d->stepper;
+    if (!step_tunable(d, pos)) {
+        step_run(d, token, pos, &d->tuning);
+    } else if (s->state == TUNE_STEPPER_DONE || d->trace) {
+        step_run(d, token, pos, s->state == TUNE_STEPPER_DONE && s->pick >= 0 ? &s->c[s->pick] : &d->tuning);
+    } else {
+        if (s->state == TUNE_STEPPER_IDLE) {
+            gemv_tuning c[TUNE_STEP_CANDIDATES];
+            tune_stepper_start(s, c, tune_step_candidates((size_t)decoder_bytes_per_token(d, pos), pool_size(d->pool), c));
+        }
+        int i = tune_stepper_next(s);
+        tune_stepper_record(s, step_run(d, token, pos, &s->c[i]));
+    }
+    return d->logits;
 }
 
 // The plan for the token at pos (decoder.h, DECODER_PLAN_*): auto, the wide one from wide_at on;
@@ -1074,18 +1062,23 @@ static int wide_serves(const decoder *d) {
 int decoder_wide_from(const decoder *d) { return wide_serves(d) ? d->wide_at : -1; }
 
 int decoder_step_tune_describe(const decoder *d, char *buf, size_t n) {
-    if (d->step_timed > 0)
-        snprintf(buf, n, "prefetch %d B%s, interleave %d, picked from %d tunings timed on the plan's first timed "
-                 "step (%.0f ms)", d->step_tuning.pf, d->step_tuning.l2 ? " into L2" : "", d->step_tuning.interleave,
-                 d->step_timed, d->step_tune_s * 1e3);
-    else if (d->step_tune_s > 0)
-        snprintf(buf, n, "none: a step took over %.0f ms, more than one the L3 holds (%.0f ms)", TUNE_STEP_MAX_S * 1e3,
-                 d->step_tune_s * 1e3);
-    return d->step_timed > 0 || d->step_tune_s > 0;
+    const tune_stepper *s = &d->stepper;
+    const gemv_tuning *p = &s->c[s->pick > 0 ? s->pick : 0];
+    if (s->state == TUNE_STEPPER_DONE && s->runs)
+        snprintf(buf, n, "prefetch %d B%s, interleave %d, %s of %d tunings timed on the plan's first %d steps it could time",
+                 p->pf, p->l2 ? " into L2" : "", p->interleave, s->pick > 0 ? "picked" : "the incumbent kept", s->nc, s->n);
+    else if (s->state == TUNE_STEPPER_DONE && s->nc)
+        snprintf(buf, n, "none: a step took over %.0f ms, more than one the L3 holds", TUNE_STEP_MAX_S * 1e3);
+    else if (s->state == TUNE_STEPPER_TIMING && s->runs)
+        snprintf(buf, n, "not settled: %d of its %d steps ran, its %d tunings in turn", s->n, tune_stepper_steps(s), s->nc);
+    else if (s->state == TUNE_STEPPER_TIMING)
+        snprintf(buf, n, "not settled: %d of its first %d steps ran", s->n, s->nc);
+    return s->state != TUNE_STEPPER_IDLE && s->nc;
 }
 
-double decoder_step_tune_seconds(const decoder *d) {
-    return d->step_tune_s + (d->wide ? decoder_step_tune_seconds(d->wide) : 0);
+int decoder_step_tune_pending(const decoder *d, int pos) {
+    if (wide_serves(d) && plan_of(d, pos)) d = d->wide;
+    return d->stepper.state != TUNE_STEPPER_DONE && !d->trace && step_tunable(d, pos);
 }
 
 const char *decoder_wide_why(const decoder *d) {

@@ -21,6 +21,7 @@
 #include "runtime/l4run.h"
 #include "runtime/progress.h"
 #include "runtime/schedule.h"
+#include "runtime/tune.h"
 #include "runtime/weights.h"
 
 typedef struct {
@@ -123,9 +124,8 @@ typedef struct decoder_s {
     long min_seg_claim_bytes;     // ... and tail segments
     size_t wait_pf_bytes;         // decoder_opts.wait_prefetch resolved
     gemv_tuning tuning;           // the GEMV tuning for this model's step size (tune_pick), set per step
-    gemv_tuning step_tuning;      // the step tune's pick, which one-token steps run outside L4 buffering
-    int step_timed;               // tunings the step tune timed (0: none; -1: not yet: no step it could time)
-    double step_tune_s;           // ... and the seconds it took (a step too long to time: its cold runs)
+    tune_stepper stepper;         // the step tune (runtime/tune.h), timed on the first one-token steps it can
+                                  // time; once done, its pick serves them outside L4 buffering
     _Atomic uint64_t *claims;     // (n_layer + 1, DECODER_N_STAGE, n_threads) per share: first << 32 |
                                   // end of its tiles not yet claimed, 8 words apart (a cache line each);
                                   // then its tail tile's next unit, units done and the bits of the
@@ -199,12 +199,12 @@ int decoder_wide_from(const decoder *d);
 // (a plan on two or more threads has none).
 const char *decoder_wide_why(const decoder *d);
 // What the step tune chose, one phrase into buf (e.g. "prefetch 32768 B into L2, interleave 1,
-// picked from 4 tunings timed on the plan's first timed step (52 ms)", or why none was timed
-// after its first runs); 0 where it has not run (yet).
+// picked of 4 tunings timed on the plan's first 68 steps it could time"), why it timed no more
+// than the first steps, or how far it is; 0 where it has not started.
 int decoder_step_tune_describe(const decoder *d, char *buf, size_t n);
-// Seconds the step tunes of d and its wide plan have taken so far (their trial runs are in the
-// wall time of the step that ran them: a rate leaves them out).
-double decoder_step_tune_seconds(const decoder *d);
+// 1 where the step at pos would be one the step tune still times (of the plan that runs pos): a
+// benchmark's warmup runs until none is, so its timed steps run the pick.
+int decoder_step_tune_pending(const decoder *d, int pos);
 // Sets the kernels' free choices for a step whose last position is pos: the GEMV tuning of this
 // model's size (tune_pick's; a batched prompt's) and attention's KV prefetch for the KV cache rows
 // the step reads (tune_pick_kv).

@@ -703,34 +703,56 @@ int tune_step_candidates(size_t step_bytes, int threads, gemv_tuning *c) {
     return NFAR + 1;
 }
 
-#define STEP_ROUND_S 1e-3     // a candidate's time a round at least: a few steps of a small model
+void tune_stepper_start(tune_stepper *s, const gemv_tuning *c, int nc) {
+    *s = (tune_stepper){.nc = nc, .state = TUNE_STEPPER_TIMING, .pick = -1, .first = 1e300};
+    if (nc < 2 || nc > TUNE_STEP_CANDIDATES) s->state = TUNE_STEPPER_DONE, s->nc = 0;
+    else memcpy(s->c, c, sizeof *c * (size_t)nc);
+}
 
-// time_rounds' candidate for tune_step: `runs` runs of the step.
-typedef struct {
-    const gemv_tuning *c;
-    void (*run)(void *ctx, const gemv_tuning *tu);
-    void *ctx;
-    int runs;
-} step_timing;
-static double step_time(void *ctx, int i) {
-    step_timing *j = ctx;
-    double s = monotonic_seconds();
-    for (int k = 0; k < j->runs; k++) j->run(j->ctx, &j->c[i]);
-    return monotonic_seconds() - s;
+int tune_stepper_steps(const tune_stepper *s) {
+    return s->runs ? s->nc + s->nc * s->runs * (1 + TUNE_STEP_ROUNDS) : 0;
+}
+
+// Step n's place: the cold steps, then the untimed round, then the timed rounds, a candidate's
+// runs back to back, the order rotated a round (a burst of noise hits every candidate alike).
+int tune_stepper_next(const tune_stepper *s) {
+    if (s->n < s->nc) return s->n;
+    int m = s->n - s->nc, round = s->nc * s->runs;
+    int slot = m % round / s->runs;
+    return m < round ? slot : (slot + m / round - 1) % s->nc;
+}
+
+void tune_stepper_record(tune_stepper *s, double seconds) {
+    if (s->state != TUNE_STEPPER_TIMING) return;
+    int m = s->n - s->nc, round = s->nc * s->runs;
+    if (m < 0) {                              // a cold step: the fastest sets the runs a round
+        s->first = seconds < s->first ? seconds : s->first;
+    } else if (m >= round) {
+        int r = m / round - 1, i = tune_stepper_next(s);
+        s->t[i * TUNE_STEP_ROUNDS + r] += seconds;
+    }
+    if (++s->n == s->nc) {
+        if (!(s->first <= TUNE_STEP_MAX_S)) {   // a step this long is no L3's: not worth timing
+            s->state = TUNE_STEPPER_DONE;
+            return;
+        }
+        double f = s->first > 1e-6 ? s->first : 1e-6;   // a clock too coarse to see the step: 501 runs
+        s->runs = f < TUNE_STEP_ROUND_S ? (int)(TUNE_STEP_ROUND_S / f) + 1 : 1;
+    }
+    if (s->n == tune_stepper_steps(s))
+        s->pick = tune_choose(s->t, s->nc, TUNE_STEP_ROUNDS, 0, 0), s->state = TUNE_STEPPER_DONE;
 }
 
 int tune_step(const gemv_tuning *c, int nc, void (*run)(void *ctx, const gemv_tuning *tu), void *ctx) {
-    if (nc < 2 || nc > TUNE_STEP_CANDIDATES) return -1;
-    step_timing j = {c, run, ctx, 1};
-    double t[TUNE_STEP_CANDIDATES * TUNE_STEP_ROUNDS], step = 1e300;
-    for (int i = 0; i < nc; i++) {            // each once, cold: the fastest sets the runs a round
-        double s = step_time(&j, i);
-        step = s < step ? s : step;
+    tune_stepper s;
+    tune_stepper_start(&s, c, nc);
+    while (s.state == TUNE_STEPPER_TIMING) {
+        int i = tune_stepper_next(&s);
+        double t0 = monotonic_seconds();
+        run(ctx, &c[i]);
+        tune_stepper_record(&s, monotonic_seconds() - t0);
     }
-    if (!(step <= TUNE_STEP_MAX_S)) return -1;   // a step this long is no L3's: not worth its seconds
-    j.runs = step < STEP_ROUND_S ? (int)(STEP_ROUND_S / step) + 1 : 1;
-    time_rounds(step_time, &j, nc, TUNE_STEP_ROUNDS, t);
-    return tune_choose(t, nc, TUNE_STEP_ROUNDS, 0, 0);
+    return s.pick;
 }
 
 int tune_pick_kv(size_t kv_bytes, int threads) {

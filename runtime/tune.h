@@ -96,15 +96,39 @@ int tune_step_candidates(size_t step_bytes, int threads, gemv_tuning *c);
 // 1 where a step of step_bytes over `threads` threads is one the step tune times (and its pick
 // serves): above the resident bytes a thread, within the L3, tuned (not off, not scalar).
 int tune_step_fits(size_t step_bytes, int threads);
-// Times the nc candidates c on a step, run(ctx, &c[i]) running it once with c[i]: each once
-// (cold caches), then, with each candidate run as often as makes about 1 ms of the fastest of
+// The step tune's timing, fed one step at a time: the decoder runs its real one-token steps with
+// the candidate tune_stepper_next names and records each step's seconds, so the tune costs no
+// extra work (every tuning computes the same bits). The steps: each candidate once (cold caches);
+// then, with each candidate run as often as makes about TUNE_STEP_ROUND_S of the fastest of
 // those (once where a step takes longer), a round untimed and TUNE_STEP_ROUNDS rounds in rotated
-// order. Returns the index tune_choose keeps with c[0] as the incumbent (it stays unless a
-// candidate is faster in all rounds but one, by more than 3% in the median one), or -1 without
-// timing more where nc is not 2..TUNE_STEP_CANDIDATES or the fastest first run took more than
-// TUNE_STEP_MAX_S: no step the L3 holds takes that long, and the rounds would cost ~36 steps
-// (a VM may report an L3 of hundreds of MiB). So a tune takes at most about 0.15 s.
+// order (tune_stepper_steps in all). Then tune_choose keeps c[0], the incumbent, unless a
+// candidate is faster in all rounds but one, by more than 3% in the median one. Where the
+// fastest first step took more than TUNE_STEP_MAX_S the tune ends there with no pick: no step the
+// L3 holds takes that long (a VM may report an L3 of hundreds of MiB).
 #define TUNE_STEP_MAX_S 4e-3
+#define TUNE_STEP_ROUND_S 0.5e-3
+enum { TUNE_STEPPER_IDLE, TUNE_STEPPER_TIMING, TUNE_STEPPER_DONE };
+typedef struct {
+    gemv_tuning c[TUNE_STEP_CANDIDATES];
+    int nc;          // candidates
+    int state;       // TUNE_STEPPER_*: zeroed, idle (not started)
+    int runs;        // steps of a candidate a round (0 until the cold steps set it)
+    int n;           // steps recorded
+    int pick;        // once done: the index kept, or -1 (a step too long: c[0] serves)
+    double first;    // the fastest cold step's seconds
+    double t[TUNE_STEP_CANDIDATES * TUNE_STEP_ROUNDS];   // (candidate, round) seconds
+} tune_stepper;
+// Starts s over the nc candidates c (done at once, with no pick, where nc is not
+// 2..TUNE_STEP_CANDIDATES).
+void tune_stepper_start(tune_stepper *s, const gemv_tuning *c, int nc);
+// The candidate the next step runs (while s->state is TIMING).
+int tune_stepper_next(const tune_stepper *s);
+// Records the seconds of the step tune_stepper_next named; sets pick and DONE after the last.
+void tune_stepper_record(tune_stepper *s, double seconds);
+// The steps a whole tune takes once the cold steps have set the runs a round (0 before).
+int tune_stepper_steps(const tune_stepper *s);
+// The same timing over trial runs, run(ctx, &c[i]) running the step once with c[i] (gemv-bench's
+// cells): returns the pick, -1 for none.
 int tune_step(const gemv_tuning *c, int nc, void (*run)(void *ctx, const gemv_tuning *tu), void *ctx);
 // Attention's KV prefetch for a step that reads kv_bytes of KV cache rows over `threads` threads:
 // 0 where a thread's share fits tune_pick's resident bytes (short streams, the prefetch mostly

@@ -191,13 +191,19 @@ grep -q "^decode: \.\.\. and no plan over all 2 (DECODE_PLAN): DECODE_PLAN=fixed
 expect 0 "no plan over all threads, two pretend nodes" -- env DECODE_FAKE_NUMA=2 "$d" -m "$model" -p a -n 1 -c 2048 -t 2 -v
 grep -q "^decode: \.\.\. and no plan over all 2 (DECODE_PLAN): its KV cache would span NUMA nodes$" "$tmp/err" ||
   fail "two pretend nodes: $(grep -i plan "$tmp/err")"
-# The step tune's time is its own line, there exactly when -v names a pick (whether this machine
-# times stories260K's step depends on its caches), and the prompt and eval rates stay positive:
-# the tune's seconds are taken out of them, not more. DECODE_TUNE=off times nothing.
+# The step tune runs on the tokens' own steps: where -v names it (whether this machine times
+# stories260K's step depends on its caches), it counts every one-token step, the prompt's at -b 1
+# and the generated ones' (each but the last runs one), and no time of its own is left out of the
+# rates. DECODE_TUNE=off times nothing.
 for tune in "" off; do
-  expect 0 "step tune line, DECODE_TUNE='$tune'" -- env DECODE_TUNE="$tune" "$d" -m "$model" -p "Once upon" -n 24 -b 1 -t 1 --temp 0 -v
-  picks=$(grep -c "^decode: step tune: " "$tmp/err"); lines=$(grep -c "^decode: step tune  *[0-9.]* ms" "$tmp/err")
-  [ "$picks" = "$lines" ] && { [ -z "$tune" ] || [ "$picks" = 0 ]; } || fail "step tune ($tune): $picks picks, $lines time lines"
+  expect 0 "step tune, DECODE_TUNE='$tune'" -- env DECODE_TUNE="$tune" "$d" -m "$model" -p "Once upon" -n 24 -b 1 -t 1 --temp 0 -v
+  np=$(sed -n 's/^decode: prompt eval .* \/ *\([0-9]*\) tokens.*/\1/p' "$tmp/err")
+  ne=$(sed -n 's/^decode: eval .* \/ *\([0-9]*\) tokens.*/\1/p' "$tmp/err")
+  ran=$(sed -n 's/^decode: step tune: not settled: \([0-9]*\) of its .*/\1/p' "$tmp/err")
+  picks=$(grep -c "^decode: step tune" "$tmp/err")
+  if [ -n "$tune" ]; then [ "$picks" = 0 ] || fail "step tune under off: $(grep "step tune" "$tmp/err")"
+  else [ "$picks" = 0 ] || [ "$ran" = $((np + ne)) ] || fail "step tune: '$ran' steps of $np + $ne: $(grep "step tune" "$tmp/err")"
+  fi
   for phase in "prompt eval" "eval"; do
     rate=$(sed -n "s/^decode: $phase  *\([0-9.-]*\) ms .*/\1/p" "$tmp/err")
     awk -v r="$rate" 'BEGIN { exit !(r > 0) }' || fail "step tune ($tune): $phase took '$rate' ms"

@@ -11,7 +11,8 @@
 // alone; an unwritable cache is reported, not fatal; DECODE_TUNE parsing; the tail split's takers
 // come from the CPU's row whatever the mode, and the line says how many; a row that fixes the KV
 // prefetch keeps it in a forced tune. The step tune: its candidates only for steps above the
-// resident bytes and within the L3, and none under off; tune_step on spinning made-up steps takes
+// resident bytes and within the L3, and none under off; the stepper's order of steps and its
+// pick on made-up seconds; tune_step on spinning made-up steps takes
 // a candidate twice as fast and keeps the incumbent where it is the fastest; a step slower than
 // TUNE_STEP_MAX_S is not timed past its first runs.
 #include "runtime/tune.h"
@@ -142,6 +143,45 @@ static int step_pick(const double *us, int want, int tries) {
     for (int k = 0; k < tries && got != want; k++) got = tune_step(c, TUNE_STEP_CANDIDATES, spin_run, NULL);
     return got;
 }
+// The stepper's order on made-up seconds: each candidate once; the runs a round from the fastest
+// of those (1e-4 s: 0.5 ms makes 6); a round untimed, candidate by candidate; then seven rounds,
+// the order rotated by one each; the pick after the last step and not before. Candidate 2 at half
+// the others' time wins; all equal, the incumbent stays; cold steps over TUNE_STEP_MAX_S end it.
+static int stepper_run(const double *sec, int *order_ok) {
+    gemv_tuning c[TUNE_STEP_CANDIDATES];
+    for (int i = 0; i < TUNE_STEP_CANDIDATES; i++) c[i] = (gemv_tuning){i, 1, 0, 0};
+    tune_stepper s;
+    tune_stepper_start(&s, c, TUNE_STEP_CANDIDATES);
+    *order_ok = s.state == TUNE_STEPPER_TIMING && tune_stepper_steps(&s) == 0;
+    for (int k = 0; s.state == TUNE_STEPPER_TIMING && k < 1000; k++) {
+        int i = tune_stepper_next(&s), nc = TUNE_STEP_CANDIDATES, want = k;
+        if (k >= nc) {
+            int m = k - nc, round = nc * s.runs;
+            want = m < round ? m / s.runs : (m % round / s.runs + m / round - 1) % nc;
+        }
+        *order_ok &= i == want && s.pick == -1;
+        tune_stepper_record(&s, sec[i]);
+        if (k == nc - 1) *order_ok &= sec[0] > TUNE_STEP_MAX_S || (s.runs == 6 && tune_stepper_steps(&s) == 4 + 4 * 6 * 8);
+    }
+    *order_ok &= s.state == TUNE_STEPPER_DONE && (s.runs ? s.n == tune_stepper_steps(&s) : s.n == TUNE_STEP_CANDIDATES);
+    return s.pick;
+}
+static int stepper_cases(void) {
+    int ok = 0;
+    CHECK(stepper_run((const double[]){2e-4, 2e-4, 1e-4, 2e-4}, &ok) == 2 && ok);
+    CHECK(stepper_run((const double[]){1e-4, 1e-4, 1e-4, 1e-4}, &ok) == 0 && ok);
+    CHECK(stepper_run((const double[]){5e-3, 5e-3, 6e-3, 5e-3}, &ok) == -1 && ok);
+    // the rotation, by hand: the first timed round runs 0 1 2 3, the second 1 2 3 0 (six runs each)
+    gemv_tuning c[TUNE_STEP_CANDIDATES] = {{0}};
+    tune_stepper s;
+    tune_stepper_start(&s, c, TUNE_STEP_CANDIDATES);
+    for (int k = 0; k < 4 + 24 + 24; k++) tune_stepper_record(&s, 1e-4);
+    CHECK(tune_stepper_next(&s) == 1 && (s.n += 23, tune_stepper_next(&s) == 0));
+    tune_stepper_start(&s, c, 1);                      // nothing to choose from: done at once
+    CHECK(s.state == TUNE_STEPPER_DONE && s.pick == -1);
+    return 5;
+}
+
 static int step_cases(void) {
     CHECK(step_pick((const double[]){200, 300, 100, 200}, 2, 5) == 2);   // twice as fast: taken
     CHECK(step_pick((const double[]){100, 130, 150, 200}, 0, 1) == 0);   // the incumbent fastest: kept
@@ -181,7 +221,7 @@ int main(void) {
     check_cache_sizes();
     char *dir = scratch_dir(), *path = path_join(dir, "sub/tune");
     CHECK(dir && path);
-    int checks = choose_cases() + step_cases(), pf, nt;
+    int checks = choose_cases() + stepper_cases() + step_cases(), pf, nt;
     gemv_tuning rt;
     CHECK(tune_tail_takers() == TUNE_TAIL_TAKERS);   // before any tune
     tune_result r = tune_gemv(TUNE_FORCE, path);
@@ -438,7 +478,7 @@ int main(void) {
     }
     checks += 9;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 36 : 93));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 41 : 98));
     free(path);
     CHECK(scratch_remove(dir) == 0);
     return 0;

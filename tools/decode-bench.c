@@ -2,7 +2,8 @@
 // For every model, thread count and test (pp: a prompt of n_prompt tokens evaluated from an
 // empty context in batches of -b tokens, as decode evaluates a prompt; tg: n_gen greedy tokens
 // from an empty context, one at a time; -d D puts D tokens in the context first, untimed, as
-// llama-bench's --n-depth does), one warmup run, then -r timed
+// llama-bench's --n-depth does), one warmup run (for one-token steps, run on until the step
+// tune, runtime/tune.h, has picked), then -r timed
 // repetitions; reported are the mean and standard deviation of tok/s, beside the bytes a step
 // streams (packed weights plus the KV cache it reads), the effective GB/s, the read roofline
 // measured in the same run on the same threads (1 GiB, runtime/membw), and the share of the
@@ -89,7 +90,8 @@ static void usage(FILE *f) {
         "                       (default %d)\n"
         "  -d, --n-depth LIST   tokens in the context before each test, 0..1048576, filled untimed\n"
         "                       (default 0)\n"
-        "  -r, --repetitions N  timed repetitions per test after one warmup, 1..128 (default 5)\n"
+        "  -r, --repetitions N  timed repetitions per test after one warmup, 1..128 (default 5);\n"
+        "                       a warmup of one-token steps runs on while the step tune times them\n"
         "  -o, --output FMT     md (default), csv, json, jsonl\n"
         "      --numa MODE      off, distribute, isolate (default: distribute on several nodes)\n"
         "      --split-k LIST   auto, off or N >= 2 segment ranges per split matrix (default auto)\n"
@@ -287,13 +289,20 @@ static double run_test(decoder *d, int pos0, int n, int tg, int batch) {
     if (!tg && batch > 1) return run_prompt(d, pos0, n, batch);
     int vocab = d->hp.n_vocab;
     int32_t tok = 1 % vocab;
-    double t0 = util_now(), tune = decoder_step_tune_seconds(d);
+    double t0 = util_now();
     for (int i = 0; i < n; i++) {
         float *logits = decoder_forward(d, tok, pos0 + i);
         tok = tg ? argmax_f32(logits, vocab) : prompt_token(i + 1, vocab);
     }
-    // a step tune in the test (the wide plan's first step past the warmup's tokens) is no token's time
-    return util_now() - t0 - (decoder_step_tune_seconds(d) - tune);
+    return util_now() - t0;
+}
+
+// A warmup's steps on from pos while the step tune still times them (runtime/tune.h), at most to
+// the context's end: the timed repetitions run its pick, as a long decode does. A wide plan that
+// starts later in the test times its first steps there, as decode's would.
+static void settle_tune(decoder *d, int pos) {
+    for (int32_t tok = 1 % d->hp.n_vocab; pos < d->n_ctx && decoder_step_tune_pending(d, pos); pos++)
+        tok = argmax_f32(decoder_forward(d, tok, pos), d->hp.n_vocab);
 }
 
 // Median GB/s of 7 passes over `mib` MiB (> 0), every thread reading its share (first touched by
@@ -780,16 +789,18 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
                 rs[c].l4_used = l4run_mode_name(l4run_mode_of(dc->l4));
                 decoder_set_tail_split(dc, rs[c].tail_split);
                 // a new L4's first step fills its lines: untimed, as decode pays it once
-                int failed = rep < 0 ? run_test(dc, depth, len < 16 ? len : 16, tg, rs[c].batch_size) < 0
+                int warm = len < 16 ? len : 16;
+                int failed = rep < 0 ? run_test(dc, depth, warm, tg, rs[c].batch_size) < 0
                                      : (new_l4 && run_test(dc, depth, 1, 1, 1) < 0) ||
                                            bench_rep(dc, o, len, tg, rep, &rs[c]) < 0;
+                if (rep < 0 && !failed && (tg || rs[c].batch_size <= 1)) settle_tune(dc, depth + warm);
                 if (failed) { fprintf(stderr, "decode-bench: %s: the test stopped (why: above)\n", path); status = 1; }
             }
         if (status) *n = c0;          // the results printed are the finished tests'
         for (int c = c0; c < *n; c++) bench_finish(&d[(c - c0) / per_split], len, roof, &rs[c]);
     }
     for (int s = 0; s < made; s++) {     // what the step tune picked, then the decoder goes
-        char st[192];
+        char st[224];
         if (decoder_step_tune_describe(&d[s], st, sizeof st))
             fprintf(stderr, "decode-bench: %s t=%d: step tune: %s\n", path, T, st);
         if (d[s].wide && decoder_step_tune_describe(d[s].wide, st, sizeof st))

@@ -122,8 +122,8 @@ static void usage(FILE *f) {
         "  with a cached result (default: measure once, cached in $XDG_CACHE_HOME/decode/tune or\n"
         "  ~/.cache/decode/tune, redone when the memory read rate moved by more than 20%%; a model\n"
         "  whose step streams over half the L2 a thread and fits the L3 also times four tunings\n"
-        "  on its first step it can time, at most ~0.15 s, not under off, scalar or --l4 buffer:\n"
-        "  the `step tune` line, and -v's pick);\n"
+        "  in turn on its own first steps, 36 to ~800 of them, then runs the fastest; not under\n"
+        "  off, scalar or --l4 buffer; -v names the pick);\n"
         "  DECODE_WAIT_PREFETCH=BYTES: how much of its next step a thread waiting for another\n"
         "  prefetches (0: none, at most 1 GiB; default: the smaller of 256 KiB and half the L2);\n"
         "  DECODE_PLAN=auto|fixed|alternate: a model so small that its step runs on one thread\n"
@@ -283,13 +283,11 @@ typedef struct {
     llama_model m; tokenizer *tok; decoder d; prefill b; sampler s; FILE *dump;
     char *file_prompt;                 // the -f prompt's bytes
     struct stat prompt_st;             // what the -f prompt was (its identity)
-    double t_load, t_prompt, t_eval, t_tune; int n_prompt, n_eval;
+    double t_load, t_prompt, t_eval; int n_prompt, n_eval;
 } session;
 
 static void print_timings(const session *S) {
     fprintf(stderr, "\ndecode: load        %10.2f ms\n", S->t_load);
-    if (S->t_tune > 0)   // on a plan's first one-token step, left out of the rates below
-        fprintf(stderr, "decode: step tune   %10.2f ms (once a plan: GEMV tunings timed on its step)\n", S->t_tune);
     if (S->n_prompt)
         fprintf(stderr, "decode: prompt eval %10.2f ms / %5d tokens (%8.3f ms/token, %9.2f tok/s)\n",
                 S->t_prompt, S->n_prompt, S->t_prompt / S->n_prompt, 1e3 * S->n_prompt / S->t_prompt);
@@ -634,8 +632,7 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
     moved(S, &mapped);
     if (e == -2) { fprintf(stderr, "decode: %s\n", err); return 1; }
     if (e) goto dump_failed;
-    S->t_tune = 1e3 * decoder_step_tune_seconds(&S->d);
-    S->t_prompt = now_ms() - t0 - S->t_tune;
+    S->t_prompt = now_ms() - t0;
     int pos = (int)n_ids;
     // A generated token's time is its sampling, its output and its forward pass.
     for (long i = 0; (o->n_predict < 0 || i < o->n_predict) && !cli_stop; i++) {
@@ -657,9 +654,7 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
         int last = (o->n_predict >= 0 && i + 1 == o->n_predict) || pos >= n_ctx;   // no forward needed
         if (!last && forward(S, tok, pos++)) goto dump_failed;
         moved(S, &mapped);
-        double tune = 1e3 * decoder_step_tune_seconds(&S->d);
-        S->t_eval += now_ms() - t0 - (tune - S->t_tune);
-        S->t_tune = tune;
+        S->t_eval += now_ms() - t0;
         if (last) {
             if (pos >= n_ctx && i + 1 != o->n_predict)
                 fprintf(stderr, "\ndecode: context full (%ld tokens); stopping\n", n_ctx);
@@ -674,7 +669,7 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
     if (o->verbose && S->d.wide)
         fprintf(stderr, "\ndecode: tokens run by %d thread(s): %lu, by all %d: %lu\n", pool_size(S->d.pool),
                 S->d.plan_runs[0], pool_size(S->d.wide->pool), S->d.plan_runs[1]);
-    char st[192];
+    char st[224];
     if (o->verbose && decoder_step_tune_describe(&S->d, st, sizeof st)) fprintf(stderr, "\ndecode: step tune: %s\n", st);
     if (o->verbose && S->d.wide && decoder_step_tune_describe(S->d.wide, st, sizeof st))
         fprintf(stderr, "decode: step tune of the plan over all threads: %s\n", st);

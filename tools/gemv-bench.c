@@ -229,7 +229,7 @@ static double time_calls(pool *pl, job *j, int reps) {
     return (j->cold ? s : util_now() - t) / reps;
 }
 
-// The step tune's trial (runtime/tune.h): one call with tu, as the decoder runs its first step.
+// The step tune's trial (runtime/tune.h): one call with tu, as the decoder runs one of its first steps.
 typedef struct { pool *pl; job *j; } cell_trial;
 static void cell_trial_run(void *ctx, const gemv_tuning *tu) {
     cell_trial *c = ctx;
