@@ -1061,7 +1061,7 @@ static int wide_serves(const decoder *d) {
 
 int decoder_wide_from(const decoder *d) { return wide_serves(d) ? d->wide_at : -1; }
 
-int decoder_step_tune_describe(const decoder *d, char *buf, size_t n) {
+static int describe_tune(const decoder *d, char *buf, size_t n) {
     const tune_stepper *s = &d->stepper;
     const gemv_tuning *p = &s->c[s->pick > 0 ? s->pick : 0];
     if (s->state == TUNE_STEPPER_DONE && s->runs)
@@ -1074,6 +1074,18 @@ int decoder_step_tune_describe(const decoder *d, char *buf, size_t n) {
     else if (s->state == TUNE_STEPPER_TIMING)
         snprintf(buf, n, "not settled: %d of its first %d steps ran", s->n, s->nc);
     return s->state != TUNE_STEPPER_IDLE && s->nc;
+}
+
+int decoder_step_tune_describe(const decoder *d, char *buf, size_t n) {
+    int any = describe_tune(d, buf, n);
+    if (!any) snprintf(buf, n, "none");
+    char w[200];
+    if (d->wide && describe_tune(d->wide, w, sizeof w)) {
+        size_t k = strlen(buf);
+        snprintf(buf + k, n - k, "; the plan over all %d threads: %s", pool_size(d->wide->pool), w);
+        any = 1;
+    }
+    return any;
 }
 
 int decoder_step_tune_pending(const decoder *d, int pos) {

@@ -200,7 +200,8 @@ int decoder_wide_from(const decoder *d);
 const char *decoder_wide_why(const decoder *d);
 // What the step tune chose, one phrase into buf (e.g. "prefetch 32768 B into L2, interleave 1,
 // picked of 4 tunings timed on the plan's first 68 steps it could time"), why it timed no more
-// than the first steps, or how far it is; 0 where it has not started.
+// than the first steps, or how far it is; then the wide plan's after "; the plan over all N
+// threads: ". 0 where neither has started.
 int decoder_step_tune_describe(const decoder *d, char *buf, size_t n);
 // 1 where the step at pos would be one the step tune still times (of the plan that runs pos): a
 // benchmark's warmup runs until none is, so its timed steps run the pick.

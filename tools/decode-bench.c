@@ -800,11 +800,9 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
         for (int c = c0; c < *n; c++) bench_finish(&d[(c - c0) / per_split], len, roof, &rs[c]);
     }
     for (int s = 0; s < made; s++) {     // what the step tune picked, then the decoder goes
-        char st[224];
+        char st[448];
         if (decoder_step_tune_describe(&d[s], st, sizeof st))
             fprintf(stderr, "decode-bench: %s t=%d: step tune: %s\n", path, T, st);
-        if (d[s].wide && decoder_step_tune_describe(d[s].wide, st, sizeof st))
-            fprintf(stderr, "decode-bench: %s t=%d: step tune of the plan over all threads: %s\n", path, T, st);
         decoder_free(&d[s]);
     }
     return status;

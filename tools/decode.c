@@ -669,10 +669,8 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
     if (o->verbose && S->d.wide)
         fprintf(stderr, "\ndecode: tokens run by %d thread(s): %lu, by all %d: %lu\n", pool_size(S->d.pool),
                 S->d.plan_runs[0], pool_size(S->d.wide->pool), S->d.plan_runs[1]);
-    char st[224];
+    char st[448];
     if (o->verbose && decoder_step_tune_describe(&S->d, st, sizeof st)) fprintf(stderr, "\ndecode: step tune: %s\n", st);
-    if (o->verbose && S->d.wide && decoder_step_tune_describe(S->d.wide, st, sizeof st))
-        fprintf(stderr, "decode: step tune of the plan over all threads: %s\n", st);
     print_timings(S);
     return status;
 dump_failed:
