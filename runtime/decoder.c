@@ -1065,8 +1065,9 @@ static int describe_tune(const decoder *d, char *buf, size_t n) {
     const tune_stepper *s = &d->stepper;
     const gemv_tuning *p = &s->c[s->pick > 0 ? s->pick : 0];
     if (s->state == TUNE_STEPPER_DONE && s->runs)
-        snprintf(buf, n, "prefetch %d B%s, interleave %d, %s of %d tunings timed on the plan's first %d steps it could time",
-                 p->pf, p->l2 ? " into L2" : "", p->interleave, s->pick > 0 ? "picked" : "the incumbent kept", s->nc, s->n);
+        snprintf(buf, n, "prefetch %d B%s, interleave %d, %s of %d tunings timed on the plan's first %d steps it could "
+                 "time", p->pf, p->l2 ? " into L2" : "", p->interleave,
+                 s->pick > 0 ? "the winner over tune_pick's" : "tune_pick's, unbeaten,", s->nc, s->n);
     else if (s->state == TUNE_STEPPER_DONE && s->nc)
         snprintf(buf, n, "none: a step took over %.0f ms, more than one the L3 holds", TUNE_STEP_MAX_S * 1e3);
     else if (s->state == TUNE_STEPPER_TIMING && s->runs)
@@ -1079,7 +1080,7 @@ static int describe_tune(const decoder *d, char *buf, size_t n) {
 int decoder_step_tune_describe(const decoder *d, char *buf, size_t n) {
     int any = describe_tune(d, buf, n);
     if (!any) snprintf(buf, n, "none");
-    char w[200];
+    char w[224];
     if (d->wide && describe_tune(d->wide, w, sizeof w)) {
         size_t k = strlen(buf);
         snprintf(buf + k, n - k, "; the plan over all %d threads: %s", pool_size(d->wide->pool), w);
@@ -1088,9 +1089,14 @@ int decoder_step_tune_describe(const decoder *d, char *buf, size_t n) {
     return any;
 }
 
-int decoder_step_tune_pending(const decoder *d, int pos) {
-    if (wide_serves(d) && plan_of(d, pos)) d = d->wide;
+static int tune_pending(const decoder *d, int pos) {
     return d->stepper.state != TUNE_STEPPER_DONE && !d->trace && step_tunable(d, pos);
+}
+
+int decoder_step_tune_pending(const decoder *d, int pos) {
+    if (!wide_serves(d)) return tune_pending(d, pos);
+    if (d->plan_mode == DECODER_PLAN_ALTERNATE) return tune_pending(d, pos) || tune_pending(d->wide, pos);
+    return tune_pending(plan_of(d, pos) ? d->wide : d, pos);
 }
 
 const char *decoder_wide_why(const decoder *d) {

@@ -203,8 +203,9 @@ const char *decoder_wide_why(const decoder *d);
 // than the first steps, or how far it is; then the wide plan's after "; the plan over all N
 // threads: ". 0 where neither has started.
 int decoder_step_tune_describe(const decoder *d, char *buf, size_t n);
-// 1 where the step at pos would be one the step tune still times (of the plan that runs pos): a
-// benchmark's warmup runs until none is, so its timed steps run the pick.
+// 1 where the step at pos would be one the step tune still times (of the plan that runs pos; of
+// either under DECODE_PLAN=alternate): a benchmark's warmup runs until none is, so its timed
+// steps run the pick.
 int decoder_step_tune_pending(const decoder *d, int pos);
 // Sets the kernels' free choices for a step whose last position is pos: the GEMV tuning of this
 // model's size (tune_pick's; a batched prompt's) and attention's KV prefetch for the KV cache rows

@@ -713,13 +713,14 @@ int tune_stepper_steps(const tune_stepper *s) {
     return s->runs ? s->nc + s->nc * s->runs * (1 + TUNE_STEP_ROUNDS) : 0;
 }
 
-// Step n's place: the cold steps, then the untimed round, then the timed rounds, a candidate's
-// runs back to back, the order rotated a round (a burst of noise hits every candidate alike).
+// Step n's place: the cold steps, then the untimed round, then the timed rounds. A round takes
+// the candidates in turn, step by step, runs times over (so they time neighbouring positions: a
+// step grows slower with its KV rows), the order rotated by one each timed round.
 int tune_stepper_next(const tune_stepper *s) {
+    if (s->state != TUNE_STEPPER_TIMING) return 0;
     if (s->n < s->nc) return s->n;
-    int m = s->n - s->nc, round = s->nc * s->runs;
-    int slot = m % round / s->runs;
-    return m < round ? slot : (slot + m / round - 1) % s->nc;
+    int m = s->n - s->nc, r = m / (s->nc * s->runs);   // r 0: the untimed round
+    return (m % s->nc + (r ? r - 1 : 0)) % s->nc;
 }
 
 void tune_stepper_record(tune_stepper *s, double seconds) {
@@ -736,8 +737,8 @@ void tune_stepper_record(tune_stepper *s, double seconds) {
             s->state = TUNE_STEPPER_DONE;
             return;
         }
-        double f = s->first > 1e-6 ? s->first : 1e-6;   // a clock too coarse to see the step: 501 runs
-        s->runs = f < TUNE_STEP_ROUND_S ? (int)(TUNE_STEP_ROUND_S / f) + 1 : 1;
+        double runs = s->first < TUNE_STEP_ROUND_S ? TUNE_STEP_ROUND_S / s->first + 1 : 1;   // inf for 0 s
+        s->runs = runs < TUNE_STEP_MAX_RUNS ? (int)runs : TUNE_STEP_MAX_RUNS;
     }
     if (s->n == tune_stepper_steps(s))
         s->pick = tune_choose(s->t, s->nc, TUNE_STEP_ROUNDS, 0, 0), s->state = TUNE_STEPPER_DONE;

@@ -98,15 +98,17 @@ int tune_step_candidates(size_t step_bytes, int threads, gemv_tuning *c);
 int tune_step_fits(size_t step_bytes, int threads);
 // The step tune's timing, fed one step at a time: the decoder runs its real one-token steps with
 // the candidate tune_stepper_next names and records each step's seconds, so the tune costs no
-// extra work (every tuning computes the same bits). The steps: each candidate once (cold caches);
-// then, with each candidate run as often as makes about TUNE_STEP_ROUND_S of the fastest of
-// those (once where a step takes longer), a round untimed and TUNE_STEP_ROUNDS rounds in rotated
-// order (tune_stepper_steps in all). Then tune_choose keeps c[0], the incumbent, unless a
+// extra work (every tuning computes the same bits). The steps: each candidate once; then, with
+// each candidate run as often as makes about TUNE_STEP_ROUND_S of the fastest of those (once
+// where a step takes longer, at most TUNE_STEP_MAX_RUNS), a round untimed and TUNE_STEP_ROUNDS
+// timed rounds, the candidates taking turns step by step, the order rotated each round
+// (tune_stepper_steps in all: 36 to 388). Then tune_choose keeps c[0], the incumbent, unless a
 // candidate is faster in all rounds but one, by more than 3% in the median one. Where the
 // fastest first step took more than TUNE_STEP_MAX_S the tune ends there with no pick: no step the
 // L3 holds takes that long (a VM may report an L3 of hundreds of MiB).
 #define TUNE_STEP_MAX_S 4e-3
 #define TUNE_STEP_ROUND_S 0.5e-3
+enum { TUNE_STEP_MAX_RUNS = 12 };
 enum { TUNE_STEPPER_IDLE, TUNE_STEPPER_TIMING, TUNE_STEPPER_DONE };
 typedef struct {
     gemv_tuning c[TUNE_STEP_CANDIDATES];
@@ -121,7 +123,7 @@ typedef struct {
 // Starts s over the nc candidates c (done at once, with no pick, where nc is not
 // 2..TUNE_STEP_CANDIDATES).
 void tune_stepper_start(tune_stepper *s, const gemv_tuning *c, int nc);
-// The candidate the next step runs (while s->state is TIMING).
+// The candidate the next step runs while s->state is TIMING (0 otherwise).
 int tune_stepper_next(const tune_stepper *s);
 // Records the seconds of the step tune_stepper_next named; sets pick and DONE after the last.
 void tune_stepper_record(tune_stepper *s, double seconds);

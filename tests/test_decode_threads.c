@@ -16,7 +16,7 @@
 // nodes; a KV cache in blocks of 3 and 8 positions must give the logits of the one-block cache,
 // batched and one token at a time; a cache type the kernels do not read is refused at init. The
 // in-process runs are profiled (decoder_set_profile): each thread's times must agree with the
-// wait by step. Last, the step tune on the first token (step_tune_cases).
+// wait by step. Last, the step tune on the first steps (step_tune_cases).
 #include "model/llama.h"
 #include "platform/cpu.h"
 #include "runtime/decoder.h"
@@ -568,10 +568,11 @@ static int wide_plan_cases(const char *path) {
 
 // The step tune (runtime/tune.h), last since it tunes the process: before any tune_gemv no step
 // starts it; after one, stories260K at one thread (above the resident bytes, within the L3) times
-// its candidates on its own steps from the first, each step counted once, and settles after
-// tune_stepper_steps of them; every step, whichever candidate ran it, gives the logits of a
-// decoder whose tune is held off (run in lockstep, positions wrapping at the context's end). A
-// traced step starts nothing and the next step starts the tune.
+// its candidates on its own steps from the first, each step counted once and run with the
+// candidate the stepper names (pending while it times), and settles after tune_stepper_steps of
+// them; then the pick serves (one set by hand too); every step, whichever tuning ran it, gives the
+// logits of a decoder whose tune is held off (run in lockstep, positions wrapping at the
+// context's end). A traced step starts nothing and the next step starts the tune.
 static void step_tune_cases(const char *path) {
     llama_model m;
     decoder d, ref;
@@ -597,15 +598,27 @@ static void step_tune_cases(const char *path) {
     int timed = gemv_isa_id() != GEMV_SCALAR && step > (double)tr.resident_bytes &&
                 step <= (l3 > 0 ? (double)l3 : 32.0 * (1 << 20));
     CHECKF(want == (timed ? TUNE_STEP_CANDIDATES : 0), "%d candidates for stories260K", want);
-    int k = 0, same = 1, counted = 1, steps = 0;
+    int k = 0, same = 1, counted = 1, ran = 1, pending = 1, steps = 0;
     for (; k < 20000 && (d.stepper.state != TUNE_STEPPER_DONE || steps++ < 8); k++) {
         int32_t tok = 5 + k % 7, pos = k % d.n_ctx, n0 = d.stepper.n, timing = d.stepper.state != TUNE_STEPPER_DONE;
-        same &= !memcmp(decoder_forward(&d, tok, pos), decoder_forward(&ref, tok, pos), sizeof(float) * nv);
+        if (timed && !timing && steps == 5) d.stepper.pick = (d.stepper.pick + 1) % TUNE_STEP_CANDIDATES;  // serves next
+        // the tuning the step runs: the candidate the stepper names (the first before it starts), then the pick
+        gemv_tuning tu = !timed                                  ? d.tuning
+                         : d.stepper.state == TUNE_STEPPER_IDLE ? c[0]
+                         : timing                               ? d.stepper.c[tune_stepper_next(&d.stepper)]
+                                                                : d.stepper.c[d.stepper.pick];
+        pending &= decoder_step_tune_pending(&d, pos) == (timed && timing);
+        float *y = decoder_forward(&d, tok, pos);
+        gemv_tuning got = gemv_get_tuning();
+        ran &= got.pf == tu.pf && got.l2 == (tu.pf > 0 && tu.l2);
+        same &= !memcmp(y, decoder_forward(&ref, tok, pos), sizeof(float) * nv);
         counted &= d.stepper.n == n0 + (timed && timing);
         if (!timed && k == 40) break;
     }
     CHECKF(same, "a step of the tune (or after it) differs from the untuned decoder's, within %d steps", k);
     CHECKF(counted, "a step counted other than once while the tune ran (%d steps)", k);
+    CHECKF(ran, "a step ran other than the candidate the stepper named, or the pick (%d steps)", k);
+    CHECKF(pending, "decoder_step_tune_pending disagreed with the stepper (%d steps)", k);
     if (timed)
         CHECKF(d.stepper.state == TUNE_STEPPER_DONE && d.stepper.runs > 0 && d.stepper.pick >= 0 &&
                d.stepper.n == tune_stepper_steps(&d.stepper) && k == d.stepper.n + 8,

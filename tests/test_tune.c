@@ -143,43 +143,50 @@ static int step_pick(const double *us, int want, int tries) {
     for (int k = 0; k < tries && got != want; k++) got = tune_step(c, TUNE_STEP_CANDIDATES, spin_run, NULL);
     return got;
 }
-// The stepper's order on made-up seconds: each candidate once; the runs a round from the fastest
-// of those (1e-4 s: 0.5 ms makes 6); a round untimed, candidate by candidate; then seven rounds,
-// the order rotated by one each; the pick after the last step and not before. Candidate 2 at half
-// the others' time wins; all equal, the incumbent stays; cold steps over TUNE_STEP_MAX_S end it.
-static int stepper_run(const double *sec, int *order_ok) {
-    gemv_tuning c[TUNE_STEP_CANDIDATES];
-    for (int i = 0; i < TUNE_STEP_CANDIDATES; i++) c[i] = (gemv_tuning){i, 1, 0, 0};
+// The stepper on made-up seconds: step k of candidate i takes sec[i], times 1 + k / 1000 after
+// the cold steps (a step slows as its KV rows grow, so every round's sums differ). Its order,
+// built here from the spec rather than its formula: each candidate once; a round untimed; seven
+// timed rounds, each the candidates in turn `runs` times over, the order starting one later each
+// round. The runs a round from the fastest cold step (0.5 ms of it, plus one; at most
+// TUNE_STEP_MAX_RUNS; 1 from 0.5 ms on); t[] as the sums of the timed rounds' steps; the pick only
+// after the last step, as tune_choose makes it of those sums; a cold step over TUNE_STEP_MAX_S
+// ends it with no pick.
+static int stepper_run(const double *sec, int want_runs, int *ok) {
+    enum { NC = TUNE_STEP_CANDIDATES, NR = TUNE_STEP_ROUNDS };
+    gemv_tuning c[NC];
+    for (int i = 0; i < NC; i++) c[i] = (gemv_tuning){i, 1, 0, 0};
+    int order[NC + NC * 12 * (1 + NR)], round_of[sizeof order / sizeof *order], n = 0;
+    for (int i = 0; i < NC; i++) order[n] = i, round_of[n++] = -1;
+    for (int r = -1; r < NR && want_runs; r++)
+        for (int k = 0; k < want_runs; k++)
+            for (int q = 0; q < NC; q++) order[n] = (q + (r > 0 ? r : 0)) % NC, round_of[n++] = r;
+    double t[NC * NR] = {0};
     tune_stepper s;
-    tune_stepper_start(&s, c, TUNE_STEP_CANDIDATES);
-    *order_ok = s.state == TUNE_STEPPER_TIMING && tune_stepper_steps(&s) == 0;
-    for (int k = 0; s.state == TUNE_STEPPER_TIMING && k < 1000; k++) {
-        int i = tune_stepper_next(&s), nc = TUNE_STEP_CANDIDATES, want = k;
-        if (k >= nc) {
-            int m = k - nc, round = nc * s.runs;
-            want = m < round ? m / s.runs : (m % round / s.runs + m / round - 1) % nc;
-        }
-        *order_ok &= i == want && s.pick == -1;
-        tune_stepper_record(&s, sec[i]);
-        if (k == nc - 1) *order_ok &= sec[0] > TUNE_STEP_MAX_S || (s.runs == 6 && tune_stepper_steps(&s) == 4 + 4 * 6 * 8);
+    tune_stepper_start(&s, c, NC);
+    *ok = s.state == TUNE_STEPPER_TIMING && tune_stepper_steps(&s) == 0;
+    int k = 0;
+    for (; s.state == TUNE_STEPPER_TIMING && k < n; k++) {
+        double v = sec[order[k]] * (1 + (k < NC ? 0 : k) / 1000.0);
+        *ok &= tune_stepper_next(&s) == order[k] && s.pick == -1;
+        if (round_of[k] >= 0) t[order[k] * NR + round_of[k]] += v;
+        tune_stepper_record(&s, v);
     }
-    *order_ok &= s.state == TUNE_STEPPER_DONE && (s.runs ? s.n == tune_stepper_steps(&s) : s.n == TUNE_STEP_CANDIDATES);
+    *ok &= k == n && s.state == TUNE_STEPPER_DONE && s.runs == want_runs && s.n == n && tune_stepper_next(&s) == 0;
+    *ok &= !memcmp(t, s.t, sizeof t) && (!want_runs || s.pick == tune_choose(t, NC, NR, 0, 0));
     return s.pick;
 }
 static int stepper_cases(void) {
     int ok = 0;
-    CHECK(stepper_run((const double[]){2e-4, 2e-4, 1e-4, 2e-4}, &ok) == 2 && ok);
-    CHECK(stepper_run((const double[]){1e-4, 1e-4, 1e-4, 1e-4}, &ok) == 0 && ok);
-    CHECK(stepper_run((const double[]){5e-3, 5e-3, 6e-3, 5e-3}, &ok) == -1 && ok);
-    // the rotation, by hand: the first timed round runs 0 1 2 3, the second 1 2 3 0 (six runs each)
+    CHECKF(stepper_run((const double[]){2e-4, 2e-4, 1e-4, 2e-4}, 6, &ok) == 2 && ok, "ok %d", ok);  // twice as fast
+    CHECKF(stepper_run((const double[]){1e-4, 1e-4, 1e-4, 1e-4}, 6, &ok) == 0 && ok, "ok %d", ok);  // even: kept
+    CHECKF(stepper_run((const double[]){6e-4, 7e-4, 5e-4, 9e-4}, 1, &ok) == 2 && ok, "ok %d", ok);  // one run a round
+    CHECKF(stepper_run((const double[]){0, 0, 0, 0}, TUNE_STEP_MAX_RUNS, &ok) == 0 && ok, "ok %d", ok);  // unseen
+    CHECKF(stepper_run((const double[]){5e-3, 5e-3, 6e-3, 5e-3}, 0, &ok) == -1 && ok, "ok %d", ok);  // too long
     gemv_tuning c[TUNE_STEP_CANDIDATES] = {{0}};
     tune_stepper s;
-    tune_stepper_start(&s, c, TUNE_STEP_CANDIDATES);
-    for (int k = 0; k < 4 + 24 + 24; k++) tune_stepper_record(&s, 1e-4);
-    CHECK(tune_stepper_next(&s) == 1 && (s.n += 23, tune_stepper_next(&s) == 0));
     tune_stepper_start(&s, c, 1);                      // nothing to choose from: done at once
-    CHECK(s.state == TUNE_STEPPER_DONE && s.pick == -1);
-    return 5;
+    CHECK(s.state == TUNE_STEPPER_DONE && s.pick == -1 && tune_stepper_next(&s) == 0);
+    return 6;
 }
 
 static int step_cases(void) {
@@ -478,7 +485,7 @@ int main(void) {
     }
     checks += 9;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 41 : 98));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 42 : 99));
     free(path);
     CHECK(scratch_remove(dir) == 0);
     return 0;

@@ -297,12 +297,19 @@ static double run_test(decoder *d, int pos0, int n, int tg, int batch) {
     return util_now() - t0;
 }
 
-// A warmup's steps on from pos while the step tune still times them (runtime/tune.h), at most to
-// the context's end: the timed repetitions run its pick, as a long decode does. A wide plan that
-// starts later in the test times its first steps there, as decode's would.
-static void settle_tune(decoder *d, int pos) {
-    for (int32_t tok = 1 % d->hp.n_vocab; pos < d->n_ctx && decoder_step_tune_pending(d, pos); pos++)
-        tok = argmax_f32(decoder_forward(d, tok, pos), d->hp.n_vocab);
+// A warmup's steps on from pos while the step tune still times the test's first step, d0, then
+// likewise from where a wide plan takes over within the test, [d0, end) (runtime/tune.h): so the
+// timed repetitions run the picks, as a long decode does. Positions past the context's end, or
+// past the plan's steps the tune times, wrap back to the start (the test rewrites those rows;
+// a warmup's logits are not read). DECODE_PLAN=alternate settles both plans from d0.
+static void settle_tune(decoder *d, int d0, int pos, int end) {
+    int w = decoder_wide_from(d), start[2] = {d0, w > d0 && w < end ? w : -1};
+    int32_t tok = 1 % d->hp.n_vocab;
+    for (int i = 0; i < 2; i++, pos = start[1])
+        for (int k = 0; start[i] >= 0 && k < 100000 && decoder_step_tune_pending(d, start[i]); k++, pos++) {
+            if (pos >= d->n_ctx || !decoder_step_tune_pending(d, pos)) pos = start[i];
+            tok = argmax_f32(decoder_forward(d, tok, pos), d->hp.n_vocab);
+        }
 }
 
 // Median GB/s of 7 passes over `mib` MiB (> 0), every thread reading its share (first touched by
@@ -793,14 +800,14 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
                 int failed = rep < 0 ? run_test(dc, depth, warm, tg, rs[c].batch_size) < 0
                                      : (new_l4 && run_test(dc, depth, 1, 1, 1) < 0) ||
                                            bench_rep(dc, o, len, tg, rep, &rs[c]) < 0;
-                if (rep < 0 && !failed && (tg || rs[c].batch_size <= 1)) settle_tune(dc, depth + warm);
+                if (rep < 0 && !failed && (tg || rs[c].batch_size <= 1)) settle_tune(dc, depth, depth + warm, depth + len);
                 if (failed) { fprintf(stderr, "decode-bench: %s: the test stopped (why: above)\n", path); status = 1; }
             }
         if (status) *n = c0;          // the results printed are the finished tests'
         for (int c = c0; c < *n; c++) bench_finish(&d[(c - c0) / per_split], len, roof, &rs[c]);
     }
     for (int s = 0; s < made; s++) {     // what the step tune picked, then the decoder goes
-        char st[448];
+        char st[480];
         if (decoder_step_tune_describe(&d[s], st, sizeof st))
             fprintf(stderr, "decode-bench: %s t=%d: step tune: %s\n", path, T, st);
         decoder_free(&d[s]);

@@ -122,8 +122,9 @@ static void usage(FILE *f) {
         "  with a cached result (default: measure once, cached in $XDG_CACHE_HOME/decode/tune or\n"
         "  ~/.cache/decode/tune, redone when the memory read rate moved by more than 20%%; a model\n"
         "  whose step streams over half the L2 a thread and fits the L3 also times four tunings\n"
-        "  in turn on its own first steps, 36 to ~800 of them, then runs the fastest; not under\n"
-        "  off, scalar or --l4 buffer; -v names the pick);\n"
+        "  in turn on its own first steps, 36 to 388 of them, then keeps the incumbent unless\n"
+        "  another beat it in all rounds but one by more than 3%%; not under off, scalar or --l4\n"
+        "  buffer; -v names the pick, or how far the tune got);\n"
         "  DECODE_WAIT_PREFETCH=BYTES: how much of its next step a thread waiting for another\n"
         "  prefetches (0: none, at most 1 GiB; default: the smaller of 256 KiB and half the L2);\n"
         "  DECODE_PLAN=auto|fixed|alternate: a model so small that its step runs on one thread\n"
@@ -669,7 +670,7 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
     if (o->verbose && S->d.wide)
         fprintf(stderr, "\ndecode: tokens run by %d thread(s): %lu, by all %d: %lu\n", pool_size(S->d.pool),
                 S->d.plan_runs[0], pool_size(S->d.wide->pool), S->d.plan_runs[1]);
-    char st[448];
+    char st[480];
     if (o->verbose && decoder_step_tune_describe(&S->d, st, sizeof st)) fprintf(stderr, "\ndecode: step tune: %s\n", st);
     print_timings(S);
     return status;
