@@ -410,7 +410,7 @@ static const kernel_table kernels_avx2 = {
 
 // Until a tuner sets it: 4 KB ahead (between the best distances measured on the CPUs seen so far,
 // see runtime/tune.c) and two tiles in flight.
-static atomic_int tune_pf = 4096, tune_nt = 2, tune_l2 = 0, tune_f16y = 0;
+static atomic_int tune_pf = 4096, tune_nt = 2, tune_l2 = 0, tune_ymm = 0;
 
 void gemv_set_tuning(gemv_tuning tu) {
     int pf = tu.pf < 0 ? 0 : tu.pf > (1 << 20) ? (1 << 20) : tu.pf;
@@ -418,15 +418,21 @@ void gemv_set_tuning(gemv_tuning tu) {
     atomic_store_explicit(&tune_pf, pf, memory_order_relaxed);
     atomic_store_explicit(&tune_nt, nt, memory_order_relaxed);
     atomic_store_explicit(&tune_l2, pf > 0 && tu.l2 != 0, memory_order_relaxed);
-    atomic_store_explicit(&tune_f16y, tu.f16y != 0, memory_order_relaxed);
+    atomic_store_explicit(&tune_ymm, tu.ymm & (GEMV_YMM_F16 | GEMV_YMM_BF16), memory_order_relaxed);
 }
 
-// Off AVX-512 the interleave reads 1 and f16y 0, as set or not: only the AVX-512 kernels have them.
+const char *gemv_ymm_phrase(int ymm) {
+    static const char *const says[] = {"", ", f16 widened into ymm", ", bf16 widened into ymm",
+                                       ", f16 and bf16 widened into ymm"};
+    return says[ymm & (GEMV_YMM_F16 | GEMV_YMM_BF16)];
+}
+
+// Off AVX-512 the interleave reads 1 and ymm 0, as set or not: only the AVX-512 kernels have them.
 gemv_tuning gemv_get_tuning(void) {
     int nt = atomic_load_explicit(&tune_nt, memory_order_relaxed), wide = gemv_isa_id() == GEMV_AVX512;
     return (gemv_tuning){atomic_load_explicit(&tune_pf, memory_order_relaxed), wide ? nt : 1,
                          atomic_load_explicit(&tune_l2, memory_order_relaxed),
-                         wide && atomic_load_explicit(&tune_f16y, memory_order_relaxed)};
+                         wide ? atomic_load_explicit(&tune_ymm, memory_order_relaxed) : 0};
 }
 
 int gemv_isa_supported(int isa) {

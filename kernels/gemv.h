@@ -31,14 +31,17 @@ enum { GEMV_SCALAR, GEMV_AVX2, GEMV_AVX512, GEMV_N_ISA };
 // path has the registers for one); l2, the prefetch's hint: 0 into every cache level (prefetcht0),
 // 1 into L2 and below only (prefetcht1), which leaves the L1's miss buffers to the loads (on a
 // Sapphire Rapids-class Xeon 1-6% more tok/s at one thread on models streamed from DRAM);
-// f16y, 1: the AVX-512 kernel widens f16 eight weights at a time into ymm chains (a Zen 4 issues
-// the zmm vcvtph2ps at half the ymm's rate per weight), at most 3 tiles side by side whatever the
-// interleave (eight chains a tile: 4 tiles would spill); 0 sixteen into zmm; bf16 and f32 ignore it.
+// ymm, GEMV_YMM_* bits: the AVX-512 kernel widens that type into ymm chains, eight weights at a
+// time, instead of sixteen into zmm, at most 3 tiles side by side whatever the interleave (eight
+// chains a tile: 4 tiles would spill). Per type, since the types disagree: on a Zen 4 f16 reads L2
+// 1.5x as fast in ymm (it issues the zmm vcvtph2ps at half the ymm's rate per weight) and bf16 10%
+// slower, while bf16 streamed from L3 takes a far prefetch only in ymm. f32 ignores it.
+enum { GEMV_YMM_F16 = 1, GEMV_YMM_BF16 = 2 };
 typedef struct {
     int pf;
     int interleave;
     int l2;
-    int f16y;
+    int ymm;
 } gemv_tuning;
 
 // Stripe kernel, scalar reference and run-time dispatched SIMD path.
@@ -117,6 +120,9 @@ void gemv_packed_segments_on(int isa, uint32_t dt, const float *x, const void *P
 // else to 0 or 1: gemv_get_tuning then says what the kernels run).
 void gemv_set_tuning(gemv_tuning tu);
 gemv_tuning gemv_get_tuning(void);
+// The widening bits ymm in words for a tuning line: "", ", f16 widened into ymm", ", bf16 ..." or
+// ", f16 and bf16 ...".
+const char *gemv_ymm_phrase(int ymm);
 
 // The kernel table: for each ISA one row per weight type (ggml-cpu's type_traits_cpu), chosen
 // once after CPU detection (kernels_get). gemv_stripe / gemv_packed check bounds, then call the

@@ -18,8 +18,8 @@
 #define INL static inline __attribute__((always_inline)) A512
 
 // The kernel formats: gemv_simd.h's GEMV_FMT_*, F_F16Y f16 widened eight at a time into ymm
-// accumulators (the tuning's f16y), same order.
-enum { F_F32 = GEMV_FMT_F32, F_F16 = GEMV_FMT_F16, F_BF16 = GEMV_FMT_BF16, F_F16Y = GEMV_FMT_F16Y };
+// accumulators (the tuning's ymm), same order.
+enum { F_F32 = GEMV_FMT_F32, F_F16 = GEMV_FMT_F16, F_BF16 = GEMV_FMT_BF16, F_F16Y = GEMV_FMT_F16Y, F_BF16Y = GEMV_FMT_BF16Y };
 
 // Sixteen weights from element i, widened exactly; m masks the lanes read (others are 0).
 INL __m512 load16(int f, const void *w, size_t i, __mmask16 m) {
@@ -48,6 +48,25 @@ INL void unshuffle(__m512 *lo, __m512 *hi) {
     __m512 a = _mm512_permutex2var_ps(*lo, i0, *hi), b = _mm512_permutex2var_ps(*lo, i1, *hi);
     *lo = a, *hi = b;
 }
+// The same for ymm chains (F_F16Y, F_BF16Y): sixteen weights from element i into two ymm, bf16's
+// even columns in lo and odd in hi, put back in order by unshuffle8.
+INL void load16y(int f, const void *w, size_t i, __m256 *lo, __m256 *hi) {
+    const uint16_t *p = (const uint16_t *)w + i;
+    if (f == F_F16Y) {
+        *lo = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+        *hi = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 8)));
+        return;
+    }
+    __m256i h = _mm256_loadu_si256((const __m256i *)p);
+    __asm__("" : "+v"(h));
+    *lo = _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+    *hi = _mm256_castsi256_ps(_mm256_and_si256(h, _mm256_set1_epi32((int)0xffff0000u)));
+}
+INL void unshuffle8(__m256 *lo, __m256 *hi) {
+    const __m256i i0 = _mm256_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11), i1 = _mm256_setr_epi32(4, 12, 5, 13, 6, 14, 7, 15);
+    __m256 a = _mm256_permutex2var_ps(*lo, i0, *hi), b = _mm256_permutex2var_ps(*lo, i1, *hi);
+    *lo = a, *hi = b;
+}
 
 // Folds one segment's accumulator into y (the first segment stores it).
 INL void fold(float *y, __m512 a, size_t s0, __mmask16 m) {
@@ -62,7 +81,7 @@ INL void fold8(float *y, __m256 a, size_t s0) {
 // x[u * xs + p] (xs 0: every tile the same inputs; KSEG: the segments of one tile, below).
 // With pf > 0 the rows are contiguous (packed) and each tile's stream is prefetched pf bytes ahead,
 // into L2 only where l2 is set (gemv_tuning).
-// F_F16Y keeps a tile's 64 columns in eight ymm chains (b) instead of four zmm (a).
+// F_F16Y and F_BF16Y keep a tile's 64 columns in eight ymm chains (b) instead of four zmm (a).
 INL void tiles(int f, int nt, int nh, int pf, int l2, const float *x, const void *w, size_t k, size_t ld,
                size_t ts, size_t xs, float *y) {
     const size_t es = f == F_F32 ? 4 : 2;
@@ -73,7 +92,7 @@ INL void tiles(int f, int nt, int nh, int pf, int l2, const float *x, const void
 #pragma GCC unroll 16
         for (int u = 0; u < nt; u++)
             for (int v = 0; v < 8; v++) {
-                if (f == F_F16Y) b[u][v] = _mm256_setzero_ps();
+                if (f == F_F16Y || f == F_BF16Y) b[u][v] = _mm256_setzero_ps();
                 else if (v < 4) a[u][v] = _mm512_setzero_ps();
             }
         for (size_t p = s0; p < s1; p++) {
@@ -87,11 +106,13 @@ INL void tiles(int f, int nt, int nh, int pf, int l2, const float *x, const void
                         if (l2) _mm_prefetch(row + pf + l, _MM_HINT_T1);
                         else _mm_prefetch(row + pf + l, _MM_HINT_T0);
                     }
-                if (f == F_F16Y) {
-#pragma GCC unroll 8
-                    for (int v = 0; v < 4 * nh; v++) {
-                        __m256 wv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + 8 * v)));
-                        b[u][v] = _mm256_fmadd_ps(_mm512_castps512_ps256(xu), wv, b[u][v]);
+                if (f == F_F16Y || f == F_BF16Y) {
+#pragma GCC unroll 4
+                    for (int v = 0; v < 2 * nh; v++) {
+                        __m256 lo, hi, xy = _mm512_castps512_ps256(xu);
+                        load16y(f, row, 16 * (size_t)v, &lo, &hi);
+                        b[u][2 * v] = _mm256_fmadd_ps(xy, lo, b[u][2 * v]);
+                        b[u][2 * v + 1] = _mm256_fmadd_ps(xy, hi, b[u][2 * v + 1]);
                     }
                     continue;
                 }
@@ -104,11 +125,15 @@ INL void tiles(int f, int nt, int nh, int pf, int l2, const float *x, const void
                 }
             }
         }
-        if (f == F_F16Y) {
+        if (f == F_F16Y || f == F_BF16Y) {
 #pragma GCC unroll 4
             for (int u = 0; u < nt; u++)
-#pragma GCC unroll 8
-                for (int v = 0; v < 4 * nh; v++) fold8(y + GEMV_TILE * u + 8 * v, b[u][v], s0);
+#pragma GCC unroll 4
+                for (int v = 0; v < 2 * nh; v++) {
+                    if (f == F_BF16Y) unshuffle8(&b[u][2 * v], &b[u][2 * v + 1]);
+                    fold8(y + GEMV_TILE * u + 16 * v, b[u][2 * v], s0);
+                    fold8(y + GEMV_TILE * u + 16 * v + 8, b[u][2 * v + 1], s0);
+                }
             continue;
         }
 #pragma GCC unroll 4
@@ -171,7 +196,7 @@ static inline size_t group_size(size_t n, int nt) {
 }
 // The tiles side by side at interleave nt: in ymm, eight chains a tile, at most 3 (24 of the 32
 // registers; 4 tiles spilled chains to the stack and ran no faster).
-static inline int max_group(int f, int nt) { return nt < 1 ? 1 : f == F_F16Y && nt > 3 ? 3 : nt; }
+static inline int max_group(int f, int nt) { return nt < 1 ? 1 : (f == F_F16Y || f == F_BF16Y) && nt > 3 ? 3 : nt; }
 
 // Runs the whole tiles of [t0, t1) in groups (group_size); the zero-padded last tile goes through tmp.
 INL void packed_body(int f, const float *x, const void *P, size_t k, size_t n, size_t t0,
@@ -231,7 +256,9 @@ A512 void gemv_stripe_bf16_avx512(const float *x, const void *B, size_t k, size_
     stripe_body(F_BF16, x, B, k, ldb, j0, w, y);
 }
 int gemv_avx512_format(uint32_t dt, const gemv_tuning *tu) {
-    return dt == WTYPE_F32 ? F_F32 : dt == WTYPE_BF16 ? F_BF16 : tu->f16y ? F_F16Y : F_F16;
+    if (dt == WTYPE_F32) return F_F32;
+    if (dt == WTYPE_BF16) return tu->ymm & GEMV_YMM_BF16 ? F_BF16Y : F_BF16;
+    return tu->ymm & GEMV_YMM_F16 ? F_F16Y : F_F16;
 }
 
 A512 void gemv_packed_avx512_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,
@@ -240,6 +267,7 @@ A512 void gemv_packed_avx512_tuned(uint32_t dt, const float *x, const void *P, s
     case F_F32: packed_body(F_F32, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2); break;
     case F_F16: packed_body(F_F16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2); break;
     case F_F16Y: packed_body(F_F16Y, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2); break;
+    case F_BF16Y: packed_body(F_BF16Y, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2); break;
     default: packed_body(F_BF16, x, P, k, n, t0, t1, y, tu->pf, tu->interleave, tu->l2);
     }
 }
@@ -262,6 +290,7 @@ A512 void gemv_segments_avx512(uint32_t dt, const float *x, const void *P, size_
     case F_F32: segments_body(F_F32, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2); break;
     case F_F16: segments_body(F_F16, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2); break;
     case F_F16Y: segments_body(F_F16Y, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2); break;
+    case F_BF16Y: segments_body(F_BF16Y, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2); break;
     default: segments_body(F_BF16, x, P, k, n, t, g0, g1, y, tu->pf, tu->interleave, tu->l2);
     }
 }

@@ -13,8 +13,8 @@ void gemv_packed_f16_avx512(const float *x, const void *P, size_t k, size_t n, s
 void gemv_packed_bf16_avx512(const float *x, const void *P, size_t k, size_t n, size_t t0, size_t t1, float *y);
 
 // The format the AVX-512 packed kernels run dt in under tu (one decision for every entry point):
-// GEMV_FMT_F16Y where tu->f16y widens f16 into ymm chains.
-enum { GEMV_FMT_F32, GEMV_FMT_F16, GEMV_FMT_BF16, GEMV_FMT_F16Y };
+// GEMV_FMT_F16Y and _BF16Y where tu->ymm widens that type into ymm chains.
+enum { GEMV_FMT_F32, GEMV_FMT_F16, GEMV_FMT_BF16, GEMV_FMT_F16Y, GEMV_FMT_BF16Y };
 int gemv_avx512_format(uint32_t dt, const gemv_tuning *tu);
 
 void gemv_packed_avx512_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,

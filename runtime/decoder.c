@@ -1065,8 +1065,8 @@ static int describe_tune(const decoder *d, char *buf, size_t n) {
     const tune_stepper *s = &d->stepper;
     const gemv_tuning *p = &s->c[s->pick > 0 ? s->pick : 0];
     if (s->state == TUNE_STEPPER_DONE && s->runs)
-        snprintf(buf, n, "prefetch %d B%s, interleave %d, %s of %d tunings timed on the plan's first %d steps it could "
-                 "time", p->pf, p->l2 ? " into L2" : "", p->interleave,
+        snprintf(buf, n, "prefetch %d B%s, interleave %d%s, %s of %d tunings timed on the plan's first %d steps it "
+                 "could time", p->pf, p->l2 ? " into L2" : "", p->interleave, gemv_ymm_phrase(p->ymm),
                  s->pick > 0 ? "the winner over tune_pick's" : "tune_pick's, unbeaten,", s->nc, s->n);
     else if (s->state == TUNE_STEPPER_DONE && s->nc)
         snprintf(buf, n, "none: a step took over %.0f ms, more than one the L3 holds", TUNE_STEP_MAX_S * 1e3);

@@ -73,9 +73,9 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // The tuner's procedure, in the cache key: a line that an earlier procedure measured is a miss, so
 // a machine that cached an older pick (version 1 timed the warm interleave on long tiles only: 23%
 // fewer tok/s of the stories15M shape on the Zen 4; version 3 timed the Zen 4's KV prefetch,
-// which its row now fixes, and let the most tiles stand as the warm interleave's incumbent) is
-// measured again once.
-#define TUNE_VERSION 4
+// which its row now fixes, and let the most tiles stand as the warm interleave's incumbent;
+// version 4 had one widening, f16's, where bf16 now has its own) is measured again once.
+#define TUNE_VERSION 5
 #define MIN_WIN 0.03              // tune_choose: a newcomer's least median gain on an incumbent
 #define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much
 #define RECHECK_S 600             // ... checked at most this often (a check allocates the stream matrix)
@@ -133,12 +133,12 @@ static const struct {
     // Zen 4, Genoa-class models 0x10-0x1f (measured on 0x11; the other Zen 4 models, 0x60-0x7f
     // and 0xa0-0xaf, unmeasured, take the next row): stream: the tuner's pick, stories15M tg 30-40%
     // above interleave 2 (and the warm interleave's incumbent);
-    // resident: l2_512 f16 86-88%, bf16 93-95% at none / 4, 2 KB 8% and 2% lower; f16 into ymm
-    // (docs/design.md); tails at -t 2: TinyLlama the same tok/s as without, sync wait 0.4-1.5%
+    // resident: l2_512 f16 86-88%, bf16 93-95% at none / 4, 2 KB 8% and 2% lower; f16 into ymm,
+    // bf16 zmm (92-95% against ymm's 83-85%; docs/design.md); tails at -t 2: TinyLlama the same tok/s as without, sync wait 0.4-1.5%
     // against 0.7-2.8%, stories15M ahead in 4 of 6 adjacent pairs (-3% to +18%); KV: none, fixed,
     // stories15M tg at depth 4000 11-12% above 1 KB (paired, 8 of 8 at t=1, 6 of 8 at t=2), and a
     // session later 7% above 1 KB and 14% above 4 KB (7 of 8 each), where forced tunes picked 1-4 KB
-    {"AuthenticAMD", 0x19, 0x10, 0x1f, {0, 1, 0, 1}, {0, 4, 0, 1}, 0, 2, 1, 1},
+    {"AuthenticAMD", 0x19, 0x10, 0x1f, {0, 1, 0, GEMV_YMM_F16}, {0, 4, 0, GEMV_YMM_F16}, 0, 2, 1, 1},
     // Zen 3 (measured on model 1, AVX2 only: one tile) and the family's other models (the Zen 4
     // clients have AVX-512): dram_8192 t=1 1 KB 87-90% of the roofline, none 75-79%, 2 KB 71-78%
     {"AuthenticAMD", 0x19, 0, 0xff, {1024, 1, 0, 0}, {0, 1, 0, 0}, 1024, 0, 0, 0},
@@ -202,7 +202,7 @@ static int family_default(const cpu_id *c, tune_result *r, int *warm_il) {
             r->kv_fixed = DEFAULTS[i].kv_fixed, *warm_il = DEFAULTS[i].warm ? DEFAULTS[i].tu.interleave : 0;
             if (DEFAULTS[i].tails) r->tail_takers = DEFAULTS[i].tails;
         }
-    if (gemv_isa_id() != GEMV_AVX512) r->tu.l2 = 0, r->tu.f16y = r->resident.f16y = 0;   // AVX-512's choices
+    if (gemv_isa_id() != GEMV_AVX512) r->tu.l2 = 0, r->tu.ymm = r->resident.ymm = 0;   // AVX-512's choices
     return row;
 }
 
@@ -351,7 +351,7 @@ static int fastest(const mat *m, const gemv_tuning *c, int nc, int reps, int inc
 }
 
 static int same_tuning(gemv_tuning a, gemv_tuning b) {
-    return a.pf == b.pf && a.interleave == b.interleave && a.l2 == b.l2 && a.f16y == b.f16y;
+    return a.pf == b.pf && a.interleave == b.interleave && a.l2 == b.l2 && a.ymm == b.ymm;
 }
 
 // Index of tu in c[0..*nc), appended when absent (c has room for one more); -1 for no tu. Its
@@ -359,7 +359,7 @@ static int same_tuning(gemv_tuning a, gemv_tuning b) {
 // cache line from another path says), so the pick never reports an interleave that did not run.
 static int find_or_add(gemv_tuning *c, int *nc, const gemv_tuning *tu, int nnt) {
     if (!tu) return -1;
-    gemv_tuning t = {tu->pf, tu->interleave > nnt ? nnt : tu->interleave, tu->l2, tu->f16y};
+    gemv_tuning t = {tu->pf, tu->interleave > nnt ? nnt : tu->interleave, tu->l2, tu->ymm};
     for (int i = 0; i < *nc; i++)
         if (same_tuning(c[i], t)) return i;
     c[*nc] = t;
@@ -377,15 +377,16 @@ static int grid(gemv_tuning *c, const int *pf, int npf, int il0, int il1, int l2
 
 // The resident candidates (RPF x interleave, and inc when it is none of them) on L2-sized f16
 // and bf16 matrices, each warm in L2; time_rounds, a round's time the f16 + bf16 sum (RCALLS calls
-// each), tune_choose by the fastest of RROUNDS. Then, on AVX-512, the f16 widening (f16y) at that
-// pick on the f16 matrix alone: a property of the core's conversion rate, which only a matrix the
-// kernel does not wait on shows (from DRAM the two widths tie), so the stream tuning takes it too.
+// each), tune_choose by the fastest of RROUNDS. Then, on AVX-512, each type's widening (ymm) at
+// that pick on its own matrix: a property of the core's conversion rate, which only a matrix the
+// kernel does not wait on shows (from DRAM the two widths tie), so the stream tuning takes it too
+// (on the Zen 4 f16 read 1.5x as fast in ymm, bf16 10% slower).
 // 0 ok, -1 no memory.
 static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident) {
     size_t l2 = (size_t)cpu_cache_bytes(2);
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1;
     gemv_tuning c[NRPF * GEMV_MAX_INTERLEAVE + 1];
-    int nc = grid(c, RPF, NRPF, 1, nnt, 0, inc ? inc->f16y : 0);
+    int nc = grid(c, RPF, NRPF, 1, nnt, 0, inc ? inc->ymm : 0);
     int ii = find_or_add(c, &nc, inc, nnt);
     double t[TUNE_MAX_CANDIDATES * RROUNDS];
     mat m[2];
@@ -394,12 +395,13 @@ static int measure_resident(const gemv_tuning *inc, gemv_tuning *resident) {
     if (!bad) {
         time_rounds(gemv_time, &(gemv_job){m, 2, c, RCALLS}, nc, RROUNDS, t);
         *resident = c[tune_choose(t, nc, RROUNDS, ii, 1)];
-        if (nnt > 1) {
+        for (int d = 0; d < 2 && nnt > 1; d++) {
+            const int bit = d ? GEMV_YMM_BF16 : GEMV_YMM_F16;
             gemv_tuning w[2] = {*resident, *resident};
             double tw[2 * RROUNDS];
-            w[0].f16y = 0, w[1].f16y = 1;
-            time_rounds(gemv_time, &(gemv_job){m, 1, w, RCALLS}, 2, RROUNDS, tw);
-            *resident = w[tune_choose(tw, 2, RROUNDS, inc ? inc->f16y != 0 : 0, 1)];
+            w[0].ymm &= ~bit, w[1].ymm |= bit;
+            time_rounds(gemv_time, &(gemv_job){&m[d], 1, w, RCALLS}, 2, RROUNDS, tw);
+            *resident = w[tune_choose(tw, 2, RROUNDS, inc ? (inc->ymm & bit) != 0 : 0, 1)];
         }
     }
     mat_free(&m[0]), mat_free(&m[1]);
@@ -458,7 +460,7 @@ static int measure_kv(const mat *m, int inc, int *kv) {
 static gemv_tuning pick_distance(const mat *m, const gemv_tuning *inc, int il, int l2, int y, int nnt, double *s) {
     gemv_tuning c[NPF + 1], inc_y;
     int nc = grid(c, PF, NPF, il, il, l2, y);
-    if (inc) inc_y = *inc, inc_y.f16y = y, inc_y.interleave = il;
+    if (inc) inc_y = *inc, inc_y.ymm = y, inc_y.interleave = il;
     int ii = find_or_add(c, &nc, inc ? &inc_y : NULL, nnt);
     return c[fastest(m, c, nc, 1, ii, s)];
 }
@@ -481,7 +483,7 @@ static int pick_warm(const mat *m, gemv_tuning *tu, int nnt, int il) {
     if (!w[1].y) return -1;
     gemv_tuning c[2 * GEMV_MAX_INTERLEAVE];
     const int pf[2] = {tu->pf, 0};
-    int nc = grid(c, pf, tu->pf ? 2 : 1, 1, nnt, tu->l2, tu->f16y);
+    int nc = grid(c, pf, tu->pf ? 2 : 1, 1, nnt, tu->l2, tu->ymm);
     double t[2 * GEMV_MAX_INTERLEAVE * WROUNDS];
     time_rounds(gemv_time, &(gemv_job){w, 2, c, 1}, nc, WROUNDS, t);
     free(w[1].y);
@@ -500,7 +502,7 @@ static int measure(const gemv_tuning *inc, const gemv_tuning *inc_resident, int 
     int l2 = inc ? inc->l2 : 0;   // the interleave and distance are timed at the incumbent's hint
     double s;
     if (measure_resident(inc_resident, resident)) return -1;
-    const int y = resident->f16y;
+    const int y = resident->ymm;
     mat m;
     if (dram_alloc(&m)) { mat_free(&m); return -1; }
     int nnt = gemv_isa_id() == GEMV_AVX512 ? GEMV_MAX_INTERLEAVE : 1;
@@ -532,10 +534,10 @@ static double check_gbps(gemv_tuning tu) {
     return g;
 }
 
-// ---- cache file: one line per machine, "KEY pf interleave gbps checked rpf rinterleave kvpf evicted l2 f16y" ----
+// ---- cache file: one line per machine, "KEY pf interleave gbps checked rpf rinterleave kvpf evicted l2 ymm" ----
 // (checked in unix seconds; rpf rinterleave the resident tuning; kvpf attention's KV prefetch;
 // evicted 1 where the stream matrix was evicted before each call; l2 the stream prefetch's hint;
-// f16y the f16 widening of both tunings. A line without them, from a build before they were
+// ymm the widening bits of both tunings, GEMV_YMM_*. A line without them, from a build before they were
 // tuned, reads as a miss and is measured again: so does a line from before the eviction, whose
 // picks may have been made in L3.)
 
@@ -543,7 +545,7 @@ static double check_gbps(gemv_tuning tu) {
 static int sane(gemv_tuning t) {
     return t.pf >= 0 && t.pf <= (1 << 20) && t.interleave >= 1 && t.interleave <= GEMV_MAX_INTERLEAVE &&
            (t.l2 == 0 || (t.l2 == 1 && t.pf > 0)) &&    // no hint without a prefetch
-           (t.f16y == 0 || t.f16y == 1);
+           (t.ymm & ~(GEMV_YMM_F16 | GEMV_YMM_BF16)) == 0;
 }
 
 static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv_tuning *resident, int *kv,
@@ -558,10 +560,10 @@ static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv
         long long c = 0;
         int kp, ev;
         if (sscanf(line, "%255s %d %d %lf %lld %d %d %d %d %d %d", k, &t.pf, &t.interleave, &g, &c, &rt.pf,
-                   &rt.interleave, &kp, &ev, &t.l2, &t.f16y) == 11 &&
+                   &rt.interleave, &kp, &ev, &t.l2, &t.ymm) == 11 &&
             !strcmp(k, key) && g > 0 && isfinite(g) && sane(t) && sane(rt) && kp >= 0 && kp <= (1 << 20) &&
             (ev == 0 || ev == 1)) {
-            rt.f16y = t.f16y;                               // one width for both tunings
+            rt.ymm = t.ymm;                               // one width for both tunings
             *tu = t, *resident = rt, *kv = kp, *evicted = ev, *gbps = g, *checked = c, found = 0;
         }
     }
@@ -584,7 +586,7 @@ static int cache_store(const char *path, const char *key, gemv_tuning tu, gemv_t
         if (sscanf(line, "%255s", k) == 1 && strcmp(k, key) && strchr(line, '\n')) fputs(line, out);
     if (in) fclose(in);
     fprintf(out, "%s %d %d %.2f %lld %d %d %d %d %d %d\n", key, tu.pf, tu.interleave, gbps, (long long)time(NULL),
-            resident.pf, resident.interleave, kv, evicted, tu.l2, tu.f16y);
+            resident.pf, resident.interleave, kv, evicted, tu.l2, tu.ymm);
     if (fclose(out) || rename(tmp, path)) { unlink(tmp); return -1; }
     return 0;
 }
@@ -686,7 +688,9 @@ int tune_tail_takers(void) { return picked ? picked_tails : TUNE_TAIL_TAKERS; }
 // stream's distances (PF) reach. On the Zen 4 VM a stream that the L3 mostly holds read 30-45%
 // faster with them at one thread (stories15M's shape, 30 MB a token, and gemv-bench's l3_3584 in
 // f16), while a 15 MB model, bf16, two threads on that shape and DRAM streams ran slower
-// (docs/performance.md, thirty-eighth session): only the step itself can tell.
+// (docs/performance.md, thirty-eighth session): only the step itself can tell. bf16 takes them in
+// ymm chains whatever its resident width: in zmm they lost on the Zen 4 (l3_3584 56-73% of the
+// roofline against 78-85% without), in ymm they read 97-110% (thirty-ninth session).
 static const int FAR_PF[] = {16384, 32768, 65536};
 #define NFAR (int)(sizeof FAR_PF / sizeof *FAR_PF)
 _Static_assert(NFAR + 1 == (int)TUNE_STEP_CANDIDATES && (int)TUNE_STEP_ROUNDS <= (int)TUNE_MAX_ROUNDS &&
@@ -699,7 +703,8 @@ int tune_step_fits(size_t step_bytes, int threads) {
 int tune_step_candidates(size_t step_bytes, int threads, gemv_tuning *c) {
     if (!tune_step_fits(step_bytes, threads)) return 0;
     c[0] = tune_pick(step_bytes, threads);
-    for (int i = 0; i < NFAR; i++) c[i + 1] = (gemv_tuning){FAR_PF[i], 1, 1, c[0].f16y};
+    int y = c[0].ymm | (gemv_isa_id() == GEMV_AVX512 ? GEMV_YMM_BF16 : 0);   // AVX-512's choice
+    for (int i = 0; i < NFAR; i++) c[i + 1] = (gemv_tuning){FAR_PF[i], 1, 1, y};
     return NFAR + 1;
 }
 
@@ -763,10 +768,14 @@ int tune_pick_kv(size_t kv_bytes, int threads) {
 
 void tune_describe(const tune_result *r, char *buf, size_t n) {
     static const char *const src[] = {"default", "cached", "measured"};
+    char widen[48] = "";   // both tunings'; AVX-512's choice
+    if (gemv_isa_id() == GEMV_AVX512)
+        snprintf(widen, sizeof widen, " f16 into %s, bf16 into %s;", r->tu.ymm & GEMV_YMM_F16 ? "ymm" : "zmm",
+                 r->tu.ymm & GEMV_YMM_BF16 ? "ymm" : "zmm");
     snprintf(buf, n, "gemv tuning: %s, prefetch %d B%s, interleave %d; resident (<= %zu KiB a thread): prefetch %d B, "
              "interleave %d;%s KV prefetch %d B%s; tail split (auto) from %d takers (%s in %.2f s, %.1f GB/s%s; key "
              "%s)%s%s", gemv_isa(), r->tu.pf, r->tu.l2 ? " into L2" : "", r->tu.interleave, r->resident_bytes >> 10,
-             r->resident.pf, r->resident.interleave, r->tu.f16y ? " f16 widened into ymm;" : "", r->kv_pf,
+             r->resident.pf, r->resident.interleave, widen, r->kv_pf,
              r->kv_fixed ? " (the CPU's row, not timed)" : "", r->tail_takers, src[r->source], r->seconds, r->gbps,
              r->evicted ? ", evicted from the caches" : "",
              r->key, r->note[0] ? "; " : "", r->note);

@@ -1,7 +1,7 @@
 // Packed-tile layout and kernel: the divisibility facts the layout rests on; gemv_pack against the
 // layout's definition element by element (whole, and tile range by tile range); every GEMV path the
 // machine supports (scalar, AVX2, AVX-512 with 1..4 tiles in flight, prefetch on and off, f16
-// widened into zmm or ymm; test_kernel_util.h) against gemv_packed_ref and gemv_rows_ref (the
+// and bf16 widened into zmm or ymm; test_kernel_util.h) against gemv_packed_ref and gemv_rows_ref (the
 // GGUF-layout reference) bit for bit, for every N in 1 .. 2*TILE+9 and N around 3, 4 and 5 tiles
 // (crossing each tile boundary and each interleave group), K in {1, 7, 255, 256, 257, 512, 1000,
 // 4099}, f16, bf16 and f32 with special values; tile sub-ranges (every start, lengths 1..5) write
@@ -223,18 +223,24 @@ int main(void) {
     }
     size_t seg_want = n_paths * 3 * (NK * tiles + ends * (3 + 3 + 10) + ends_extra * (13 * 5 + 4 + 3 + 2 + 1));
     CHECKF(seg_cases == seg_want, "ran %zu segment cases, want %zu", seg_cases, seg_want);
-    // The paths' f16 runs where they say (results alone cannot tell: every width gives the same
-    // bits): the AVX-512 entry points take their format from gemv_avx512_format, f16y only for f16.
+    // The paths' f16 and bf16 run where they say (results alone cannot tell: every width gives the
+    // same bits): the AVX-512 entry points take their format from gemv_avx512_format, ymm
+    // widening both into ymm, f32 never.
     size_t ymm_paths = 0;
 #if defined(__x86_64__)
     for (size_t g = 0; g < N_GEMV_PATHS; g++) {
         const gemv_tuning *tu = &GEMV_PATHS[g].tu;
         if (GEMV_PATHS[g].isa != GEMV_AVX512) continue;
         ymm_paths += gemv_avx512_format(WTYPE_F16, tu) == GEMV_FMT_F16Y;
-        CHECK(gemv_avx512_format(WTYPE_F16, tu) == (tu->f16y ? GEMV_FMT_F16Y : GEMV_FMT_F16));
-        CHECK(gemv_avx512_format(WTYPE_BF16, tu) == GEMV_FMT_BF16 && gemv_avx512_format(WTYPE_F32, tu) == GEMV_FMT_F32);
+        CHECK(gemv_avx512_format(WTYPE_F16, tu) == (tu->ymm ? GEMV_FMT_F16Y : GEMV_FMT_F16));
+        CHECK(gemv_avx512_format(WTYPE_BF16, tu) == (tu->ymm ? GEMV_FMT_BF16Y : GEMV_FMT_BF16));
+        CHECK(gemv_avx512_format(WTYPE_F32, tu) == GEMV_FMT_F32);
     }
-    CHECKF(ymm_paths == 8, "%zu paths widen f16 into ymm, want 8", ymm_paths);
+    // each type by its own bit (the paths set both, the tuner one or the other)
+    const gemv_tuning f16y = {0, 1, 0, GEMV_YMM_F16}, bf16y = {0, 1, 0, GEMV_YMM_BF16};
+    CHECK(gemv_avx512_format(WTYPE_F16, &f16y) == GEMV_FMT_F16Y && gemv_avx512_format(WTYPE_BF16, &f16y) == GEMV_FMT_BF16);
+    CHECK(gemv_avx512_format(WTYPE_F16, &bf16y) == GEMV_FMT_F16 && gemv_avx512_format(WTYPE_BF16, &bf16y) == GEMV_FMT_BF16Y);
+    CHECKF(ymm_paths == 8, "%zu paths widen f16 and bf16 into ymm, want 8", ymm_paths);
 #endif
     printf("packed: %zu layout facts, %zu cases bit-identical, %zu packed elements checked, %zu path "
            "cases and %zu segment cases on %zu of %zu paths\n", facts, cases, pack_elems, path_cases, seg_cases,

@@ -83,17 +83,19 @@ typedef struct {
     int isa;
     gemv_tuning tu;
 } gemv_path;
+#define YMM (GEMV_YMM_F16 | GEMV_YMM_BF16)
 static const gemv_path GEMV_PATHS[] = {
     {GEMV_SCALAR, {0, 1, 0, 0}}, {GEMV_AVX2, {0, 1, 0, 0}}, {GEMV_AVX2, {4096, 1, 0, 0}}, {GEMV_AVX2, {2048, 1, 1, 0}},
     {GEMV_AVX512, {0, 1, 0, 0}}, {GEMV_AVX512, {2048, 2, 0, 0}},
     {GEMV_AVX512, {0, 3, 0, 0}}, {GEMV_AVX512, {8192, 4, 0, 0}},
     {GEMV_AVX512, {0, 4, 0, 0}}, {GEMV_AVX512, {1024, 3, 0, 0}},
     {GEMV_AVX512, {2048, 4, 1, 0}}, {GEMV_AVX512, {1024, 1, 1, 0}},
-    // f16 widened into ymm chains (f16y; the other types ignore it): each interleave with and without prefetch
-    {GEMV_AVX512, {0, 1, 0, 1}}, {GEMV_AVX512, {2048, 1, 1, 1}},
-    {GEMV_AVX512, {0, 2, 0, 1}}, {GEMV_AVX512, {4096, 2, 0, 1}},
-    {GEMV_AVX512, {0, 3, 0, 1}}, {GEMV_AVX512, {1024, 3, 1, 1}},
-    {GEMV_AVX512, {0, 4, 0, 1}}, {GEMV_AVX512, {2048, 4, 0, 1}},
+    // f16 and bf16 widened into ymm chains (both GEMV_YMM_* bits; f32 ignores them): each interleave
+    // with and without prefetch
+    {GEMV_AVX512, {0, 1, 0, YMM}}, {GEMV_AVX512, {2048, 1, 1, YMM}},
+    {GEMV_AVX512, {0, 2, 0, YMM}}, {GEMV_AVX512, {4096, 2, 0, YMM}},
+    {GEMV_AVX512, {0, 3, 0, YMM}}, {GEMV_AVX512, {1024, 3, 1, YMM}},
+    {GEMV_AVX512, {0, 4, 0, YMM}}, {GEMV_AVX512, {2048, 4, 0, YMM}},
 };
 #define N_GEMV_PATHS (sizeof GEMV_PATHS / sizeof *GEMV_PATHS)
 // Prints which paths are skipped; returns how many will run.

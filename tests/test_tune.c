@@ -54,7 +54,7 @@ static int lines_with_r(const char *path, const char *key, int *pf, int *nt, gem
             n++, rt->pf = rt->interleave = last_kv = last_ev = last_l2 = last_y = -1, rt->l2 = 0;
             sscanf(l + strlen(key), "%d %d %lf %lld %d %d %d %d %d %d", pf, nt, &g, &c, &rt->pf, &rt->interleave,
                    &last_kv, &last_ev, &last_l2, &last_y);
-            rt->f16y = last_y;
+            rt->ymm = last_y;
         }
     free(s);
     return n;
@@ -75,7 +75,7 @@ static void write_cache(const char *path, const char *fmt, ...) {
 }
 
 static int same(gemv_tuning a, gemv_tuning b) {
-    return a.pf == b.pf && a.interleave == b.interleave && a.l2 == b.l2 && a.f16y == b.f16y;
+    return a.pf == b.pf && a.interleave == b.interleave && a.l2 == b.l2 && a.ymm == b.ymm;
 }
 
 // tune_choose on made-up rounds (seconds; 3 candidates x 5 rounds unless said). Returns its checks.
@@ -241,9 +241,9 @@ int main(void) {
         CHECK(same(gemv_get_tuning(), r.tu));
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == r.tu.pf && nt == r.tu.interleave &&
               same(rt, r.resident) && last_kv == r.kv_pf && last_ev == r.evicted && last_l2 == r.tu.l2);
-        // one f16 widening for both tunings, ymm only where the AVX-512 kernel runs
-        CHECKF(r.tu.f16y == r.resident.f16y && last_y == r.tu.f16y && (gemv_isa_id() == GEMV_AVX512 || !r.tu.f16y),
-               "f16y %d / %d, line %d", r.tu.f16y, r.resident.f16y, last_y);
+        // one widening per type for both tunings, ymm only where the AVX-512 kernel runs
+        CHECKF(r.tu.ymm == r.resident.ymm && last_y == r.tu.ymm && (gemv_isa_id() == GEMV_AVX512 || !r.tu.ymm),
+               "ymm %d / %d, line %d", r.tu.ymm, r.resident.ymm, last_y);
         CHECKF(valid_resident(r.resident) && r.resident_bytes > 0, "resident pf %d interleave %d, %zu bytes",
                r.resident.pf, r.resident.interleave, r.resident_bytes);
         CHECKF(valid_kv(r.kv_pf) && attention_get_prefetch() == r.kv_pf, "KV prefetch %d, attention has %d", r.kv_pf,
@@ -256,16 +256,17 @@ int main(void) {
         // ... with the hint into every level where the step fits the reported L3 (32 MiB if none)
         long l3 = cpu_cache_bytes(3);
         size_t l3b = l3 > 0 ? (size_t)l3 : (size_t)32 << 20;
-        gemv_tuning in_l3 = {r.tu.pf, r.tu.interleave, 0, r.tu.f16y};
+        gemv_tuning in_l3 = {r.tu.pf, r.tu.interleave, 0, r.tu.ymm};
         CHECK(same(tune_pick(r.resident_bytes + 1, 1), r.resident_bytes + 1 <= l3b ? in_l3 : r.tu));
         CHECK(same(tune_pick(l3b, 1), in_l3) && same(tune_pick(l3b + 1, 1), r.tu));
         // the step tune's candidates: for steps above the resident bytes and within the L3, tune_pick's
-        // first, then far prefetches into L2 a tile at a time; none for other sizes
+        // first, then far prefetches into L2 a tile at a time, bf16 in ymm; none for other sizes
         gemv_tuning sc[TUNE_STEP_CANDIDATES];
         CHECK(tune_step_candidates(r.resident_bytes, 1, sc) == 0 && tune_step_candidates(l3b + 1, 1, sc) == 0);
         int nsc = tune_step_candidates(l3b, 1, sc), far = 1;
         for (int i = 1; i < nsc; i++)
-            far &= sc[i].pf > 8192 && sc[i].l2 == 1 && sc[i].interleave == 1 && sc[i].f16y == in_l3.f16y;
+            far &= sc[i].pf > 8192 && sc[i].l2 == 1 && sc[i].interleave == 1 &&
+                   sc[i].ymm == (in_l3.ymm | (gemv_isa_id() == GEMV_AVX512 ? GEMV_YMM_BF16 : 0));
         CHECKF(nsc == TUNE_STEP_CANDIDATES && same(sc[0], in_l3) && far, "%d step candidates", nsc);
         // ... and the steps its pick serves: the same sizes (a step whose KV rows outgrow the L3 leaves it)
         CHECK(tune_step_fits(l3b, 1) && !tune_step_fits(l3b + 1, 1) && !tune_step_fits(r.resident_bytes, 1));
@@ -302,7 +303,7 @@ int main(void) {
         // (interleaves 4 and 3 as another path would cache them: AVX2 runs one tile, so its
         // result must say 1, not keep an incumbent interleave that never ran)
         write_cache(path, "%s %d 4 99999.00 0 %d 3 %d 0 %d %d\n", r.key, r.tu.pf, r.resident.pf, r.kv_pf, r.tu.l2,
-                    r.tu.f16y);
+                    r.tu.ymm);
         tune_result h = tune_gemv(TUNE_AUTO, path);
         CHECKF(gemv_isa_id() == GEMV_AVX512 || (h.tu.interleave == 1 && h.resident.interleave == 1),
                "AVX2 re-tune kept interleave %d / %d", h.tu.interleave, h.resident.interleave);
@@ -313,12 +314,13 @@ int main(void) {
               lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == h.tu.pf && nt == h.tu.interleave &&
               same(rt, h.resident) && last_kv == h.kv_pf);
         // impossible values (interleave 99, negative prefetch; a KV prefetch past 1 MiB; an eviction
-        // flag, a hint or an f16 widening but 0 or 1; a hint without a prefetch) read as a miss:
-        // measured, no note; so does a fresh line from before the hint or the widening was tuned
+        // flag or a hint but 0 or 1; widening bits past GEMV_YMM_BF16; a hint without a prefetch)
+        // read as a miss: measured, no note; so does a fresh line from before the hint or the
+        // widening was tuned
         const char *bad[] = {"2048 99 10.00 %lld -4096 2 0 0 0 0", "2048 2 10.00 %lld 0 2 2000000 0 0 0",
                              "2048 2 10.00 %lld 0 2 -1 0 0 0", "2048 2 10.00 %lld 0 2 1024 2 0 0",
                              "2048 2 10.00 %lld 0 2 1024 0 2 0", "0 2 10.00 %lld 0 2 1024 0 1 0",
-                             "2048 2 10.00 %lld 0 2 1024 0 0 2", "2048 2 10.00 %lld 0 2 1024 0 0 -1",
+                             "2048 2 10.00 %lld 0 2 1024 0 0 4", "2048 2 10.00 %lld 0 2 1024 0 0 -1",
                              "2048 2 10.00 %lld 0 2 1024 0", "2048 2 10.00 %lld 0 2 1024 0 0"};
         for (int i = 0; i < 10; i++) {
             char fmt[96];
@@ -353,7 +355,7 @@ int main(void) {
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && last_ev == o8.evicted);
         // a fresh line that says evicted is reused with the flag, and the line says so
         write_cache(path, "%s %d %d %.2f %lld %d %d %d 1 %d %d\n", r.key, o8.tu.pf, o8.tu.interleave, o8.gbps,
-                    (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.kv_pf, o8.tu.l2, o8.tu.f16y);
+                    (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.kv_pf, o8.tu.l2, o8.tu.ymm);
         tune_result e1 = tune_gemv(TUNE_AUTO, path);
         char e1_line[512];
         tune_describe(&e1, e1_line, sizeof e1_line);
@@ -362,7 +364,7 @@ int main(void) {
         fin = e1;                                        // the entry the unchecked mode below finds
         // a fresh line's KV prefetch is reused, but not over a row that fixes it
         write_cache(path, "%s %d %d %.2f %lld %d %d 1024 1 %d %d\n", r.key, o8.tu.pf, o8.tu.interleave, o8.gbps,
-                    (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.tu.l2, o8.tu.f16y);
+                    (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.tu.l2, o8.tu.ymm);
         tune_result k1 = tune_gemv(TUNE_AUTO, path);
         CHECKF(k1.source == TUNE_CACHED && k1.kv_pf == (zen4 ? 0 : 1024) && attention_get_prefetch() == k1.kv_pf,
                "fresh line with KV 1024: source %d, KV %d", k1.source, k1.kv_pf);
@@ -370,7 +372,7 @@ int main(void) {
         for (int h2 = 0; h2 < 2; h2++) {
             int hp = o8.tu.pf ? o8.tu.pf : 2048;
             write_cache(path, "%s %d %d %.2f %lld %d %d %d 1 %d %d\n", r.key, hp, o8.tu.interleave, o8.gbps,
-                        (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.kv_pf, h2, o8.tu.f16y);
+                        (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.kv_pf, h2, o8.tu.ymm);
             tune_result hr = tune_gemv(TUNE_AUTO, path);
             char hl[512];
             tune_describe(&hr, hl, sizeof hl);
@@ -381,19 +383,22 @@ int main(void) {
             CHECKF(big.l2 == h2 && big.pf == hp && small.l2 == 0 && small.pf == hp, "hint %d: tune_pick %d / %d", h2,
                    big.l2, small.l2);
         }
-        // a fresh line's f16 widening is what the kernels run, in both tunings (ymm only where the
-        // AVX-512 kernel runs), and the tuning line says so
-        for (int wy = 0; wy < 2; wy++) {
+        // a fresh line's widening bits (f16, bf16, both) are what the kernels run, in both tunings
+        // (ymm only where the AVX-512 kernel runs), and the tuning line says which
+        static const char *const says[] = {" f16 into zmm, bf16 into zmm;", " f16 into ymm, bf16 into zmm;",
+                                           " f16 into zmm, bf16 into ymm;", " f16 into ymm, bf16 into ymm;"};
+        for (int wy = 0; wy < 4; wy++) {
             write_cache(path, "%s %d %d %.2f %lld %d %d %d 1 %d %d\n", r.key, o8.tu.pf, o8.tu.interleave, o8.gbps,
                         (long long)time(NULL), o8.resident.pf, o8.resident.interleave, o8.kv_pf, o8.tu.l2, wy);
             tune_result yr = tune_gemv(TUNE_AUTO, path);
             char yl[512];
             tune_describe(&yr, yl, sizeof yl);
-            int want = wy && gemv_isa_id() == GEMV_AVX512;
-            CHECKF(yr.source == TUNE_CACHED && yr.tu.f16y == want && yr.resident.f16y == want &&
-                   gemv_get_tuning().f16y == want && tune_pick((size_t)1 << 40, 1).f16y == want &&
-                   tune_pick(yr.resident_bytes, 1).f16y == want && !strstr(yl, "ymm") == !want,
-                   "f16y %d: %d '%s'", wy, yr.source, yl);
+            int want = gemv_isa_id() == GEMV_AVX512 ? wy : 0;
+            CHECKF(yr.source == TUNE_CACHED && yr.tu.ymm == want && yr.resident.ymm == want &&
+                   gemv_get_tuning().ymm == want && tune_pick((size_t)1 << 40, 1).ymm == want &&
+                   tune_pick(yr.resident_bytes, 1).ymm == want &&
+                   !strstr(yl, says[wy]) == (gemv_isa_id() != GEMV_AVX512) && (want || !strstr(yl, "ymm")),
+                   "ymm %d: %d '%s'", wy, yr.source, yl);
         }
         fin = tune_gemv(TUNE_AUTO, path);
         // an unchecked mode (-1) is auto: the line just written stands
@@ -401,7 +406,7 @@ int main(void) {
         CHECKF(m1.source == TUNE_CACHED && same(m1.tu, fin.tu) && m1.kv_pf == fin.kv_pf, "mode -1: source %d '%s'",
                m1.source, m1.note);
         CHECK(!strpbrk(r.key, " \t\n"));                 // one word in the file
-        checks += 56;
+        checks += 58;
     }
     // off: the CPU's default row, no measurement, the file untouched
     size_t before_len, after_len;
@@ -441,10 +446,10 @@ int main(void) {
     int want_tails = fam == 26 || zen4 ? 2 : TUNE_TAIL_TAKERS;
     CHECKF(o.tail_takers == want_tails, "%s: tails from %d takers, the row says %d", o.key, o.tail_takers, want_tails);
     // a row for a model range: the Zen 4 (family 0x19, models 0x10-0x1f) is not read as the Zen 3
-    // row of its family (one tile, f16 into zmm)
+    // row of its family (one tile, f16 into zmm); its row widens f16 into ymm and leaves bf16 in zmm
     CHECKF(gemv_isa_id() != GEMV_AVX512 || !zen4 ||
-               (o.tu.pf == 0 && o.tu.interleave == 1 && o.tu.f16y == 1 && o.resident.interleave == 4 && o.kv_pf == 0),
-           "%s: off gave prefetch %d, interleave %d, ymm %d, KV %d", o.key, o.tu.pf, o.tu.interleave, o.tu.f16y,
+               (o.tu.pf == 0 && o.tu.interleave == 1 && o.tu.ymm == GEMV_YMM_F16 && o.resident.interleave == 4 && o.kv_pf == 0),
+           "%s: off gave prefetch %d, interleave %d, ymm %d, KV %d", o.key, o.tu.pf, o.tu.interleave, o.tu.ymm,
            o.kv_pf);
     // the Zen 4's row fixes the KV prefetch (none): a forced tune keeps it, untimed, and says so;
     // no other row fixes it
@@ -485,7 +490,7 @@ int main(void) {
     }
     checks += 9;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 42 : 99));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 42 : 101));
     free(path);
     CHECK(scratch_remove(dir) == 0);
     return 0;

@@ -568,7 +568,7 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
     if (o->verbose) {
         fprintf(stderr, "decode: gemv tuning for this model's step: prefetch %d B%s, interleave %d%s\n",
                 S->d.tuning.pf, S->d.tuning.l2 ? " into L2" : "", S->d.tuning.interleave,
-                S->d.tuning.f16y ? ", f16 widened into ymm" : "");
+                gemv_ymm_phrase(S->d.tuning.ymm));
         fprintf(stderr, "decode: threads in use: %d of %d%s\n", pool_size(S->d.pool), o->n_threads,
                 pool_size(S->d.pool) < o->n_threads ? CLI_THREADS_IDLE_WHY : "");
         int from = decoder_wide_from(&S->d);

@@ -199,8 +199,9 @@ static void usage(FILE *f) {
                "  --interleave N  tiles in flight, 1..4, AVX-512 only (default: tuned, as --pf)\n"
                "  --hint l1|l2    the prefetch's target: every cache level, or L2 and below (default:\n"
                "                  tuned, as --pf)\n"
-               "  --widen zmm|ymm f16 weights widened sixteen at a time into zmm, or eight into ymm, on the\n"
-               "                  AVX-512 path (default: tuned, one choice for every cell)\n"
+               "  --widen zmm|ymm f16 and bf16 weights widened sixteen at a time into zmm, or eight into\n"
+               "                  ymm, on the AVX-512 path (default: tuned per type, one choice for\n"
+               "                  every cell)\n"
                "  --no-evict      time a dram cell that fits the reported L3 as it lies (default: evicted\n"
                "                  from every cache before each call and roofline pass, so it reads DRAM)\n"
                "  --segments N    each tile as decode runs a split or stolen tail tile: its 256-input\n"
@@ -257,7 +258,7 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     if (over[0] >= 0) tu.pf = over[0];
     if (over[1] > 0) tu.interleave = over[1];
     if (over[2] >= 0) tu.l2 = over[2];
-    if (over[3] >= 0 && dt == WTYPE_F16) tu.f16y = over[3];
+    if (over[3] >= 0) tu.ymm = over[3] ? GEMV_YMM_F16 | GEMV_YMM_BF16 : 0;
     if (overridden) which = "overridden";
     gemv_set_tuning(tu);
     tu = gemv_get_tuning();                            // as clamped: what the kernels run
@@ -338,7 +339,7 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
             "%s%s tuning: prefetch %d B%s, interleave %d%s; the kernel on L1-resident tiles (%zu x %d a thread) %.1f "
             "GB/s (%.1f%%)\n", name, dname, nth, out[0].gbps, roof, out[0].pct, out[0].gflops, reps,
             evict ? "evicted before each call; " : "", which, tu.pf, tu.l2 ? " into L2" : "", tu.interleave,
-            tu.f16y && dt == WTYPE_F16 ? ", widened into ymm" : "", cj.k,
+            tu.ymm & (dt == WTYPE_F16 ? GEMV_YMM_F16 : dt == WTYPE_BF16 ? GEMV_YMM_BF16 : 0) ? ", widened into ymm" : "", cj.k,
             (int)(cj.nt * GEMV_TILE), ceil, out[0].pct_ceil);
     free(cj.P), free(cj.y), free(j.slots);
     free(j.P);
@@ -418,7 +419,7 @@ int main(int argc, char **argv) {
     tune_describe(&tr, line, sizeof line);
     fprintf(stderr, "gemv-bench: isa %s, %d trials; %s\n", gemv_isa(), trials, line);
     if (pf >= 0 || inter > 0 || hint >= 0 || widen >= 0)
-        fprintf(stderr, "gemv-bench: overridden in every cell: prefetch %d B, interleave %d, hint %s, f16 widening %s"
+        fprintf(stderr, "gemv-bench: overridden in every cell: prefetch %d B, interleave %d, hint %s, f16/bf16 widening %s"
                 " (-1: tuned)\n", pf, inter, hint < 0 ? "-1" : hint ? "l2" : "l1",
                 widen < 0 ? "-1" : widen ? "ymm" : "zmm");
     long l3 = cpu_cache_bytes(3);
