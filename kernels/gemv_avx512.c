@@ -17,8 +17,8 @@
 #define A512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #define INL static inline __attribute__((always_inline)) A512
 
-// The kernel formats: gemv_simd.h's GEMV_FMT_*, F_F16Y f16 widened eight at a time into ymm
-// accumulators (the tuning's ymm), same order.
+// The kernel formats: gemv_simd.h's GEMV_FMT_*; F_F16Y and F_BF16Y f16 and bf16 widened eight at
+// a time into ymm accumulators (the tuning's ymm bits), same order.
 enum { F_F32 = GEMV_FMT_F32, F_F16 = GEMV_FMT_F16, F_BF16 = GEMV_FMT_BF16, F_F16Y = GEMV_FMT_F16Y, F_BF16Y = GEMV_FMT_BF16Y };
 
 // Sixteen weights from element i, widened exactly; m masks the lanes read (others are 0).

@@ -690,7 +690,7 @@ int tune_tail_takers(void) { return picked ? picked_tails : TUNE_TAIL_TAKERS; }
 // f16), while a 15 MB model, bf16, two threads on that shape and DRAM streams ran slower
 // (docs/performance.md, thirty-eighth session): only the step itself can tell. bf16 takes them in
 // ymm chains whatever its resident width: in zmm they lost on the Zen 4 (l3_3584 56-73% of the
-// roofline against 78-85% without), in ymm they read 97-110% (thirty-ninth session).
+// roofline against 75-86% without), in ymm 90-110% (thirty-ninth session).
 static const int FAR_PF[] = {16384, 32768, 65536};
 #define NFAR (int)(sizeof FAR_PF / sizeof *FAR_PF)
 _Static_assert(NFAR + 1 == (int)TUNE_STEP_CANDIDATES && (int)TUNE_STEP_ROUNDS <= (int)TUNE_MAX_ROUNDS &&

@@ -15,9 +15,9 @@
 // interleave moved; then the hint (into every cache level, or L2 only: gemv_tuning.l2).
 // "resident" for weights that stay in each core's L2 from one step to the next (a thread's share
 // at most half the L2), measured on the half-L2 matrices (f16 and bf16 summed), where software
-// prefetch only costs instructions; then, on AVX-512, the f16 widening (gemv_tuning.ymm: zmm, or
-// ymm where a core converts ymm at twice the rate per weight, as a Zen 4 does) on the f16 one
-// alone, which both tunings take. tune_pick chooses between them by the bytes a step streams per
+// prefetch only costs instructions; then, on AVX-512, each type's widening (gemv_tuning.ymm, a
+// bit per type: zmm, or ymm where it reads faster, as f16 does on a Zen 4, which converts ymm at
+// twice the rate per weight) timed on its own matrix, which both tunings take. tune_pick chooses between them by the bytes a step streams per
 // thread. A cached entry is reused while a check of the DRAM read rate (at most every 10 minutes:
 // it allocates the DRAM-sized matrix) stays within 20% of the rate stored with it; otherwise it is
 // measured again, with the cached picks among the candidates (but the stream interleave, whose

@@ -572,7 +572,8 @@ static int wide_plan_cases(const char *path) {
 // candidate the stepper names (pending while it times), and settles after tune_stepper_steps of
 // them; then the pick serves (one set by hand too); every step, whichever tuning ran it, gives the
 // logits of a decoder whose tune is held off (run in lockstep, positions wrapping at the
-// context's end). A traced step starts nothing and the next step starts the tune.
+// context's end). A traced step starts nothing and the next step starts the tune. Under
+// DECODE_PLAN=alternate a tune is pending while either plan's is.
 static void step_tune_cases(const char *path) {
     llama_model m;
     decoder d, ref;
@@ -608,9 +609,13 @@ static void step_tune_cases(const char *path) {
                          : timing                               ? d.stepper.c[tune_stepper_next(&d.stepper)]
                                                                 : d.stepper.c[d.stepper.pick];
         pending &= decoder_step_tune_pending(&d, pos) == (timed && timing);
+        gemv_set_tuning(tu);                       // as the kernels see it (clamped), then a decoy
+        gemv_tuning want_tu = gemv_get_tuning(), got;
+        gemv_set_tuning((gemv_tuning){777, 2, 0, 0});
         float *y = decoder_forward(&d, tok, pos);
-        gemv_tuning got = gemv_get_tuning();
-        ran &= got.pf == tu.pf && got.l2 == (tu.pf > 0 && tu.l2);
+        got = gemv_get_tuning();
+        ran &= got.pf == want_tu.pf && got.l2 == want_tu.l2 && got.interleave == want_tu.interleave &&
+               got.ymm == want_tu.ymm;
         same &= !memcmp(y, decoder_forward(&ref, tok, pos), sizeof(float) * nv);
         counted &= d.stepper.n == n0 + (timed && timing);
         if (!timed && k == 40) break;
@@ -636,6 +641,20 @@ static void step_tune_cases(const char *path) {
     d.trace = NULL;                              // ... for the next step it can time
     decoder_forward(&d, 6, 1);
     CHECK(timed ? d.stepper.state == TUNE_STEPPER_TIMING && d.stepper.n == 1 : d.stepper.state == TUNE_STEPPER_IDLE);
+    decoder_free(&d);
+    // DECODE_PLAN=alternate on two threads: a tune is pending while either plan's is, whichever
+    // plan runs the position (the one-thread plan's finished by hand, then the wide one's)
+    decoder_opts o2 = decoder_default_opts(2);
+    o2.l4 = L4RUN_OFF, o2.plan = DECODER_PLAN_ALTERNATE;
+    init_on(&d, &m, &o2, NULL);
+    if (d.wide) {
+        int wide_timed = tune_step_candidates((size_t)decoder_bytes_per_token(d.wide, 0), 2, c) > 0;
+        CHECK(decoder_step_tune_pending(&d, 0) == (timed || wide_timed));
+        d.stepper.state = TUNE_STEPPER_DONE;
+        CHECK(decoder_step_tune_pending(&d, 0) == wide_timed && decoder_step_tune_pending(&d, 1) == wide_timed);
+        d.wide->stepper.state = TUNE_STEPPER_DONE;
+        CHECK(!decoder_step_tune_pending(&d, 0));
+    }
     decoder_free(&d);
     llama_model_free(&m);
 }

@@ -68,9 +68,9 @@ static void check_range(const gemv_path *g, uint32_t dt, const float *x, const v
     gemv_packed_on(g->isa, dt, x, P, k, n, t0, t1, y, &g->tu);
     for (size_t i = 0; i < NMAX + GUARD; i++) {
         int mine = i >= t0 * GEMV_TILE && i < t1 * GEMV_TILE && i < n;
-        CHECKF(mine ? same_f32(y[i], yr[i]) : y[i] == -777.0f, "%s %s pf=%d nt=%d k=%zu n=%zu tiles "
+        CHECKF(mine ? same_f32(y[i], yr[i]) : y[i] == -777.0f, "%s %s pf=%d nt=%d ymm=%d k=%zu n=%zu tiles "
                "[%zu,%zu) i=%zu: %.9g vs %.9g", gemv_isa_name(g->isa), dt_name(dt), g->tu.pf,
-               g->tu.interleave, k, n, t0, t1, i, y[i], yr[i]);
+               g->tu.interleave, g->tu.ymm, k, n, t0, t1, i, y[i], yr[i]);
     }
 }
 
@@ -93,8 +93,8 @@ static void check_segments(const gemv_path *g, uint32_t dt, const float *x, cons
         int mine = i < (g1 - g0) * GEMV_TILE && i % GEMV_TILE < ld;
         float want = mine ? ref[g0 * GEMV_TILE + i] : -777.0f;
         CHECKF(mine ? same_f32(y[i], want) : y[i] == want,
-               "segments %s %s pf=%d nt=%d l2=%d k=%zu n=%zu t=%zu [%zu,%zu) i=%zu: %.9g vs %.9g",
-               gemv_isa_name(g->isa), dt_name(dt), g->tu.pf, g->tu.interleave, g->tu.l2, k, n, t, g0, g1, i, y[i],
+               "segments %s %s pf=%d nt=%d l2=%d ymm=%d k=%zu n=%zu t=%zu [%zu,%zu) i=%zu: %.9g vs %.9g",
+               gemv_isa_name(g->isa), dt_name(dt), g->tu.pf, g->tu.interleave, g->tu.l2, g->tu.ymm, k, n, t, g0, g1, i, y[i],
                want);
     }
 }

@@ -200,8 +200,8 @@ static void usage(FILE *f) {
                "  --hint l1|l2    the prefetch's target: every cache level, or L2 and below (default:\n"
                "                  tuned, as --pf)\n"
                "  --widen zmm|ymm f16 and bf16 weights widened sixteen at a time into zmm, or eight into\n"
-               "                  ymm, on the AVX-512 path (default: tuned per type, one choice for\n"
-               "                  every cell)\n"
+               "                  ymm, on the AVX-512 path (default: tuned per type; a cell the step\n"
+               "                  tune times may run bf16 in ymm where the tuned width is zmm)\n"
                "  --no-evict      time a dram cell that fits the reported L3 as it lies (default: evicted\n"
                "                  from every cache before each call and roofline pass, so it reads DRAM)\n"
                "  --segments N    each tile as decode runs a split or stolen tail tile: its 256-input\n"
@@ -254,7 +254,7 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
     gemv_tuning stream = tune_pick((size_t)-1, 1), tu = evict ? stream : tune_pick(bytes, nth);
     const char *which = tu.pf != stream.pf || tu.interleave != stream.interleave ? "resident"
                         : tu.l2 == stream.l2 ? "stream" : "stream (within the L3)";
-    int overridden = over[0] >= 0 || over[1] > 0 || over[2] >= 0 || (over[3] >= 0 && dt == WTYPE_F16);
+    int overridden = over[0] >= 0 || over[1] > 0 || over[2] >= 0 || (over[3] >= 0 && dt != WTYPE_F32);
     if (over[0] >= 0) tu.pf = over[0];
     if (over[1] > 0) tu.interleave = over[1];
     if (over[2] >= 0) tu.l2 = over[2];
