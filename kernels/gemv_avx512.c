@@ -48,24 +48,11 @@ INL void unshuffle(__m512 *lo, __m512 *hi) {
     __m512 a = _mm512_permutex2var_ps(*lo, i0, *hi), b = _mm512_permutex2var_ps(*lo, i1, *hi);
     *lo = a, *hi = b;
 }
-// The same for ymm chains (F_F16Y, F_BF16Y): sixteen weights from element i into two ymm, bf16's
-// even columns in lo and odd in hi, put back in order by unshuffle8.
-INL void load16y(int f, const void *w, size_t i, __m256 *lo, __m256 *hi) {
-    const uint16_t *p = (const uint16_t *)w + i;
-    if (f == F_F16Y) {
-        *lo = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
-        *hi = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p + 8)));
-        return;
-    }
-    __m256i h = _mm256_loadu_si256((const __m256i *)p);
-    __asm__("" : "+v"(h));
-    *lo = _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
-    *hi = _mm256_castsi256_ps(_mm256_and_si256(h, _mm256_set1_epi32((int)0xffff0000u)));
-}
-INL void unshuffle8(__m256 *lo, __m256 *hi) {
+// The ymm chains' order back (F_BF16Y: lo the even columns of sixteen, hi the odd): half 0 gives
+// columns 0-7, half 1 8-15.
+INL __m256 unshuffle8(__m256 lo, __m256 hi, int half) {
     const __m256i i0 = _mm256_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11), i1 = _mm256_setr_epi32(4, 12, 5, 13, 6, 14, 7, 15);
-    __m256 a = _mm256_permutex2var_ps(*lo, i0, *hi), b = _mm256_permutex2var_ps(*lo, i1, *hi);
-    *lo = a, *hi = b;
+    return _mm256_permutex2var_ps(lo, half ? i1 : i0, hi);
 }
 
 // Folds one segment's accumulator into y (the first segment stores it).
@@ -106,11 +93,22 @@ INL void tiles(int f, int nt, int nh, int pf, int l2, const float *x, const void
                         if (l2) _mm_prefetch(row + pf + l, _MM_HINT_T1);
                         else _mm_prefetch(row + pf + l, _MM_HINT_T0);
                     }
-                if (f == F_F16Y || f == F_BF16Y) {
+                if (f == F_F16Y) {
+#pragma GCC unroll 8
+                    for (int v = 0; v < 4 * nh; v++) {
+                        __m256 wv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)row + 8 * v)));
+                        b[u][v] = _mm256_fmadd_ps(_mm512_castps512_ps256(xu), wv, b[u][v]);
+                    }
+                    continue;
+                }
+                if (f == F_BF16Y) {
 #pragma GCC unroll 4
-                    for (int v = 0; v < 2 * nh; v++) {
-                        __m256 lo, hi, xy = _mm512_castps512_ps256(xu);
-                        load16y(f, row, 16 * (size_t)v, &lo, &hi);
+                    for (int v = 0; v < 2 * nh; v++) {   // sixteen columns into chains 2v and 2v + 1
+                        // as load32: one load, the even columns by the shift, the odd by the mask
+                        __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)row + 16 * v));
+                        __asm__("" : "+v"(h));
+                        __m256 xy = _mm512_castps512_ps256(xu), lo = _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)),
+                               hi = _mm256_castsi256_ps(_mm256_and_si256(h, _mm256_set1_epi32((int)0xffff0000u)));
                         b[u][2 * v] = _mm256_fmadd_ps(xy, lo, b[u][2 * v]);
                         b[u][2 * v + 1] = _mm256_fmadd_ps(xy, hi, b[u][2 * v + 1]);
                     }
@@ -128,12 +126,9 @@ INL void tiles(int f, int nt, int nh, int pf, int l2, const float *x, const void
         if (f == F_F16Y || f == F_BF16Y) {
 #pragma GCC unroll 4
             for (int u = 0; u < nt; u++)
-#pragma GCC unroll 4
-                for (int v = 0; v < 2 * nh; v++) {
-                    if (f == F_BF16Y) unshuffle8(&b[u][2 * v], &b[u][2 * v + 1]);
-                    fold8(y + GEMV_TILE * u + 16 * v, b[u][2 * v], s0);
-                    fold8(y + GEMV_TILE * u + 16 * v + 8, b[u][2 * v + 1], s0);
-                }
+#pragma GCC unroll 8
+                for (int v = 0; v < 4 * nh; v++)
+                    fold8(y + GEMV_TILE * u + 8 * v, f == F_BF16Y ? unshuffle8(b[u][v & ~1], b[u][v | 1], v & 1) : b[u][v], s0);
             continue;
         }
 #pragma GCC unroll 4

@@ -76,6 +76,17 @@ _Static_assert(NPF + 1 <= TUNE_MAX_CANDIDATES && NRPF * GEMV_MAX_INTERLEAVE + 1 
 // which its row now fixes, and let the most tiles stand as the warm interleave's incumbent;
 // version 4 had one widening, f16's, where bf16 now has its own) is measured again once.
 #define TUNE_VERSION 5
+// A sanitized or unoptimized build times kernels many times slower than the release build it
+// shares the cache with: its lines get their own key, so neither reads the other's picks (an
+// AddressSanitizer build once cached f16 in zmm and a rate of 1 GB/s, which a release build then
+// reused until its next check).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define BUILD_TAG "-sanitized"
+#elif !defined(__OPTIMIZE__)
+#define BUILD_TAG "-unoptimized"
+#else
+#define BUILD_TAG ""
+#endif
 #define MIN_WIN 0.03              // tune_choose: a newcomer's least median gain on an incumbent
 #define MOVED 0.20                // a cached entry is stale once the DRAM rate moved this much
 #define RECHECK_S 600             // ... checked at most this often (a check allocates the stream matrix)
@@ -597,8 +608,8 @@ tune_result tune_gemv(int mode, const char *cache_path) {
     tune_result r;
     memset(&r, 0, sizeof r);
     cpu_id c = cpu_ident();
-    snprintf(r.key, sizeof r.key, "%s-f%d-m%d-s%d-l1d%ldK-l2%ldK-l3%ldK-%s-v%d", c.vendor, c.family, c.model,
-             c.stepping, cache_kb(1), cache_kb(2), cache_kb(3), gemv_isa(), TUNE_VERSION);
+    snprintf(r.key, sizeof r.key, "%s-f%d-m%d-s%d-l1d%ldK-l2%ldK-l3%ldK-%s-v%d%s", c.vendor, c.family, c.model,
+             c.stepping, cache_kb(1), cache_kb(2), cache_kb(3), gemv_isa(), TUNE_VERSION, BUILD_TAG);
     for (char *p = r.key; *p; p++)      // one word in the cache file ("  Shanghai  ", "VIA VIA VIA ")
         if (*p <= ' ' || *p > '~') *p = '_';
     char path[4096];

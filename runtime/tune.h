@@ -5,7 +5,8 @@
 // read some 160 times, takes seconds) over a DRAM-sized and a half-L2 packed matrix picks the
 // fastest candidates, and the result is cached in $XDG_CACHE_HOME/decode/tune (or
 // ~/.cache/decode/tune; runtime/cachedir.h) under a key of CPU vendor, family, model, stepping,
-// cache sizes, the GEMV path and the tuner's version. The DRAM-sized matrix is 32 MiB evicted
+// cache sizes, the GEMV path, the tuner's version and whether the build is sanitized or
+// unoptimized (its timings are not a release build's). The DRAM-sized matrix is 32 MiB evicted
 // before each timed call where the CPU has clflushopt, else 128 MiB, evicted only where the caches
 // hold it: the stream tuning is for DRAM on a CPU with a large L3 too.
 // Two tunings: "stream" (tu) for weights read from L3 or DRAM every step: its prefetch distance
