@@ -19,7 +19,10 @@
 
 // The kernel formats: gemv_simd.h's GEMV_FMT_*; F_F16Y and F_BF16Y f16 and bf16 widened eight at
 // a time into ymm accumulators (the tuning's ymm bits), same order.
-enum { F_F32 = GEMV_FMT_F32, F_F16 = GEMV_FMT_F16, F_BF16 = GEMV_FMT_BF16, F_F16Y = GEMV_FMT_F16Y, F_BF16Y = GEMV_FMT_BF16Y };
+enum {
+    F_F32 = GEMV_FMT_F32, F_F16 = GEMV_FMT_F16, F_BF16 = GEMV_FMT_BF16,
+    F_F16Y = GEMV_FMT_F16Y, F_BF16Y = GEMV_FMT_BF16Y
+};
 
 // Sixteen weights from element i, widened exactly; m masks the lanes read (others are 0).
 INL __m512 load16(int f, const void *w, size_t i, __mmask16 m) {
@@ -127,8 +130,10 @@ INL void tiles(int f, int nt, int nh, int pf, int l2, const float *x, const void
 #pragma GCC unroll 4
             for (int u = 0; u < nt; u++)
 #pragma GCC unroll 8
-                for (int v = 0; v < 4 * nh; v++)
-                    fold8(y + GEMV_TILE * u + 8 * v, f == F_BF16Y ? unshuffle8(b[u][v & ~1], b[u][v | 1], v & 1) : b[u][v], s0);
+                for (int v = 0; v < 4 * nh; v++) {
+                    __m256 c = f == F_BF16Y ? unshuffle8(b[u][v & ~1], b[u][v | 1], v & 1) : b[u][v];
+                    fold8(y + GEMV_TILE * u + 8 * v, c, s0);
+                }
             continue;
         }
 #pragma GCC unroll 4

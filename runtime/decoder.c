@@ -1038,7 +1038,8 @@ static float *forward_one(decoder *d, int32_t token, int pos) {
     } else {
         if (s->state == TUNE_STEPPER_IDLE) {
             gemv_tuning c[TUNE_STEP_CANDIDATES];
-            tune_stepper_start(s, c, tune_step_candidates((size_t)decoder_bytes_per_token(d, pos), pool_size(d->pool), c));
+            size_t bytes = (size_t)decoder_bytes_per_token(d, pos);
+            tune_stepper_start(s, c, tune_step_candidates(bytes, pool_size(d->pool), c));
         }
         int i = tune_stepper_next(s);
         tune_stepper_record(s, step_run(d, token, pos, &s->c[i]));
@@ -1071,7 +1072,8 @@ static int describe_tune(const decoder *d, char *buf, size_t n) {
     else if (s->state == TUNE_STEPPER_DONE && s->nc)
         snprintf(buf, n, "none: a step took over %.0f ms, more than one the L3 holds", TUNE_STEP_MAX_S * 1e3);
     else if (s->state == TUNE_STEPPER_TIMING && s->runs)
-        snprintf(buf, n, "not settled: %d of its %d steps ran, its %d tunings in turn", s->n, tune_stepper_steps(s), s->nc);
+        snprintf(buf, n, "not settled: %d of its %d steps ran, its %d tunings in turn", s->n, tune_stepper_steps(s),
+                 s->nc);
     else if (s->state == TUNE_STEPPER_TIMING)
         snprintf(buf, n, "not settled: %d of its first %d steps ran", s->n, s->nc);
     return s->state != TUNE_STEPPER_IDLE && s->nc;

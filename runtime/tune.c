@@ -145,10 +145,11 @@ static const struct {
     // and 0xa0-0xaf, unmeasured, take the next row): stream: the tuner's pick, stories15M tg 30-40%
     // above interleave 2 (and the warm interleave's incumbent);
     // resident: l2_512 f16 86-88%, bf16 93-95% at none / 4, 2 KB 8% and 2% lower; f16 into ymm,
-    // bf16 zmm (92-95% against ymm's 83-85%; docs/design.md); tails at -t 2: TinyLlama the same tok/s as without, sync wait 0.4-1.5%
-    // against 0.7-2.8%, stories15M ahead in 4 of 6 adjacent pairs (-3% to +18%); KV: none, fixed,
-    // stories15M tg at depth 4000 11-12% above 1 KB (paired, 8 of 8 at t=1, 6 of 8 at t=2), and a
-    // session later 7% above 1 KB and 14% above 4 KB (7 of 8 each), where forced tunes picked 1-4 KB
+    // bf16 zmm (92-95% against ymm's 83-85%; docs/design.md); tails at -t 2: TinyLlama the same
+    // tok/s as without, sync wait 0.4-1.5% against 0.7-2.8%, stories15M ahead in 4 of 6 adjacent
+    // pairs (-3% to +18%); KV: none, fixed, stories15M tg at depth 4000 11-12% above 1 KB (paired,
+    // 8 of 8 at t=1, 6 of 8 at t=2), and a session later 7% above 1 KB and 14% above 4 KB (7 of 8
+    // each), where forced tunes picked 1-4 KB
     {"AuthenticAMD", 0x19, 0x10, 0x1f, {0, 1, 0, GEMV_YMM_F16}, {0, 4, 0, GEMV_YMM_F16}, 0, 2, 1, 1},
     // Zen 3 (measured on model 1, AVX2 only: one tile) and the family's other models (the Zen 4
     // clients have AVX-512): dram_8192 t=1 1 KB 87-90% of the roofline, none 75-79%, 2 KB 71-78%
@@ -548,8 +549,8 @@ static double check_gbps(gemv_tuning tu) {
 // ---- cache file: one line per machine, "KEY pf interleave gbps checked rpf rinterleave kvpf evicted l2 ymm" ----
 // (checked in unix seconds; rpf rinterleave the resident tuning; kvpf attention's KV prefetch;
 // evicted 1 where the stream matrix was evicted before each call; l2 the stream prefetch's hint;
-// ymm the widening bits of both tunings, GEMV_YMM_*. A line without them, from a build before they were
-// tuned, reads as a miss and is measured again: so does a line from before the eviction, whose
+// ymm the widening bits of both tunings, GEMV_YMM_*. A line without them, from a build before
+// they were tuned, reads as a miss and is measured again: so does a line from before the eviction, whose
 // picks may have been made in L3.)
 
 // A tuning a cache line may carry (anything else reads as a miss).
@@ -574,7 +575,7 @@ static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv
                    &rt.interleave, &kp, &ev, &t.l2, &t.ymm) == 11 &&
             !strcmp(k, key) && g > 0 && isfinite(g) && sane(t) && sane(rt) && kp >= 0 && kp <= (1 << 20) &&
             (ev == 0 || ev == 1)) {
-            rt.ymm = t.ymm;                               // one width for both tunings
+            rt.ymm = t.ymm;                               // one widening for both tunings
             *tu = t, *resident = rt, *kv = kp, *evicted = ev, *gbps = g, *checked = c, found = 0;
         }
     }

@@ -14,16 +14,17 @@
 // (K = 8192) and short (K = 256) tiles, at that distance and at none (from DRAM the interleaves
 // tie; where the L3 holds the weights they differ as in decode); the distance again where the
 // interleave moved; then the hint (into every cache level, or L2 only: gemv_tuning.l2).
-// "resident" for weights that stay in each core's L2 from one step to the next (a thread's share
-// at most half the L2), measured on the half-L2 matrices (f16 and bf16 summed), where software
-// prefetch only costs instructions; then, on AVX-512, each type's widening (gemv_tuning.ymm, a
-// bit per type: zmm, or ymm where it reads faster, as f16 does on a Zen 4, which converts ymm at
-// twice the rate per weight) timed on its own matrix, which both tunings take. tune_pick chooses between them by the bytes a step streams per
-// thread. A cached entry is reused while a check of the DRAM read rate (at most every 10 minutes:
-// it allocates the DRAM-sized matrix) stays within 20% of the rate stored with it; otherwise it is
-// measured again, with the cached picks among the candidates (but the stream interleave, whose
-// incumbent is the CPU row's, or the largest without a row), and they stay unless a candidate
-// clearly beats them (tune_choose): a re-tune in a noisy moment must not lock in a worse pick.
+// "resident" for weights that stay in each core's L2 from one step to the next (a thread's share at
+// most half the L2), measured on the half-L2 matrices (f16 and bf16 summed), where software
+// prefetch only costs instructions; then, on AVX-512, each type's widening (gemv_tuning.ymm, a bit
+// per type: zmm, or ymm where it reads faster, as f16 does on a Zen 4, which converts ymm at twice
+// the rate per weight) timed on its own matrix, which both tunings take. tune_pick chooses between
+// them by the bytes a step streams per thread. A cached entry is reused while a check of the DRAM
+// read rate (at most every 10 minutes: it allocates the DRAM-sized matrix) stays within 20% of the
+// rate stored with it; otherwise it is measured again, with the cached picks among the candidates
+// (but the stream interleave, whose incumbent is the CPU row's, or the largest without a row), and
+// they stay unless a candidate clearly beats them (tune_choose): a re-tune in a noisy moment must
+// not lock in a worse pick.
 // A first tune (or DECODE_TUNE=force, which ignores a valid cache entry) does the same with the
 // default row for the CPU's vendor, family and model as the incumbent, where there is a measured
 // row. DECODE_TUNE=off takes that default without measuring. A row may fix the KV prefetch (where

@@ -602,7 +602,8 @@ static void step_tune_cases(const char *path) {
     int k = 0, same = 1, counted = 1, ran = 1, pending = 1, steps = 0;
     for (; k < 20000 && (d.stepper.state != TUNE_STEPPER_DONE || steps++ < 8); k++) {
         int32_t tok = 5 + k % 7, pos = k % d.n_ctx, n0 = d.stepper.n, timing = d.stepper.state != TUNE_STEPPER_DONE;
-        if (timed && !timing && steps == 5) d.stepper.pick = (d.stepper.pick + 1) % TUNE_STEP_CANDIDATES;  // serves next
+        if (timed && !timing && steps == 5)   // a pick set by hand serves the next step
+            d.stepper.pick = (d.stepper.pick + 1) % TUNE_STEP_CANDIDATES;
         // the tuning the step runs: the candidate the stepper names (the first before it starts), then the pick
         gemv_tuning tu = !timed                                  ? d.tuning
                          : d.stepper.state == TUNE_STEPPER_IDLE ? c[0]

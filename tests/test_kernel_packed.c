@@ -94,8 +94,8 @@ static void check_segments(const gemv_path *g, uint32_t dt, const float *x, cons
         float want = mine ? ref[g0 * GEMV_TILE + i] : -777.0f;
         CHECKF(mine ? same_f32(y[i], want) : y[i] == want,
                "segments %s %s pf=%d nt=%d l2=%d ymm=%d k=%zu n=%zu t=%zu [%zu,%zu) i=%zu: %.9g vs %.9g",
-               gemv_isa_name(g->isa), dt_name(dt), g->tu.pf, g->tu.interleave, g->tu.l2, g->tu.ymm, k, n, t, g0, g1, i, y[i],
-               want);
+               gemv_isa_name(g->isa), dt_name(dt), g->tu.pf, g->tu.interleave, g->tu.l2, g->tu.ymm, k, n, t, g0, g1, i,
+               y[i], want);
     }
 }
 
@@ -238,8 +238,10 @@ int main(void) {
     }
     // each type by its own bit (the paths set both, the tuner one or the other)
     const gemv_tuning f16y = {0, 1, 0, GEMV_YMM_F16}, bf16y = {0, 1, 0, GEMV_YMM_BF16};
-    CHECK(gemv_avx512_format(WTYPE_F16, &f16y) == GEMV_FMT_F16Y && gemv_avx512_format(WTYPE_BF16, &f16y) == GEMV_FMT_BF16);
-    CHECK(gemv_avx512_format(WTYPE_F16, &bf16y) == GEMV_FMT_F16 && gemv_avx512_format(WTYPE_BF16, &bf16y) == GEMV_FMT_BF16Y);
+    CHECK(gemv_avx512_format(WTYPE_F16, &f16y) == GEMV_FMT_F16Y &&
+          gemv_avx512_format(WTYPE_BF16, &f16y) == GEMV_FMT_BF16);
+    CHECK(gemv_avx512_format(WTYPE_F16, &bf16y) == GEMV_FMT_F16 &&
+          gemv_avx512_format(WTYPE_BF16, &bf16y) == GEMV_FMT_BF16Y);
     CHECKF(ymm_paths == 8, "%zu paths widen f16 and bf16 into ymm, want 8", ymm_paths);
 #endif
     printf("packed: %zu layout facts, %zu cases bit-identical, %zu packed elements checked, %zu path "

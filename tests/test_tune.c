@@ -448,7 +448,8 @@ int main(void) {
     // a row for a model range: the Zen 4 (family 0x19, models 0x10-0x1f) is not read as the Zen 3
     // row of its family (one tile, f16 into zmm); its row widens f16 into ymm and leaves bf16 in zmm
     CHECKF(gemv_isa_id() != GEMV_AVX512 || !zen4 ||
-               (o.tu.pf == 0 && o.tu.interleave == 1 && o.tu.ymm == GEMV_YMM_F16 && o.resident.interleave == 4 && o.kv_pf == 0),
+               (o.tu.pf == 0 && o.tu.interleave == 1 && o.tu.ymm == GEMV_YMM_F16 && o.resident.interleave == 4 &&
+                o.kv_pf == 0),
            "%s: off gave prefetch %d, interleave %d, ymm %d, KV %d", o.key, o.tu.pf, o.tu.interleave, o.tu.ymm,
            o.kv_pf);
     // the Zen 4's row fixes the KV prefetch (none): a forced tune keeps it, untimed, and says so;

@@ -800,7 +800,8 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
                 int failed = rep < 0 ? run_test(dc, depth, warm, tg, rs[c].batch_size) < 0
                                      : (new_l4 && run_test(dc, depth, 1, 1, 1) < 0) ||
                                            bench_rep(dc, o, len, tg, rep, &rs[c]) < 0;
-                if (rep < 0 && !failed && (tg || rs[c].batch_size <= 1)) settle_tune(dc, depth, depth + warm, depth + len);
+                if (rep < 0 && !failed && (tg || rs[c].batch_size <= 1))
+                    settle_tune(dc, depth, depth + warm, depth + len);
                 if (failed) { fprintf(stderr, "decode-bench: %s: the test stopped (why: above)\n", path); status = 1; }
             }
         if (status) *n = c0;          // the results printed are the finished tests'

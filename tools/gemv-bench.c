@@ -335,12 +335,12 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
         o->ceil = ceil;
         o->pct_ceil = 100.0 * o->gbps / ceil;
     }
+    int ymm = tu.ymm & (dt == WTYPE_F16 ? GEMV_YMM_F16 : dt == WTYPE_BF16 ? GEMV_YMM_BF16 : 0);   // this type's
     fprintf(stderr, "%s %s t=%d: %.1f GB/s, roofline %.1f GB/s (%.1f%%), %.1f GFLOP/s, %d calls per trial; "
             "%s%s tuning: prefetch %d B%s, interleave %d%s; the kernel on L1-resident tiles (%zu x %d a thread) %.1f "
             "GB/s (%.1f%%)\n", name, dname, nth, out[0].gbps, roof, out[0].pct, out[0].gflops, reps,
             evict ? "evicted before each call; " : "", which, tu.pf, tu.l2 ? " into L2" : "", tu.interleave,
-            tu.ymm & (dt == WTYPE_F16 ? GEMV_YMM_F16 : dt == WTYPE_BF16 ? GEMV_YMM_BF16 : 0) ? ", widened into ymm" : "", cj.k,
-            (int)(cj.nt * GEMV_TILE), ceil, out[0].pct_ceil);
+            ymm ? ", widened into ymm" : "", cj.k, (int)(cj.nt * GEMV_TILE), ceil, out[0].pct_ceil);
     free(cj.P), free(cj.y), free(j.slots);
     free(j.P);
     free(j.y);
