@@ -279,9 +279,12 @@ int main(void) {
         CHECKF(c.source == TUNE_CACHED && same(c.tu, r.tu) && same(c.resident, r.resident) && c.kv_pf == r.kv_pf &&
                c.evicted == r.evicted && fabs(c.gbps - r.gbps) < 0.006, "auto after force: source %d note '%s'",
                c.source, c.note);
-        // a line an earlier tuner wrote (the key without its "-vN", checked just now) is a miss: measured
+        // a line an earlier tuner wrote (the key without its "-vN" and what follows it, a sanitized
+        // build's tag; checked just now) is a miss: measured
         char v1[256];
-        const char *ver = strrchr(r.key, '-');
+        const char *ver = NULL;
+        for (const char *q = strstr(r.key, "-v"); q; q = strstr(q + 1, "-v"))
+            if (q[2] >= '0' && q[2] <= '9') ver = q;
         snprintf(v1, sizeof v1, "%.*s", ver ? (int)(ver - r.key) : 0, r.key);
         CHECKF(ver && ver[1] == 'v' && atoi(ver + 2) >= 2, "key %s", r.key);
         write_cache(path, "%s 0 2 %.2f %lld 0 4 1024 0 0 0\n", v1, r.gbps, (long long)time(NULL));
