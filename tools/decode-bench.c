@@ -297,17 +297,17 @@ static double run_test(decoder *d, int pos0, int n, int tg, int batch) {
     return util_now() - t0;
 }
 
-// A warmup's steps on from pos while the step tune still times the test's first step, d0, then
-// likewise from where a wide plan takes over within the test, [d0, end) (runtime/tune.h): so the
-// timed repetitions run the picks, as a long decode does. Positions past the context's end, or
-// past the plan's steps the tune times, wrap back to the start (the test rewrites those rows;
-// a warmup's logits are not read). DECODE_PLAN=alternate settles both plans from d0.
+// A warmup's steps, on from pos, for each position s of the test [d0, end) whose step a tune
+// would still time (runtime/tune.h): the first, where a wide plan takes over, where a plan's KV
+// rows first carry its step past the resident bytes; each until that tune has picked, so the
+// timed repetitions run the picks, as a long decode does. Positions before s, past the context's
+// end or past the steps the tune times wrap back to s (the test rewrites those rows; a warmup's
+// logits are not read). DECODE_PLAN=alternate settles both plans from d0.
 static void settle_tune(decoder *d, int d0, int pos, int end) {
-    int w = decoder_wide_from(d), start[2] = {d0, w > d0 && w < end ? w : -1};
     int32_t tok = 1 % d->hp.n_vocab;
-    for (int i = 0; i < 2; i++, pos = start[1])
-        for (int k = 0; start[i] >= 0 && k < 100000 && decoder_step_tune_pending(d, start[i]); k++, pos++) {
-            if (pos >= d->n_ctx || !decoder_step_tune_pending(d, pos)) pos = start[i];
+    for (int s = d0; s < end; s++)
+        for (int k = 0; k < 100000 && decoder_step_tune_pending(d, s); k++, pos++) {
+            if (pos < s || pos >= d->n_ctx || !decoder_step_tune_pending(d, pos)) pos = s;
             tok = argmax_f32(decoder_forward(d, tok, pos), d->hp.n_vocab);
         }
 }
