@@ -37,6 +37,10 @@ enum { GEMV_SCALAR, GEMV_AVX2, GEMV_AVX512, GEMV_N_ISA };
 // 1.5x as fast in ymm (it issues the zmm vcvtph2ps at half the ymm's rate per weight) and bf16 10%
 // slower, while bf16 streamed from L3 takes a far prefetch only in ymm. f32 ignores it.
 enum { GEMV_YMM_F16 = 1, GEMV_YMM_BF16 = 2 };
+// The GEMV_YMM_* bit of weight type dt (0: f32 has none).
+static inline int gemv_ymm_bit(uint32_t dt) {
+    return dt == WTYPE_F16 ? GEMV_YMM_F16 : dt == WTYPE_BF16 ? GEMV_YMM_BF16 : 0;
+}
 typedef struct {
     int pf;
     int interleave;

@@ -256,9 +256,8 @@ A512 void gemv_stripe_bf16_avx512(const float *x, const void *B, size_t k, size_
     stripe_body(F_BF16, x, B, k, ldb, j0, w, y);
 }
 int gemv_avx512_format(uint32_t dt, const gemv_tuning *tu) {
-    if (dt == WTYPE_F32) return F_F32;
-    if (dt == WTYPE_BF16) return tu->ymm & GEMV_YMM_BF16 ? F_BF16Y : F_BF16;
-    return tu->ymm & GEMV_YMM_F16 ? F_F16Y : F_F16;
+    int y = tu->ymm & gemv_ymm_bit(dt);
+    return dt == WTYPE_F32 ? F_F32 : dt == WTYPE_BF16 ? (y ? F_BF16Y : F_BF16) : y ? F_F16Y : F_F16;
 }
 
 A512 void gemv_packed_avx512_tuned(uint32_t dt, const float *x, const void *P, size_t k, size_t n,

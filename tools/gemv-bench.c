@@ -335,7 +335,7 @@ static int bench(pool *pl, int nth, const char *cell, uint32_t dt, const char *d
         o->ceil = ceil;
         o->pct_ceil = 100.0 * o->gbps / ceil;
     }
-    int ymm = tu.ymm & (dt == WTYPE_F16 ? GEMV_YMM_F16 : dt == WTYPE_BF16 ? GEMV_YMM_BF16 : 0);   // this type's
+    int ymm = tu.ymm & gemv_ymm_bit(dt);
     fprintf(stderr, "%s %s t=%d: %.1f GB/s, roofline %.1f GB/s (%.1f%%), %.1f GFLOP/s, %d calls per trial; "
             "%s%s tuning: prefetch %d B%s, interleave %d%s; the kernel on L1-resident tiles (%zu x %d a thread) %.1f "
             "GB/s (%.1f%%)\n", name, dname, nth, out[0].gbps, roof, out[0].pct, out[0].gflops, reps,
