@@ -219,7 +219,8 @@ typedef struct { int ahead, n_pos; } kvpf;
 typedef void vsum_piece_fn(float *o, const float *a, int n_pos, const void *v, uint32_t vt, size_t head_stride,
                            int p0, int p1, size_t stride, int hd, int ng, int grp, kvpf pf);
 static inline __attribute__((always_inline)) void vsum_blocks(float *o, float *chain, const float *a, int n_pos,
-        const void *v, uint32_t vt, kv_layout lay, int g0, int ng, int grp, int hd, int av, vsum_piece_fn *piece) {
+        int a_stride, const void *v, uint32_t vt, kv_layout lay, int g0, int ng, int grp, int hd, int av,
+        vsum_piece_fn *piece) {
     const int B = kv_block_rows(lay, n_pos);
     const size_t n = (size_t)ng * grp * hd;
     for (int c0 = 0; c0 < n_pos; c0 += ATTN_VBLOCK) {
@@ -229,17 +230,21 @@ static inline __attribute__((always_inline)) void vsum_blocks(float *o, float *c
         for (int p = c0, e; p < c1; p = e) {
             const int b0 = p / B * B, nb = n_pos - b0 < B ? n_pos - b0 : B;
             e = c1 < b0 + nb ? c1 : b0 + nb;
-            piece(s, a + b0, n_pos, kv_at(v, vt, kv_index(lay, g0, b0)), vt, lay.head, p - b0, e - b0, lay.row, hd, ng,
-                  grp, (kvpf){av, nb});
+            piece(s, a + b0, a_stride, kv_at(v, vt, kv_index(lay, g0, b0)), vt, lay.head, p - b0, e - b0, lay.row, hd,
+                  ng, grp, (kvpf){av, nb});
         }
         for (size_t i = 0; c0 && i < n; i++) o[i] += chain[i];
     }
 }
 
+// Floats from one head's scores to the next in attention's scratch: n_pos rounded up to a block
+// of 8, so that the SIMD paths compute and scale a row's last positions as a whole block.
+static inline size_t score_stride(int n_pos) { return ((size_t)n_pos + 7) / 8 * 8; }
+
 size_t attention_scratch(int n_pos, int n_head, int n_head_kv, int head_dim) {
     if (n_pos <= 0 || n_head <= 0 || n_head_kv <= 0 || head_dim <= 0) return 0;
     int grp = n_head / n_head_kv, batch = n_head < 8 ? n_head : 8;
-    return ((size_t)n_pos + (size_t)head_dim) * (size_t)(grp > batch ? grp : batch);
+    return (score_stride(n_pos) + (size_t)head_dim) * (size_t)(grp > batch ? grp : batch);
 }
 
 kv_layout kv_blocks(int head_dim, size_t elem, int n_heads, int n_ctx, int block_rows) {
@@ -319,8 +324,8 @@ void attention_ref(float *out, const float *q, const void *k, uint32_t kt, const
                 s[p] = dot_ref(q + (size_t)(g * grp + i) * hd, kv_at(k, kt, kv_index(lay, g, p)), kt, hd) * scale;
             softmax_ref(s, n_pos);
         }
-        vsum_blocks(out + (size_t)g * grp * hd, scratch + (size_t)grp * n_pos, scratch, n_pos, v, vt, lay, g, 1, grp,
-                    hd, 0, vsum_piece_ref);
+        vsum_blocks(out + (size_t)g * grp * hd, scratch + (size_t)grp * n_pos, scratch, n_pos, n_pos, v, vt, lay, g, 1,
+                    grp, hd, 0, vsum_piece_ref);
     }
 }
 
@@ -358,32 +363,87 @@ static AVX2 void swiglu_avx2(float *o, const float *gate, const float *up, int n
     swiglu_ref(o + i, gate + i, up + i, n - i);
 }
 
-// softmax_ref's order: lanes of the max folded like the scalar loop; the double sum's lanes 0-3
-// in s0 and 4-7 in s1, so s0 + s1 holds (l0+l4, l1+l5, l2+l6, l3+l7).
-static AVX2 void softmax_avx2(float *x, int n) {
-    __m256 mv = _mm256_set1_ps(x[0]);
-    int i = 0;
-    for (; i + 8 <= n; i += 8) mv = _mm256_max_ps(_mm256_loadu_ps(x + i), mv);
-    float lanes[8], m = x[0];
-    _mm256_storeu_ps(lanes, mv);
-    for (int j = 0; j < 8; j++) m = lanes[j] > m ? lanes[j] : m;
-    for (; i < n; i++) m = x[i] > m ? x[i] : m;
-    __m256 mm = _mm256_set1_ps(m);
-    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
-    for (i = 0; i + 8 <= n; i += 8) {
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), mm));
-        _mm256_storeu_ps(x + i, e);
-        s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-        s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-    }
-    double t[4];
-    _mm256_storeu_pd(t, _mm256_add_pd(s0, s1));
-    double sum = (t[0] + t[2]) + (t[1] + t[3]);
-    for (; i < n; i++) sum += (double)(x[i] = exp_ref(x[i] - m));
-    __m256 r = _mm256_set1_ps((float)(1.0 / sum));
-    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), r));
-    for (; i < n; i++) x[i] *= (float)(1.0 / sum);
+// The largest of v's lanes, v the running max of a row from m = x[0] (x > m ? x : m per lane): a
+// NaN x[0] made every lane NaN and gives NaN; else no lane is NaN, and the max of numbers does not
+// depend on the order they are taken in, but for the sign of a zero, which x - m, and so every
+// exponential, never shows (x +- 0 is x; +-0 - +-0 is +-0, and e^+-0 is 1).
+static inline __attribute__((always_inline)) AVX2 float max_lanes8(__m256 v) {
+    __m128 q = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    q = _mm_max_ps(q, _mm_movehl_ps(q, q));
+    return _mm_cvtss_f32(_mm_max_ss(q, _mm_movehdup_ps(q)));
 }
+
+// 1 / the double sum of a row's exponentials, as a float: t4's lanes (l0+l4, l1+l5, l2+l6, l3+l7)
+// reduced, then the tail [n8, n) in order, computed here or, padded, already in x.
+static inline __attribute__((always_inline)) AVX2 float softmax_inv(__m256d t4, float *x, int n8, int n, int pad,
+                                                                    float m) {
+    double t[4];
+    _mm256_storeu_pd(t, t4);
+    double sum = (t[0] + t[2]) + (t[1] + t[3]);
+    for (int i = n8; i < n; i++) sum += (double)(x[i] = pad ? x[i] : exp_ref(x[i] - m));
+    return (float)(1.0 / sum);
+}
+
+// softmax_ref's order in eight lanes: the double sum's lanes 0-3 in s0 and 4-7 in s1, so s0 + s1
+// holds (l0+l4, l1+l5, l2+l6, l3+l7). R rows (stride floats apart) go phase by phase side by side,
+// each with its own max, sum and scale, so one row's serial steps (the sum's chain, the divide)
+// hide behind the others'. PAD: each row has room to n rounded up to 8, so the tail's exponentials
+// and scaling run as one block of 8 (the lanes past n computed and dropped), the sum still taking
+// them one by one; without it the tail is scalar, as a masked access would not forward from a store.
+static inline __attribute__((always_inline)) AVX2 void softmax_rows8(float *x, int n, size_t stride, int R, int PAD) {
+    __m256 mv[4];
+    __m256d s0[4], s1[4];
+    float m[4], inv[4];
+    const int n8 = n / 8 * 8, pad = PAD && n > n8;
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) mv[r] = _mm256_set1_ps(x[r * stride]);
+    for (int i = 0; i < n8; i += 8)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) mv[r] = _mm256_max_ps(_mm256_loadu_ps(x + r * stride + i), mv[r]);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) m[r] = max_lanes8(mv[r]);
+    for (int i = n8; i < n; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) m[r] = x[r * stride + i] > m[r] ? x[r * stride + i] : m[r];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) mv[r] = _mm256_set1_ps(m[r]), s0[r] = s1[r] = _mm256_setzero_pd();
+    for (int i = 0; i < n8 + 8 * pad; i += 8)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + r * stride + i), mv[r]));
+            _mm256_storeu_ps(x + r * stride + i, e);
+            if (i == n8) continue;   // the padded tail: its exponentials summed below, in order
+            s0[r] = _mm256_add_pd(s0[r], _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+            s1[r] = _mm256_add_pd(s1[r], _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+        }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        inv[r] = softmax_inv(_mm256_add_pd(s0[r], s1[r]), x + r * stride, n8, n, pad, m[r]);
+        mv[r] = _mm256_set1_ps(inv[r]);
+    }
+    for (int i = 0; i < n8 + 8 * pad; i += 8)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            _mm256_storeu_ps(x + r * stride + i, _mm256_mul_ps(_mm256_loadu_ps(x + r * stride + i), mv[r]));
+    for (int i = n8; i < n && !pad; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) x[r * stride + i] *= inv[r];
+}
+
+static AVX2 void softmax_avx2(float *x, int n) { softmax_rows8(x, n, 0, 1, 0); }
+
+// A rows kernel on rows rows of attention's scratch (n scores each, score_stride(n) apart, so
+// padded): four at a time, then two, then one.
+#define SOFTMAX_SCORES(ROWS, x, n, rows)                                       \
+    do {                                                                       \
+        const size_t st_ = score_stride(n);                                    \
+        int r_ = 0;                                                            \
+        for (; r_ + 4 <= (rows); r_ += 4) ROWS((x) + r_ * st_, n, st_, 4, 1); \
+        for (; r_ + 2 <= (rows); r_ += 2) ROWS((x) + r_ * st_, n, st_, 2, 1); \
+        for (; r_ < (rows); r_++) ROWS((x) + r_ * st_, n, 0, 1, 1);           \
+    } while (0)
+
+static AVX2 void softmax_scores_avx2(float *x, int n, int rows) { SOFTMAX_SCORES(softmax_rows8, x, n, rows); }
 
 // exp8 in sixteen lanes, operation for operation.
 static inline __attribute__((always_inline)) A512 __m512 exp16(__m512 x) {
@@ -415,39 +475,89 @@ static inline __attribute__((always_inline)) A512 __m512d widen_hi(__m512 e) {
     return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
 }
 
+// max_lanes8 over sixteen lanes.
+static inline __attribute__((always_inline)) A512 float max_lanes16(__m512 v) {
+    return max_lanes8(
+        _mm256_max_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+}
+
+// Eight floats at x in both halves of a zmm.
+static inline __attribute__((always_inline)) A512 __m512 bcast8(const float *x) {
+    return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(x))));
+}
+
 // softmax_ref's order in sixteen lanes: the max as softmax_avx2's; the double sum's eight lanes in
 // one zmm, each block of 16 adding its low then its high 8 (lane l still takes every i = l mod 8
-// in order), one masked block of 8 if n % 16 >= 8, then the tail as the scalar loop.
-static A512 void softmax_avx512(float *x, int n) {
-    __m512 mv = _mm512_set1_ps(x[0]);
-    int i = 0;
-    for (; i + 16 <= n; i += 16) mv = _mm512_max_ps(_mm512_loadu_ps(x + i), mv);
-    float lanes[16], m = x[0];
-    _mm512_storeu_ps(lanes, mv);
-    for (int j = 0; j < 16; j++) m = lanes[j] > m ? lanes[j] : m;
-    for (; i < n; i++) m = x[i] > m ? x[i] : m;
-    __m512 mm = _mm512_set1_ps(m);
-    __m512d s = _mm512_setzero_pd();
-    for (i = 0; i + 16 <= n; i += 16) {
-        __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), mm));
-        _mm512_storeu_ps(x + i, e);
-        s = _mm512_add_pd(_mm512_add_pd(s, widen_lo(e)), widen_hi(e));
+// in order), one masked block of 8 if n % 16 >= 8, then the tail as the scalar loop. R rows
+// (stride floats apart) go phase by phase side by side, each with its own max, sum and scale, so
+// one row's serial steps (the max's lanes, the sum's chain, the divide) hide behind the others'.
+// PAD: each row has room to n rounded up to 8, so the tail's exponentials and scaling run as one
+// block of 8 (the lanes past n computed and dropped), the sum still taking them one by one.
+static inline __attribute__((always_inline)) A512 void softmax_rows16(float *x, int n, size_t stride, int R, int PAD) {
+    __m512 mv[4];
+    __m512d s[4];
+    float m[4], inv[4];
+    const int n16 = n / 16 * 16, n8 = n / 8 * 8;   // whole blocks of 16, then one of 8 (ymm: no masked
+                                                   // access, which a store cannot forward to)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) mv[r] = _mm512_set1_ps(x[r * stride]);
+    for (int i = 0; i < n16; i += 16)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) mv[r] = _mm512_max_ps(_mm512_loadu_ps(x + r * stride + i), mv[r]);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        if (n8 > n16) mv[r] = _mm512_max_ps(bcast8(x + r * stride + n16), mv[r]);
+        m[r] = max_lanes16(mv[r]);
     }
-    if (i + 8 <= n) {
-        __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(0xff, x + i), mm));
-        _mm512_mask_storeu_ps(x + i, 0xff, e);
-        s = _mm512_add_pd(s, widen_lo(e));
-        i += 8;
+    for (int i = n8; i < n; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) m[r] = x[r * stride + i] > m[r] ? x[r * stride + i] : m[r];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) mv[r] = _mm512_set1_ps(m[r]), s[r] = _mm512_setzero_pd();
+    for (int i = 0; i < n16; i += 16)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) {
+            __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(x + r * stride + i), mv[r]));
+            _mm512_storeu_ps(x + r * stride + i, e);
+            s[r] = _mm512_add_pd(_mm512_add_pd(s[r], widen_lo(e)), widen_hi(e));
+        }
+#pragma GCC unroll 4
+    for (int r = 0; r < R && n8 > n16; r++) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + r * stride + n16), _mm512_castps512_ps256(mv[r])));
+        _mm256_storeu_ps(x + r * stride + n16, e);
+        s[r] = _mm512_add_pd(s[r], _mm512_cvtps_pd(e));
     }
-    __m256d t4 = _mm256_add_pd(_mm512_extractf64x4_pd(s, 0), _mm512_extractf64x4_pd(s, 1));
-    double t[4];
-    _mm256_storeu_pd(t, t4);
-    double sum = (t[0] + t[2]) + (t[1] + t[3]);
-    for (; i < n; i++) sum += (double)(x[i] = exp_ref(x[i] - m));
-    __m512 r = _mm512_set1_ps((float)(1.0 / sum));
-    for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(x + i, _mm512_mul_ps(_mm512_loadu_ps(x + i), r));
-    for (; i < n; i++) x[i] *= (float)(1.0 / sum);
+    if (PAD && n > n8)   // the padded tail: its exponentials summed below, in order
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            _mm256_storeu_ps(x + r * stride + n8,
+                             exp8(_mm256_sub_ps(_mm256_loadu_ps(x + r * stride + n8), _mm512_castps512_ps256(mv[r]))));
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) {
+        __m256d t4 = _mm256_add_pd(_mm512_extractf64x4_pd(s[r], 0), _mm512_extractf64x4_pd(s[r], 1));
+        inv[r] = softmax_inv(t4, x + r * stride, n8, n, PAD && n > n8, m[r]), mv[r] = _mm512_set1_ps(inv[r]);
+    }
+    for (int i = 0; i < n16; i += 16)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            _mm512_storeu_ps(x + r * stride + i, _mm512_mul_ps(_mm512_loadu_ps(x + r * stride + i), mv[r]));
+#pragma GCC unroll 4
+    for (int r = 0; r < R && n8 > n16; r++)
+        _mm256_storeu_ps(x + r * stride + n16,
+                         _mm256_mul_ps(_mm256_loadu_ps(x + r * stride + n16), _mm512_castps512_ps256(mv[r])));
+    if (PAD && n > n8)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            _mm256_storeu_ps(x + r * stride + n8,
+                             _mm256_mul_ps(_mm256_loadu_ps(x + r * stride + n8), _mm512_castps512_ps256(mv[r])));
+    for (int i = n8; i < n && !PAD; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) x[r * stride + i] *= inv[r];
 }
+
+static A512 void softmax_avx512(float *x, int n) { softmax_rows16(x, n, 0, 1, 0); }
+
+static A512 void softmax_scores_avx512(float *x, int n, int rows) { SOFTMAX_SCORES(softmax_rows16, x, n, rows); }
 
 // The widest softmax path cpu_isa() allows (the same bits on each); AVX2 at least.
 static void (*softmax_simd(void))(float *, int) {
@@ -519,9 +629,10 @@ static inline __attribute__((always_inline)) AVX2 __m256 fold_pair(__m256 a, __m
 }
 
 // Eight positions from p when hd is whole 8-blocks: eight chains, and their eight lane
-// reductions done together, each in dot_ref's order ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
+// reductions done together, each in dot_ref's order ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). Only
+// np (1..8) rows are there: the positions from np on reread row np - 1 (their scores are dropped).
 static inline __attribute__((always_inline)) AVX2 void scores_block8(float *s, const float *q,
-        const void *k, uint32_t kt, size_t stride, int p, int hd, float scale) {
+        const void *k, uint32_t kt, size_t stride, int p, int np, int hd, float scale) {
     __m256 acc[8];
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) acc[j] = _mm256_setzero_ps();
@@ -529,7 +640,8 @@ static inline __attribute__((always_inline)) AVX2 void scores_block8(float *s, c
         __m256 qv = _mm256_loadu_ps(q + i);
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++)
-            acc[j] = _mm256_fmadd_ps(qv, kv_load8(k, kt, (size_t)(p + j) * stride + (size_t)i), acc[j]);
+            acc[j] = _mm256_fmadd_ps(qv, kv_load8(k, kt, (size_t)(p + (j < np ? j : np - 1)) * stride + (size_t)i),
+                                     acc[j]);
     }
     __m256 f01 = fold_pair(acc[0], acc[1]), f23 = fold_pair(acc[2], acc[3]);
     __m256 f45 = fold_pair(acc[4], acc[5]), f67 = fold_pair(acc[6], acc[7]);
@@ -539,10 +651,12 @@ static inline __attribute__((always_inline)) AVX2 void scores_block8(float *s, c
     _mm256_storeu_ps(s + p, _mm256_mul_ps(r, _mm256_set1_ps(scale)));
 }
 
-// One query head's scores over [0, n_pos).
+// One query head's scores for positions [p, p + np), np 1..8; room: the row has room for 8 scores
+// from p (attention's padded scratch), so a short block too runs as one of 8 where hd allows.
 static inline __attribute__((always_inline)) AVX2 void scores_head(float *s, const float *q,
-        const void *k, uint32_t kt, size_t stride, int p, int np, int hd, float scale) {
-    if (np == 8 && hd % 8 == 0) scores_block8(s, q, k, kt, stride, p, hd, scale);
+        const void *k, uint32_t kt, size_t stride, int p, int np, int hd, float scale, int room) {
+    if (np == 8 && hd % 8 == 0) scores_block8(s, q, k, kt, stride, p, 8, hd, scale);
+    else if (room && hd % 8 == 0) scores_block8(s, q, k, kt, stride, p, np, hd, scale);
     else
         for (int j = 0; j < np; j += 4) scores_block(s, q, k, kt, stride, p + j, np - j < 4 ? np - j : 4, hd, scale);
 }
@@ -702,11 +816,11 @@ static int attention_batch(int grp, int hd) {
 // run per block, with positions, scores and prefetch bounds relative to the block's first row.
 static inline __attribute__((always_inline)) AVX2 void attention_body(float *out, const float *q,
         const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos, int n_head, int n_head_kv,
-        int head_dim, kv_layout lay, float *scratch, void (*softmax_fn)(float *, int)) {
+        int head_dim, kv_layout lay, float *scratch) {
     const float scale = 1.0f / sqrtf((float)head_dim);
     const int grp = n_head / n_head_kv, hd = head_dim, batch = attention_batch(grp, hd), B = kv_block_rows(lay, n_pos);
     const int ak = kv_prefetch_rows(kt, lay.row), av = kv_prefetch_rows(vt, lay.row);
-    const size_t row = lay.row;
+    const size_t row = lay.row, st = score_stride(n_pos);   // st: score rows padded to 8 positions
     memset(out, 0, (size_t)n_head * hd * sizeof *out);
     for (int g0 = 0; g0 < n_head_kv;) {
         const int ng = batch_groups(g0, batch, n_head_kv);
@@ -715,16 +829,16 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
                 const int nb = n_pos - b0 < B ? n_pos - b0 : B;
                 const void *kb = kv_at(k, kt, kv_index(lay, g, b0));
                 const float *qg = q + (size_t)g * grp * hd;
-                float *sg = scratch + (size_t)(g - g0) * grp * n_pos + b0;
+                float *sg = scratch + (size_t)(g - g0) * grp * st + b0;
                 for (int p = 0; p < nb; p += 8) {
-                    kv_prefetch(kb, kt, row, p, nb - p < 8 ? nb - p : 8, hd, (kvpf){ak, nb});
+                    const int np = nb - p < 8 ? nb - p : 8, room = b0 + p + 8 <= (int)st;
+                    kv_prefetch(kb, kt, row, p, np, hd, (kvpf){ak, nb});
                     for (int h = 0; h < grp; h++)
-                        scores_head(sg + (size_t)h * n_pos, qg + (size_t)h * hd, kb, kt, row, p,
-                                    nb - p < 8 ? nb - p : 8, hd, scale);
+                        scores_head(sg + h * st, qg + (size_t)h * hd, kb, kt, row, p, np, hd, scale, room);
                 }
             }
-        for (int h = 0; h < ng * grp; h++) softmax_fn(scratch + (size_t)h * n_pos, n_pos);
-        vsum_blocks(out + (size_t)g0 * grp * hd, scratch + (size_t)ng * grp * n_pos, scratch, n_pos, v, vt, lay, g0, ng,
+        softmax_scores_avx2(scratch, n_pos, ng * grp);
+        vsum_blocks(out + (size_t)g0 * grp * hd, scratch + ng * grp * st, scratch, n_pos, (int)st, v, vt, lay, g0, ng,
                     grp, hd, av, vsum_piece);
         g0 += ng;
     }
@@ -778,9 +892,10 @@ static inline void pair_q(float *qq, const float *q, int npairs, int hd) {
 }
 
 // Two heads' scores for eight positions, whose K rows start at k, stride apart (hd whole 8-blocks):
-// scores_block8's chains and lane reductions, both heads at once, into s0[0..8) and s1[0..8).
+// scores_block8's chains and lane reductions, both heads at once, into s0[0..8) and s1[0..8). Only
+// np (1..8) rows are there: the positions from np on reread row np - 1 (their scores are dropped).
 INL5 void scores_pair8(float *s0, float *s1, const float *qq, const void *k, uint32_t kt, size_t stride, int hd,
-                       float scale) {
+                       float scale, int np) {
     __m512 acc[8];
 #pragma GCC unroll 8
     for (int j = 0; j < 8; j++) acc[j] = _mm512_setzero_ps();
@@ -788,7 +903,7 @@ INL5 void scores_pair8(float *s0, float *s1, const float *qq, const void *k, uin
         __m512 qv = _mm512_loadu_ps(qq + 2 * i);
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++)
-            acc[j] = _mm512_fmadd_ps(qv, kv_bcast8(k, kt, (size_t)j * stride + (size_t)i), acc[j]);
+            acc[j] = _mm512_fmadd_ps(qv, kv_bcast8(k, kt, (size_t)(j < np ? j : np - 1) * stride + (size_t)i), acc[j]);
     }
     // quarters (0 h, 0 h+1, 1 h, 1 h+1) and so on; two hadds leave (0, 2, 4, 6 | the same of h+1 |
     // 1, 3, 5, 7 | of h+1), each ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)); then into position order
@@ -907,32 +1022,37 @@ INL5 void attention_body512(float *out, const float *q, const void *k, uint32_t 
     const int batch = wide ? (grp == 1 ? 8 : 1) : attention_batch(grp, hd);
     const int npairs = hd % 8 == 0 && (size_t)grp * hd <= PAIR_Q_MAX ? grp / 2 : 0;
     const int ak = kv_prefetch_rows(kt, lay.row), av = kv_prefetch_rows(vt, lay.row);
-    const size_t row = lay.row;
+    const size_t row = lay.row, st = score_stride(n_pos);   // st: score rows padded to 8 positions
     float qq[PAIR_Q_MAX];
     memset(out, 0, (size_t)n_head * hd * sizeof *out);
     for (int g0 = 0; g0 < n_head_kv;) {
         const int ng = batch_groups(g0, batch, n_head_kv);
         for (int g = g0; g < g0 + ng; g++) {
             const float *qg = q + (size_t)g * grp * hd;
-            if (n_pos >= 8) pair_q(qq, qg, npairs, hd);
+            pair_q(qq, qg, npairs, hd);
             for (int b0 = 0; b0 < n_pos; b0 += B) {
                 const int nb = n_pos - b0 < B ? n_pos - b0 : B;
                 const void *kb = kv_at(k, kt, kv_index(lay, g, b0));
-                float *sg = scratch + (size_t)(g - g0) * grp * n_pos + b0;
+                float *sg = scratch + (size_t)(g - g0) * grp * st + b0;
                 for (int p = 0; p < nb; p += 8) {
                     int np = nb - p < 8 ? nb - p : 8, h = 0;
+                    const void *kp = kv_at(kb, kt, (size_t)p * row);
                     kv_prefetch(kb, kt, row, p, np, hd, (kvpf){ak, nb});
-                    if (np == 8)
-                        for (; h < 2 * npairs; h += 2)
-                            scores_pair8(sg + (size_t)h * n_pos + p, sg + (size_t)(h + 1) * n_pos + p,
-                                         qq + (size_t)h * hd, kv_at(kb, kt, (size_t)p * row), kt, row, hd, scale);
+                    // a last block short of 8 writes 8 scores too, into the row's padding
+                    for (; np == 8 && h < 2 * npairs; h += 2)
+                        scores_pair8(sg + h * st + p, sg + (h + 1) * st + p, qq + (size_t)h * hd, kp, kt, row, hd,
+                                     scale, 8);
+                    for (; b0 + p + 8 <= (int)st && h < 2 * npairs; h += 2)
+                        scores_pair8(sg + h * st + p, sg + (h + 1) * st + p, qq + (size_t)h * hd, kp, kt, row, hd,
+                                     scale, np);
                     for (; h < grp; h++)
-                        scores_head(sg + (size_t)h * n_pos, qg + (size_t)h * hd, kb, kt, row, p, np, hd, scale);
+                        scores_head(sg + h * st, qg + (size_t)h * hd, kb, kt, row, p, np, hd, scale,
+                                    b0 + p + 8 <= (int)st);
                 }
             }
         }
-        for (int h = 0; h < ng * grp; h++) softmax_avx512(scratch + (size_t)h * n_pos, n_pos);
-        vsum_blocks(out + (size_t)g0 * grp * hd, scratch + (size_t)ng * grp * n_pos, scratch, n_pos, v, vt, lay, g0, ng,
+        softmax_scores_avx512(scratch, n_pos, ng * grp);
+        vsum_blocks(out + (size_t)g0 * grp * hd, scratch + ng * grp * st, scratch, n_pos, (int)st, v, vt, lay, g0, ng,
                     grp, hd, av, wide ? vsum_piece512 : vsum_piece);
         g0 += ng;
     }
@@ -954,11 +1074,10 @@ static A512BW void attention_avx512(float *out, const float *q, const void *k, u
 #undef BODY
 }
 
-// attention_body with the widest softmax the machine has (the same bits either way).
+// attention_body with the cache types as constants.
 static AVX2 void attention_avx2(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt,
         int n_pos, int n_head, int n_head_kv, int head_dim, kv_layout lay, float *scratch) {
-#define BODY(KT, VT)                                                                                       \
-    attention_body(out, q, k, KT, v, VT, n_pos, n_head, n_head_kv, head_dim, lay, scratch, softmax_simd())
+#define BODY(KT, VT) attention_body(out, q, k, KT, v, VT, n_pos, n_head, n_head_kv, head_dim, lay, scratch)
     CACHE_TYPES(BODY);
 #undef BODY
 }

@@ -303,9 +303,9 @@ static void check_attention64(const float *o, const float *q, const float *rk, c
 static size_t test_attention(void) {
     // head_dim: every count of 8-dim blocks past a 64-block (1..8), 32, tails, and zmm blocks of 4,
     // 1 and 8 lanes past 16 (20, 33, 264: also past the AVX-512 path's paired-q buffer with 16
-    // heads); positions: part and whole 8-blocks, and V blocks beyond the first (65: one position
-    // past the first block)
-    const int hds[] = {8, 12, 16, 20, 24, 32, 33, 40, 48, 56, 64, 72, 80, 100, 128, 264}, nps[] = {1, 2, 17, 65, 300};
+    // heads); positions: part and whole 8-blocks (23: a block of 16 and 7 more), and V blocks
+    // beyond the first (65: one position past the first block)
+    const int hds[] = {8, 12, 16, 20, 24, 32, 33, 40, 48, 56, 64, 72, 80, 100, 128, 264}, nps[] = {1, 2, 23, 65, 300};
     // group sizes 1, 2, 3, 4, 5, 8, 16: the batched V sums of small head_dims (2, 4, 8 heads) and a
     // remainder; several small groups side by side (8, 4 and 2 groups, then what is left of 6,
     // and of 7: a lone group after the batches); AVX-512 pairs heads of a group (a lone last
