@@ -548,6 +548,25 @@ void decoder_segment_gemv(const packed_matrix *w, const float *x, size_t tile, u
     gemv_packed(w->type, x + p0, rows, len, left < GEMV_TILE ? left : GEMV_TILE, 0, 1, slot);
 }
 
+// The trace of a share: the bytes it reads at this layer's weight type and, split, the partial
+// slots it writes.
+static void trace_share(decoder *d, const thread_ctx *c, int layer, int m, const packed_matrix *w,
+                        const sched_range *r, int whole) {
+    const sched_mat shape = {.k = w->n_in, .n = w->n_out, .es = wtype_get(w->type)->size};
+    const char *tiles = w->tiles;
+    size_t lo, hi;
+    if (whole) {
+        sched_tiles_bytes(&shape, r->t0, r->t1, &lo, &hi);
+        trace(d, c, layer, m, 0, tiles, tiles + lo, hi - lo);
+        return;
+    }
+    for (uint32_t g = r->s0; g < r->s1; g++) {
+        sched_seg_bytes(&shape, r->t0, g, g + 1, &lo, &hi);
+        trace(d, c, layer, m, 0, tiles, tiles + lo, hi - lo);
+        trace(d, c, layer, m, 1, d->partials[m], partial_slot(d, m, r->t0, g), SCHED_SLOT_BYTES);
+    }
+}
+
 // This thread's share of out = W x: whole tiles straight into out; a split tile's segments each
 // into its own partial slot, every one summed from 0 (the fold comes later, by the tile's owner).
 static void matmul_share(decoder *d, thread_ctx *c, int layer, int m, const float *x, float *out) {
@@ -558,19 +577,11 @@ static void matmul_share(decoder *d, thread_ctx *c, int layer, int m, const floa
         return;
     }
     const packed_matrix *w = decoder_matrix(d, layer, m);
-    const sched_mat shape = {.k = w->n_in, .n = w->n_out, .es = wtype_get(w->type)->size};   // this layer's type
-    const char *tiles = w->tiles;
-    size_t lo, hi;
-    if (r->s0 == 0 && r->s1 == sched_n_seg(&d->sched, m)) {
-        sched_tiles_bytes(&shape, r->t0, r->t1, &lo, &hi);
-        trace(d, c, layer, m, 0, tiles, tiles + lo, hi - lo);
+    const int whole = r->s0 == 0 && r->s1 == sched_n_seg(&d->sched, m);
+    if (d->trace) trace_share(d, c, layer, m, w, r, whole);
+    if (whole) {
         gemv_packed(w->type, x, w->tiles, w->n_in, w->n_out, r->t0, r->t1, out);
         return;
-    }
-    for (uint32_t g = r->s0; g < r->s1; g++) {
-        sched_seg_bytes(&shape, r->t0, g, g + 1, &lo, &hi);
-        trace(d, c, layer, m, 0, tiles, tiles + lo, hi - lo);
-        trace(d, c, layer, m, 1, d->partials[m], partial_slot(d, m, r->t0, g), SCHED_SLOT_BYTES);
     }
     // the segments side by side (their slots are consecutive)
     gemv_packed_segments(w->type, x, w->tiles, w->n_in, w->n_out, r->t0, r->s0, r->s1,
