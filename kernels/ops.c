@@ -210,13 +210,13 @@ static inline int kv_block_rows(kv_layout lay, int n_pos) {
 // SIMD paths' kv_prefetch; the reference ignores it).
 typedef struct { int ahead, n_pos; } kvpf;
 
-// The V sums of ng groups of grp heads (scores a + h * n_pos; group g0 + j's V rows in lay):
+// The V sums of ng groups of grp heads (scores a + h * a_stride; group g0 + j's V rows in lay):
 // piece adds positions [p0, p1) of one cache block into chains continued from o (vsum_ref's
 // contract), and chain (ng * grp * hd floats) holds one ATTN_VBLOCK block's sums, which o then
 // adds: blocks counted from position 0, cut where the cache's blocks end, so the arithmetic is the
 // same in every layout. o starts zeroed, so the first block sums into it directly (0 + s is s).
 // av: the V prefetch distance in rows.
-typedef void vsum_piece_fn(float *o, const float *a, int n_pos, const void *v, uint32_t vt, size_t head_stride,
+typedef void vsum_piece_fn(float *o, const float *a, int a_stride, const void *v, uint32_t vt, size_t head_stride,
                            int p0, int p1, size_t stride, int hd, int ng, int grp, kvpf pf);
 static inline __attribute__((always_inline)) void vsum_blocks(float *o, float *chain, const float *a, int n_pos,
         int a_stride, const void *v, uint32_t vt, kv_layout lay, int g0, int ng, int grp, int hd, int av,
@@ -303,12 +303,12 @@ size_t attention_prefetch_lines(uintptr_t c, size_t row_bytes, size_t w_bytes, i
 }
 
 // vsum_blocks' piece, a head at a time.
-static void vsum_piece_ref(float *o, const float *a, int n_pos, const void *v, uint32_t vt, size_t head_stride,
+static void vsum_piece_ref(float *o, const float *a, int a_stride, const void *v, uint32_t vt, size_t head_stride,
                            int p0, int p1, size_t stride, int hd, int ng, int grp, kvpf pf) {
     (void)pf;
     for (int h = 0; h < ng * grp; h++)
-        vsum_ref(o + (size_t)h * hd, a + (size_t)h * n_pos, kv_at(v, vt, (size_t)(h / grp) * head_stride), vt, p0, p1,
-                 0, hd, stride);
+        vsum_ref(o + (size_t)h * hd, a + (size_t)h * a_stride, kv_at(v, vt, (size_t)(h / grp) * head_stride), vt, p0,
+                 p1, 0, hd, stride);
 }
 
 void attention_ref(float *out, const float *q, const void *k, uint32_t kt, const void *v, uint32_t vt, int n_pos,
@@ -365,8 +365,9 @@ static AVX2 void swiglu_avx2(float *o, const float *gate, const float *up, int n
 
 // The largest of v's lanes, v the running max of a row from m = x[0] (x > m ? x : m per lane): a
 // NaN x[0] made every lane NaN and gives NaN; else no lane is NaN, and the max of numbers does not
-// depend on the order they are taken in, but for the sign of a zero, which x - m, and so every
-// exponential, never shows (x +- 0 is x; +-0 - +-0 is +-0, and e^+-0 is 1).
+// depend on the order they are taken in, but for the sign of a zero. That sign reaches x - m only
+// as the sign of a zero difference (x +- 0 is x for x != 0), and e^+-0 is 1: every output keeps
+// its bits.
 static inline __attribute__((always_inline)) AVX2 float max_lanes8(__m256 v) {
     __m128 q = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     q = _mm_max_ps(q, _mm_movehl_ps(q, q));
@@ -380,7 +381,10 @@ static inline __attribute__((always_inline)) AVX2 float softmax_inv(__m256d t4, 
     double t[4];
     _mm256_storeu_pd(t, t4);
     double sum = (t[0] + t[2]) + (t[1] + t[3]);
-    for (int i = n8; i < n; i++) sum += (double)(x[i] = pad ? x[i] : exp_ref(x[i] - m));
+    for (int i = n8; i < n; i++) {
+        if (!pad) x[i] = exp_ref(x[i] - m);
+        sum += (double)x[i];
+    }
     return (float)(1.0 / sum);
 }
 
@@ -486,19 +490,15 @@ static inline __attribute__((always_inline)) A512 __m512 bcast8(const float *x) 
     return _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(x))));
 }
 
-// softmax_ref's order in sixteen lanes: the max as softmax_avx2's; the double sum's eight lanes in
-// one zmm, each block of 16 adding its low then its high 8 (lane l still takes every i = l mod 8
-// in order), one masked block of 8 if n % 16 >= 8, then the tail as the scalar loop. R rows
-// (stride floats apart) go phase by phase side by side, each with its own max, sum and scale, so
-// one row's serial steps (the max's lanes, the sum's chain, the divide) hide behind the others'.
-// PAD: each row has room to n rounded up to 8, so the tail's exponentials and scaling run as one
-// block of 8 (the lanes past n computed and dropped), the sum still taking them one by one.
+// softmax_rows8 in sixteen lanes: the double sum's eight lanes in one zmm, each block of 16 adding
+// its low then its high 8 (lane l still takes every i = l mod 8 in order), then softmax_rows8's
+// blocks of 8 from the last 16 on (a whole one, the padded tail) in ymm, not masked zmm: a store
+// cannot forward to a masked load.
 static inline __attribute__((always_inline)) A512 void softmax_rows16(float *x, int n, size_t stride, int R, int PAD) {
     __m512 mv[4];
     __m512d s[4];
     float m[4], inv[4];
-    const int n16 = n / 16 * 16, n8 = n / 8 * 8;   // whole blocks of 16, then one of 8 (ymm: no masked
-                                                   // access, which a store cannot forward to)
+    const int n16 = n / 16 * 16, n8 = n / 8 * 8, pad = PAD && n > n8;
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) mv[r] = _mm512_set1_ps(x[r * stride]);
     for (int i = 0; i < n16; i += 16)
@@ -521,36 +521,30 @@ static inline __attribute__((always_inline)) A512 void softmax_rows16(float *x, 
             _mm512_storeu_ps(x + r * stride + i, e);
             s[r] = _mm512_add_pd(_mm512_add_pd(s[r], widen_lo(e)), widen_hi(e));
         }
+    for (int i = n16; i < n8 + 8 * pad; i += 8)
 #pragma GCC unroll 4
-    for (int r = 0; r < R && n8 > n16; r++) {
-        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + r * stride + n16), _mm512_castps512_ps256(mv[r])));
-        _mm256_storeu_ps(x + r * stride + n16, e);
-        s[r] = _mm512_add_pd(s[r], _mm512_cvtps_pd(e));
-    }
-    if (PAD && n > n8)   // the padded tail: its exponentials summed below, in order
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++)
-            _mm256_storeu_ps(x + r * stride + n8,
-                             exp8(_mm256_sub_ps(_mm256_loadu_ps(x + r * stride + n8), _mm512_castps512_ps256(mv[r]))));
+        for (int r = 0; r < R; r++) {
+            __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + r * stride + i), _mm512_castps512_ps256(mv[r])));
+            _mm256_storeu_ps(x + r * stride + i, e);
+            if (i == n8) continue;   // the padded tail: its exponentials summed below, in order
+            s[r] = _mm512_add_pd(s[r], _mm512_cvtps_pd(e));
+        }
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
         __m256d t4 = _mm256_add_pd(_mm512_extractf64x4_pd(s[r], 0), _mm512_extractf64x4_pd(s[r], 1));
-        inv[r] = softmax_inv(t4, x + r * stride, n8, n, PAD && n > n8, m[r]), mv[r] = _mm512_set1_ps(inv[r]);
+        inv[r] = softmax_inv(t4, x + r * stride, n8, n, pad, m[r]);
+        mv[r] = _mm512_set1_ps(inv[r]);
     }
     for (int i = 0; i < n16; i += 16)
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++)
             _mm512_storeu_ps(x + r * stride + i, _mm512_mul_ps(_mm512_loadu_ps(x + r * stride + i), mv[r]));
-#pragma GCC unroll 4
-    for (int r = 0; r < R && n8 > n16; r++)
-        _mm256_storeu_ps(x + r * stride + n16,
-                         _mm256_mul_ps(_mm256_loadu_ps(x + r * stride + n16), _mm512_castps512_ps256(mv[r])));
-    if (PAD && n > n8)
+    for (int i = n16; i < n8 + 8 * pad; i += 8)
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++)
-            _mm256_storeu_ps(x + r * stride + n8,
-                             _mm256_mul_ps(_mm256_loadu_ps(x + r * stride + n8), _mm512_castps512_ps256(mv[r])));
-    for (int i = n8; i < n && !PAD; i++)
+            _mm256_storeu_ps(x + r * stride + i,
+                             _mm256_mul_ps(_mm256_loadu_ps(x + r * stride + i), _mm512_castps512_ps256(mv[r])));
+    for (int i = n8; i < n && !pad; i++)
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++) x[r * stride + i] *= inv[r];
 }
@@ -649,6 +643,21 @@ static inline __attribute__((always_inline)) AVX2 void scores_block8(float *s, c
     __m256 r = _mm256_hadd_ps(_mm256_hadd_ps(f01, f23), _mm256_hadd_ps(f45, f67));
     r = _mm256_permutevar8x32_ps(r, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_ps(s + p, _mm256_mul_ps(r, _mm256_set1_ps(scale)));
+}
+
+// Whether the block of 8 positions from b0 + p may be scored whole: it is the last of the row's
+// (b0 + nb == n_pos: a block in the middle of a cache block of rows not a multiple of 8 would
+// write past its end) and the row's padding (st, score_stride) holds it.
+static inline int room8(int b0, int p, int nb, int n_pos, size_t st) {
+    return b0 + nb == n_pos && (size_t)(b0 + p) + 8 <= st;
+}
+
+// Zeros in the padded last block of rows rows of scores (st apart) where n_pos % 8 != 0, so that
+// the softmax's whole-block pass there reads defined floats where no score lands (a head_dim not
+// whole 8-blocks, a last block without room8).
+static inline __attribute__((always_inline)) AVX2 void zero_pads(float *s, int rows, int n_pos, size_t st) {
+    const size_t n8 = (size_t)n_pos / 8 * 8;
+    for (int h = 0; h < rows && n8 < (size_t)n_pos; h++) _mm256_storeu_ps(s + h * st + n8, _mm256_setzero_ps());
 }
 
 // scores_block8 for a last block short of 8, out of line: inlined beside the whole blocks' copy, it
@@ -755,11 +764,11 @@ static inline __attribute__((always_inline)) AVX2 void vsum_groups(float *o, con
 // vsum_groups for ng groups of grp heads of nv = hd / 8 blocks, one instance per shape that
 // vsum_group (ng = 1, 2-8 heads) and attention_body (2-8 groups) make, ng * grp * nv <= 8; any
 // other shape runs a head at a time.
-static inline __attribute__((always_inline)) AVX2 void vsum_chains(float *o, const float *a, int n_pos,
+static inline __attribute__((always_inline)) AVX2 void vsum_chains(float *o, const float *a, int a_stride,
         const void *v, uint32_t vt, size_t head_stride, int p0, int p1, size_t stride, int hd, int ng, int grp,
         kvpf pf) {
     const int nv = hd / 8;
-#define VG(NG, GRP, NV) vsum_groups(o, a, n_pos, v, vt, head_stride, p0, p1, stride, hd, NG, GRP, NV, pf)
+#define VG(NG, GRP, NV) vsum_groups(o, a, a_stride, v, vt, head_stride, p0, p1, stride, hd, NG, GRP, NV, pf)
     switch (ng * 100 + grp * 10 + nv) {
     case 181: VG(1, 8, 1); break;
     case 141: VG(1, 4, 1); break;
@@ -779,8 +788,8 @@ static inline __attribute__((always_inline)) AVX2 void vsum_chains(float *o, con
     case 214: VG(2, 1, 4); break;
     default:
         for (int h = 0; h < ng * grp; h++)
-            vsum_head(o + (size_t)h * hd, a + (size_t)h * n_pos, kv_at(v, vt, (size_t)(h / grp) * head_stride), vt, p0,
-                      p1, hd, stride, pf);
+            vsum_head(o + (size_t)h * hd, a + (size_t)h * a_stride, kv_at(v, vt, (size_t)(h / grp) * head_stride), vt,
+                      p0, p1, hd, stride, pf);
     }
 #undef VG
 }
@@ -788,24 +797,25 @@ static inline __attribute__((always_inline)) AVX2 void vsum_chains(float *o, con
 // The V sums of a group's grp heads over [p0, p1): head_dim 8, 16 or 32 in batches of 2-8
 // heads (vsum_chains of one group, the batch a power of two), the rest a head at a time
 // (vsum_head).
-static inline __attribute__((always_inline)) AVX2 void vsum_group(float *o, const float *a, int n_pos,
+static inline __attribute__((always_inline)) AVX2 void vsum_group(float *o, const float *a, int a_stride,
         const void *v, uint32_t vt, int p0, int p1, int hd, size_t stride, int grp, kvpf pf) {
     int h = 0, nv = hd / 8;
     if (hd % 8 == 0 && (nv == 1 || nv == 2 || nv == 4))
         for (int nh = 8 / nv; nh >= 2; nh /= 2)
             for (; grp - h >= nh; h += nh)
-                vsum_chains(o + (size_t)h * hd, a + (size_t)h * n_pos, n_pos, v, vt, 0, p0, p1, stride, hd, 1, nh, pf);
-    for (; h < grp; h++) vsum_head(o + (size_t)h * hd, a + (size_t)h * n_pos, v, vt, p0, p1, hd, stride, pf);
+                vsum_chains(o + (size_t)h * hd, a + (size_t)h * a_stride, a_stride, v, vt, 0, p0, p1, stride, hd, 1,
+                            nh, pf);
+    for (; h < grp; h++) vsum_head(o + (size_t)h * hd, a + (size_t)h * a_stride, v, vt, p0, p1, hd, stride, pf);
 }
 
 // vsum_blocks' piece: a batch of several groups, or one group's heads; called through a pointer,
 // so it fixes the cache type itself (the loads fold to one kind per loop).
-static AVX2 void vsum_piece(float *o, const float *a, int n_pos, const void *v, uint32_t vt, size_t head_stride,
+static AVX2 void vsum_piece(float *o, const float *a, int a_stride, const void *v, uint32_t vt, size_t head_stride,
                             int p0, int p1, size_t stride, int hd, int ng, int grp, kvpf pf) {
 #define PIECE(VT)                                                                                  \
     do {                                                                                           \
-        if (ng > 1) vsum_chains(o, a, n_pos, v, VT, head_stride, p0, p1, stride, hd, ng, grp, pf); \
-        else vsum_group(o, a, n_pos, v, VT, p0, p1, hd, stride, grp, pf);                          \
+        if (ng > 1) vsum_chains(o, a, a_stride, v, VT, head_stride, p0, p1, stride, hd, ng, grp, pf); \
+        else vsum_group(o, a, a_stride, v, VT, p0, p1, hd, stride, grp, pf);                          \
     } while (0)
     if (vt == WTYPE_F16) PIECE(WTYPE_F16);
     else PIECE(WTYPE_F32);
@@ -831,6 +841,7 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
     memset(out, 0, (size_t)n_head * hd * sizeof *out);
     for (int g0 = 0; g0 < n_head_kv;) {
         const int ng = batch_groups(g0, batch, n_head_kv);
+        zero_pads(scratch, ng * grp, n_pos, st);
         for (int g = g0; g < g0 + ng; g++)
             for (int b0 = 0; b0 < n_pos; b0 += B) {
                 const int nb = n_pos - b0 < B ? n_pos - b0 : B;
@@ -838,7 +849,7 @@ static inline __attribute__((always_inline)) AVX2 void attention_body(float *out
                 const float *qg = q + (size_t)g * grp * hd;
                 float *sg = scratch + (size_t)(g - g0) * grp * st + b0;
                 for (int p = 0; p < nb; p += 8) {
-                    const int np = nb - p < 8 ? nb - p : 8, room = b0 + p + 8 <= (int)st;
+                    const int np = nb - p < 8 ? nb - p : 8, room = room8(b0, p, nb, n_pos, st);
                     kv_prefetch(kb, kt, row, p, np, hd, (kvpf){ak, nb});
                     for (int h = 0; h < grp; h++)
                         scores_head(sg + h * st, qg + (size_t)h * hd, kb, kt, row, p, np, hd, scale, room);
@@ -923,6 +934,12 @@ INL5 void scores_pair8(float *s0, float *s1, const float *qq, const void *k, uin
     _mm256_storeu_ps(s1, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(r), 1)));
 }
 
+// scores_pair8 for a short last block, out of line as scores_short8 is.
+static __attribute__((noinline)) A512BW void scores_pair_short8(float *s0, float *s1, const float *qq,
+        const void *k, uint32_t kt, size_t stride, int hd, float scale, int np) {
+    scores_pair8(s0, s1, qq, k, kt, stride, hd, scale, np);
+}
+
 // Dims [0, 16 * NZ) of H heads over [p0, p1) (the last block's lanes m; w elements read a row):
 // head j's output at o + j * hd, its scores at a + j * a_stride. SHARED: the heads are one group's
 // and read the V rows at v; else head j reads its own at v + j * head_stride. One fma chain per
@@ -963,11 +980,11 @@ INL5 void vsum16(float *o, const float *a, int a_stride, const void *v, uint32_t
             _mm512_mask_storeu_ps(o + (size_t)j * hd + 16 * z, z == NZ - 1 ? m : 0xffff, acc[j * NZ + z]);
 }
 
-// The V sums of a batch's nh heads (scores a + h * n_pos, outputs o + h * hd; head h reads group
+// The V sums of a batch's nh heads (scores a + h * a_stride, outputs o + h * hd; head h reads group
 // h / grp's V at v + (h / grp) * head_stride) over [p0, p1), hd >= 16: dims in blocks of up to 64
 // (NZ zmm), heads side by side for up to 16 chains: up to 8 heads of one group, which share each
 // V row, or with grp 1 up to 4 heads of several groups, each on its own rows.
-INL5 void vsum_batch16(float *o, const float *a, int n_pos, const void *v, uint32_t vt, size_t head_stride, int p0,
+INL5 void vsum_batch16(float *o, const float *a, int a_stride, const void *v, uint32_t vt, size_t head_stride, int p0,
                        int p1, size_t stride, int hd, int nh, int grp, kvpf pf) {
     for (int d = 0; d < hd; d += 64) {
         // 8 heads on their own V rows would hold 16 pointers (spills): 4 at most then
@@ -977,9 +994,9 @@ INL5 void vsum_batch16(float *o, const float *a, int n_pos, const void *v, uint3
             int left = grp == 1 ? nh - h : grp - h % grp, n = 1;    // heads the call may take
             while (n * 2 <= hmax && n * 2 <= left) n *= 2;
             float *oh = o + (size_t)h * hd + d;
-            const float *ah = a + (size_t)h * n_pos;
+            const float *ah = a + (size_t)h * a_stride;
             const void *vh = kv_at(v, vt, (size_t)(h / grp) * head_stride + (size_t)d);
-#define VS(H, NZ, SH) vsum16(oh, ah, n_pos, vh, vt, head_stride, p0, p1, stride, hd, w, m, pf, H, NZ, SH)
+#define VS(H, NZ, SH) vsum16(oh, ah, a_stride, vh, vt, head_stride, p0, p1, stride, hd, w, m, pf, H, NZ, SH)
             switch (n * 100 + nz * 10 + (grp > 1)) {   // heads, blocks, whether they share the V rows
             case 811: VS(8, 1, 1); break;
             case 821: VS(8, 2, 1); break;
@@ -1012,10 +1029,10 @@ INL5 void vsum_batch16(float *o, const float *a, int n_pos, const void *v, uint3
 
 // vsum_blocks' piece from hd 16 on (attention_body512's wide case), the cache type fixed as in
 // vsum_piece.
-static A512BW void vsum_piece512(float *o, const float *a, int n_pos, const void *v, uint32_t vt, size_t head_stride,
+static A512BW void vsum_piece512(float *o, const float *a, int a_stride, const void *v, uint32_t vt, size_t head_stride,
                                  int p0, int p1, size_t stride, int hd, int ng, int grp, kvpf pf) {
-    if (vt == WTYPE_F16) vsum_batch16(o, a, n_pos, v, WTYPE_F16, head_stride, p0, p1, stride, hd, ng * grp, grp, pf);
-    else vsum_batch16(o, a, n_pos, v, WTYPE_F32, head_stride, p0, p1, stride, hd, ng * grp, grp, pf);
+    if (vt == WTYPE_F16) vsum_batch16(o, a, a_stride, v, WTYPE_F16, head_stride, p0, p1, stride, hd, ng * grp, grp, pf);
+    else vsum_batch16(o, a, a_stride, v, WTYPE_F32, head_stride, p0, p1, stride, hd, ng * grp, grp, pf);
 }
 
 // attention_body in sixteen lanes: heads paired for the scores where hd is whole 8-blocks (a lone
@@ -1034,6 +1051,7 @@ INL5 void attention_body512(float *out, const float *q, const void *k, uint32_t 
     memset(out, 0, (size_t)n_head * hd * sizeof *out);
     for (int g0 = 0; g0 < n_head_kv;) {
         const int ng = batch_groups(g0, batch, n_head_kv);
+        zero_pads(scratch, ng * grp, n_pos, st);
         for (int g = g0; g < g0 + ng; g++) {
             const float *qg = q + (size_t)g * grp * hd;
             pair_q(qq, qg, npairs, hd);
@@ -1042,19 +1060,18 @@ INL5 void attention_body512(float *out, const float *q, const void *k, uint32_t 
                 const void *kb = kv_at(k, kt, kv_index(lay, g, b0));
                 float *sg = scratch + (size_t)(g - g0) * grp * st + b0;
                 for (int p = 0; p < nb; p += 8) {
-                    int np = nb - p < 8 ? nb - p : 8, h = 0;
+                    const int np = nb - p < 8 ? nb - p : 8, room = room8(b0, p, nb, n_pos, st);
                     const void *kp = kv_at(kb, kt, (size_t)p * row);
+                    int h = 0;
                     kv_prefetch(kb, kt, row, p, np, hd, (kvpf){ak, nb});
-                    // a last block short of 8 writes 8 scores too, into the row's padding
                     for (; np == 8 && h < 2 * npairs; h += 2)
                         scores_pair8(sg + h * st + p, sg + (h + 1) * st + p, qq + (size_t)h * hd, kp, kt, row, hd,
                                      scale, 8);
-                    for (; b0 + p + 8 <= (int)st && h < 2 * npairs; h += 2)
-                        scores_pair8(sg + h * st + p, sg + (h + 1) * st + p, qq + (size_t)h * hd, kp, kt, row, hd,
-                                     scale, np);
+                    for (; room && h < 2 * npairs; h += 2)   // a short last block, 8 scores into the padding
+                        scores_pair_short8(sg + h * st + p, sg + (h + 1) * st + p, qq + (size_t)h * hd, kp, kt, row,
+                                           hd, scale, np);
                     for (; h < grp; h++)
-                        scores_head(sg + h * st, qg + (size_t)h * hd, kb, kt, row, p, np, hd, scale,
-                                    b0 + p + 8 <= (int)st);
+                        scores_head(sg + h * st, qg + (size_t)h * hd, kb, kt, row, p, np, hd, scale, room);
                 }
             }
         }

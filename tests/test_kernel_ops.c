@@ -300,12 +300,46 @@ static void check_attention64(const float *o, const float *q, const float *rk, c
     }
 }
 
+// Special values through attention's padded softmax, against the reference bit for bit: q all 0
+// (a zero max, a row of equal scores), a NaN in q (its head's scores all NaN), a NaN in the last
+// position's K rows (a NaN in the padded tail), q so large that scores overflow to +-inf. Tails of
+// 5 and 6, none, and a block of 8 after the 16s; pairs of heads (8 of 4 groups), lone heads (6 of
+// 6), a head_dim not whole 8-blocks (12).
+static size_t attention_special(kv_bufs *kb) {
+    const int shapes[3][3] = {{8, 8, 4}, {48, 6, 6}, {12, 4, 2}}, nps[4] = {5, 13, 24, 30};   // hd, heads, groups
+    size_t cases = 0;
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 4; c++, cases++) {
+                int hd = shapes[a][0], nh = shapes[a][1], nkv = shapes[a][2], np = nps[b];
+                size_t nr = (size_t)nkv * np * hd, nsc = attention_scratch(np, nh, nkv, hd);
+                float *q = malloc(nh * hd * 4), *rk = malloc(nr * 4), *rv = malloc(nr * 4), *o = malloc(nh * hd * 4);
+                float *or = malloc(nh * hd * 4), *sc = malloc(nsc * 4);
+                CHECK(q && rk && rv && o && or && sc);
+                for (int i = 0; i < nh * hd; i++) q[i] = c == 0 ? 0.0f : c == 3 ? rng_sym(1e30f) : rng_sym(1.0f);
+                for (size_t i = 0; i < nr; i++) rk[i] = rng_sym(1.0f), rv[i] = rng_sym(1.0f);
+                if (c == 1) q[hd + 1] = NAN;
+                for (int g = 0; c == 2 && g < nkv; g++) rk[((size_t)g * np + np - 1) * hd + 2] = NAN;
+                kv_layout lay = place_kv(kb, rk, rv, 0, 0, nkv, np, hd);
+                for (size_t i = 0; i < nsc; i++) sc[i] = NAN;
+                attention(o, q, kb->k, WTYPE_F32, kb->v, WTYPE_F32, np, nh, nkv, hd, lay, sc);
+                attention_ref(or, q, kb->k, WTYPE_F32, kb->v, WTYPE_F32, np, nh, nkv, hd, lay, sc);
+                for (int i = 0; i < nh * hd; i++)
+                    CHECKF(same_f32(o[i], or[i]), "special %d: hd=%d np=%d nh=%d i=%d: %.9g vs ref %.9g", c, hd, np,
+                           nh, i, o[i], or[i]);
+                free(q), free(rk), free(rv), free(o), free(or), free(sc);
+            }
+    return cases;
+}
+
 static size_t test_attention(void) {
     // head_dim: every count of 8-dim blocks past a 64-block (1..8), 32, tails, and zmm blocks of 4,
     // 1 and 8 lanes past 16 (20, 33, 264: also past the AVX-512 path's paired-q buffer with 16
-    // heads); positions: part and whole 8-blocks (23: a block of 16 and 7 more), and V blocks
-    // beyond the first (65: one position past the first block)
-    const int hds[] = {8, 12, 16, 20, 24, 32, 33, 40, 48, 56, 64, 72, 80, 100, 128, 264}, nps[] = {1, 2, 23, 65, 300};
+    // heads); positions: part and whole 8-blocks (the padded last block's tails of 1-7, none with
+    // a block of 8 after the 16s at 24, a block of 8 and a tail at 30), and V blocks beyond the
+    // first (65: one position past the first block)
+    const int hds[] = {8, 12, 16, 20, 24, 32, 33, 40, 48, 56, 64, 72, 80, 100, 128, 264};
+    const int nps[] = {1, 2, 13, 23, 24, 30, 65, 300};
     // group sizes 1, 2, 3, 4, 5, 8, 16: the batched V sums of small head_dims (2, 4, 8 heads) and a
     // remainder; several small groups side by side (8, 4 and 2 groups, then what is left of 6,
     // and of 7: a lone group after the batches); AVX-512 pairs heads of a group (a lone last
@@ -315,7 +349,7 @@ static size_t test_attention(void) {
     size_t cases = 0;
     kv_bufs kb = {0};
     for (int a = 0; a < 16; a++)
-        for (int b = 0; b < 5; b++)
+        for (int b = 0; b < 8; b++)
             for (int c = 0; c < 48; c++) {   // 12 head shapes x 4 cache types, each in 10 layouts
                 int hd = hds[a], np = nps[b], nh = heads[c / 4][0], nkv = heads[c / 4][1];
                 uint32_t kt = c & 1 ? WTYPE_F16 : WTYPE_F32, vt = c >> 1 & 1 ? WTYPE_F16 : WTYPE_F32;
@@ -335,9 +369,11 @@ static size_t test_attention(void) {
                     kv_layout lay = place_kv(&kb, rk, rv, L / 2, L & 1, nkv, np, hd);
                     const void *kc = kt == WTYPE_F16 ? (const void *)kb.k16 : kb.k;
                     const void *vc = vt == WTYPE_F16 ? (const void *)kb.v16 : kb.v;
+                    for (size_t i = 0; i < nsc; i++) sc[i] = NAN;   // what no score writes stays out
                     for (int i = 0; i < 16; i++) sc[nsc + i] = 12345.0f;
                     attention_set_prefetch(0);
                     attention(o, q, kc, kt, vc, vt, np, nh, nkv, hd, lay, sc);
+                    for (size_t i = 0; i < nsc; i++) sc[i] = L & 1 ? INFINITY : 1e-40f;   // or a denormal
                     attention_set_prefetch(L & 1 ? 64 : 2048);   // a few rows ahead, or many
                     attention(opf, q, kc, kt, vc, vt, np, nh, nkv, hd, lay, sc);
                     attention_set_prefetch(0);
@@ -365,6 +401,7 @@ static size_t test_attention(void) {
                 for (int h = 0; h < nh; h++) check_attention64(o0, q, rk, rv, h, nh / nkv, np, hd, s64);
                 free(q), free(rk), free(rv), free(o0), free(o), free(or), free(opf), free(sc), free(s64);
             }
+    cases += attention_special(&kb);
     free(kb.k), free(kb.v), free(kb.k16), free(kb.v16);
     float sentinel[8] = {7, 7, 7, 7, 7, 7, 7, 7}, z[8] = {0}, scr[8];
     const kv_layout l2 = {.row = 2, .head = 1}, l8 = {.row = 8, .head = 8};
@@ -456,7 +493,8 @@ static size_t test_kv_blocks(void) {
 int main(void) {
     size_t n[8] = {test_rmsnorm(), test_rope(),   test_softmax(),  test_swiglu(),
                    test_argmax(),  test_attention(), test_prefetch_lines(), test_kv_blocks()};
-    const size_t want[8] = {18, 481, 15 + 71 * 4, 14 + 71 * 4, 8 + 71 * 4 * 6, 16 * 5 * 48 * 10 + 1, 8 * 4 * 5 + 1, 8};
+    const size_t want[8] = {18, 481, 15 + 71 * 4, 14 + 71 * 4, 8 + 71 * 4 * 6, 16 * 8 * 48 * 10 + 48 + 1, 8 * 4 * 5 + 1,
+                            8};
     const char *names[8] = {"rmsnorm", "rope", "softmax", "swiglu",
                             "argmax", "attention", "prefetch lines", "kv blocks"};
     int isa = cpu_isa();   // the SIMD paths compared with the references (ctest runs this under avx2 too)
