@@ -374,6 +374,22 @@ static inline __attribute__((always_inline)) AVX2 float max_lanes8(__m256 v) {
     return _mm_cvtss_f32(_mm_max_ss(q, _mm_movehdup_ps(q)));
 }
 
+// The scalar steps of softmax_rows8 and softmax_rows16 on R rows (stride floats apart): the max
+// over the tail [n8, n) into m, as softmax_ref takes it (a NaN never replaces a number), and the
+// tail's scaling by inv where it is not padded.
+static inline __attribute__((always_inline)) void rows_tail_max(float *m, const float *x, size_t stride, int R,
+                                                                int n8, int n) {
+    for (int i = n8; i < n; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) m[r] = x[r * stride + i] > m[r] ? x[r * stride + i] : m[r];
+}
+static inline __attribute__((always_inline)) void rows_tail_scale(float *x, size_t stride, int R, int n8, int n,
+                                                                  const float *inv) {
+    for (int i = n8; i < n; i++)
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++) x[r * stride + i] *= inv[r];
+}
+
 // 1 / the double sum of a row's exponentials, as a float: t4's lanes (l0+l4, l1+l5, l2+l6, l3+l7)
 // reduced, then the tail [n8, n) in order, computed here or, padded, already in x.
 static inline __attribute__((always_inline)) AVX2 float softmax_inv(__m256d t4, float *x, int n8, int n, int pad,
@@ -406,9 +422,7 @@ static inline __attribute__((always_inline)) AVX2 void softmax_rows8(float *x, i
         for (int r = 0; r < R; r++) mv[r] = _mm256_max_ps(_mm256_loadu_ps(x + r * stride + i), mv[r]);
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) m[r] = max_lanes8(mv[r]);
-    for (int i = n8; i < n; i++)
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) m[r] = x[r * stride + i] > m[r] ? x[r * stride + i] : m[r];
+    rows_tail_max(m, x, stride, R, n8, n);
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) mv[r] = _mm256_set1_ps(m[r]), s0[r] = s1[r] = _mm256_setzero_pd();
     for (int i = 0; i < n8 + 8 * pad; i += 8)
@@ -429,9 +443,7 @@ static inline __attribute__((always_inline)) AVX2 void softmax_rows8(float *x, i
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++)
             _mm256_storeu_ps(x + r * stride + i, _mm256_mul_ps(_mm256_loadu_ps(x + r * stride + i), mv[r]));
-    for (int i = n8; i < n && !pad; i++)
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) x[r * stride + i] *= inv[r];
+    if (!pad) rows_tail_scale(x, stride, R, n8, n, inv);
 }
 
 static AVX2 void softmax_avx2(float *x, int n) { softmax_rows8(x, n, 0, 1, 0); }
@@ -509,9 +521,7 @@ static inline __attribute__((always_inline)) A512 void softmax_rows16(float *x, 
         if (n8 > n16) mv[r] = _mm512_max_ps(bcast8(x + r * stride + n16), mv[r]);
         m[r] = max_lanes16(mv[r]);
     }
-    for (int i = n8; i < n; i++)
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) m[r] = x[r * stride + i] > m[r] ? x[r * stride + i] : m[r];
+    rows_tail_max(m, x, stride, R, n8, n);
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) mv[r] = _mm512_set1_ps(m[r]), s[r] = _mm512_setzero_pd();
     for (int i = 0; i < n16; i += 16)
@@ -544,9 +554,7 @@ static inline __attribute__((always_inline)) A512 void softmax_rows16(float *x, 
         for (int r = 0; r < R; r++)
             _mm256_storeu_ps(x + r * stride + i,
                              _mm256_mul_ps(_mm256_loadu_ps(x + r * stride + i), _mm512_castps512_ps256(mv[r])));
-    for (int i = n8; i < n && !pad; i++)
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++) x[r * stride + i] *= inv[r];
+    if (!pad) rows_tail_scale(x, stride, R, n8, n, inv);
 }
 
 static A512 void softmax_avx512(float *x, int n) { softmax_rows16(x, n, 0, 1, 0); }

@@ -198,8 +198,8 @@ int decoder_wide_from(const decoder *d);
 // user: DECODE_PLAN=fixed, too short a context, ...), or NULL where one serves or none was wanted
 // (a plan on two or more threads has none).
 const char *decoder_wide_why(const decoder *d);
-// What the step tune chose, one phrase into buf (e.g. "prefetch 32768 B into L2, interleave 1,
-// picked of 4 tunings timed on the plan's first 68 steps it could time"), why it timed no more
+// What the step tune chose, one phrase into buf (e.g. "prefetch 32768 B into L2, interleave 1, the
+// winner over tune_pick's of 4 tunings timed on the plan's first 68 steps it could time"), why it timed no more
 // than the first steps, or how far it is; then the wide plan's after "; the plan over all N
 // threads: ". 0 where neither has started.
 int decoder_step_tune_describe(const decoder *d, char *buf, size_t n);
