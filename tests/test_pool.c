@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct { int n; int hits[16]; long sum[16]; int round; } job;
 
@@ -27,6 +28,25 @@ static void body(void *ctx, int tid, int n) {
     CHECK(n == j->n);
     j->hits[tid]++;                          // each tid owns its slot: no race
     j->sum[tid] += (long)tid * j->round;
+}
+
+// As body, but the workers take a while (longer than the spin, ~80-200 us, so the caller sleeps on them).
+static void slow_body(void *ctx, int tid, int n) {
+    if (tid) nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+    body(ctx, tid, n);
+}
+
+// A spinning pool whose jobs come apart (the workers asleep when the next is published) and take
+// a while (the caller asleep when the last worker finishes): a wake-up lost on either side hangs.
+static int sleep_rounds(pool *p, int n) {
+    job j; memset(&j, 0, sizeof j); j.n = n;
+    int rounds = 200;
+    for (j.round = 0; j.round < rounds; j.round++) {
+        nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
+        pool_run(p, j.round & 1 ? slow_body : body, &j);
+    }
+    for (int t = 0; t < n; t++) CHECK(j.hits[t] == rounds && j.sum[t] == (long)t * rounds * (rounds - 1) / 2);
+    return n;
 }
 
 int main(void) {
@@ -60,6 +80,7 @@ int main(void) {
     cases += 2;
     if (n_cpu >= 2) {
         CHECK((p = pool_create_pinned(2, cpu)) && pool_spins(p));
+        cases += sleep_rounds(p, 2);
         // A second pool made while the first holds the caller on one CPU still sees every CPU the
         // process may use (it once saw only that one, and ran both threads on it), and the
         // caller's mask comes back once both are gone, whichever goes first.
@@ -89,7 +110,7 @@ int main(void) {
         }
         cases += 5;
     } else printf("pool: one CPU allowed, the spinning pair and two live pools not checked\n");
-    CHECK(cases == 47 + 5 * (n_cpu >= 2));
+    CHECK(cases == 47 + 7 * (n_cpu >= 2));
     printf("pool: %d thread slots checked\n", cases);
     return 0;
 }
