@@ -2,8 +2,10 @@
 // (spinning briefly, then sleeping in futex), run the job, and count down `pending`; the
 // last one to finish wakes the caller. Atomics carry all synchronisation (TSan-visible).
 // A waker calls futex only where a sleeper is counted, Dekker-style as in runtime/progress.c
-// (the waker stores, then reads the count; a sleeper counts itself, then rereads; both seq_cst):
-// a FUTEX_WAKE with nobody asleep cost the caller ~230 ns a job on a Zen 4 VM.
+// (the waker stores, then reads the count; a sleeper counts itself, then rereads; all four
+// seq_cst, which the handshake needs: do not weaken them). A FUTEX_WAKE with nobody asleep took
+// ~230 ns on a Zen 4 VM: the caller's, before its own share of every job, and the last worker's,
+// before it spins again.
 #include "runtime/pool.h"
 #include "platform/affinity.h"
 #include "platform/cpu.h"
@@ -49,7 +51,8 @@ static void futex_wait(atomic_uint *addr, unsigned val) {
 }
 // Wakes the sleepers on addr, whose change the caller has just stored (seq_cst), if any.
 static void wake(atomic_uint *addr, atomic_uint *sleepers) {
-    if (atomic_load(sleepers)) syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+    if (atomic_load_explicit(sleepers, memory_order_seq_cst))
+        syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
 }
 // Waits until *addr != val: spin, then sleep, counted in *sleepers meanwhile.
 static unsigned wait_change(atomic_uint *addr, atomic_uint *sleepers, unsigned val, int spin) {
@@ -59,9 +62,9 @@ static unsigned wait_change(atomic_uint *addr, atomic_uint *sleepers, unsigned v
         cpu_relax();
     }
     for (;;) {
-        atomic_fetch_add(sleepers, 1);
-        if (atomic_load(addr) == val) futex_wait(addr, val);
-        atomic_fetch_sub(sleepers, 1);
+        atomic_fetch_add_explicit(sleepers, 1, memory_order_seq_cst);
+        if (atomic_load_explicit(addr, memory_order_seq_cst) == val) futex_wait(addr, val);
+        atomic_fetch_sub_explicit(sleepers, 1, memory_order_seq_cst);
         if ((v = atomic_load_explicit(addr, memory_order_acquire)) != val) return v;
     }
 }
@@ -80,7 +83,8 @@ static void *worker(void *arg) {
         seen = wait_change(&p->gen, &p->gen_sleepers, seen, p->spin);
         if (atomic_load_explicit(&p->stop, memory_order_acquire)) return NULL;
         p->fn(p->ctx, a.tid, p->n);
-        if (atomic_fetch_sub(&p->pending, 1) == 1) wake(&p->pending, &p->pending_sleepers);
+        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_seq_cst) == 1)   // seq_cst: wake()
+            wake(&p->pending, &p->pending_sleepers);
     }
 }
 
@@ -157,7 +161,7 @@ void pool_run(pool *p, pool_fn fn, void *ctx) {
     if (p->n == 1) { fn(ctx, 0, 1); return; }
     p->fn = fn; p->ctx = ctx;
     atomic_store_explicit(&p->pending, (unsigned)(p->n - 1), memory_order_relaxed);
-    atomic_fetch_add(&p->gen, 1);
+    atomic_fetch_add_explicit(&p->gen, 1, memory_order_seq_cst);   // seq_cst: wake()
     wake(&p->gen, &p->gen_sleepers);
     fn(ctx, 0, p->n);
     unsigned left;
@@ -168,7 +172,7 @@ void pool_run(pool *p, pool_fn fn, void *ctx) {
 void pool_destroy(pool *p) {
     if (!p) return;
     atomic_store_explicit(&p->stop, 1, memory_order_release);
-    atomic_fetch_add(&p->gen, 1);
+    atomic_fetch_add_explicit(&p->gen, 1, memory_order_seq_cst);   // seq_cst: wake()
     wake(&p->gen, &p->gen_sleepers);
     for (int i = 1; i < p->n; i++) pthread_join(p->threads[i - 1], NULL);
     // A pin belongs to its thread: destroyed elsewhere, the creator keeps it (pool.h forbids that).

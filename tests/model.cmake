@@ -1,5 +1,6 @@
 # model and runtime tests (labels model / runtime)
 decode_test(test_pool runtime test_pool.c)
+set_tests_properties(test_pool PROPERTIES TIMEOUT 120)   # a lost wake-up hangs it
 decode_test(test_llama_load model test_llama_load.c tool_util.c)
 add_test(NAME test_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/test_cli.sh ${CMAKE_RUNTIME_OUTPUT_DIRECTORY} ${DECODE_SHARED_DIR})
 set_tests_properties(test_cli PROPERTIES LABELS "decode;runtime" ENVIRONMENT "XDG_CACHE_HOME=${CMAKE_BINARY_DIR}/test-cache")

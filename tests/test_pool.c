@@ -7,9 +7,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
-typedef struct { int n; int hits[16]; long sum[16]; int round; } job;
+typedef struct { int n; int hits[16]; long sum[16]; int round; long switches[16]; } job;
 
 // The calling thread's mask right now (not affinity_cpus' view under pins): how many CPUs, and
 // the lowest in *first.
@@ -30,22 +31,42 @@ static void body(void *ctx, int tid, int n) {
     j->sum[tid] += (long)tid * j->round;
 }
 
-// As body, but the workers take a while (longer than the spin, ~80-200 us, so the caller sleeps on them).
-static void slow_body(void *ctx, int tid, int n) {
-    if (tid) nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
-    body(ctx, tid, n);
+// The calling thread's voluntary context switches so far.
+static long switches(void) {
+    struct rusage u;
+    CHECK(getrusage(RUSAGE_THREAD, &u) == 0);
+    return u.ru_nvcsw;
 }
 
-// A spinning pool whose jobs come apart (the workers asleep when the next is published) and take
-// a while (the caller asleep when the last worker finishes): a wake-up lost on either side hangs.
+// As body, recording the thread's switches; on odd rounds the workers first sleep 5 ms, far longer
+// than the pool's spin (SPIN_ITERS pauses), so that the caller sleeps on them.
+static void sleepy_body(void *ctx, int tid, int n) {
+    job *j = ctx;
+    if (tid && j->round & 1) nanosleep(&(struct timespec){0, 5000 * 1000}, NULL);
+    body(ctx, tid, n);
+    j->switches[tid] = switches();
+}
+
+// A spinning pool whose jobs come 5 ms apart (the workers asleep on gen when the next one is
+// published) and on odd rounds take 5 ms (the caller asleep on pending when the last worker
+// finishes): a sleeper never woken hangs the test. The switches show that they did sleep: beyond
+// its nanosleeps, a worker once a round, the caller once every odd round.
 static int sleep_rounds(pool *p, int n) {
     job j; memset(&j, 0, sizeof j); j.n = n;
-    int rounds = 200;
+    int rounds = 100;
+    long caller = switches(), worker = 0;
     for (j.round = 0; j.round < rounds; j.round++) {
-        nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
-        pool_run(p, j.round & 1 ? slow_body : body, &j);
+        nanosleep(&(struct timespec){0, 5000 * 1000}, NULL);
+        pool_run(p, sleepy_body, &j);
+        if (j.round == 0) worker = j.switches[1];
     }
+    caller = switches() - caller, worker = j.switches[1] - worker;
     for (int t = 0; t < n; t++) CHECK(j.hits[t] == rounds && j.sum[t] == (long)t * rounds * (rounds - 1) / 2);
+    // expected: the caller 100 nanosleeps + 50 sleeps on pending; the worker, from the end of
+    // round 0, 99 sleeps on gen + 50 nanosleeps
+    CHECKF(caller >= rounds + rounds / 4, "the caller switched %ld times in %d rounds", caller, rounds);
+    CHECKF(worker >= (rounds - 1) * 5 / 4, "the worker switched %ld times in %d rounds", worker, rounds);
+    printf("pool: over %d rounds the caller switched %ld times, the worker %ld\n", rounds, caller, worker);
     return n;
 }
 
