@@ -374,11 +374,13 @@ grep -q "^schedule: the sizes above are layer 0's; layer 1's weights (and maybe 
 # gemv-bench -s: a model's shapes as cells (K x N, N not a multiple of the tile), checked against
 # the reference inside; malformed lists are refused. 4096x32 is one narrow tile: the roofline pass
 # must read it (in whole-tile units it read nothing, and the cell showed 0.4% of a roofline of
-# thousands of GB/s).
+# thousands of GB/s). The roofline itself is checked, not the kernel's share of it: the scalar
+# path (DECODE_ISA=scalar, or a CPU without AVX2) reads 2-3% of it.
 g=$bin/gemv-bench
 expect 0 "gemv-bench shapes" -- "$g" -t 1 -d f16,bf16 -r 7 -s 72x100,16x64,4096x32
 [ "$(grep -c '^72x100,' "$tmp/out")" = 2 ] && [ "$(grep -c '^16x64/null,' "$tmp/out")" = 2 ] || fail "gemv-bench -s rows: $(cat "$tmp/out")"
-awk -F, '$1 == "4096x32" && !($9 > 5) { bad = 1 } END { exit bad }' "$tmp/out" || fail "gemv-bench narrow tile roofline: $(cat "$tmp/out")"
+awk -F, '$1 == "4096x32" && !($8 > 0 && $8 < 1000) { bad = 1 } END { exit bad }' "$tmp/out" ||
+  fail "gemv-bench narrow tile roofline: $(cat "$tmp/out")"
 grep -q '^l2_512' "$tmp/out" && fail "gemv-bench -s without -c ran the default cells"
 for bad in 3x x4 4x4, 4x4,,2x2 100000x3 0x5 4x4x4 40000x40000 " 4x4" +4x4; do
   expect 2 "gemv-bench -s $bad" -- "$g" -t 1 -s "$bad"
