@@ -281,7 +281,7 @@ static void wide_init(decoder *d, const decoder_opts *o) {
     char err[GGUF_ERR_MAX] = "out of memory";
     decoder *x = w.n_threads >= 2 ? calloc(1, sizeof *x) : NULL;
     if (!x || decoder_init_opts(x, d->model, d->n_ctx, &w, err)) {
-        if (w.n_threads < 2) snprintf(d->wide_why, sizeof d->wide_why, "the NUMA mode leaves one CPU");
+        if (w.n_threads < 2) snprintf(d->wide_why, sizeof d->wide_why, "only one CPU to run on");
         else snprintf(d->wide_why, sizeof d->wide_why, "it could not be made: %.100s", err);
         free(x);
         return;

@@ -208,11 +208,13 @@ run 0 "temporary file removed" "$tmp/t.bin" -- env LD_PRELOAD="$fault" DECODE_TE
   --dump-logits "$tmp/t.bin" && has "was removed while being created" "temporary file removed"
 [ "$(packs)" = 0 ] && [ "$(temps)" = 0 ] || fail "temporary file removed left: $(ls -A "$dir")"
 # A page of the file being written that cannot be stored (SIGBUS in a packing thread): one line
-# naming the temporary file, not the model; exit 1, nothing left behind.
+# naming the temporary file, not the model (beside the warning -t 2 gets on one CPU); exit 1,
+# nothing left behind.
 rm -rf "$XDG_CACHE_HOME"
 run 1 "a page cannot be stored" - -- env LD_PRELOAD="$fault" DECODE_TEST_FAULT=pack-sigbus "$d" "${args[@]}" -t 2 &&
   { [ "$(grep -c "^decode: cannot write $dir/[0-9a-f]*\.pack\.tmp[0-9]*: no space left on its file system, or an I/O error$" "$tmp/err")" = 1 ] &&
-    [ "$(grep -c . "$tmp/err")" = 1 ] || fail "a page cannot be stored: $(head -c 400 "$tmp/err")"; }
+    [ "$(grep -v "^decode: warning: -t 2 is more than the 1 CPUs available" "$tmp/err" | grep -c .)" = 1 ] ||
+    fail "a page cannot be stored: $(head -c 400 "$tmp/err")"; }
 [ "$(packs)" = 0 ] && [ "$(temps)" = 0 ] || fail "a page cannot be stored left: $(ls -A "$dir")"
 # A good file this process cannot map (out of address space): packed in memory, the file kept.
 # (A hard link tells the same file: a rewrite may get the freed inode number back.)
