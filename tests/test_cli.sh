@@ -493,7 +493,7 @@ done
 # first generated token with exit 1 and says why, greedy or sampled, with or without --ignore-eos
 # (whose masked end-of-generation tokens, -inf, must not win over the NaNs).
 nan=$tmp/nan.gguf
-cp "$model" "$nan"
+cp "$model" "$nan" && chmod u+w "$nan"   # the shared copy is read-only, and so its copy
 info=$("$bin/gguf-info" "$model")
 data=$(echo "$info" | sed -n 's/^data offset: //p')
 off=$(echo "$info" | awk '$2 == "output_norm.weight" {print $5; exit}')

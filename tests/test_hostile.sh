@@ -15,7 +15,7 @@ cases=0; fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 d=$bin/decode
 model=$tmp/m.gguf
-cp "$src" "$model"
+cp "$src" "$model" && chmod u+w "$model"   # the shared copy is read-only, and so its copy (cp keeps the mode)
 row=2048                                  # stories260K: 512 logits of 4 bytes
 
 # run STATUS WHAT -- command...: exit status, and for a failure exactly one stderr line and an
