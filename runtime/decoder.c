@@ -268,20 +268,24 @@ static void wide_init(decoder *d, const decoder_opts *o) {
     else if (o->min_step_bytes >= 0 || o->min_stage_bytes >= 0) no = "the step floors are set";
     else if (d->n_kv_arena != 1) no = "the KV cache spans NUMA nodes";
     else if (l4run_mode_of(d->l4) == L4RUN_BUFFER) no = "L4 buffering is on";
-    else if (mode == DECODER_PLAN_AUTO && decoder_bytes_per_token(d, d->n_ctx - 1) < 2.0 * MIN_STEP_BYTES) no = short_ctx;
+    else if (mode == DECODER_PLAN_AUTO && decoder_bytes_per_token(d, d->n_ctx - 1) < 2.0 * MIN_STEP_BYTES)
+        no = short_ctx;
     if (*no) {
         snprintf(d->wide_why, sizeof d->wide_why, "%s", no);
         return;
     }
     decoder_opts w = *o;
-    int cpus = topo_mode_cpus(&d->topo, o->numa < 0 ? topo_default_mode(&d->topo) : (topo_numa_mode)o->numa);
+    topo_numa_mode numa = o->numa < 0 ? topo_default_mode(&d->topo) : (topo_numa_mode)o->numa;
+    int cpus = topo_mode_cpus(&d->topo, numa);
     w.n_threads = o->n_threads < cpus ? o->n_threads : cpus;
     w.min_step_bytes = w.min_stage_bytes = 0, w.plan = DECODER_PLAN_FIXED, w.l4 = L4RUN_OFF;
     w.pack_cache.mode = PACKCACHE_OFF, w.on_layer = NULL;
     char err[GGUF_ERR_MAX] = "out of memory";
     decoder *x = w.n_threads >= 2 ? calloc(1, sizeof *x) : NULL;
     if (!x || decoder_init_opts(x, d->model, d->n_ctx, &w, err)) {
-        if (w.n_threads < 2) snprintf(d->wide_why, sizeof d->wide_why, "only one CPU to run on");
+        if (w.n_threads < 2)
+            snprintf(d->wide_why, sizeof d->wide_why, "%s", numa == TOPO_NUMA_ISOLATE && d->topo.n_cpus > 1
+                     ? "the starting node has one CPU (--numa isolate)" : "only one CPU to run on");
         else snprintf(d->wide_why, sizeof d->wide_why, "it could not be made: %.100s", err);
         free(x);
         return;

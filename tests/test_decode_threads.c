@@ -516,6 +516,7 @@ static float *run_plan(const llama_model *m, int T, int mode, int n_ctx, int n, 
 // The CPUs this process may use, as the pool counts them.
 static int usable_cpus(void) {
     int *cpus, n = affinity_cpus(&cpus);
+    CHECKF(n >= 1, "the CPUs this process may use cannot be read (%d)", n);
     free(cpus);
     return n;
 }
