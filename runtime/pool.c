@@ -1,23 +1,18 @@
 // Thread pool. One "generation" counter publishes each job: workers wait for it to change
 // (spinning briefly, then sleeping in futex), run the job, and count down `pending`; the
 // last one to finish wakes the caller. Atomics carry all synchronisation (TSan-visible).
-// A waker calls futex only where a sleeper is counted, Dekker-style as in runtime/progress.c
-// (the waker stores, then reads the count; a sleeper counts itself, then rereads; all four
-// seq_cst, which the handshake needs: do not weaken them). A FUTEX_WAKE with nobody asleep took
-// ~230 ns on a Zen 4 VM: the caller's, before its own share of every job, and the last worker's,
-// before it spins again.
+// Both words count their sleepers (platform/futex.h), so a job handed to spinning workers makes
+// no system call: neither the caller's wake before its own share nor the last worker's after it.
 #include "runtime/pool.h"
 #include "platform/affinity.h"
 #include "platform/cpu.h"
+#include "platform/futex.h"
 #include <errno.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 // Workers need little stack of their own (a Release attention frame is a few KB), but a -O0
 // build keeps every inlined instance's locals (attention_avx2: ~135 KB under TSan) and a
@@ -46,14 +41,6 @@ struct pool {
 
 typedef struct { pool *p; int tid; } worker_arg;
 
-static void futex_wait(atomic_uint *addr, unsigned val) {
-    syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
-}
-// Wakes the sleepers on addr, whose change the caller has just stored (seq_cst), if any.
-static void wake(atomic_uint *addr, atomic_uint *sleepers) {
-    if (atomic_load_explicit(sleepers, memory_order_seq_cst))
-        syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
-}
 // Waits until *addr != val: spin, then sleep, counted in *sleepers meanwhile.
 static unsigned wait_change(atomic_uint *addr, atomic_uint *sleepers, unsigned val, int spin) {
     unsigned v;
@@ -62,9 +49,7 @@ static unsigned wait_change(atomic_uint *addr, atomic_uint *sleepers, unsigned v
         cpu_relax();
     }
     for (;;) {
-        atomic_fetch_add_explicit(sleepers, 1, memory_order_seq_cst);
-        if (atomic_load_explicit(addr, memory_order_seq_cst) == val) futex_wait(addr, val);
-        atomic_fetch_sub_explicit(sleepers, 1, memory_order_seq_cst);
+        futex_sleep_counted(addr, sleepers, val);
         if ((v = atomic_load_explicit(addr, memory_order_acquire)) != val) return v;
     }
 }
@@ -83,8 +68,8 @@ static void *worker(void *arg) {
         seen = wait_change(&p->gen, &p->gen_sleepers, seen, p->spin);
         if (atomic_load_explicit(&p->stop, memory_order_acquire)) return NULL;
         p->fn(p->ctx, a.tid, p->n);
-        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_seq_cst) == 1)   // seq_cst: wake()
-            wake(&p->pending, &p->pending_sleepers);
+        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_seq_cst) == 1)   // seq_cst: futex.h
+            futex_wake_counted(&p->pending, &p->pending_sleepers);
     }
 }
 
@@ -161,8 +146,8 @@ void pool_run(pool *p, pool_fn fn, void *ctx) {
     if (p->n == 1) { fn(ctx, 0, 1); return; }
     p->fn = fn; p->ctx = ctx;
     atomic_store_explicit(&p->pending, (unsigned)(p->n - 1), memory_order_relaxed);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_seq_cst);   // seq_cst: wake()
-    wake(&p->gen, &p->gen_sleepers);
+    atomic_fetch_add_explicit(&p->gen, 1, memory_order_seq_cst);   // seq_cst: futex.h
+    futex_wake_counted(&p->gen, &p->gen_sleepers);
     fn(ctx, 0, p->n);
     unsigned left;
     while ((left = atomic_load_explicit(&p->pending, memory_order_acquire)) != 0)
@@ -172,8 +157,8 @@ void pool_run(pool *p, pool_fn fn, void *ctx) {
 void pool_destroy(pool *p) {
     if (!p) return;
     atomic_store_explicit(&p->stop, 1, memory_order_release);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_seq_cst);   // seq_cst: wake()
-    wake(&p->gen, &p->gen_sleepers);
+    atomic_fetch_add_explicit(&p->gen, 1, memory_order_seq_cst);   // seq_cst: futex.h
+    futex_wake_counted(&p->gen, &p->gen_sleepers);
     for (int i = 1; i < p->n; i++) pthread_join(p->threads[i - 1], NULL);
     // A pin belongs to its thread: destroyed elsewhere, the creator keeps it (pool.h forbids that).
     if (p->caller_pinned && pthread_equal(p->caller, pthread_self())) affinity_unpin_self(p->caller_cpu);

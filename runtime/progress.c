@@ -1,18 +1,14 @@
 // Progress counters (runtime/progress.h). A waiter spins, then sleeps (no sched_yield: on a busy
-// machine one yield can hand the CPU to another process for a whole time slice). Publisher and
-// sleeper meet Dekker-style: the publisher stores its counter, then reads `sleepers`; a sleeper
-// bumps `sleepers`, then rereads the counter before it sleeps. Both sides are seq_cst, so at least
-// one sees the other and a wake-up is never lost; a publish with nobody asleep costs one store and
+// machine one yield can hand the CPU to another process for a whole time slice) on its counter
+// with the sleepers counted (platform/futex.h): a publish with nobody asleep costs one store and
 // one load.
 #include "runtime/progress.h"
 #include "platform/clock.h"
 #include "platform/cpu.h"
-#include <linux/futex.h>
+#include "platform/futex.h"
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 typedef struct {
     alignas(64) atomic_uint step; // last step published
@@ -48,8 +44,8 @@ void progress_reset(progress *p) {
 
 void progress_publish(progress *p, int tid, unsigned v) {
     slot *s = &p->s[tid];
-    atomic_store(&s->step, v);
-    if (atomic_load(&s->sleepers)) syscall(SYS_futex, &s->step, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+    atomic_store_explicit(&s->step, v, memory_order_seq_cst);   // seq_cst: futex.h
+    futex_wake_counted(&s->step, &s->sleepers);
 }
 
 static int reached(unsigned cur, unsigned v) { return (int)(cur - v) >= 0; }
@@ -80,10 +76,8 @@ double progress_wait_prefetch(progress *p, int of, unsigned v, progress_span *sp
         if (slot_reached(s, v)) return monotonic_seconds() - t0;
     }
     for (;;) {
-        atomic_fetch_add(&s->sleepers, 1);
-        unsigned cur = atomic_load(&s->step);
-        if (!reached(cur, v)) syscall(SYS_futex, &s->step, FUTEX_WAIT_PRIVATE, cur, NULL, NULL, 0);
-        atomic_fetch_sub(&s->sleepers, 1);
+        unsigned cur = atomic_load_explicit(&s->step, memory_order_relaxed);
+        if (!reached(cur, v)) futex_sleep_counted(&s->step, &s->sleepers, cur);   // rereads it counted
         if (slot_reached(s, v)) return monotonic_seconds() - t0;
     }
 }
