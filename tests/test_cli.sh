@@ -58,6 +58,11 @@ grep -q "unknown option '--bogus'" "$tmp/err" || fail "unknown last flag not nam
 expect 2 "missing value" -- "$d" -m "$model" -n
 expect 2 "bad number" -- "$d" -m "$model" -n 12x
 expect 2 "zero threads" -- "$d" -m "$model" -t 0
+# An out-of-range number's error gives the range.
+expect 2 "--split-k past its range" -- "$d" -m "$model" -p hi --split-k 65537
+grep -q "N from 2 to 65536" "$tmp/err" || fail "--split-k 65537: $(cat "$tmp/err")"
+expect 2 "-n past its range" -- "$d" -m "$model" -p hi -n 2147483648
+grep -q "(-1..2147483647)" "$tmp/err" || fail "-n 2147483648: $(cat "$tmp/err")"
 expect 2 "bad temp" -- "$d" -m "$model" --temp nan
 expect 0 "temp that underflows to 0" -- "$d" -m "$model" -p hi -n 1 --temp 1e-50
 for pen in 1e-50 1e-400; do   # below float's range, and below double's too
@@ -264,6 +269,10 @@ expect 0 "threads in use" -- "$d" -m "$model" -p a -n 1 --temp 0 -t 2 -v
 grep -q "^decode: threads in use: 1 of 2 (the others stay idle" "$tmp/err" || fail "decode -v: $(grep threads "$tmp/err")"
 expect 0 "decode-bench threads in use" -- "$bin/decode-bench" -m "$model" -t 2 -p 0 -n 2 -r 1 --roofline-mib 0
 grep -q "^decode-bench: .*: threads in use: 1 of 2 (the others" "$tmp/err" || fail "decode-bench: no threads-in-use line"
+expect 0 "threads in use, -t without -v" -- "$d" -m "$model" -p a -n 1 --temp 0 -t 2
+grep -q "^decode: threads in use: 1 of 2 (the others stay idle" "$tmp/err" || fail "decode -t 2: $(cat "$tmp/err")"
+expect 0 "threads in use, the default" -- "$d" -m "$model" -p a -n 1 --temp 0
+grep -q "threads in use" "$tmp/err" && fail "decode without -t or -v said threads in use"
 expect 0 "threads in use, all" -- "$d" -m "$model" -p a -n 1 --temp 0 -t 1 -v
 grep -qx "decode: threads in use: 1 of 1" "$tmp/err" || fail "decode -v -t 1: $(grep threads "$tmp/err")"
 expect 0 "decode-bench threads in use, all" -- "$bin/decode-bench" -m "$model" -t 1 -p 0 -n 2 -r 1 --roofline-mib 0
@@ -294,6 +303,18 @@ for sp in "" --parse-special; do
   [ -n "$sp" ] && [ "$ps" != 4 ] && fail "--parse-special: $ps tokens, want 4"
   [ -z "$sp" ] && [ "$ps" -le 4 ] && fail "control text parsed without --parse-special ($ps tokens)"
 done
+# The timings are stderr's last three lines on every run, a phase that ran no token at 0.
+for n in 0 1 3; do
+  expect 0 "timings, -n $n" -- "$d" -m "$model" -p "Once" -n $n --temp 0
+  tail -3 "$tmp/err" | sed 's/[0-9.]\+/N/g; s/  */ /g; s/( /(/' >"$tmp/tl"
+  ne=$((n > 1 ? n - 1 : 0))
+  printf 'decode: load N ms\ndecode: prompt eval N ms / N tokens (N ms/token, N tok/s)\ndecode: eval N ms / N tokens (N ms/token, N tok/s)\n' |
+    cmp -s - "$tmp/tl" && grep -q "^decode: eval .*/ *$ne tokens" "$tmp/err" || fail "timings, -n $n: $(tail -3 "$tmp/err")"
+done
+# --l4-stats's line is the only '{' on stderr, a brace of the prompt's under --verbose-prompt too.
+expect 0 "braces under --verbose-prompt" -- "$d" -m "$model" -p "a{b}" -n 2 --temp 0 --l4-stats --verbose-prompt
+[ "$(grep -c '{' "$tmp/err")" = 1 ] && grep -q '^{"lookups"' "$tmp/err" && grep -qF "'\\x7b'" "$tmp/err" ||
+  fail "a brace besides the stats: $(grep '{\|x7b' "$tmp/err")"
 # --verbose-prompt: the ids and texts on stderr, control tokens by name, a piece as it reads
 expect 0 "verbose prompt" -- "$d" -m "$model" -p "<s>Once</s>" --parse-special --verbose-prompt -n 1 --temp 0
 printf "decode: prompt: 4 tokens\ndecode:        1 '<s>'\ndecode:        1 '<s>'\ndecode:      403 ' Once'\ndecode:        2 '</s>'\n" >"$tmp/vp"
@@ -521,6 +542,6 @@ for flags in "--temp 0" "--temp 0 --ignore-eos" "-s 1" "-s 1 --ignore-eos"; do
   case $flags in *ignore-eos*) grep -q "masked by --ignore-eos" "$tmp/err" || fail "NaN logits ($flags): mask not said";; esac
 done
 
-[ "$cases" = 179 ] || fail "ran $cases cases, expected 179"
+[ "$cases" = 187 ] || fail "ran $cases cases, expected 187"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

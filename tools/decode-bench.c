@@ -94,7 +94,7 @@ static void usage(FILE *f) {
         "                       a warmup of one-token steps runs on while the step tune times them\n"
         "  -o, --output FMT     md (default), csv, json, jsonl\n"
         "      --numa MODE      off, distribute, isolate (default: distribute on several nodes)\n"
-        "      --split-k LIST   auto, off or N >= 2 segment ranges per split matrix (default auto)\n"
+        "      --split-k LIST   auto, off or N (2..65536) segment ranges per split matrix (default auto)\n"
         "      --l4 LIST        off, stream, buffer, auto (= stream; default auto); configurations\n"
         "                       interleave (both shape one-token steps; a batched prompt uses neither)\n"
         "      --tail-split LIST auto, on, off (default auto): a share's last tile of a stolen stage\n"

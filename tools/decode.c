@@ -37,6 +37,7 @@ typedef struct {
     int n_threads, n_batch, no_bos, parse_special, ignore_eos, seed_set, print_schedule, verbose, l4_stats;
     int verbose_prompt;
     int numa;                     // topo_numa_mode, -1: the default for the topology
+    int threads_asked;            // -t given
     int split_k;                  // 0 off, N >= 2, -1 auto
     int l4;                       // l4run_mode
     int tail_split;               // -1 auto, 0 off, 1 on (decoder_opts.tail_split)
@@ -64,7 +65,8 @@ static void usage(FILE *f) {
         "                            isolate (only the starting node) (default: distribute on several\n"
         "                            nodes, else off; DECODE_FAKE_NUMA=N pretends N nodes)\n"
         "      --split-k auto|off|N  cut matrices with fewer tiles than threads into at most N segment\n"
-        "                            ranges; auto: as many as threads (same bits either way; default: auto)\n"
+        "                            ranges (N: 2..65536); auto: as many as threads (same bits either way;\n"
+        "                            default: auto)\n"
         "      --l4 MODE             off, stream, buffer (segment partials in L4 lines, remote rows\n"
         "                            prefetched; slower on every machine measured), auto: stream\n"
         "                            (same bits in every mode; default: auto)\n"
@@ -93,7 +95,7 @@ static void usage(FILE *f) {
         "                            attention reads; rows rounded to f16 as stored; default: f32)\n"
         "  -ctv, --cache-type-v T    the same for V (default: f32)\n"
         "  -b, --batch-size N        prompt tokens evaluated together; 1 = one at a time (default: %d)\n"
-        "      --temp T              temperature; 0 = greedy argmax (default: %.2f)\n"
+        "      --temp T              temperature; <= 0 = greedy argmax (default: %.2f)\n"
         "      --top-k N             top-k, <= 0 = off (default: %d)\n"
         "      --top-p P             top-p, 1.0 = off (default: %.2f)\n"
         "      --min-p P             min-p, 0.0 = off (default: %.2f)\n"
@@ -207,7 +209,7 @@ static int parse_args(int argc, char **argv, options *o) {
             if (!strcmp(v, "off")) o->split_k = 0;
             else if (!strcmp(v, "auto")) o->split_k = -1;
             else if (parse_long(v, 2, 1 << 16, &n))
-                return usage_error("bad --split-k value '%s' (auto, off or N >= 2)", v);
+                return usage_error("bad --split-k value '%s' (auto, off or N from 2 to 65536)", v);
             else o->split_k = (int)n;
         }
         else if (!strcmp(a, "--pack-cache")) {
@@ -226,15 +228,15 @@ static int parse_args(int argc, char **argv, options *o) {
             if ((o->tail_split = cli_parse_tail_split(v)) < -1)
                 return usage_error("bad --tail-split value '%s' (auto, on, off)", v);
         } else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) {
-            if (parse_long(v, -1, INT_MAX, &o->n_predict)) return usage_error("bad -n value '%s'", v);
+            if (parse_long(v, -1, INT_MAX, &o->n_predict)) return usage_error("bad -n value '%s' (-1..2147483647)", v);
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             if (parse_long(v, 1, MAX_THREADS, &n)) return usage_error("bad -t value '%s' (1..4096)", v);
-            o->n_threads = (int)n;
+            o->n_threads = (int)n, o->threads_asked = 1;
         } else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) {
             if (parse_long(v, 1, MAX_BATCH, &n)) return usage_error("bad -b value '%s' (1..65536)", v);
             o->n_batch = (int)n;
         } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
-            if (parse_long(v, 0, INT_MAX, &o->n_ctx)) return usage_error("bad -c value '%s'", v);
+            if (parse_long(v, 0, INT_MAX, &o->n_ctx)) return usage_error("bad -c value '%s' (0..2147483647)", v);
         } else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) {
             unsigned long long s; char *end; errno = 0;
             s = strtoull(v, &end, 10);
@@ -243,10 +245,11 @@ static int parse_args(int argc, char **argv, options *o) {
                 return usage_error("bad seed '%s'", v);
             else o->sp.seed = s, o->seed_set = 1;
         } else if (!strcmp(a, "--top-k")) {
-            if (parse_long(v, INT_MIN, INT_MAX, &n)) return usage_error("bad --top-k value '%s'", v);
+            if (parse_long(v, INT_MIN, INT_MAX, &n)) return usage_error("bad --top-k value '%s' (an int)", v);
             o->sp.top_k = (int)n;
         } else if (!strcmp(a, "--repeat-last-n")) {
-            if (parse_long(v, -1, INT_MAX, &n)) return usage_error("bad --repeat-last-n value '%s'", v);
+            if (parse_long(v, -1, INT_MAX, &n))
+                return usage_error("bad --repeat-last-n value '%s' (-1..2147483647)", v);
             o->sp.repeat_last_n = (int)n;
         } else if (!strcmp(a, "--temp") || !strcmp(a, "--top-p") || !strcmp(a, "--min-p") ||
                    !strcmp(a, "--repeat-penalty")) {
@@ -287,14 +290,16 @@ typedef struct {
     double t_load, t_prompt, t_eval; int n_prompt, n_eval;
 } session;
 
+// All three lines on every run, the interface scripts parse: a phase that ran no token reads 0.
+static void print_rate(const char *phase, double ms, int n) {
+    fprintf(stderr, "decode: %-11s %10.2f ms / %5d tokens (%8.3f ms/token, %9.2f tok/s)\n", phase, ms, n,
+            n ? ms / n : 0.0, n && ms > 0 ? 1e3 * n / ms : 0.0);
+}
+
 static void print_timings(const session *S) {
     fprintf(stderr, "\ndecode: load        %10.2f ms\n", S->t_load);
-    if (S->n_prompt)
-        fprintf(stderr, "decode: prompt eval %10.2f ms / %5d tokens (%8.3f ms/token, %9.2f tok/s)\n",
-                S->t_prompt, S->n_prompt, S->t_prompt / S->n_prompt, 1e3 * S->n_prompt / S->t_prompt);
-    if (S->n_eval)
-        fprintf(stderr, "decode: eval        %10.2f ms / %5d tokens (%8.3f ms/token, %9.2f tok/s)\n",
-                S->t_eval, S->n_eval, S->t_eval / S->n_eval, 1e3 * S->n_eval / S->t_eval);
+    print_rate("prompt eval", S->t_prompt, S->n_prompt);
+    print_rate("eval", S->t_eval, S->n_eval);
 }
 
 static int emit_piece(const session *S, int32_t id, int strip_space) {
@@ -430,7 +435,8 @@ static int read_prompt(session *S, const options *o, size_t max, long n_ctx, int
 }
 
 // --verbose-prompt: each prompt token's id and text (its piece, or, for a control or unknown
-// token, which has none, its name), escaped so the terminal sees no control bytes.
+// token, which has none, its name), escaped so the terminal sees no control bytes, and braces
+// too: --l4-stats's JSON is the only '{' stderr may carry.
 static void print_prompt(const tokenizer *tok, const int32_t *ids, size_t n) {
     fprintf(stderr, "decode: prompt: %zu tokens\n", n);
     char piece[256], shown[1024];
@@ -439,8 +445,27 @@ static void print_prompt(const tokenizer *tok, const int32_t *ids, size_t n) {
         const char *s = piece;
         if (len == 0) s = tokenizer_text(tok, ids[i], &len);
         gguf_escape(shown, sizeof shown, s, len < sizeof piece ? len : sizeof piece);
-        fprintf(stderr, "decode: %8d '%s'\n", ids[i], shown);
+        fprintf(stderr, "decode: %8d '", ids[i]);
+        for (const char *c = shown; *c; c++)
+            if (*c == '{' || *c == '}') fprintf(stderr, "\\x%02x", *c);
+            else fputc(*c, stderr);
+        fputs("'\n", stderr);
     }
+}
+
+// How many of the -t threads work, and from when the plan over all of them serves, if it does:
+// with -v, and wherever an -t asked for more threads than work.
+static void print_threads(const decoder *d, int n_threads) {
+    fprintf(stderr, "decode: threads in use: %d of %d%s\n", pool_size(d->pool), n_threads,
+            pool_size(d->pool) < n_threads ? CLI_THREADS_IDLE_WHY : "");
+    int from = decoder_wide_from(d);
+    if (from >= 0 && d->plan_mode == DECODER_PLAN_ALTERNATE)
+        fprintf(stderr, "decode: ... and all %d every other token (DECODE_PLAN=alternate)\n", pool_size(d->wide->pool));
+    else if (from >= 0)
+        fprintf(stderr, "decode: ... and all %d from position %d on, where the KV rows make the step big enough "
+                "(DECODE_PLAN)\n", pool_size(d->wide->pool), from);
+    else if (decoder_wide_why(d))
+        fprintf(stderr, "decode: ... and no plan over all %d (DECODE_PLAN): %s\n", n_threads, decoder_wide_why(d));
 }
 
 // Model metadata and tokenizer, then the prompt read and tokenized within the context: all
@@ -565,22 +590,11 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
                                                                          o->pack_cache == PACKCACHE_MOVE))))
         fprintf(stderr, "decode: packed-weight cache: %s\n", w->cache_note);
     if (o->print_schedule) print_schedule(&S->d);
+    if (o->verbose || (o->threads_asked && pool_size(S->d.pool) < o->n_threads)) print_threads(&S->d, o->n_threads);
     if (o->verbose) {
         fprintf(stderr, "decode: gemv tuning for this model's step: prefetch %d B%s, interleave %d%s\n",
                 S->d.tuning.pf, S->d.tuning.l2 ? " into L2" : "", S->d.tuning.interleave,
                 gemv_ymm_phrase(S->d.tuning.ymm));
-        fprintf(stderr, "decode: threads in use: %d of %d%s\n", pool_size(S->d.pool), o->n_threads,
-                pool_size(S->d.pool) < o->n_threads ? CLI_THREADS_IDLE_WHY : "");
-        int from = decoder_wide_from(&S->d);
-        if (from >= 0 && S->d.plan_mode == DECODER_PLAN_ALTERNATE)
-            fprintf(stderr, "decode: ... and all %d every other token (DECODE_PLAN=alternate)\n",
-                    pool_size(S->d.wide->pool));
-        else if (from >= 0)
-            fprintf(stderr, "decode: ... and all %d from position %d on, where the KV rows make the step big enough "
-                    "(DECODE_PLAN)\n", pool_size(S->d.wide->pool), from);
-        else if (decoder_wide_why(&S->d))
-            fprintf(stderr, "decode: ... and no plan over all %d (DECODE_PLAN): %s\n", o->n_threads,
-                    decoder_wide_why(&S->d));
         fprintf(stderr, "decode: a thread that waits prefetches up to %zu bytes of what its next step reads\n",
                 S->d.wait_pf_bytes);
         uint32_t kt = S->d.cache_type_k, vt = S->d.cache_type_v;
@@ -671,7 +685,8 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
         fprintf(stderr, "\ndecode: tokens run by %d thread(s): %lu, by all %d: %lu\n", pool_size(S->d.pool),
                 S->d.plan_runs[0], pool_size(S->d.wide->pool), S->d.plan_runs[1]);
     char st[480];
-    if (o->verbose && decoder_step_tune_describe(&S->d, st, sizeof st)) fprintf(stderr, "\ndecode: step tune: %s\n", st);
+    if (o->verbose && decoder_step_tune_describe(&S->d, st, sizeof st))
+        fprintf(stderr, "\ndecode: step tune: %s\n", st);
     print_timings(S);
     return status;
 dump_failed:
