@@ -45,10 +45,13 @@
 #include "platform/hugepage.h"
 #include "platform/wtype.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -560,9 +563,21 @@ static int sane(gemv_tuning t) {
            (t.ymm & ~(GEMV_YMM_F16 | GEMV_YMM_BF16)) == 0;
 }
 
+// The cache file for reading, where it is a regular file of this user's (a FIFO there would block
+// the open, a link to /dev/zero spin the read, another user's file feed this one's tuning): NULL
+// otherwise, read as a miss.
+static FILE *cache_open(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    FILE *f = NULL;
+    if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid()) f = fdopen(fd, "r");
+    if (!f && fd >= 0) close(fd);
+    return f;
+}
+
 static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv_tuning *resident, int *kv,
                         int *evicted, double *gbps, long long *checked) {
-    FILE *f = fopen(path, "r");
+    FILE *f = cache_open(path);
     if (!f) return -1;
     char line[512], k[256];
     int found = -1;
@@ -583,24 +598,41 @@ static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv
     return found;
 }
 
-// Rewrites the cache with key's line replaced: other lines kept, written to a temporary file
-// and renamed over the old one, so a concurrent reader sees either file whole.
+// Rewrites the cache with key's line replaced: other lines kept, written to a new temporary file
+// (O_EXCL, no link followed: a name planted there cannot redirect the write) and renamed over the
+// old one, so a concurrent reader sees either file whole. The directory's flock orders writers, so
+// that two runs storing different keys keep both.
 static int cache_store(const char *path, const char *key, gemv_tuning tu, gemv_tuning resident, int kv, int evicted,
                        double gbps) {
     char tmp[4200], dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
-    snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
     if (cachedir_make_parents(dir)) return -1;
-    FILE *in = fopen(path, "r"), *out = fopen(tmp, "w");
-    if (!out) { if (in) fclose(in); return -1; }
-    char line[512], k[256];
-    while (in && fgets(line, sizeof line, in))
-        if (sscanf(line, "%255s", k) == 1 && strcmp(k, key) && strchr(line, '\n')) fputs(line, out);
+    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1, e = 0;
+    if (dfd >= 0) flock(dfd, LOCK_EX);     // unlocked by the close; without it, the writes still whole
+    for (int i = 0; i < 16 && fd < 0; i++) {
+        snprintf(tmp, sizeof tmp, "%s.%ld.%d", path, (long)getpid(), i);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    }
+    FILE *in = cache_open(path), *out = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (out) {
+        char line[512], k[256];
+        double g;
+        long long c;
+        int v[8];      // other machines' lines, whole and well formed: nothing else survives a store
+        while (in && fgets(line, sizeof line, in))
+            if (sscanf(line, "%255s %d %d %lf %lld %d %d %d %d %d %d", k, v, v + 1, &g, &c, v + 2, v + 3, v + 4,
+                       v + 5, v + 6, v + 7) == 11 && strcmp(k, key) && strchr(line, '\n'))
+                fputs(line, out);
+        fprintf(out, "%s %d %d %.2f %lld %d %d %d %d %d %d\n", key, tu.pf, tu.interleave, gbps,
+                (long long)time(NULL), resident.pf, resident.interleave, kv, evicted, tu.l2, tu.ymm);
+        if (fclose(out) || rename(tmp, path)) e = errno ? errno : EIO, unlink(tmp);
+    } else {
+        e = errno;
+        if (fd >= 0) close(fd), unlink(tmp);
+    }
     if (in) fclose(in);
-    fprintf(out, "%s %d %d %.2f %lld %d %d %d %d %d %d\n", key, tu.pf, tu.interleave, gbps, (long long)time(NULL),
-            resident.pf, resident.interleave, kv, evicted, tu.l2, tu.ymm);
-    if (fclose(out) || rename(tmp, path)) { unlink(tmp); return -1; }
-    return 0;
+    if (dfd >= 0) close(dfd);
+    return e ? (errno = e, -1) : 0;
 }
 
 tune_result tune_gemv(int mode, const char *cache_path) {

@@ -330,19 +330,29 @@ ln -s "$dir/new.bin" "$tmp/dangling"; ln -s cache/decode/packed/rel.bin "$tmp/re
 for mode in auto off; do
   for out in "$pack" "$tmp/hard" "$tmp/soft"; do
     run 1 "dump onto $out, --pack-cache $mode" - -- "$d" "${dargs[@]}" --pack-cache $mode --dump-logits "$out" &&
-      has "is a file of the packed-weight cache directory; not overwriting it" "dump onto $out"
+      has "is a file of decode's cache directory (GEMV tuning, packed weights); not overwriting it" "dump onto $out"
   done
-  for out in "$dir/x.pack.tmp1" "$tmp/dangling" "$tmp/relative"; do
+  for out in "$dir/x.pack.tmp1" "$tmp/dangling" "$tmp/relative" "$dir/../tune.dump"; do
     run 1 "dump to a new name $out, --pack-cache $mode" - -- "$d" "${dargs[@]}" --pack-cache $mode --dump-logits "$out" &&
-      has "would be made in the packed-weight cache directory, whose files loads replace" "dump to $out"
+      has "would be made in decode's cache directory, whose files tunes and loads replace" "dump to $out"
   done
 done
+# the tuning's file beside packed/ too (a tune renames a new one over it)
+DECODE_TUNE=force "$d" "${dargs[@]}" >/dev/null 2>&1
+if [ -f "$dir/../tune" ]; then
+  tsum=$(md5sum <"$dir/../tune")
+  run 1 "dump onto the tuning's file" - -- "$d" "${dargs[@]}" --dump-logits "$dir/../tune" &&
+    has "is a file of decode's cache directory (GEMV tuning, packed weights); not overwriting it" "dump onto tune"
+  [ "$(md5sum <"$dir/../tune")" = "$tsum" ] || fail "a refused dump changed the tuning's file"
+else
+  echo "skipped: the dump onto the tuning's file (none written: the scalar path tunes nothing)"; cases=$((cases + 1))
+fi
 run 1 "decode-bench --plot onto the cache file" - -- "$bin/decode-bench" -m "$model" -p 0 -n 4 -r 1 --roofline-mib 0 \
-  --plot "$tmp/soft" && has "is a file of the packed-weight cache directory; not overwriting it" "--plot onto the cache"
+  --plot "$tmp/soft" && has "is a file of decode's cache directory (GEMV tuning, packed weights); not overwriting it" "--plot onto the cache"
 [ "$(md5sum <"$pack")" = "$sum" ] || fail "a refused output changed the cache file"
 [ "$(ls -A "$dir")" = "$files" ] || fail "a refused output left a file in the cache directory: $(ls -A "$dir" | tr "\n" " ")"
 rm -f "$tmp/hard" "$tmp/soft" "$tmp/dangling" "$tmp/relative"
 
 echo "pack cache cases: $cases"
-[ "$cases" = 117 ] || fail "$cases cases ran, want 117"
+[ "$cases" = 120 ] || fail "$cases cases ran, want 120"
 [ $fails = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }

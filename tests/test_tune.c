@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -292,7 +293,9 @@ int main(void) {
         CHECKF(old.source == TUNE_MEASURED && lines_with(path, r.key, &pf, &nt) == 1, "v1 line: source %d '%s'",
                old.source, old.note);
         // a stale entry (rate 1000x off) beside another machine's and a garbage line
-        write_cache(path, "other-machine 512 3 12.50\ngarbage\n%s 0 4 99999.00 0 0 4 1024 0 0 0\n", r.key);
+        // (and a line cut short, which a store drops: only whole lines survive one)
+        write_cache(path, "other-machine 512 3 12.50 0 0 4 0 0 0 0\ngarbage\nhalf 512 3 12.50\n"
+                    "%s 0 4 99999.00 0 0 4 1024 0 0 0\n", r.key);
         tune_result s = tune_gemv(TUNE_AUTO, path);
         CHECKF(s.source == TUNE_MEASURED && strstr(s.note, "measured again"), "stale entry: %d '%s'", s.source, s.note);
         // its KV 1024 is the re-tune's incumbent, but where the row fixes none, none it is
@@ -300,7 +303,7 @@ int main(void) {
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == s.tu.pf && nt == s.tu.interleave &&
               same(rt, s.resident) && last_kv == s.kv_pf);
         CHECK(lines_with(path, "other-machine", &pf, &nt) == 1 && pf == 512 && nt == 3);
-        CHECK(lines_with(path, "garbage", &pf, &nt) == 0);  // a line without values is not a key
+        CHECK(lines_with(path, "garbage", &pf, &nt) == 0 && lines_with(path, "half", &pf, &nt) == 0);
         // a re-tune with the cached picks as incumbents says whether they held; either way the
         // result is a candidate and the line is rewritten with it
         // (interleaves 4 and 3 as another path would cache them: AVX2 runs one tile, so its
@@ -431,6 +434,38 @@ int main(void) {
         CHECKF(u.source == TUNE_MEASURED && strstr(u.note, "could not write"), "unwritable: '%s'", u.note);
         checks++;
     }
+    // the cache file as something else: a FIFO (an open that waits for a writer) or a link to
+    // /dev/zero (a read that never ends) is a miss, measured and replaced by a file; a name planted
+    // where the store's temporary file goes is not followed
+    if (gemv_isa_id() != GEMV_SCALAR) {
+        char *odd = path_join(dir, "odd"), *victim = path_join(dir, "victim"), planted[4200];
+        struct stat st;
+        CHECK(mkfifo(odd, 0600) == 0);
+        tune_result fi = tune_gemv(TUNE_AUTO, odd);
+        CHECKF(fi.source == TUNE_MEASURED && !lstat(odd, &st) && S_ISREG(st.st_mode), "FIFO: %d '%s'", fi.source,
+               fi.note);
+        CHECK(unlink(odd) == 0 && symlink("/dev/zero", odd) == 0);
+        tune_result zr = tune_gemv(TUNE_AUTO, odd);
+        CHECKF(zr.source == TUNE_MEASURED && !lstat(odd, &st) && S_ISREG(st.st_mode), "/dev/zero: %d '%s'",
+               zr.source, zr.note);
+        write_cache(victim, "precious\n");
+        for (int i = 0; i < 2; i++) {       // the names a store has used: "PATH.PID", now "PATH.PID.N"
+            snprintf(planted, sizeof planted, i ? "%s.%ld.0" : "%s.%ld", odd, (long)getpid());
+            CHECK(symlink(victim, planted) == 0);
+        }
+        tune_result pr = tune_gemv(TUNE_FORCE, odd);
+        size_t vlen;
+        char *v = read_all(victim, &vlen);
+        CHECKF(pr.source == TUNE_MEASURED && !pr.note[0] && lines_with(odd, pr.key, &pf, &nt) == 1 && v &&
+                   vlen == 9 && !memcmp(v, "precious\n", 9),
+               "planted link: '%s', victim '%.*s'", pr.note, v ? (int)vlen : 0, v ? v : "");
+        free(v);
+        CHECK(unlink(planted) == 0 && unlink(victim) == 0 && unlink(odd) == 0);
+        snprintf(planted, sizeof planted, "%s.%ld", odd, (long)getpid());
+        CHECK(unlink(planted) == 0);
+        free(odd), free(victim);
+        checks += 3;
+    }
     // no cache at all ("")
     tune_result n = tune_gemv(TUNE_OFF, "");
     CHECK(n.source == TUNE_DEFAULT);
@@ -494,7 +529,7 @@ int main(void) {
     }
     checks += 9;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 42 : 101));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 42 : 104));
     free(path);
     CHECK(scratch_remove(dir) == 0);
     return 0;

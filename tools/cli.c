@@ -347,21 +347,28 @@ static void creation_target(const char *path, char *buf, size_t n) {
 }
 
 // Loads replace and remove the files of the packed-weight cache directory (runtime/packcache.h),
-// so an output there would be lost (a dump there was renamed over by a new cache) or destroy a
-// cache. Whether the regular file st at path is one of its files, or (in_cache_made) an open of
-// path, which does not exist, would create its file there.
+// and a tune renames a new file over its own (runtime/tune.h), so an output in decode's cache
+// directory or its packed/ would be lost (a dump there was renamed over) or destroy a cache.
+// Whether the regular file st at path is one of their files, or (in_cache_made) an open of path,
+// which does not exist, would create its file there.
+static int cache_dirs(char dirs[2][PATH_MAX]) {
+    return cachedir_path(".", dirs[0], PATH_MAX) ? 0 : cachedir_path("packed", dirs[1], PATH_MAX) ? 1 : 2;
+}
 static int in_cache(const char *path, const struct stat *st) {
-    char dir[PATH_MAX];
-    return !cachedir_path("packed", dir, sizeof dir) && S_ISREG(st->st_mode) &&
-           (parent_is(path, dir) || dir_holds(dir, st));
+    char dirs[2][PATH_MAX];
+    int n = cache_dirs(dirs), found = 0;
+    for (int i = 0; i < n && S_ISREG(st->st_mode) && !found; i++)
+        found = parent_is(path, dirs[i]) || dir_holds(dirs[i], st);
+    return found;
 }
 static int in_cache_made(const char *path) {
-    char dir[PATH_MAX], target[PATH_MAX];
-    if (cachedir_path("packed", dir, sizeof dir)) return 0;
+    char dirs[2][PATH_MAX], target[PATH_MAX];
+    int n = cache_dirs(dirs), found = 0;
     creation_target(path, target, sizeof target);
-    return parent_is(target, dir);
+    for (int i = 0; i < n && !found; i++) found = parent_is(target, dirs[i]);
+    return found;
 }
-#define CACHE_FILE "a file of the packed-weight cache directory"
+#define CACHE_FILE "a file of decode's cache directory (GEMV tuning, packed weights)"
 
 FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, int n, int trunc) {
     int fd;
@@ -375,8 +382,8 @@ FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, i
         return NULL;
     }
     if (!existed && in_cache_made(path)) {
-        fprintf(stderr, "%s: %s %s would be made in the packed-weight cache directory, whose files loads replace "
-                "and remove; not writing there\n", tool_name, flag, path);
+        fprintf(stderr, "%s: %s %s would be made in decode's cache directory, whose files tunes and loads "
+                "replace and remove; not writing there\n", tool_name, flag, path);
         return NULL;
     }
     while ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666)) < 0 && errno == EINTR && !cli_stop) {}

@@ -56,9 +56,9 @@ void cli_warn_threads(int n, int numa);
 // A file an output must not overwrite: an input of the run (its st_dev, st_ino), named in the error.
 typedef struct { uint64_t dev, ino; const char *what; } cli_input;
 // Opens path for writing (created 0666 when missing) without truncating it, and refuses a regular
-// file that is one of in[0..n) (a hard or symbolic link to it included), a file of the
-// packed-weight cache directory or a new name there (a dangling link's target included: loads
-// replace and remove its files), the file, pipe or socket stdout or stderr already write to, and
+// file that is one of in[0..n) (a hard or symbolic link to it included), a file of decode's cache
+// directory or its packed/ or a new name there (a dangling link's target included: tunes and loads
+// replace and remove their files), the file, pipe or socket stdout or stderr already write to, and
 // a terminal (these outputs are files: raw floats, an SVG); truncates it when trunc. NULL after a
 // one-line error naming flag.
 FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, int n, int trunc);
