@@ -907,6 +907,7 @@ int main(int argc, char **argv) {
     }
     if (plot && (!status || n) && write_plot(plot, rs, n)) {
         fprintf(stderr, "decode-bench: --plot %s: writing failed\n", o.plot);
+        if (!plot_existed) unlink(o.plot);     // a cut-short SVG made here is no plot
         status = 1;
     } else if (plot && status && !n) {   // nothing to draw: the file as it was
         fclose(plot);

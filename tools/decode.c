@@ -284,7 +284,8 @@ static int parse_args(int argc, char **argv, options *o) {
 }
 
 typedef struct {
-    llama_model m; tokenizer *tok; decoder d; prefill b; sampler s; FILE *dump;
+    llama_model m; tokenizer *tok; decoder d; prefill b; sampler s;
+    FILE *dump; int dump_made, dump_rows;   // made by this run; rows written
     char *file_prompt;                 // the -f prompt's bytes
     struct stat prompt_st;             // what the -f prompt was (its identity)
     double t_load, t_prompt, t_eval; int n_prompt, n_eval;
@@ -318,7 +319,10 @@ static int emit_piece(const session *S, int32_t id, int strip_space) {
 
 static int dump_rows(session *S, const float *logits, int rows) {
     size_t n = (size_t)rows * (size_t)S->m.hp.n_vocab;
-    return S->dump && fwrite(logits, sizeof(float), n, S->dump) != n ? -1 : 0;
+    if (!S->dump || !n) return 0;
+    if (fwrite(logits, sizeof(float), n, S->dump) != n) return -1;
+    if (!S->dump_rows++) cli_created_output(NULL);   // rows a stop leaves are the user's
+    return 0;
 }
 
 static int forward(session *S, int32_t tok, int pos) {
@@ -393,11 +397,25 @@ static int print_l4_stats(const decoder *d) {
 }
 
 // The dump, refused where it would overwrite the model (a hard or symbolic link to it included),
-// the prompt file, a file of the packed-weight cache, or the file stdout or stderr already write to.
-static FILE *open_dump(const session *S, const char *path) {
+// the prompt file, a file of decode's cache, or the file stdout or stderr already write to. Opened
+// before the weights are packed, so that a refusal comes first, but emptied only once they are
+// (empty_dump): a run that fails or is stopped before then leaves an existing dump as it was.
+static FILE *open_dump(session *S, const char *path) {
     cli_input in[2] = {{S->m.f.dev, S->m.f.ino, "the model file"},
                        {S->prompt_st.st_dev, S->prompt_st.st_ino, "the prompt file"}};
-    return cli_open_output("--dump-logits", path, in, S->file_prompt ? 2 : 1, 1);
+    struct stat st;
+    int existed = lstat(path, &st) == 0;     // a link, even dangling, is the user's
+    FILE *f = cli_open_output("--dump-logits", path, in, S->file_prompt ? 2 : 1, 0);
+    if (f && !existed) S->dump_made = 1, cli_created_output(path);   // a stop before a row removes it
+    return f;
+}
+static int empty_dump(session *S, const char *path) {
+    struct stat st;
+    if (!fstat(fileno(S->dump), &st) && S_ISREG(st.st_mode) && ftruncate(fileno(S->dump), 0)) {
+        fprintf(stderr, "decode: --dump-logits %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    return 0;
 }
 
 // The prompt, at most max bytes of it (more cannot fit the context, unless the vocabulary drops bytes):
@@ -707,6 +725,7 @@ static int run(session *S, const options *o) {
     if (!status && o->dump_logits && !(S->dump = open_dump(S, o->dump_logits))) status = 1;
     if (!status) cli_test_stop("pack");
     if (!status && !cli_stop) status = start_decoder(S, o, n_ctx);
+    if (!status && !cli_stop && S->dump) status = empty_dump(S, o->dump_logits);
     if (!status && !cli_stop) {
         S->t_load = now_ms() - t0;
         if (o->sp.temp > 0 && !o->seed_set) fprintf(stderr, "decode: seed %llu\n", (unsigned long long)o->sp.seed);
@@ -742,6 +761,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "decode: writing %s failed\n", o.dump_logits);
         status = 1;
     }
+    // A dump this run made goes with a failure (its rows would read as a result), and with a stop
+    // before its first row; the rows a stop leaves stay.
+    if (S.dump_made && status && (!cli_stop || !S.dump_rows)) unlink(o.dump_logits);
+    cli_created_output(NULL);
     sampler_free(&S.s);
     prefill_free(&S.b);
     decoder_free(&S.d);
