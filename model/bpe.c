@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "model/unicode.h"
+#include "platform/hashkey.h"
 
 struct bpe {
     int32_t n_vocab;
@@ -55,15 +56,10 @@ int bpe_byte_char(int b, char out[3]) {
 
 // ---- strings to ids ----
 
-static uint32_t str_hash(const char *s, size_t n) {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 16777619u;
-    return h;
-}
-
-// Slot of s among the extras: the matching one, or the empty one it would go in.
+// Slot of s among the extras: the matching one, or the empty one it would go in. Both tables'
+// hashes are keyed: their keys come from the file's merges (platform/hashkey.h).
 static uint32_t x_slot(const bpe *b, const char *s, size_t n) {
-    uint32_t i = str_hash(s, n) & (b->n_xslot - 1);
+    uint32_t i = hashkey_bytes(s, n, b->n_xslot - 1);
     for (;; i = (i + 1) & (b->n_xslot - 1)) {
         int32_t x = b->xslot[i] - 1;
         if (x < 0) return i;
@@ -117,7 +113,7 @@ static int32_t intern(bpe *b, const char *s, size_t n) {
 }
 
 static uint32_t pair_slot(const bpe *b, uint64_t key) {
-    uint32_t i = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (b->n_slot - 1);
+    uint32_t i = hashkey_slot(key, b->n_slot - 1);
     while (b->key[i] != key && b->key[i] != UINT64_MAX) i = (i + 1) & (b->n_slot - 1);
     return i;
 }

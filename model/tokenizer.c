@@ -23,6 +23,7 @@
 #include "model/heap.h"
 #include "model/pretok.h"
 #include "model/unicode.h"
+#include "platform/hashkey.h"
 
 // Pieces that split text, longest first, and which of them a text holds: an Aho-Corasick
 // automaton over them, one pass over the text whatever their number and lengths. A node is a
@@ -311,9 +312,8 @@ static int collect_eog(tokenizer *t, const gguf_file *g, char *err) {
     return 0;
 }
 
-static uint32_t ac_hash(const piece_set *a, uint64_t key) {
-    return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (a->n_slot - 1);
-}
+// Keyed: the edges come from the file's pieces (platform/hashkey.h).
+static uint32_t ac_hash(const piece_set *a, uint64_t key) { return hashkey_slot(key, a->n_slot - 1); }
 
 // The child of node u along byte c, -1 none.
 static int32_t ac_child(const piece_set *a, int32_t u, uint8_t c) {

@@ -197,6 +197,24 @@ static gguf_writer *spm_vocab(const char *const *tok, const float *score, const 
     return w;
 }
 
+// Saves w to path (and frees it) and loads its tokenizer, which must take well under a second of
+// CPU however the file aimed its keys.
+static tokenizer *load_flood(gguf_writer *w, const char *path, const char *what) {
+    char err[GGUF_ERR_MAX];
+    CHECKF(gguf_writer_save(w, path, err) == 0, "%s", err);
+    gguf_writer_free(w);
+    gguf_file g;
+    tokenizer *t;
+    CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
+    double t0 = util_cpu_now();
+    CHECKF(tokenizer_load(&t, &g, err) == 0, "%s", err);
+    double s = util_cpu_now() - t0;
+    gguf_close(&g);
+    printf("tokenizer_load of %s: %.3f s\n", what, s);
+    CHECKF(s < 0.5 * SLOW, "load took %.2f s", s);
+    return t;
+}
+
 // 60000 pieces whose 32-bit FNV-1a hashes collide (an open-addressing piece table turns
 // quadratic: seconds to load). Five of them get every prefix as a piece so that encoding the
 // piece merges step by step into it, each lookup going through the colliding pieces; the first
@@ -228,19 +246,7 @@ static void check_flood(const char *path) {
     for (int i = 0; i < n; i++) type[i] = i == 0 ? 2 : i < 3 ? 3 : 1;
     gguf_writer *w = spm_vocab(tok, score, type, n);
     gguf_w_bool(w, "tokenizer.ggml.add_space_prefix", 0);
-    char err[GGUF_ERR_MAX];
-    CHECKF(gguf_writer_save(w, path, err) == 0, "%s", err);
-    gguf_writer_free(w);
-
-    gguf_file g;
-    tokenizer *t;
-    CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
-    double t0 = util_cpu_now();
-    CHECKF(tokenizer_load(&t, &g, err) == 0, "%s", err);
-    double s = util_cpu_now() - t0;
-    gguf_close(&g);
-    printf("tokenizer_load of %d colliding pieces: %.3f s\n", NF, s);
-    CHECKF(s < 0.5 * SLOW, "load took %.2f s", s);
+    tokenizer *t = load_flood(w, path, "60000 colliding pieces");
     EXPECT(t, fl[pick[0]], 0, N_ALL - 1);                       // the repeated piece: last id
     for (int p = 1; p < 5; p++) EXPECT(t, fl[pick[p]], 1, BOS, 3 + pick[p]);
     char miss[FLOOD_LEN + 1];
@@ -252,6 +258,42 @@ static void check_flood(const char *path) {
     }
     EXPECT(t, miss, 0, 3 + NF + 1 * (FLOOD_LEN - 1) + 5, UNK);  // its 6-byte prefix, then unk
     tokenizer_free(t);
+    unlink(path);
+}
+
+// 100000 merges of 3000 pieces aimed at the pair hash the merge table had, a fixed multiply-shift:
+// their keys fell in one 1/64 of its slots, so each insert probed the cluster (seconds; 300k
+// merges, minutes). The table's hash is keyed by a per-process secret now (platform/hashkey.h),
+// which no file can aim at: the load stays fast. (Every merge's sides are pieces, so all of them
+// go into the table.)
+#define NMV 3000
+#define NM 100000
+static void check_merge_flood(const char *path) {
+    static char name[NMV][8], merge[NM][16];
+    static const char *tok[NMV], *mp[NM];
+    static float score[NMV];
+    static int32_t type[NMV];
+    for (int i = 0; i < NMV; i++) snprintf(name[i], sizeof name[i], "q%d", i), tok[i] = name[i], type[i] = 1;
+    uint32_t n_slot = 64;
+    while (n_slot < 2 * NM) n_slot *= 2;
+    int n = 0;
+    for (uint32_t a = 0; a < NMV && n < NM; a++)        // the ids as bpe_build finds them: the vocab's
+        for (uint32_t c = 0; c < NMV && n < NM; c++) {
+            uint64_t key = (uint64_t)a << 32 | c;
+            if ((((uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 32)) & (n_slot - 1)) < n_slot / 64)
+                snprintf(merge[n], sizeof merge[n], "q%u q%u", a, c), mp[n] = merge[n], n++;
+        }
+    CHECKF(n == NM, "%d aimed merges", n);
+    gguf_writer *w = gguf_writer_new(32);
+    CHECK(w);
+    gguf_w_str(w, "general.architecture", "llama");
+    gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    gguf_w_str(w, "tokenizer.ggml.pre", "gpt-2");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", tok, NMV);
+    gguf_w_arr_f32(w, "tokenizer.ggml.scores", score, NMV);
+    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, NMV);
+    gguf_w_arr_str(w, "tokenizer.ggml.merges", mp, NM);
+    tokenizer_free(load_flood(w, path, "100000 merges aimed at one window of a fixed hash"));
     unlink(path);
 }
 
@@ -349,6 +391,7 @@ int main(void) {
     CHECK(dir && path);
     check_rules(path);
     check_flood(path);
+    check_merge_flood(path);
     int n_eog = check_eog(path);
     CHECK(n_eog == 10);
     int n_bad = (int)(sizeof bad / sizeof *bad);
