@@ -53,6 +53,11 @@ void cli_warn_threads(int n, int numa);
 #define CLI_THREADS_IDLE_WHY " (the others stay idle: smaller shares of a step would cost more to hand over " \
                              "than they save; decode --print-schedule shows who does what)"
 
+// The most text a tool reads as a prompt or an input to tokenize, whatever the context: the
+// tokenizer needs ~60 bytes of memory per byte of text, so 16 MiB keeps it near 1 GB, and an
+// endless input (/dev/zero) is refused rather than read until memory runs out.
+#define CLI_MAX_TEXT ((size_t)16 << 20)
+
 // A file an output must not overwrite: an input of the run (its st_dev, st_ino), named in the error.
 typedef struct { uint64_t dev, ino; const char *what; } cli_input;
 // Opens path for writing (created 0666 when missing) without truncating it, and refuses a regular

@@ -418,8 +418,8 @@ static int empty_dump(session *S, const char *path) {
     return 0;
 }
 
-// The prompt, at most max bytes of it (more cannot fit the context, unless the vocabulary drops bytes):
-// -p's text or -f's file.
+// The prompt, at most max bytes of it (more cannot fit the context, unless the vocabulary drops bytes
+// or max is CLI_MAX_TEXT): -p's text or -f's file.
 static int read_prompt(session *S, const options *o, size_t max, long n_ctx, int add_bos, const char **prompt,
                        size_t *plen) {
     size_t per = tokenizer_max_token_bytes(S->tok);
@@ -438,7 +438,9 @@ static int read_prompt(session *S, const options *o, size_t max, long n_ctx, int
     }
     // -p's text is in memory already (at most an argument's length): counted as tokens below.
     if (*prompt && (*plen <= max || (drops && !o->prompt_file))) return 0;
-    if (drops)
+    if (max == CLI_MAX_TEXT)
+        fprintf(stderr, "decode: %s: more than %zu bytes, the most decode reads of a prompt\n", what, max);
+    else if (drops)
         fprintf(stderr, "decode: %s: more than %zu bytes, the most decode reads for a context of %ld tokens (-c) "
                 "(this vocabulary drops bytes it has no token for, so fewer tokens might have done)\n", what, max,
                 n_ctx);
@@ -526,8 +528,10 @@ static int load(session *S, const options *o, const char **prompt, size_t *plen,
     cli_test_stop("prompt");
     if (cli_stop) return 1;
     // len bytes take at least ceil(len / per) tokens: longer prompts are refused unread (where the
-    // vocabulary drops bytes, that is only the read limit: read_prompt).
+    // vocabulary drops bytes, that is only the read limit: read_prompt). One long piece (a file's
+    // 3 MiB token) would lift that bound to gigabytes: CLI_MAX_TEXT caps the read.
     size_t max = (size_t)(*n_ctx - add_bos) * tokenizer_max_token_bytes(S->tok);
+    if (max > CLI_MAX_TEXT) max = CLI_MAX_TEXT;
     if (read_prompt(S, o, max, *n_ctx, add_bos, prompt, plen)) return 1;
     if (tokenizer_encode(S->tok, *prompt, *plen, add_bos, o->parse_special, ids, n_ids)) {
         fprintf(stderr, "decode: out of memory tokenizing the prompt\n");

@@ -15,10 +15,6 @@
 #include "tools/cli.h"
 #include "tools/util.h"
 
-// The tokenizer needs ~60 bytes of memory per byte of text: 16 MiB keeps it near 1 GB, and an
-// endless input (/dev/zero) is refused rather than read until memory runs out.
-#define MAX_TEXT ((size_t)16 << 20)
-
 static const char usage[] =
     "usage: tokenize -m FILE.gguf [--no-bos] [--parse-special] (-p TEXT [--time N] | -f FILE [--cases | --time N])\n"
     "  -m, --model FILE.gguf  model or vocab-only GGUF (only tokenizer.* keys are read)\n"
@@ -100,8 +96,8 @@ int main(int argc, char **argv) {
     char *fbuf = NULL;
     size_t len = 0;
     if (file) {
-        if (!(fbuf = cli_read_file(file, MAX_TEXT, &len, NULL))) {
-            if (errno == EFBIG) fprintf(stderr, "tokenize: %s: more than %zu bytes of text\n", file, MAX_TEXT);
+        if (!(fbuf = cli_read_file(file, CLI_MAX_TEXT, &len, NULL))) {
+            if (errno == EFBIG) fprintf(stderr, "tokenize: %s: more than %zu bytes of text\n", file, CLI_MAX_TEXT);
             else fprintf(stderr, "tokenize: %s: %s\n", file, strerror(errno));
             return 1;
         }
