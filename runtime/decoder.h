@@ -166,8 +166,10 @@ typedef struct decoder_s {
 // cache, a prompt batch's buffers. Past it the run would end at the OOM killer, so it is refused.
 #define DECODER_MEM_SHARE 0.9
 // Checks a context length: 1 <= n_ctx, and the KV cache it needs (K and V elements of the types
-// kt and vt, WTYPE_F32 or WTYPE_F16) fits in DECODER_MEM_SHARE of memory.
-int decoder_check_ctx(const llama_model *m, int64_t n_ctx, uint32_t kt, uint32_t vt, char err[GGUF_ERR_MAX]);
+// kt and vt, WTYPE_F32 or WTYPE_F16) with n_threads threads' attention scratch (a score row a
+// query head of a group: large where a file asks for many heads) fits in DECODER_MEM_SHARE of memory.
+int decoder_check_ctx(const llama_model *m, int64_t n_ctx, uint32_t kt, uint32_t vt, int n_threads,
+                      char err[GGUF_ERR_MAX]);
 // Bytes of a KV cache of n_ctx positions, K and V of types kt and vt; 0 unless both are f32 or f16.
 double decoder_kv_cache_bytes(const llama_hparams *h, int64_t n_ctx, uint32_t kt, uint32_t vt);
 // Options with every default: n_threads threads, NUMA mode from the topology, no split.

@@ -257,6 +257,12 @@ if [ -z "$sanitize" ]; then
   bash -c 'ulimit -v 1500000; exec "$@"' _ "$d" -m "$model" -p hi -n 2 -t 4096 >"$tmp/out" 2>"$tmp/err"; st=$?
   [ "$st" = 0 ] && ! grep -q "cannot start" "$tmp/err" || fail "-t 4096: exit $st: $(tail -c 300 "$tmp/err")"
 fi
+# A file asking for 131072 query heads of one KV head: each thread's attention scratch holds a
+# score row a head: 8 TiB a thread at a context of 2^24. Refused before allocating, naming the context.
+"$bin/gguf-synth" "$tmp/heads.gguf" --n-embd 2 --n-head 131072 --head-dim 2 --n-kv-head 1 --n-ff 2 --n-layer 1 \
+  --ctx 16777216 --dtype f16 --n-vocab 260 >/dev/null || fail "gguf-synth heads"
+run 1 "attention scratch past memory" -- "$d" -m "$tmp/heads.gguf" -p hi -n 2 --temp 0 -c 0 -t 1 &&
+  has "context size 16777216 needs a 0.2 GiB KV cache and 8192.0 GiB of attention scratch (1 thread(s))" "heads"
 # A model that asks for no BOS: the empty prompt's error must not blame --no-bos.
 "$bin/gguf-synth" "$tmp/nobos.gguf" >/dev/null || fail "gguf-synth"
 key=tokenizer.ggml.add_bos_token
@@ -266,7 +272,7 @@ printf '\0' | dd of="$tmp/nobos.gguf" bs=1 seek=$((off + ${#key} + 4)) conv=notr
 run 1 "empty prompt, model without BOS" -- "$d" -m "$tmp/nobos.gguf" -p "" && has "adds no BOS" "empty prompt"
 grep -q -- "--no-bos" "$tmp/err" && fail "the empty-prompt error names --no-bos, which was not given"
 
-want=$([ -z "$sanitize" ] && echo 65 || echo 64)
+want=$([ -z "$sanitize" ] && echo 66 || echo 65)
 [ "$cases" = $want ] || fail "ran $cases cases, expected $want"
 echo "hostile cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -175,18 +175,18 @@ int main(void) {
     CHECK(m.hp.n_head_kv == 2 && m.hp.head_dim == 16 && m.hp.n_rot == 16);   // rope dim defaults
     CHECK(m.hp.rope_base == 10000.0f && m.hp.n_vocab == 300 && m.output != m.tok_embd);
     CHECK(m.hp.arch == LLAMA_ARCH_LLAMA && !m.hp.rope_neox && m.hp.rope_freq_scale == 1.0f && !m.rope_freqs);
-    CHECK(decoder_check_ctx(&m, 128, WTYPE_F32, WTYPE_F32, err) == 0);
-    CHECK(decoder_check_ctx(&m, 128, WTYPE_F16, WTYPE_F16, err) == 0);
-    CHECK(decoder_check_ctx(&m, 0, WTYPE_F32, WTYPE_F32, err) != 0);
-    CHECK(decoder_check_ctx(&m, (int64_t)1 << 40, WTYPE_F32, WTYPE_F32, err) != 0 && strstr(err, "context"));
-    CHECK(decoder_check_ctx(&m, 128, WTYPE_BF16, WTYPE_F32, err) != 0 && strstr(err, "f32 or f16"));
+    CHECK(decoder_check_ctx(&m, 128, WTYPE_F32, WTYPE_F32, 1, err) == 0);
+    CHECK(decoder_check_ctx(&m, 128, WTYPE_F16, WTYPE_F16, 1, err) == 0);
+    CHECK(decoder_check_ctx(&m, 0, WTYPE_F32, WTYPE_F32, 1, err) != 0);
+    CHECK(decoder_check_ctx(&m, (int64_t)1 << 40, WTYPE_F32, WTYPE_F32, 1, err) != 0 && strstr(err, "context"));
+    CHECK(decoder_check_ctx(&m, 128, WTYPE_BF16, WTYPE_F32, 1, err) != 0 && strstr(err, "f32 or f16"));
     // A context whose f32 cache exceeds the memory bound while its f16 cache fits: the check counts
     // the element size.
     double mem = cpu_mem_bytes();
     double mid = DECODER_MEM_SHARE * mem / (6.0 * m.hp.n_layer * m.hp.n_head_kv * m.hp.head_dim);
     if (mid < INT32_MAX) {
-        CHECK(decoder_check_ctx(&m, (int64_t)mid, WTYPE_F32, WTYPE_F32, err) != 0);
-        CHECK(decoder_check_ctx(&m, (int64_t)mid, WTYPE_F16, WTYPE_F16, err) == 0);
+        CHECK(decoder_check_ctx(&m, (int64_t)mid, WTYPE_F32, WTYPE_F32, 1, err) != 0);
+        CHECK(decoder_check_ctx(&m, (int64_t)mid, WTYPE_F16, WTYPE_F16, 1, err) == 0);
     }
     llama_model_free(&m);
     s = valid(); s.tie = 1; s.bias = 1; expect(&s, path, NULL);

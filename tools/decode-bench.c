@@ -840,8 +840,10 @@ static int max_context(const options *o) {
 static int open_models(const options *o, llama_model *m, cli_input *in) {
     for (int mi = 0; mi < o->n_models; mi++) {
         char err[GGUF_ERR_MAX];
-        int len = max_context(o), loaded = !llama_model_load(&m[mi], o->models[mi], err);
-        if (!loaded || decoder_check_ctx(&m[mi], len, (uint32_t)o->cache_type_k, (uint32_t)o->cache_type_v, err)) {
+        int len = max_context(o), loaded = !llama_model_load(&m[mi], o->models[mi], err), t_max = 1;
+        for (int ti = 0; ti < o->n_threads; ti++) t_max = o->threads[ti] > t_max ? o->threads[ti] : t_max;
+        if (!loaded || decoder_check_ctx(&m[mi], len, (uint32_t)o->cache_type_k, (uint32_t)o->cache_type_v, t_max,
+                                         err)) {
             fprintf(stderr, "decode-bench: %s\n", err);
             for (int i = 0; i < mi + loaded; i++) llama_model_free(&m[i]);
             return 1;

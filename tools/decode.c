@@ -517,7 +517,7 @@ static int load(session *S, const options *o, const char **prompt, size_t *plen,
         return 1;
     }
     *n_ctx = o->n_ctx > 0 ? o->n_ctx : (o->n_ctx == 0 || h->n_ctx_train < 4096) ? h->n_ctx_train : 4096;
-    if (decoder_check_ctx(&S->m, *n_ctx, (uint32_t)o->cache_type_k, (uint32_t)o->cache_type_v, err)) {
+    if (decoder_check_ctx(&S->m, *n_ctx, (uint32_t)o->cache_type_k, (uint32_t)o->cache_type_v, o->n_threads, err)) {
         fprintf(stderr, "decode: %s\n", err);
         return 1;
     }
