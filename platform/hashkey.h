@@ -33,9 +33,11 @@ static inline uint64_t hashkey_secret(void) {
     return s;
 }
 
-// An integer key's slot among 2^k (mask = 2^k - 1).
+// An integer key's slot among 2^k (mask = 2^k - 1): the top k bits of key times the secret (odd),
+// Dietzfelbinger's multiply-shift, universal over the secret's draw (two keys share a slot with
+// probability at most 2 / 2^k, whatever the file chose), at one multiply a probe.
 static inline uint32_t hashkey_slot(uint64_t key, uint32_t mask) {
-    return (uint32_t)hashkey_mix(key ^ hashkey_secret()) & mask;
+    return mask ? (uint32_t)((key * hashkey_secret()) >> (64 - __builtin_ctzll((uint64_t)mask + 1))) : 0;
 }
 
 // A byte string's slot: FNV-1a over 64 bits from a secret basis, then mixed.
