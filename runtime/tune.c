@@ -598,6 +598,13 @@ static int cache_lookup(const char *path, const char *key, gemv_tuning *tu, gemv
     return found;
 }
 
+// Whether line holds only printable ASCII and tabs up to its newline.
+static int text_line(const char *line) {
+    for (const unsigned char *c = (const unsigned char *)line; *c && *c != '\n'; c++)
+        if ((*c < ' ' && *c != '\t') || *c > '~') return 0;
+    return 1;
+}
+
 // Rewrites the cache with key's line replaced: other lines kept, written to a new temporary file
 // (O_EXCL, no link followed: a name planted there cannot redirect the write) and renamed over the
 // old one, so a concurrent reader sees either file whole. The directory's flock orders writers, so
@@ -612,22 +619,25 @@ static int cache_store(const char *path, const char *key, gemv_tuning tu, gemv_t
     for (int i = 0; i < 16 && fd < 0; i++) {
         snprintf(tmp, sizeof tmp, "%s.%ld.%d", path, (long)getpid(), i);
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 && errno != EEXIST) break;
     }
+    if (fd < 0) e = errno;                  // before the read below sets its own
     FILE *in = cache_open(path), *out = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (out) {
         char line[512], k[256];
+        int v[2];
         double g;
-        long long c;
-        int v[8];      // other machines' lines, whole and well formed: nothing else survives a store
+        // other machines' lines (and older builds', which have fewer fields), whole and of text:
+        // anything else there (a binary file's bytes) goes with this store
         while (in && fgets(line, sizeof line, in))
-            if (sscanf(line, "%255s %d %d %lf %lld %d %d %d %d %d %d", k, v, v + 1, &g, &c, v + 2, v + 3, v + 4,
-                       v + 5, v + 6, v + 7) == 11 && strcmp(k, key) && strchr(line, '\n'))
+            if (sscanf(line, "%255s %d %d %lf", k, v, v + 1, &g) == 4 && strcmp(k, key) && strchr(line, '\n') &&
+                text_line(line))
                 fputs(line, out);
         fprintf(out, "%s %d %d %.2f %lld %d %d %d %d %d %d\n", key, tu.pf, tu.interleave, gbps,
                 (long long)time(NULL), resident.pf, resident.interleave, kv, evicted, tu.l2, tu.ymm);
         if (fclose(out) || rename(tmp, path)) e = errno ? errno : EIO, unlink(tmp);
     } else {
-        e = errno;
+        if (!e) e = errno;
         if (fd >= 0) close(fd), unlink(tmp);
     }
     if (in) fclose(in);

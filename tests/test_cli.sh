@@ -264,13 +264,18 @@ n=$(sed -n 's/^decode: end-of-generation token [0-9]* after \([0-9]*\) tokens; s
 expect 0 "--ignore-eos" -- "$d" -m "$eog" "${sample[@]}" --ignore-eos
 grep -q "end-of-generation" "$tmp/err" && fail "--ignore-eos: $(cat "$tmp/err")"
 grep -q "^decode: eval .*/ *59 tokens" "$tmp/err" || fail "--ignore-eos stopped early: $(grep 'eval' "$tmp/err")"
-# stories260K's step is too small to share: one thread works at -t 2, and both tools say so.
-expect 0 "threads in use" -- "$d" -m "$model" -p a -n 1 --temp 0 -t 2 -v
+# stories260K's step is too small to share: one thread works at -t 2 (at -c 512 no position's step
+# grows big enough either), and both tools say so.
+expect 0 "threads in use" -- "$d" -m "$model" -p a -n 1 --temp 0 -t 2 -c 512 -v
 grep -q "^decode: threads in use: 1 of 2 (the others stay idle" "$tmp/err" || fail "decode -v: $(grep threads "$tmp/err")"
 expect 0 "decode-bench threads in use" -- "$bin/decode-bench" -m "$model" -t 2 -p 0 -n 2 -r 1 --roofline-mib 0
 grep -q "^decode-bench: .*: threads in use: 1 of 2 (the others" "$tmp/err" || fail "decode-bench: no threads-in-use line"
-expect 0 "threads in use, -t without -v" -- "$d" -m "$model" -p a -n 1 --temp 0 -t 2
+expect 0 "threads in use, -t without -v" -- "$d" -m "$model" -p a -n 1 --temp 0 -t 2 -c 512
 grep -q "^decode: threads in use: 1 of 2 (the others stay idle" "$tmp/err" || fail "decode -t 2: $(cat "$tmp/err")"
+# ... not idle where the plan over all of them serves from some position on: the next line says where
+expect 0 "threads in use, a plan over all from a position" -- "$d" -m "$model" -p a -n 1 --temp 0 -t 2 -c 2048
+{ grep -qx "decode: threads in use: 1 of 2" "$tmp/err" && grep -q "^decode: ... and all 2 from position" "$tmp/err"; } ||
+  one_cpu "plan from a position" || fail "decode -t 2 -c 2048: $(grep -A1 threads "$tmp/err")"
 expect 0 "threads in use, the default" -- "$d" -m "$model" -p a -n 1 --temp 0
 grep -q "threads in use" "$tmp/err" && fail "decode without -t or -v said threads in use"
 expect 0 "threads in use, all" -- "$d" -m "$model" -p a -n 1 --temp 0 -t 1 -v
@@ -542,6 +547,6 @@ for flags in "--temp 0" "--temp 0 --ignore-eos" "-s 1" "-s 1 --ignore-eos"; do
   case $flags in *ignore-eos*) grep -q "masked by --ignore-eos" "$tmp/err" || fail "NaN logits ($flags): mask not said";; esac
 done
 
-[ "$cases" = 187 ] || fail "ran $cases cases, expected 187"
+[ "$cases" = 188 ] || fail "ran $cases cases, expected 188"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -293,9 +293,9 @@ int main(void) {
         CHECKF(old.source == TUNE_MEASURED && lines_with(path, r.key, &pf, &nt) == 1, "v1 line: source %d '%s'",
                old.source, old.note);
         // a stale entry (rate 1000x off) beside another machine's and a garbage line
-        // (and a line cut short, which a store drops: only whole lines survive one)
-        write_cache(path, "other-machine 512 3 12.50 0 0 4 0 0 0 0\ngarbage\nhalf 512 3 12.50\n"
-                    "%s 0 4 99999.00 0 0 4 1024 0 0 0\n", r.key);
+        // (and an older build's shorter line, which a store keeps, and a binary line, which it drops)
+        write_cache(path, "other-machine 512 3 12.50 0 0 4 0 0 0 0\ngarbage\nolder 512 3 12.50\n"
+                    "binary 1 2 3.0 \x01\xff\n%s 0 4 99999.00 0 0 4 1024 0 0 0\n", r.key);
         tune_result s = tune_gemv(TUNE_AUTO, path);
         CHECKF(s.source == TUNE_MEASURED && strstr(s.note, "measured again"), "stale entry: %d '%s'", s.source, s.note);
         // its KV 1024 is the re-tune's incumbent, but where the row fixes none, none it is
@@ -303,7 +303,8 @@ int main(void) {
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == s.tu.pf && nt == s.tu.interleave &&
               same(rt, s.resident) && last_kv == s.kv_pf);
         CHECK(lines_with(path, "other-machine", &pf, &nt) == 1 && pf == 512 && nt == 3);
-        CHECK(lines_with(path, "garbage", &pf, &nt) == 0 && lines_with(path, "half", &pf, &nt) == 0);
+        CHECK(lines_with(path, "garbage", &pf, &nt) == 0 && lines_with(path, "binary", &pf, &nt) == 0);
+        CHECK(lines_with(path, "older", &pf, &nt) == 1 && pf == 512 && nt == 3);
         // a re-tune with the cached picks as incumbents says whether they held; either way the
         // result is a candidate and the line is rewritten with it
         // (interleaves 4 and 3 as another path would cache them: AVX2 runs one tile, so its

@@ -742,10 +742,10 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
             continue;
         }
         if (d[s].w.cache_state != PACKCACHE_UNUSED) cli_mapped_file(d[s].w.cache_file);   // what the tests read
+        int from = decoder_wide_from(&d[s]);   // the line after says when the others join, if they do
         if (pool_size(d[s].pool) < T)     // n_threads stays T, as llama-bench's does
             fprintf(stderr, "decode-bench: %s: threads in use: %d of %d%s\n", path, pool_size(d[s].pool), T,
-                    CLI_THREADS_IDLE_WHY);
-        int from = decoder_wide_from(&d[s]);
+                    from < 0 ? CLI_THREADS_IDLE_WHY : "");
         if (from >= 0)
             fprintf(stderr, "decode-bench: %s: ... and all %d for tokens at positions %d and on (DECODE_PLAN)\n", path,
                     pool_size(d[s].wide->pool), from);

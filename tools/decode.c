@@ -285,7 +285,7 @@ static int parse_args(int argc, char **argv, options *o) {
 
 typedef struct {
     llama_model m; tokenizer *tok; decoder d; prefill b; sampler s;
-    FILE *dump; int dump_made, dump_rows;   // made by this run; rows written
+    FILE *dump; int dump_made, dump_rows, dump_bad;   // made by this run; rows written; a write failed
     char *file_prompt;                 // the -f prompt's bytes
     struct stat prompt_st;             // what the -f prompt was (its identity)
     double t_load, t_prompt, t_eval; int n_prompt, n_eval;
@@ -320,7 +320,7 @@ static int emit_piece(const session *S, int32_t id, int strip_space) {
 static int dump_rows(session *S, const float *logits, int rows) {
     size_t n = (size_t)rows * (size_t)S->m.hp.n_vocab;
     if (!S->dump || !n) return 0;
-    if (fwrite(logits, sizeof(float), n, S->dump) != n) return -1;
+    if (fwrite(logits, sizeof(float), n, S->dump) != n) return S->dump_bad = 1, -1;
     if (!S->dump_rows++) cli_created_output(NULL);   // rows a stop leaves are the user's
     return 0;
 }
@@ -409,6 +409,7 @@ static FILE *open_dump(session *S, const char *path) {
     if (f && !existed) S->dump_made = 1, cli_created_output(path);   // a stop before a row removes it
     return f;
 }
+#define DUMP_GONE " (the file, made by this run, is removed)"
 static int empty_dump(session *S, const char *path) {
     struct stat st;
     if (!fstat(fileno(S->dump), &st) && S_ISREG(st.st_mode) && ftruncate(fileno(S->dump), 0)) {
@@ -476,9 +477,9 @@ static void print_prompt(const tokenizer *tok, const int32_t *ids, size_t n) {
 // How many of the -t threads work, and from when the plan over all of them serves, if it does:
 // with -v, and wherever an -t asked for more threads than work.
 static void print_threads(const decoder *d, int n_threads) {
+    int from = decoder_wide_from(d);      // the line after says when the others join, if they do
     fprintf(stderr, "decode: threads in use: %d of %d%s\n", pool_size(d->pool), n_threads,
-            pool_size(d->pool) < n_threads ? CLI_THREADS_IDLE_WHY : "");
-    int from = decoder_wide_from(d);
+            pool_size(d->pool) < n_threads && from < 0 ? CLI_THREADS_IDLE_WHY : "");
     if (from >= 0 && d->plan_mode == DECODER_PLAN_ALTERNATE)
         fprintf(stderr, "decode: ... and all %d every other token (DECODE_PLAN=alternate)\n", pool_size(d->wide->pool));
     else if (from >= 0)
@@ -712,7 +713,7 @@ static int generate(session *S, const options *o, const char *prompt, size_t ple
     print_timings(S);
     return status;
 dump_failed:
-    fprintf(stderr, "decode: writing %s failed\n", o->dump_logits);
+    fprintf(stderr, "decode: writing %s failed%s\n", o->dump_logits, S->dump_made ? DUMP_GONE : "");
     return 1;
 stdout_failed:
     if (cli_stop) return stopped();      // the signal cut the write short
@@ -761,13 +762,14 @@ int main(int argc, char **argv) {
     session S;
     memset(&S, 0, sizeof S);
     int status = run(&S, &o);
-    if (S.dump && fclose(S.dump) && status == 0) {
-        fprintf(stderr, "decode: writing %s failed\n", o.dump_logits);
-        status = 1;
+    if (S.dump && fclose(S.dump) && !S.dump_bad) {
+        if (!status) fprintf(stderr, "decode: writing %s failed%s\n", o.dump_logits, S.dump_made ? DUMP_GONE : "");
+        S.dump_bad = 1, status = status ? status : 1;
     }
-    // A dump this run made goes with a failure (its rows would read as a result), and with a stop
-    // before its first row; the rows a stop leaves stay.
-    if (S.dump_made && status && (!cli_stop || !S.dump_rows)) unlink(o.dump_logits);
+    // A dump this run made goes where a write to it failed (a cut row would read as logits; the
+    // error says so) or it holds no row; whole rows stay whatever else failed (NaN logits, stdout):
+    // they are what was asked for.
+    if (S.dump_made && status && (!S.dump_rows || S.dump_bad)) unlink(o.dump_logits);
     cli_created_output(NULL);
     sampler_free(&S.s);
     prefill_free(&S.b);
