@@ -261,6 +261,13 @@ if [ -z "$sanitize" ]; then
   bash -c 'ulimit -v 1500000; exec "$@"' _ "$d" -m "$model" -p hi -n 2 -t 4096 >"$tmp/out" 2>"$tmp/err"; st=$?
   [ "$st" = 0 ] && ! grep -q "cannot start" "$tmp/err" || fail "-t 4096: exit $st: $(tail -c 300 "$tmp/err")"
 fi
+# A context of 2^24 tokens whose bound (tokens x the longest piece) passes 16 MiB: decode still
+# reads no more than 16 MiB of a prompt (the old bound let /dev/zero run to ~100 MiB, and a file
+# with one long piece to gigabytes).
+"$bin/gguf-synth" "$tmp/bigctx.gguf" --n-embd 2 --n-head 1 --head-dim 2 --n-kv-head 1 --n-ff 2 --n-layer 1 \
+  --ctx 16777216 --n-vocab 260 >/dev/null || fail "gguf-synth bigctx"
+run 1 "prompt read past 16 MiB" -- "$d" -m "$tmp/bigctx.gguf" -f /dev/zero -c 0 -t 1 &&
+  has "/dev/zero: more than 16777216 bytes, the most decode reads of a prompt" "16 MiB"
 # A file asking for 131072 query heads of one KV head: each thread's attention scratch holds a
 # score row a head: 8 TiB a thread at a context of 2^24. Refused before allocating, naming the context.
 "$bin/gguf-synth" "$tmp/heads.gguf" --n-embd 2 --n-head 131072 --head-dim 2 --n-kv-head 1 --n-ff 2 --n-layer 1 \
@@ -276,7 +283,7 @@ printf '\0' | dd of="$tmp/nobos.gguf" bs=1 seek=$((off + ${#key} + 4)) conv=notr
 run 1 "empty prompt, model without BOS" -- "$d" -m "$tmp/nobos.gguf" -p "" && has "adds no BOS" "empty prompt"
 grep -q -- "--no-bos" "$tmp/err" && fail "the empty-prompt error names --no-bos, which was not given"
 
-want=$([ -z "$sanitize" ] && echo 66 || echo 65)
+want=$([ -z "$sanitize" ] && echo 67 || echo 66)
 [ "$cases" = $want ] || fail "ran $cases cases, expected $want"
 echo "hostile cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

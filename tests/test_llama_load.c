@@ -188,6 +188,16 @@ int main(void) {
         CHECK(decoder_check_ctx(&m, (int64_t)mid, WTYPE_F32, WTYPE_F32, 1, err) != 0);
         CHECK(decoder_check_ctx(&m, (int64_t)mid, WTYPE_F16, WTYPE_F16, 1, err) == 0);
     }
+    // ... and each thread's attention scratch: a context that fits in half the bound at -t 1 is
+    // refused at -t 4096, naming the threads
+    double per_pos = decoder_kv_cache_bytes(&m.hp, 1, WTYPE_F16, WTYPE_F16) +
+                     attention_scratch(1 << 20, m.hp.n_head, m.hp.n_head_kv, m.hp.head_dim) * 4.0 / (1 << 20);
+    double half = 0.5 * DECODER_MEM_SHARE * mem / per_pos;
+    if (half < INT32_MAX) {
+        CHECK(decoder_check_ctx(&m, (int64_t)half, WTYPE_F16, WTYPE_F16, 1, err) == 0);
+        CHECKF(decoder_check_ctx(&m, (int64_t)half, WTYPE_F16, WTYPE_F16, 4096, err) != 0 &&
+                   strstr(err, "attention scratch (4096 thread(s))"), "%s", err);
+    }
     llama_model_free(&m);
     s = valid(); s.tie = 1; s.bias = 1; expect(&s, path, NULL);
     CHECK(llama_model_load(&m, path, err) == 0);
