@@ -197,6 +197,22 @@ static gguf_writer *spm_vocab(const char *const *tok, const float *score, const 
     return w;
 }
 
+// A writer holding a byte-level BPE vocab (gpt-2's pre-tokenizer) of n normal pieces and nm merges.
+static gguf_writer *bpe_vocab(const char *const *tok, int n, const char *const *merges, int nm) {
+    gguf_writer *w = gguf_writer_new(32);
+    CHECK(w);
+    gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
+    gguf_w_str(w, "tokenizer.ggml.pre", "gpt-2");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", tok, (uint64_t)n);
+    int32_t *type = malloc((size_t)n * sizeof *type);
+    CHECK(type);
+    for (int i = 0; i < n; i++) type[i] = 1;
+    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, (uint64_t)n);
+    free(type);
+    gguf_w_arr_str(w, "tokenizer.ggml.merges", merges, (uint64_t)nm);
+    return w;
+}
+
 // Saves w to path (and frees it) and loads its tokenizer, which must take well under a second of
 // CPU however the file aimed its keys.
 static tokenizer *load_flood(gguf_writer *w, const char *path, const char *what) {
@@ -271,9 +287,7 @@ static void check_flood(const char *path) {
 static void check_merge_flood(const char *path) {
     static char name[NMV][8], merge[NM][16];
     static const char *tok[NMV], *mp[NM];
-    static float score[NMV];
-    static int32_t type[NMV];
-    for (int i = 0; i < NMV; i++) snprintf(name[i], sizeof name[i], "q%d", i), tok[i] = name[i], type[i] = 1;
+    for (int i = 0; i < NMV; i++) snprintf(name[i], sizeof name[i], "q%d", i), tok[i] = name[i];
     uint32_t n_slot = 64;
     while (n_slot < 2 * NM) n_slot *= 2;
     int n = 0;
@@ -284,16 +298,50 @@ static void check_merge_flood(const char *path) {
                 snprintf(merge[n], sizeof merge[n], "q%u q%u", a, c), mp[n] = merge[n], n++;
         }
     CHECKF(n == NM, "%d aimed merges", n);
-    gguf_writer *w = gguf_writer_new(32);
-    CHECK(w);
-    gguf_w_str(w, "general.architecture", "llama");
-    gguf_w_str(w, "tokenizer.ggml.model", "gpt2");
-    gguf_w_str(w, "tokenizer.ggml.pre", "gpt-2");
-    gguf_w_arr_str(w, "tokenizer.ggml.tokens", tok, NMV);
-    gguf_w_arr_f32(w, "tokenizer.ggml.scores", score, NMV);
-    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, NMV);
-    gguf_w_arr_str(w, "tokenizer.ggml.merges", mp, NM);
-    tokenizer_free(load_flood(w, path, "100000 merges aimed at one window of a fixed hash"));
+    tokenizer_free(load_flood(bpe_vocab(tok, NMV, mp, NM), path, "100000 merges aimed at a fixed hash's window"));
+    unlink(path);
+}
+
+// 60000 merges "k T" whose results "kT" (not tokens: each gets an id past the vocab's) agree in
+// the low 20 bits of the 32-bit FNV-1a the merged strings' table used: under it they filled one
+// probe run. Keyed now (platform/hashkey.h), the load stays fast.
+#define NX 60000
+static void check_merged_flood(const char *path) {
+    static char fl[2 * NX][FLOOD_LEN + 1], merge[NX][FLOOD_LEN + 2];
+    static const char *mp[NX];
+    CHECK(flood_strings(fl, 2 * NX, 2166136261u, 16777619u) == 2 * NX);
+    int n = 0;
+    for (int i = 0; i < 2 * NX && n < NX; i++)       // "k" and the rest, split at the one space
+        if (!memchr(fl[i], ' ', FLOOD_LEN))
+            snprintf(merge[n], sizeof merge[n], "k %s", fl[i] + 1), mp[n] = merge[n], n++;
+    CHECKF(n == NX, "%d merges without a space", n);
+    const char *tok[] = {"k", "x"};
+    tokenizer_free(load_flood(bpe_vocab(tok, 2, mp, NX), path, "60000 merges whose results' FNV-1a collide"));
+    unlink(path);
+}
+
+// One user-defined piece of 100000 bytes, each byte chosen so that the trie edge it makes, keyed
+// (node << 8 | byte), fell in the first 1/16 of the edge table under the fixed multiply-shift the
+// table used: one probe run, a load of seconds (53 s for 300 KB). Keyed now, fast.
+#define NA 100000
+static void check_trie_flood(const char *path) {
+    static char piece[NA + 1];
+    uint32_t total = 1 + NA + 12, n_slot = 16;        // the trie's bytes: the piece, <unk> <s> </s>
+    while (n_slot < 2 * total) n_slot *= 2;
+    int aimed = 0;
+    for (uint64_t i = 0; i < NA; i++) {               // the longest piece goes in first: node i, byte i
+        piece[i] = '!';
+        for (int c = '!'; c <= '~'; c++)
+            if ((((((i << 8) | (uint64_t)c) * 0x9e3779b97f4a7c15ull) >> 32) & (n_slot - 1)) < n_slot / 16) {
+                piece[i] = (char)c, aimed++;
+                break;
+            }
+    }
+    CHECKF(aimed > NA * 99 / 100, "%d of %d edges aimed", aimed, NA);
+    const char *tok[] = {"<unk>", "<s>", "</s>", piece, "a"};
+    float score[5] = {0};
+    int32_t type[5] = {2, 3, 3, 4, 1};
+    tokenizer_free(load_flood(spm_vocab(tok, score, type, 5), path, "a 100000-byte piece aimed at one run of edges"));
     unlink(path);
 }
 
@@ -392,6 +440,8 @@ int main(void) {
     check_rules(path);
     check_flood(path);
     check_merge_flood(path);
+    check_merged_flood(path);
+    check_trie_flood(path);
     int n_eog = check_eog(path);
     CHECK(n_eog == 10);
     int n_bad = (int)(sizeof bad / sizeof *bad);
