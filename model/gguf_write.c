@@ -2,6 +2,7 @@
 // save, which streams header and data through one large buffer (big tensors with a data
 // pointer are written straight from it) into a temporary file renamed into place at the end.
 #include "model/gguf_write.h"
+#include "platform/orphan.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -399,6 +400,15 @@ static char *out_target(const char *path, int *mode, char *err) {
     return p;
 }
 
+// The rename reaches the disk with the directory's own sync: without it a power cut after exit 0
+// could still leave the old file (never a torn one). tmp's first dlen bytes name the directory
+// (tmp is cut there). Best effort: a file system that cannot sync a directory has done what it can.
+static void sync_dir(char *tmp, size_t dlen) {
+    tmp[dlen] = 0;
+    int fd = open(dlen ? tmp : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) (void)!fsync(fd), close(fd);
+}
+
 int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
     if (!w->err[0] && !w->has_alignment && w->alignment != GGUF_DEFAULT_ALIGNMENT) {
         gguf_w_u32(w, "general.alignment", w->alignment);
@@ -424,7 +434,11 @@ int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
         return -1;
     }
     // O_EXCL with a fresh name: the mode honours the umask, unlike mkstemp's 0600. The hook
-    // hears the name before the file exists, so a signal handler can always remove it.
+    // hears the name before the file exists, so a signal handler can always remove it; what a
+    // SIGKILL left (a hidden file as large as a model) the next write into the directory removes,
+    // by the lock each writer holds on its own (platform/orphan.h).
+    snprintf(tmp, cap, "%.*s", (int)dlen, dst);
+    orphan_sweep(dlen ? tmp : ".", ".gguf-tmp.");
     static unsigned serial;
     for (int i = 0; i < 100 && o.fd < 0; i++) {
         snprintf(tmp, cap, "%.*s.gguf-tmp.%ld.%u", (int)dlen, dst, (long)getpid(),
@@ -432,6 +446,7 @@ int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
         if (w->temp_hook) w->temp_hook(tmp);
         o.fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (o.fd < 0 && errno != EEXIST) break;
+        if (o.fd >= 0 && orphan_hold(o.fd, tmp)) close(o.fd), o.fd = -1, errno = EEXIST;   // swept: anew
     }
     if (o.fd < 0) {
         int e = errno;
@@ -455,7 +470,7 @@ int gguf_writer_save(gguf_writer *w, const char *path, char err[GGUF_ERR_MAX]) {
     else if (o.failed) snprintf(err, GGUF_ERR_MAX, "%s: write failed: %s", path, strerror(o.failed));
     else if (rename(tmp, dst))
         snprintf(err, GGUF_ERR_MAX, "%s: cannot rename the temporary file: %s", path, strerror(errno));
-    else rc = 0;
+    else sync_dir(tmp, dlen), rc = 0;
     if (rc) unlink(tmp);
     if (w->temp_hook) w->temp_hook(NULL);
     free(tmp); free(o.buf); free(dst);

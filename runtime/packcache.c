@@ -2,6 +2,7 @@
 #include "runtime/packcache.h"
 #include "kernels/gemv.h"
 #include "platform/hugepage.h"
+#include "platform/orphan.h"
 #include "runtime/cachedir.h"
 #include "runtime/weights.h"
 #include <errno.h>
@@ -13,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -339,17 +339,6 @@ static int stale(const char *file) {
            (uint64_t)st.st_ctim.tv_sec * 1000000000u + (uint64_t)st.st_ctim.tv_nsec != h.ctime_ns;
 }
 
-// Removes a temporary file no writer holds: its writer died (SIGKILL, a crash). Writers hold an
-// flock on theirs, which works across PID namespaces and hosts sharing the directory. The lock is
-// held across the unlink, so a writer that opened the file just now and waits for its lock sees
-// the name gone (packcache_begin checks) instead of packing into an unlinked file.
-static void remove_orphan(const char *file) {
-    int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) return;
-    if (!flock(fd, LOCK_EX | LOCK_NB)) unlink(file);
-    close(fd);
-}
-
 // Clears dir of what earlier writers left: stale cache files (not path: the rename replaces it)
 // and orphaned temporary files. Each is as large as a model.
 static void tidy(const char *dir, const char *path) {
@@ -360,7 +349,7 @@ static void tidy(const char *dir, const char *path) {
         int is_pack = len > 5 && !strcmp(e->d_name + len - 5, ".pack"), is_tmp = strstr(e->d_name, ".pack.tmp") != NULL;
         if (!is_pack && !is_tmp) continue;
         snprintf(f, sizeof f, "%s/%s", dir, e->d_name);
-        if (is_tmp) remove_orphan(f);
+        if (is_tmp) orphan_remove(f);      // its writer died (platform/orphan.h)
         else if (strcmp(f, path) && stale(f)) unlink(f);
     }
     if (dp) closedir(dp);
@@ -399,7 +388,7 @@ int packcache_begin(const char *path, const packcache_opts *o, const llama_model
     region *r = malloc(((size_t)m->hp.n_layer * LAYER_N_MAT + 2) * sizeof *r);
     header h;
     char dir[4200];
-    struct stat a, b;
+    struct stat a;
     int rc = -1;
     *pw = (packcache_writer){.fd = -1, .o = o};
     if (!r) { snprintf(note, n, "out of memory"); goto out; }
@@ -432,9 +421,9 @@ int packcache_begin(const char *path, const packcache_opts *o, const llama_model
         if (o->temp_hook) o->temp_hook(NULL);
         goto out;
     }
-    flock(pw->fd, LOCK_EX);               // held while open or mapped: the file is not an orphan
-    // Another writer's tidy() may have taken it for an orphan between the open and the lock.
-    if (fstat(pw->fd, &a) || stat(pw->tmp, &b) || a.st_ino != b.st_ino || a.st_dev != b.st_dev) {
+    // The lock is held while open or mapped: the file is not an orphan. Another writer's tidy()
+    // may have taken it for one between the open and the lock.
+    if (orphan_hold(pw->fd, pw->tmp)) {
         snprintf(note, n, "%s was removed while being created; not writing the cache this time", pw->tmp);
         close(pw->fd), pw->fd = -1;
         if (o->temp_hook) o->temp_hook(NULL);

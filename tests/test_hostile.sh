@@ -224,6 +224,13 @@ phase write "gguf-convert SIGINT" 'kill -INT $pid' -- "$bin/gguf-convert" "$mode
 [ -e "$tmp/new.gguf" ] && fail "gguf-convert SIGINT: OUT created"
 [ "$(ls -A "$tmp" | grep -c tmp)" = 0 ] || fail "temporary files left: $(ls -A "$tmp")"
 "$bin/gguf-info" "$tmp/cv.gguf" >/dev/null || fail "gguf-convert SIGTERM damaged the existing OUT"
+# SIGKILL leaves the temporary file (no handler runs); the next write into the directory removes
+# it, as no writer holds its lock
+phase write "gguf-convert SIGKILL" 'kill -KILL $pid' -- "$bin/gguf-convert" "$model" "$tmp/k.gguf" --type bf16
+[ "$st" = 137 ] && [ "$(ls -A "$tmp" | grep -c gguf-tmp)" = 1 ] || fail "gguf-convert SIGKILL: exit $st: $(ls -A "$tmp")"
+"$bin/gguf-convert" "$model" "$tmp/k2.gguf" --type f16 >/dev/null 2>&1 || fail "gguf-convert after a SIGKILL"
+[ "$(ls -A "$tmp" | grep -c gguf-tmp)" = 0 ] && [ ! -e "$tmp/k.gguf" ] || fail "the SIGKILL's temporary file stayed: $(ls -A "$tmp")"
+rm -f "$tmp/k2.gguf"
 
 # ---- 6. the model truncated during the load is an error naming it; after the load, harmless
 cp "$tmp/m.orig" "$model"
@@ -283,7 +290,7 @@ printf '\0' | dd of="$tmp/nobos.gguf" bs=1 seek=$((off + ${#key} + 4)) conv=notr
 run 1 "empty prompt, model without BOS" -- "$d" -m "$tmp/nobos.gguf" -p "" && has "adds no BOS" "empty prompt"
 grep -q -- "--no-bos" "$tmp/err" && fail "the empty-prompt error names --no-bos, which was not given"
 
-want=$([ -z "$sanitize" ] && echo 67 || echo 66)
+want=$([ -z "$sanitize" ] && echo 68 || echo 67)
 [ "$cases" = $want ] || fail "ran $cases cases, expected $want"
 echo "hostile cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]
