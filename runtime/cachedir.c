@@ -1,10 +1,12 @@
 // The user's cache directory (runtime/cachedir.h).
 #include "runtime/cachedir.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int cachedir_path(const char *name, char *buf, size_t n) {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
@@ -27,4 +29,12 @@ int cachedir_make_parents(char *path) {
         if (bad) return -1;
     }
     return 0;
+}
+
+int cachedir_open_own(const char *path, struct stat *st) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return -1;
+    if (!fstat(fd, st) && S_ISREG(st->st_mode) && st->st_uid == geteuid()) return fd;
+    close(fd);
+    return -2;
 }

@@ -34,13 +34,13 @@ int decoder_check_ctx(const llama_model *m, int64_t n_ctx, uint32_t kt, uint32_t
     if (n_ctx < 1) return gguf_fail(err, m->f.path, NULL, "context size %lld must be at least 1", (long long)n_ctx);
     if (n_ctx > INT32_MAX) return gguf_fail(err, m->f.path, NULL, "context size %lld is too large", (long long)n_ctx);
     if (kv_pair_bytes(kt, vt) == 0) return gguf_fail(err, m->f.path, NULL, "KV cache types must be f32 or f16");
+    const int t = n_threads > 1 ? n_threads : 1;
     double kv = decoder_kv_cache_bytes(h, n_ctx, kt, vt), mem = cpu_mem_bytes();
-    double att = (double)attention_scratch((int)n_ctx, h->n_head, h->n_head_kv, h->head_dim) * sizeof(float) *
-                 (n_threads > 1 ? n_threads : 1);
+    double att = (double)attention_scratch((int)n_ctx, h->n_head, h->n_head_kv, h->head_dim) * sizeof(float) * t;
     if (mem > 0 && kv + att > mem * DECODER_MEM_SHARE)
         return gguf_fail(err, m->f.path, NULL, "context size %lld needs a %.1f GiB KV cache and %.1f GiB of attention "
                          "scratch (%d thread(s)); this machine has %.1f GiB", (long long)n_ctx, kv / (1 << 30),
-                         att / (1 << 30), n_threads > 1 ? n_threads : 1, mem / (1 << 30));
+                         att / (1 << 30), t, mem / (1 << 30));
     return 0;
 }
 

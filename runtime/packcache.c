@@ -289,13 +289,13 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
     if (!r) return snprintf(note, n, "out of memory"), -2;
     size_t total, nr = layout(m, w, r, &total);
     header want, got;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK), rc = -1, settle = 0;
     struct stat st;
-    if (fd < 0) {
+    int fd = cachedir_open_own(path, &st), rc = -1, settle = 0;
+    if (fd == -1) {
         int e = errno;
         rc = lacking(e) ? -2 : -1;
         snprintf(note, n, "%s: %s%s", path, strerror(e), rc == -2 ? KEPT : "");
-    } else if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+    } else if (fd == -2)
         snprintf(note, n, "%s: not a regular file of this user's; rebuilding it", path);
     else if (expected(m, nr, total, &want))
         snprintf(note, n, "%s: no header to compare: %s%s", path, strerror(errno), KEPT), rc = -2;

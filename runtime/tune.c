@@ -563,14 +563,11 @@ static int sane(gemv_tuning t) {
            (t.ymm & ~(GEMV_YMM_F16 | GEMV_YMM_BF16)) == 0;
 }
 
-// The cache file for reading, where it is a regular file of this user's (a FIFO there would block
-// the open, a link to /dev/zero spin the read, another user's file feed this one's tuning): NULL
-// otherwise, read as a miss.
+// The cache file for reading (cachedir_open_own): NULL, read as a miss, where it is not one to read.
 static FILE *cache_open(const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
-    FILE *f = NULL;
-    if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid()) f = fdopen(fd, "r");
+    int fd = cachedir_open_own(path, &st);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (!f && fd >= 0) close(fd);
     return f;
 }
