@@ -240,9 +240,15 @@ for tune in "" off; do
 done
 for run in "1 500 auto" "2 1000 auto" "2 64 alternate"; do
   read -r t n plan <<<"$run"
-  expect 0 "decode-bench settles the step tune, -t $t -n $n, $plan" -- env DECODE_PLAN=$plan "$bin/decode-bench" \
-    -m "$model" -t $t -p 0 -n $n -r 1 --roofline-mib 0
-  line=$(grep "step tune: " "$tmp/err")
+  # A first step slower than any the L3 holds ends the tune with no pick: a preempted thread (two
+  # tests at once on two CPUs) can do that once, so such a run is tried again, once.
+  for try in 1 2; do
+    expect 0 "decode-bench settles the step tune, -t $t -n $n, $plan" -- env DECODE_PLAN=$plan "$bin/decode-bench" \
+      -m "$model" -t $t -p 0 -n $n -r 1 --roofline-mib 0
+    line=$(grep "step tune: " "$tmp/err")
+    grep -q "none: a step took over" <<<"$line" || break
+    echo "decode-bench -t $t -n $n, $plan: a preempted first step? trying again: $line"
+  done
   [ -z "$timed" ] || { [ -n "$line" ] && ! grep -q "not settled" <<<"$line" &&
     { [ $t = 1 ] || [ "$cpus" -lt 2 ] || grep -q "the plan over all 2 threads: prefetch" <<<"$line"; }; } ||
     fail "decode-bench -t $t -n $n, $plan: the step tune is not settled: '$line'"
@@ -268,8 +274,12 @@ grep -q "^decode: eval .*/ *59 tokens" "$tmp/err" || fail "--ignore-eos stopped 
 # grows big enough either), and both tools say so.
 expect 0 "threads in use" -- "$d" -m "$model" -p a -n 1 --temp 0 -t 2 -c 512 -v
 grep -q "^decode: threads in use: 1 of 2 (the others stay idle" "$tmp/err" || fail "decode -v: $(grep threads "$tmp/err")"
+said=$(sed -n 's/^decode: threads in use: //p; s/^decode: \.\.\. /... /p' "$tmp/err")
 expect 0 "decode-bench threads in use" -- "$bin/decode-bench" -m "$model" -t 2 -p 0 -n 2 -r 1 --roofline-mib 0
 grep -q "^decode-bench: .*: threads in use: 1 of 2 (the others" "$tmp/err" || fail "decode-bench: no threads-in-use line"
+# one function words both tools' lines: the same text after the name (and decode-bench's path)
+[ "$(sed -n 's/^decode-bench: .*: threads in use: //p; s/^decode-bench: .*: \.\.\. /... /p' "$tmp/err")" = "$said" ] ||
+  fail "decode and decode-bench say threads in use differently: '$said' / $(grep -A1 'threads in use' "$tmp/err")"
 expect 0 "threads in use, -t without -v" -- "$d" -m "$model" -p a -n 1 --temp 0 -t 2 -c 512
 grep -q "^decode: threads in use: 1 of 2 (the others stay idle" "$tmp/err" || fail "decode -t 2: $(cat "$tmp/err")"
 # ... not idle where the plan over all of them serves from some position on: the next line says where

@@ -291,6 +291,21 @@ void cli_warn_threads(int n, int numa) {
                 iso ? "of the starting node (--numa isolate)" : "available", cpus);
 }
 
+void cli_print_threads(const char *who, const decoder *d, int n_threads) {
+    int from = decoder_wide_from(d), used = pool_size(d->pool);
+    fprintf(stderr, "%s: threads in use: %d of %d%s\n", who, used, n_threads, used < n_threads && from < 0
+            ? " (the others stay idle: smaller shares of a step would cost more to hand over than they save; "
+              "decode --print-schedule shows who does what)" : "");
+    if (from >= 0 && d->plan_mode == DECODER_PLAN_ALTERNATE)
+        fprintf(stderr, "%s: ... and all %d every other token (DECODE_PLAN=alternate)\n", who,
+                pool_size(d->wide->pool));
+    else if (from >= 0)
+        fprintf(stderr, "%s: ... and all %d from position %d on, where the KV rows make the step big enough "
+                "(DECODE_PLAN)\n", who, pool_size(d->wide->pool), from);
+    else if (decoder_wide_why(d))
+        fprintf(stderr, "%s: ... and no plan over all %d (DECODE_PLAN): %s\n", who, n_threads, decoder_wide_why(d));
+}
+
 static int same_file(const struct stat *a, uint64_t dev, uint64_t ino) {
     return (uint64_t)a->st_dev == dev && (uint64_t)a->st_ino == ino;
 }

@@ -49,9 +49,10 @@ int cli_physical_cores(void);
 // The warning, on stderr, when n threads are more than the CPUs they will run on (numa: the
 // topo_numa_mode asked for, -1 the default; isolate counts the starting node's).
 void cli_warn_threads(int n, int numa);
-// Why a decoder may start fewer threads than asked (runtime/schedule.h's thresholds).
-#define CLI_THREADS_IDLE_WHY " (the others stay idle: smaller shares of a step would cost more to hand over " \
-                             "than they save; decode --print-schedule shows who does what)"
+// How many of n_threads a decoder runs, and from which position its plan over all of them
+// serves or why none does: lines on stderr headed "WHO: " (decode's, decode-bench's with a path).
+struct decoder_s;
+void cli_print_threads(const char *who, const struct decoder_s *d, int n_threads);
 
 // The most text a tool reads as a prompt or an input to tokenize, whatever the context: the
 // tokenizer needs ~60 bytes of memory per byte of text, so 16 MiB keeps it near 1 GB, and an

@@ -742,16 +742,11 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
             continue;
         }
         if (d[s].w.cache_state != PACKCACHE_UNUSED) cli_mapped_file(d[s].w.cache_file);   // what the tests read
-        int from = decoder_wide_from(&d[s]);   // the line after says when the others join, if they do
-        if (pool_size(d[s].pool) < T)     // n_threads stays T, as llama-bench's does
-            fprintf(stderr, "decode-bench: %s: threads in use: %d of %d%s\n", path, pool_size(d[s].pool), T,
-                    from < 0 ? CLI_THREADS_IDLE_WHY : "");
-        if (from >= 0)
-            fprintf(stderr, "decode-bench: %s: ... and all %d for tokens at positions %d and on (DECODE_PLAN)\n", path,
-                    pool_size(d[s].wide->pool), from);
-        else if (decoder_wide_why(&d[s]))
-            fprintf(stderr, "decode-bench: %s: ... and no plan over all %d (DECODE_PLAN): %s\n", path, T,
-                    decoder_wide_why(&d[s]));
+        if (pool_size(d[s].pool) < T) {   // n_threads stays T, as llama-bench's does
+            char who[PATH_MAX + 16];
+            snprintf(who, sizeof who, "decode-bench: %s", path);
+            cli_print_threads(who, &d[s], T);
+        }
         if (d[s].w.cache_state != PACKCACHE_UNUSED) {
             fprintf(stderr, "decode-bench: packed weights %s %s%s%s\n",
                     d[s].w.cache_state == PACKCACHE_MAPPED ? "mapped from" : "packed into a new cache file,",

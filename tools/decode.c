@@ -474,21 +474,6 @@ static void print_prompt(const tokenizer *tok, const int32_t *ids, size_t n) {
     }
 }
 
-// How many of the -t threads work, and from when the plan over all of them serves, if it does:
-// with -v, and wherever an -t asked for more threads than work.
-static void print_threads(const decoder *d, int n_threads) {
-    int from = decoder_wide_from(d);      // the line after says when the others join, if they do
-    fprintf(stderr, "decode: threads in use: %d of %d%s\n", pool_size(d->pool), n_threads,
-            pool_size(d->pool) < n_threads && from < 0 ? CLI_THREADS_IDLE_WHY : "");
-    if (from >= 0 && d->plan_mode == DECODER_PLAN_ALTERNATE)
-        fprintf(stderr, "decode: ... and all %d every other token (DECODE_PLAN=alternate)\n", pool_size(d->wide->pool));
-    else if (from >= 0)
-        fprintf(stderr, "decode: ... and all %d from position %d on, where the KV rows make the step big enough "
-                "(DECODE_PLAN)\n", pool_size(d->wide->pool), from);
-    else if (decoder_wide_why(d))
-        fprintf(stderr, "decode: ... and no plan over all %d (DECODE_PLAN): %s\n", n_threads, decoder_wide_why(d));
-}
-
 // Model metadata and tokenizer, then the prompt read and tokenized within the context: all
 // before the dump is opened and the weights are packed. 0 ok, 1 failure.
 static int load(session *S, const options *o, const char **prompt, size_t *plen, int32_t **ids, size_t *n_ids,
@@ -613,7 +598,7 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
                                                                          o->pack_cache == PACKCACHE_MOVE))))
         fprintf(stderr, "decode: packed-weight cache: %s\n", w->cache_note);
     if (o->print_schedule) print_schedule(&S->d);
-    if (o->verbose || (o->threads_asked && pool_size(S->d.pool) < o->n_threads)) print_threads(&S->d, o->n_threads);
+    if (o->verbose || (o->threads_asked && pool_size(S->d.pool) < o->n_threads)) cli_print_threads("decode", &S->d, o->n_threads);
     if (o->verbose) {
         fprintf(stderr, "decode: gemv tuning for this model's step: prefetch %d B%s, interleave %d%s\n",
                 S->d.tuning.pf, S->d.tuning.l2 ? " into L2" : "", S->d.tuning.interleave,
