@@ -25,11 +25,12 @@
 #include "model/unicode.h"
 #include "platform/hashkey.h"
 
-// Pieces that split text, longest first, and which of them a text holds: an Aho-Corasick
-// automaton over them, one pass over the text whatever their number and lengths. A node is a
-// prefix of some piece; node 0 is the empty one.
+// Pieces that split text, longest first then by id (their rank k), and an Aho-Corasick automaton
+// over them: where the text is at node u, first[m][u] is the longest piece ending there (m 0: the
+// plain pieces, 1: all, with parse_special), next[m] the next shorter, one pass whatever their
+// number and lengths. A node is a prefix of some piece; node 0 is the empty one.
 typedef struct {
-    int32_t *piece;             // (n) token ids
+    int32_t *piece;             // (n) token ids, by rank
     uint8_t *plain;             // (n) 1: splits text without parse_special too (a user-defined piece)
     int32_t n, n_plain;
     int32_t n_node;
@@ -37,9 +38,9 @@ typedef struct {
     int32_t *slot;              // (n_slot) open addressing of the edges: child + 1, 0 empty
     uint32_t n_slot;
     int32_t *fail;              // (n_node) the longest proper suffix that is a node
-    int32_t *dict;              // (n_node) the nearest node on the fail chain that ends a piece, -1 none
-    int32_t *ends;              // (n_node) a piece k (index into piece) that ends here, -1 none
-    int32_t *same;              // (n) the next piece with the same text, -1 none
+    int32_t *first[2];          // (n_node) the first rank ending at u or on its fail chain, -1 none
+    int32_t *next[2];           // (n) for a rank first at its node: first[m] of its node's fail, -1 none
+    int32_t *jump[2], *depth[2];// (n) along next: a skew-binary jump pointer, the place in the chain
 } piece_set;
 
 enum { TT_UNDEFINED, TT_NORMAL, TT_UNKNOWN, TT_CONTROL, TT_USER_DEFINED, TT_UNUSED, TT_BYTE, TT_COUNT };
@@ -325,8 +326,22 @@ static int32_t ac_child(const piece_set *a, int32_t u, uint8_t c) {
 
 static size_t piece_len(const tokenizer *t, int32_t id) { return t->off[id + 1] - t->off[id]; }
 
-// The trie of a's pieces, then fail and dictionary links breadth first; first/sib/queue list
-// each node's children for that walk.
+// Where rank k of mode m is first at its node, its chain: next[m][k] = p, then a jump pointer
+// (Myers' skew-binary list: the first piece of the chain no longer than g is found in O(log n)
+// steps). A chain's last piece jumps to itself.
+static void link_chain(piece_set *a, int m, int32_t k, int32_t p) {
+    int32_t *jump = a->jump[m], *depth = a->depth[m];
+    a->next[m][k] = p;
+    if (p < 0) { jump[k] = k, depth[k] = 0; return; }
+    int32_t q = jump[p];
+    depth[k] = depth[p] + 1;
+    jump[k] = depth[p] - depth[q] == depth[q] - depth[jump[q]] ? jump[q] : p;
+}
+
+static int eligible(const piece_set *a, int m, int32_t k) { return m || a->plain[k]; }
+
+// The trie of a's pieces, then fail links and first[] breadth first (child/sib/queue list each
+// node's children for that walk), then the chains, shorter pieces (higher ranks) first.
 static int index_set(const tokenizer *t, piece_set *a) {
     size_t total = 1;
     for (int32_t k = 0; k < a->n; k++) total += piece_len(t, a->piece[k]);
@@ -334,17 +349,21 @@ static int index_set(const tokenizer *t, piece_set *a) {
     a->key = malloc(a->n_slot * sizeof *a->key);
     a->slot = calloc(a->n_slot, sizeof *a->slot);
     a->fail = malloc(total * sizeof *a->fail);
-    a->dict = malloc(total * sizeof *a->dict);
-    a->ends = malloc(total * sizeof *a->ends);
-    a->same = malloc((size_t)a->n * sizeof *a->same);
-    int32_t *first = malloc(total * sizeof *first), *sib = malloc(total * sizeof *sib);
-    int32_t *queue = malloc(total * sizeof *queue);
+    int ok = a->key && a->slot && a->fail;
+    for (int m = 0; m < 2; m++) {
+        a->first[m] = malloc(total * sizeof *a->first[m]);
+        a->next[m] = malloc((size_t)a->n * sizeof *a->next[m]);
+        a->jump[m] = malloc((size_t)a->n * sizeof *a->jump[m]);
+        a->depth[m] = malloc((size_t)a->n * sizeof *a->depth[m]);
+        ok = ok && a->first[m] && a->next[m] && a->jump[m] && a->depth[m];
+    }
+    int32_t *child = malloc(total * sizeof *child), *sib = malloc(total * sizeof *sib);
+    int32_t *queue = malloc(total * sizeof *queue), *node = malloc((size_t)a->n * sizeof *node);
     uint8_t *byte = malloc(total);
     int rc = -1;
-    if (!a->key || !a->slot || !a->fail || !a->dict || !a->ends || !a->same || !first || !sib || !queue || !byte)
-        goto out;
-    memset(first, -1, total * sizeof *first);
-    memset(a->ends, -1, total * sizeof *a->ends);
+    if (!ok || !child || !sib || !queue || !node || !byte) goto out;
+    memset(child, -1, total * sizeof *child);
+    for (int m = 0; m < 2; m++) memset(a->first[m], -1, total * sizeof *a->first[m]);
     a->n_node = 1;
     for (int32_t k = 0; k < a->n; k++) {
         const uint8_t *p = (const uint8_t *)t->text + t->off[a->piece[k]];
@@ -357,48 +376,34 @@ static int index_set(const tokenizer *t, piece_set *a) {
                 while (a->slot[j]) j = (j + 1) & (a->n_slot - 1);
                 v = a->n_node++;
                 a->key[j] = key, a->slot[j] = v + 1;
-                byte[v] = p[i], sib[v] = first[u], first[u] = v;
+                byte[v] = p[i], sib[v] = child[u], child[u] = v;
             }
             u = v;
         }
-        a->same[k] = a->ends[u], a->ends[u] = k;
+        node[k] = u;
+        for (int m = 0; m < 2; m++)              // ranks come in order: the first one stays
+            if (a->first[m][u] < 0 && eligible(a, m, k)) a->first[m][u] = k;
     }
     size_t head = 0, tail = 0;
-    a->fail[0] = 0, a->dict[0] = -1;
+    a->fail[0] = 0;
     for (queue[tail++] = 0; head < tail;) {
         int32_t u = queue[head++];
-        for (int32_t v = first[u]; v >= 0; v = sib[v]) {
+        for (int32_t v = child[u]; v >= 0; v = sib[v]) {
             int32_t f = a->fail[u], w = -1;
             while (u && (w = ac_child(a, f, byte[v])) < 0 && f) f = a->fail[f];
             a->fail[v] = w >= 0 ? w : 0;
-            a->dict[v] = a->ends[a->fail[v]] >= 0 ? a->fail[v] : a->dict[a->fail[v]];
+            for (int m = 0; m < 2; m++)          // fail[v] is shallower: its first[] is final
+                if (a->first[m][v] < 0) a->first[m][v] = a->first[m][a->fail[v]];
             queue[tail++] = v;
         }
     }
+    for (int m = 0; m < 2; m++)
+        for (int32_t k = a->n - 1; k >= 0; k--)
+            if (a->first[m][node[k]] == k) link_chain(a, m, k, a->first[m][a->fail[node[k]]]);
     rc = 0;
 out:
-    free(first), free(sib), free(queue), free(byte);
+    free(child), free(sib), free(queue), free(node), free(byte);
     return rc;
-}
-
-// Marks in seen[k] each piece k of a that occurs in text[0..len): one pass of the automaton. A
-// node's dictionary chain is walked until a node already reported (done), so each piece costs
-// its report once, however often it occurs.
-static int find_pieces(const piece_set *a, const char *text, size_t len, uint8_t *seen) {
-    uint8_t *done = calloc((size_t)a->n_node, 1);
-    if (!done) return -1;
-    const uint8_t *s = (const uint8_t *)text;
-    for (size_t i = 0, u = 0; i < len; i++) {
-        int32_t v;
-        while ((v = ac_child(a, (int32_t)u, s[i])) < 0 && u) u = (size_t)a->fail[u];
-        u = v >= 0 ? (size_t)v : 0;
-        for (int32_t w = a->ends[u] >= 0 ? (int32_t)u : a->dict[u]; w >= 0 && !done[w]; w = a->dict[w]) {
-            done[w] = 1;
-            for (int32_t k = a->ends[w]; k >= 0; k = a->same[k]) seen[k] = 1;
-        }
-    }
-    free(done);
-    return 0;
 }
 
 // How piece i splits text: 2 always (a user-defined piece, but one llama.cpp retypes as
@@ -443,8 +448,8 @@ static int collect_set(const tokenizer *t, piece_set *a) {
 }
 
 static void free_set(piece_set *a) {
-    free(a->piece); free(a->plain); free(a->key); free(a->slot); free(a->fail); free(a->dict); free(a->ends);
-    free(a->same);
+    free(a->piece); free(a->plain); free(a->key); free(a->slot); free(a->fail);
+    for (int m = 0; m < 2; m++) free(a->first[m]), free(a->next[m]), free(a->jump[m]), free(a->depth[m]);
 }
 
 static int32_t lookup_cb(const void *ctx, const char *s, size_t n) { return lookup(ctx, s, n); }
@@ -689,55 +694,115 @@ done:
 // A stretch of the input: raw text [off, off + len), or the piece id it was split at.
 typedef struct { size_t off, len; int32_t id; } fragment;
 
-// Splits the raw fragments at every occurrence of each piece of a (only the plain ones unless
-// special), longest piece first, left to right (llama.cpp's tokenizer_st_partition). *n grows;
-// frag has room for 2 * len + 1. Pieces the text does not hold at all (seen[u] 0) cannot be in
-// a fragment and are skipped.
-static void partition(const tokenizer *t, const piece_set *a, int special, const char *text, fragment *frag,
-                      size_t *n, fragment *tmp, const uint8_t *seen) {
-    for (int32_t u = 0; u < a->n; u++) {
-        if (!seen[u] || !(special || a->plain[u])) continue;
-        const char *p = t->text + t->off[a->piece[u]];
-        size_t plen = piece_len(t, a->piece[u]), m = 0;
-        for (size_t f = 0; f < *n; f++) {
-            fragment x = frag[f];
-            if (x.id >= 0) { tmp[m++] = x; continue; }
-            size_t cur = x.off, end = x.off + x.len;
-            const char *hit;
-            while (end - cur >= plen && (hit = memmem(text + cur, end - cur, p, plen))) {
-                size_t at = (size_t)(hit - text);
-                if (at > cur) tmp[m++] = (fragment){cur, at - cur, -1};
-                tmp[m++] = (fragment){at, plen, a->piece[u]};
-                cur = at + plen;
-            }
-            if (cur < end) tmp[m++] = (fragment){cur, end - cur, -1};
-        }
-        memcpy(frag, tmp, m * sizeof *frag);
-        *n = m;
+// Room for one more of *cap items of size bytes at *p (doubling). 0 ok, -1 out of memory.
+static int grow(void **p, size_t *cap, size_t size) {
+    size_t c = *cap ? 2 * *cap : 64;
+    void *q = realloc(*p, c * size);
+    if (!q) return -1;
+    *p = q, *cap = c;
+    return 0;
+}
+
+// The bytes pieces took, a bit each. The free bytes up to and including i, counted no further
+// than want (a candidate looks back only as far as it is long): a scan of want / 64 words.
+static size_t free_run(const uint64_t *bits, size_t i, size_t want) {
+    size_t n = 0;
+    for (size_t b = i + 1; b > 0 && n < want;) {     // b: one past the next byte to look at
+        uint64_t w = bits[(b - 1) / 64] << (63 - (b - 1) % 64);   // bytes b-1 and below, highest first
+        size_t avail = (b - 1) % 64 + 1, z = w ? (size_t)__builtin_clzll(w) : 64;
+        if (z < avail) return n + z;
+        n += avail, b -= avail;
     }
+    return n;
+}
+
+static void take_bytes(uint64_t *bits, size_t from, size_t to) {
+    for (size_t b = from; b < to; b++) bits[b / 64] |= 1ull << (b % 64);
+}
+
+// The first piece of rank k's chain (k, then shorter ones ending where it ends) of at most g
+// bytes, -1 none.
+static int32_t fit(const tokenizer *t, const piece_set *a, int m, int32_t k, size_t g) {
+    while (k >= 0 && piece_len(t, a->piece[k]) > g) {
+        int32_t j = a->jump[m][k];
+        k = j != k && piece_len(t, a->piece[j]) > g ? j : a->next[m][k];
+    }
+    return k;
+}
+
+// llama.cpp's tokenizer_st_partition: the pieces by rank (longest first, then lowest id), each
+// taking, left to right, its occurrences whose bytes no piece took before, itself included. It
+// makes a pass per piece over the fragments: quadratic in a vocabulary of many short pieces.
+// Here a heap pops (rank, end position) in that same order; each end position holds one
+// candidate, the longest piece ending there that fits in the free bytes before it, and a taken
+// byte ends it. A candidate that no longer fits is replaced by the next that does (the jump
+// pointers find it); each such cut is a longer piece taking bytes within it and leaves the next
+// at least two bytes shorter, so a position is popped about sqrt(its first length) times at most. Writes
+// the fragments in text order to frag (room for 2 * len + 1). -1: out of memory.
+static int partition(const tokenizer *t, const piece_set *a, int m, const char *text, size_t len, fragment *frag,
+                     size_t *n_frag) {
+    uint64_t *bits = calloc(len / 64 + 1, sizeof *bits);
+    heap_item *h = NULL;
+    uint64_t *took = NULL;                           // start << 32 | rank of each stretch taken
+    size_t nh = 0, cap_h = 0, n_took = 0, cap_took = 0;
+    int rc = -1;
+    if (!bits) goto out;
+    const uint8_t *s = (const uint8_t *)text;
+    for (size_t i = 0, u = 0; i < len; i++) {
+        int32_t v, k;
+        while ((v = ac_child(a, (int32_t)u, s[i])) < 0 && u) u = (size_t)a->fail[u];
+        u = v >= 0 ? (size_t)v : 0;
+        if ((k = a->first[m][u]) < 0) continue;
+        if (nh == cap_h && grow((void **)&h, &cap_h, sizeof *h)) goto out;
+        heap_push(h, &nh, (heap_item){(uint64_t)k << 32 | i, k, 0, 0});
+    }
+    while (nh) {
+        heap_item x = heap_pop(h, &nh);
+        size_t i = (uint32_t)x.key, plen = piece_len(t, a->piece[x.a]), room = free_run(bits, i, plen);
+        int32_t k = x.a;
+        if (!room) continue;                         // byte i is taken: so is every piece ending here
+        if (plen > room) {                           // a piece took some of its bytes since it was pushed
+            if ((k = fit(t, a, m, k, room)) >= 0) heap_push(h, &nh, (heap_item){(uint64_t)k << 32 | i, k, 0, 0});
+            continue;
+        }
+        if (n_took == cap_took && grow((void **)&took, &cap_took, sizeof *took)) goto out;
+        took[n_took++] = (uint64_t)(i + 1 - plen) << 32 | (uint32_t)k;
+        take_bytes(bits, i + 1 - plen, i + 1);
+    }
+    if (n_took) qsort(took, n_took, sizeof *took, cmp_u64);
+    size_t n = 0, at = 0;
+    for (size_t j = 0; j < n_took; j++) {
+        size_t start = (size_t)(took[j] >> 32);
+        int32_t id = a->piece[(uint32_t)took[j]];
+        if (start > at) frag[n++] = (fragment){at, start - at, -1};
+        frag[n++] = (fragment){start, piece_len(t, id), id};
+        at = start + piece_len(t, id);
+    }
+    if (at < len) frag[n++] = (fragment){at, len - at, -1};
+    *n_frag = n;
+    rc = 0;
+out:
+    free(bits), free(h), free(took);
+    return rc;
 }
 
 int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos, int parse_special,
                      int32_t **ids_out, size_t *n_out) {
     *ids_out = NULL;
     *n_out = 0;
-    if (len > SIZE_MAX / 8 - 8) return -1;
+    if (len > UINT32_MAX) return -1;                     // the partition's heap keeps positions in 32 bits
     const piece_set *a = &t->split;
     int splits = parse_special ? a->n > 0 : a->n_plain > 0;
     // Every piece covers at least one byte, so there are at most len fragments of each kind.
     size_t cap_frag = splits ? 2 * len + 1 : 1, n_frag = len > 0;
-    fragment *frag = malloc(cap_frag * sizeof *frag), *tmp = splits ? malloc(cap_frag * sizeof *tmp) : NULL;
+    fragment *frag = malloc(cap_frag * sizeof *frag);
     size_t cap_ids = t->bpe ? 6 * len + cap_frag + 1 : 3 * len + 3 * cap_frag + 1;  // spm: 3 * len + 3 a fragment
     int32_t *ids = malloc(cap_ids * sizeof *ids);
-    if (!frag || !ids || (splits && !tmp)) { free(frag); free(tmp); free(ids); return -1; }
-    frag[0] = (fragment){0, len, -1};
-    if (splits && n_frag) {
-        uint8_t *seen = calloc((size_t)a->n, 1);
-        if (!seen) { free(frag); free(tmp); free(ids); return -1; }
-        if (find_pieces(a, text, len, seen)) { free(seen); free(frag); free(tmp); free(ids); return -1; }
-        partition(t, a, parse_special, text, frag, &n_frag, tmp, seen);
-        free(seen);
+    if (!frag || !ids || (splits && n_frag && partition(t, a, parse_special != 0, text, len, frag, &n_frag))) {
+        free(frag); free(ids);
+        return -1;
     }
+    if (!splits || !n_frag) frag[0] = (fragment){0, len, -1};
     size_t n_ids = 0;
     if (add_bos && t->bos >= 0) ids[n_ids++] = t->bos;
     int after_piece = 1;                                 // the first stretch gets the prefix too
@@ -747,12 +812,12 @@ int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_b
         const char *s = text + frag[f].off;
         if (t->bpe ? bpe_text(t, s, frag[f].len, &w, ids, &n_ids)
                    : spm(t, s, frag[f].len, t->add_space_prefix && after_piece, ids, &n_ids)) {
-            free(frag); free(tmp); free(ids); bpe_scratch_free(&w);
+            free(frag); free(ids); bpe_scratch_free(&w);
             return -1;
         }
         after_piece = 0;
     }
-    free(frag); free(tmp); bpe_scratch_free(&w);
+    free(frag); bpe_scratch_free(&w);
     *ids_out = ids;
     *n_out = n_ids;
     return 0;

@@ -186,17 +186,6 @@ static const struct { int m; const char *key, *problem; } bad[] = {
 };
 
 
-// A writer holding a SentencePiece vocab of n pieces (no ids: llama.cpp's defaults).
-static gguf_writer *spm_vocab(const char *const *tok, const float *score, const int32_t *type, int n) {
-    gguf_writer *w = gguf_writer_new(32);
-    CHECK(w);
-    gguf_w_str(w, "tokenizer.ggml.model", "llama");
-    gguf_w_arr_str(w, "tokenizer.ggml.tokens", tok, (uint64_t)n);
-    gguf_w_arr_f32(w, "tokenizer.ggml.scores", score, (uint64_t)n);
-    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, (uint64_t)n);
-    return w;
-}
-
 // A writer holding a byte-level BPE vocab (gpt-2's pre-tokenizer) of n normal pieces and nm merges.
 static gguf_writer *bpe_vocab(const char *const *tok, int n, const char *const *merges, int nm) {
     gguf_writer *w = gguf_writer_new(32);
@@ -345,17 +334,6 @@ static void check_trie_flood(const char *path) {
     unlink(path);
 }
 
-// Saves w to path (and frees it), then loads the tokenizer from it: tokenizer_load's result.
-static int load_written(gguf_writer *w, const char *path, tokenizer **t, char *err) {
-    CHECKF(gguf_writer_save(w, path, err) == 0, "%s", err);
-    gguf_writer_free(w);
-    gguf_file g;
-    CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
-    int rc = tokenizer_load(t, &g, err);
-    gguf_close(&g);
-    return rc;
-}
-
 // The end-of-generation set: <unk> <s> </s> (eos), then each case's pieces, with its keys
 // (eot by name, raw ids for eot/eom/fim_sep, fim_pad by name); want lists the set's pieces.
 #define EOG_CASE_MAX 8
@@ -402,7 +380,7 @@ static void check_eog_case(const char *path, int c) {
     if (eog_cases[c].sep_id) gguf_w_u32(w, "tokenizer.ggml.fim_sep_token_id", eog_cases[c].sep_id);
     char err[GGUF_ERR_MAX];
     tokenizer *t;
-    CHECKF(load_written(w, path, &t, err) == 0, "%s", err);
+    CHECKF(tokenizer_written(w, path, &t, err) == 0, "%s", err);
     int n_want = 0;
     for (int i = 0; i < n; i++) {
         int want = 0;
@@ -429,7 +407,7 @@ static int check_eog(const char *path) {
     gguf_w_str(w, "tokenizer.ggml.eot_token_id", "2");
     char err[GGUF_ERR_MAX];
     tokenizer *t;
-    CHECK(load_written(w, path, &t, err) == -1 && strstr(err, "tokenizer.ggml.eot_token_id") && strstr(err, "integer"));
+    CHECK(tokenizer_written(w, path, &t, err) == -1 && strstr(err, "tokenizer.ggml.eot_token_id") && strstr(err, "integer"));
     unlink(path);
     return n + 1;
 }

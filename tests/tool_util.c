@@ -1,6 +1,7 @@
 // Test helpers for running tools (see tool_util.h).
 #include "tests/tool_util.h"
 #include "tools/util.h"
+#include "model/tokenizer.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -170,6 +171,26 @@ int dir_count(const char *dir, const char *part) {
 }
 
 char *read_all(const char *path, size_t *len) { return util_read_file(path, len); }
+
+gguf_writer *spm_vocab(const char *const *tok, const float *score, const int32_t *type, int n) {
+    gguf_writer *w = gguf_writer_new(32);
+    CHECK(w);
+    gguf_w_str(w, "tokenizer.ggml.model", "llama");
+    gguf_w_arr_str(w, "tokenizer.ggml.tokens", tok, (uint64_t)n);
+    gguf_w_arr_f32(w, "tokenizer.ggml.scores", score, (uint64_t)n);
+    gguf_w_arr_i32(w, "tokenizer.ggml.token_type", type, (uint64_t)n);
+    return w;
+}
+
+int tokenizer_written(gguf_writer *w, const char *path, tokenizer **t, char *err) {
+    CHECKF(gguf_writer_save(w, path, err) == 0, "%s", err);
+    gguf_writer_free(w);
+    gguf_file g;
+    CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
+    int rc = tokenizer_load(t, &g, err);
+    gguf_close(&g);
+    return rc;
+}
 
 char *synth_model(const char *dir, const char *name, const char *spec) {
     char *model = path_join(dir, name), *out = path_join(dir, "synth.txt"), words[1024];

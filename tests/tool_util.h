@@ -42,6 +42,13 @@ const char *bin_path(const char *name, int slot);
 // if it fails. Returns the model's path, malloc'ed.
 char *synth_model(const char *dir, const char *name, const char *spec);
 
+// A writer holding a SentencePiece vocab of n pieces (no ids: llama.cpp's defaults).
+gguf_writer *spm_vocab(const char *const *tok, const float *score, const int32_t *type, int n);
+// Saves w to path (and frees it; the test fails if it cannot), then loads the tokenizer from it:
+// tokenizer_load's result.
+struct tokenizer;
+int tokenizer_written(gguf_writer *w, const char *path, struct tokenizer **t, char *err);
+
 // A new directory under $TMPDIR (else /tmp), mkdtemp'ed; free() the string. One the test has not
 // removed when it exits (a failed CHECK exits) is removed then, unless DECODE_KEEP_SCRATCH is set
 // and not empty; a test that dies of a signal leaves it.
