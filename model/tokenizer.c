@@ -209,6 +209,11 @@ static int cmp_u64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
 // End-of-turn markers: llama.cpp ends generation at any piece with one of these texts.
 static const char *const EOG_NAMES[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
@@ -730,59 +735,98 @@ static int32_t fit(const tokenizer *t, const piece_set *a, int m, int32_t k, siz
     return k;
 }
 
+// The candidates by rank: rank k's list starts at head[k] (SIZE_MAX: none), newest first;
+// candidate e ends at at[e], and the one pushed before it on its list is nxt[e].
+typedef struct {
+    size_t *head;               // (a->n)
+    size_t *nxt;                // (n)
+    uint32_t *at;               // (n)
+    size_t n, cap_nxt, cap_at;
+} cand_lists;
+
+static int cand_push(cand_lists *c, int32_t k, size_t i) {
+    if ((c->n == c->cap_nxt && grow((void **)&c->nxt, &c->cap_nxt, sizeof *c->nxt)) ||
+        (c->n == c->cap_at && grow((void **)&c->at, &c->cap_at, sizeof *c->at)))
+        return -1;
+    c->at[c->n] = (uint32_t)i, c->nxt[c->n] = c->head[k], c->head[k] = c->n++;
+    return 0;
+}
+
+// Rank r's list in position order into *run (grown as needed): reversed, it ascends wherever
+// one rank pushed it all (each pushes in position order); sorted where pushes interleaved. Its
+// length, or SIZE_MAX out of memory.
+static size_t cand_take(const cand_lists *c, int32_t r, uint32_t **run, size_t *cap) {
+    size_t n = 0, up = 1;
+    for (size_t e = c->head[r]; e != SIZE_MAX; e = c->nxt[e]) {
+        if (n == *cap && grow((void **)run, cap, sizeof **run)) return SIZE_MAX;
+        (*run)[n++] = c->at[e];
+    }
+    for (size_t q = 0; q < n / 2; q++) {
+        uint32_t x = (*run)[q];
+        (*run)[q] = (*run)[n - 1 - q], (*run)[n - 1 - q] = x;
+    }
+    for (size_t q = 1; q < n && up; q++) up = (*run)[q - 1] < (*run)[q];
+    if (!up) qsort(*run, n, sizeof **run, cmp_u32);
+    return n;
+}
+
 // llama.cpp's tokenizer_st_partition: the pieces by rank (longest first, then lowest id), each
 // taking, left to right, its occurrences whose bytes no piece took before, itself included. It
 // makes a pass per piece over the fragments: quadratic in a vocabulary of many short pieces.
-// Here a heap pops (rank, end position) in that same order; each end position holds one
-// candidate, the longest piece ending there that fits in the free bytes before it, and a taken
-// byte ends it. A candidate that no longer fits is replaced by the next that does (the jump
-// pointers find it); each such cut is a longer piece taking bytes within it and leaves the next
-// at least two bytes shorter, so a position is popped about sqrt(its first length) times at most. Writes
-// the fragments in text order to frag (room for 2 * len + 1). -1: out of memory.
+// Here the candidates are met in that same order, rank by rank, each rank's by end position.
+// Each end position holds one candidate, the longest piece ending there that fits in the free
+// bytes before it, and a taken byte ends it. A candidate that no longer fits is replaced by the
+// next that does (the jump pointers find it), a higher rank; each such cut is a longer piece
+// taking bytes within it and leaves the next at least two bytes shorter, so a position holds
+// about sqrt(its first length) candidates at most. Writes the fragments in text order to frag
+// (room for 2 * len + 1). -1: out of memory.
 static int partition(const tokenizer *t, const piece_set *a, int m, const char *text, size_t len, fragment *frag,
                      size_t *n_frag) {
     uint64_t *bits = calloc(len / 64 + 1, sizeof *bits);
-    heap_item *h = NULL;
+    cand_lists c = {.head = malloc((size_t)a->n * sizeof *c.head)};
+    uint32_t *run = NULL;                            // a rank's end positions, in order
     uint64_t *took = NULL;                           // start << 32 | rank of each stretch taken
-    size_t nh = 0, cap_h = 0, n_took = 0, cap_took = 0;
+    size_t cap_run = 0, n_took = 0, cap_took = 0;
     int rc = -1;
-    if (!bits) goto out;
+    if (!bits || !c.head) goto out;
+    memset(c.head, 0xff, (size_t)a->n * sizeof *c.head);
     const uint8_t *s = (const uint8_t *)text;
     for (size_t i = 0, u = 0; i < len; i++) {
         int32_t v, k;
         while ((v = ac_child(a, (int32_t)u, s[i])) < 0 && u) u = (size_t)a->fail[u];
         u = v >= 0 ? (size_t)v : 0;
-        if ((k = a->first[m][u]) < 0) continue;
-        if (nh == cap_h && grow((void **)&h, &cap_h, sizeof *h)) goto out;
-        heap_push(h, &nh, (heap_item){(uint64_t)k << 32 | i, k, 0, 0});
+        if ((k = a->first[m][u]) >= 0 && cand_push(&c, k, i)) goto out;
     }
-    while (nh) {
-        heap_item x = heap_pop(h, &nh);
-        size_t i = (uint32_t)x.key, plen = piece_len(t, a->piece[x.a]), room = free_run(bits, i, plen);
-        int32_t k = x.a;
-        if (!room) continue;                         // byte i is taken: so is every piece ending here
-        if (plen > room) {                           // a piece took some of its bytes since it was pushed
-            if ((k = fit(t, a, m, k, room)) >= 0) heap_push(h, &nh, (heap_item){(uint64_t)k << 32 | i, k, 0, 0});
-            continue;
+    for (int32_t r = 0; r < a->n; r++) {
+        size_t nr = cand_take(&c, r, &run, &cap_run), plen = piece_len(t, a->piece[r]);
+        if (nr == SIZE_MAX) goto out;
+        for (size_t q = 0; q < nr; q++) {
+            size_t i = run[q], room = free_run(bits, i, plen);
+            int32_t k;
+            if (!room) continue;                     // byte i is taken: so is every piece ending here
+            if (plen > room) {                       // a piece took some of its bytes since it was pushed
+                if ((k = fit(t, a, m, r, room)) >= 0 && cand_push(&c, k, i)) goto out;
+                continue;
+            }
+            if (n_took == cap_took && grow((void **)&took, &cap_took, sizeof *took)) goto out;
+            took[n_took++] = (uint64_t)(i + 1 - plen) << 32 | (uint32_t)r;
+            take_bytes(bits, i + 1 - plen, i + 1);
         }
-        if (n_took == cap_took && grow((void **)&took, &cap_took, sizeof *took)) goto out;
-        took[n_took++] = (uint64_t)(i + 1 - plen) << 32 | (uint32_t)k;
-        take_bytes(bits, i + 1 - plen, i + 1);
     }
     if (n_took) qsort(took, n_took, sizeof *took, cmp_u64);
-    size_t n = 0, at = 0;
-    for (size_t j = 0; j < n_took; j++) {
-        size_t start = (size_t)(took[j] >> 32);
-        int32_t id = a->piece[(uint32_t)took[j]];
-        if (start > at) frag[n++] = (fragment){at, start - at, -1};
+    size_t n = 0, done = 0;
+    for (size_t q = 0; q < n_took; q++) {
+        size_t start = (size_t)(took[q] >> 32);
+        int32_t id = a->piece[(uint32_t)took[q]];
+        if (start > done) frag[n++] = (fragment){done, start - done, -1};
         frag[n++] = (fragment){start, piece_len(t, id), id};
-        at = start + piece_len(t, id);
+        done = start + piece_len(t, id);
     }
-    if (at < len) frag[n++] = (fragment){at, len - at, -1};
+    if (done < len) frag[n++] = (fragment){done, len - done, -1};
     *n_frag = n;
     rc = 0;
 out:
-    free(bits), free(h), free(took);
+    free(bits), free(c.head), free(c.nxt), free(c.at), free(run), free(took);
     return rc;
 }
 
@@ -790,7 +834,7 @@ int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_b
                      int32_t **ids_out, size_t *n_out) {
     *ids_out = NULL;
     *n_out = 0;
-    if (len > UINT32_MAX) return -1;                     // the partition's heap keeps positions in 32 bits
+    if (len > UINT32_MAX) return -1;                     // the partition keeps positions in 32 bits
     const piece_set *a = &t->split;
     int splits = parse_special ? a->n > 0 : a->n_plain > 0;
     // Every piece covers at least one byte, so there are at most len fragments of each kind.
