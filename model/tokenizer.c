@@ -708,21 +708,45 @@ static int grow(void **p, size_t *cap, size_t size) {
     return 0;
 }
 
-// The bytes pieces took, a bit each. The free bytes up to and including i, counted no further
-// than want (a candidate looks back only as far as it is long): a scan of want / 64 words.
-static size_t free_run(const uint64_t *bits, size_t i, size_t want) {
-    size_t n = 0;
-    for (size_t b = i + 1; b > 0 && n < want;) {     // b: one past the next byte to look at
-        uint64_t w = bits[(b - 1) / 64] << (63 - (b - 1) % 64);   // bytes b-1 and below, highest first
-        size_t avail = (b - 1) % 64 + 1, z = w ? (size_t)__builtin_clzll(w) : 64;
-        if (z < avail) return n + z;
-        n += avail, b -= avail;
-    }
-    return n;
+// The bytes pieces took: a bit each (level 0), and above it summary levels, bit w of level l + 1
+// set where word w of level l is not zero, so the nearest taken byte before a free run is found
+// in O(log64 len) words however long the run (a scan of it was quadratic: one piece of 1 MB and
+// a text of its byte, 30 s for 4 MB).
+enum { TAKEN_LEVELS = 6 };                            // 64^6 bits > 2^32 bytes
+typedef struct { uint64_t *lv[TAKEN_LEVELS]; } taken_set;
+
+static int taken_init(taken_set *s, size_t len) {
+    int ok = 1;
+    for (size_t l = 0, n = len / 64 + 1; l < TAKEN_LEVELS; l++, n = n / 64 + 1)
+        ok &= (s->lv[l] = calloc(n, sizeof *s->lv[l])) != NULL;
+    return ok ? 0 : -1;
 }
 
-static void take_bytes(uint64_t *bits, size_t from, size_t to) {
-    for (size_t b = from; b < to; b++) bits[b / 64] |= 1ull << (b % 64);
+static void taken_free(taken_set *s) {
+    for (int l = 0; l < TAKEN_LEVELS; l++) free(s->lv[l]);
+}
+
+// The free bytes up to and including byte i: 0 where i is taken.
+static size_t free_run(const taken_set *s, size_t i) {
+    size_t pos = i;                                   // a bit of level l: at or before it
+    int l = 0;
+    uint64_t w;
+    while (!(w = s->lv[l][pos / 64] & (~0ull >> (63 - pos % 64)))) {
+        if (pos < 64 || l + 1 == TAKEN_LEVELS) return i + 1;
+        pos = pos / 64 - 1, l++;                      // the words before this one, a level up
+    }
+    pos = pos / 64 * 64 + 63 - (size_t)__builtin_clzll(w);
+    for (; l > 0; l--) pos = pos * 64 + 63 - (size_t)__builtin_clzll(s->lv[l - 1][pos]);
+    return i - pos;
+}
+
+static void take_bytes(taken_set *s, size_t from, size_t to) {
+    for (size_t b = from; b < to; b++)
+        for (size_t l = 0, p = b; l < TAKEN_LEVELS; l++, p /= 64) {
+            uint64_t was = s->lv[l][p / 64];
+            s->lv[l][p / 64] = was | 1ull << (p % 64);
+            if (was) break;                           // the levels above know this word already
+        }
 }
 
 // The first piece of rank k's chain (k, then shorter ones ending where it ends) of at most g
@@ -776,19 +800,19 @@ static size_t cand_take(const cand_lists *c, int32_t r, uint32_t **run, size_t *
 // Here the candidates are met in that same order, rank by rank, each rank's by end position.
 // Each end position holds one candidate, the longest piece ending there that fits in the free
 // bytes before it, and a taken byte ends it. A candidate that no longer fits is replaced by the
-// next that does (the jump pointers find it), a higher rank; each such cut is a longer piece
-// taking bytes within it and leaves the next at least two bytes shorter, so a position holds
-// about sqrt(its first length) candidates at most. Writes the fragments in text order to frag
-// (room for 2 * len + 1). -1: out of memory.
+// next that does (the jump pointers find it), a higher rank. What cuts a candidate is a piece at
+// least as long, inside the free run before it, so the run left is less than half the one it
+// had: a position holds at most log2(its first length) + 2 candidates. Writes the fragments in
+// text order to frag (room for 2 * len + 1). -1: out of memory.
 static int partition(const tokenizer *t, const piece_set *a, int m, const char *text, size_t len, fragment *frag,
                      size_t *n_frag) {
-    uint64_t *bits = calloc(len / 64 + 1, sizeof *bits);
+    taken_set taken = {{0}};
     cand_lists c = {.head = malloc((size_t)a->n * sizeof *c.head)};
     uint32_t *run = NULL;                            // a rank's end positions, in order
     uint64_t *took = NULL;                           // start << 32 | rank of each stretch taken
     size_t cap_run = 0, n_took = 0, cap_took = 0;
     int rc = -1;
-    if (!bits || !c.head) goto out;
+    if (taken_init(&taken, len) || !c.head) goto out;
     memset(c.head, 0xff, (size_t)a->n * sizeof *c.head);
     const uint8_t *s = (const uint8_t *)text;
     for (size_t i = 0, u = 0; i < len; i++) {
@@ -801,7 +825,7 @@ static int partition(const tokenizer *t, const piece_set *a, int m, const char *
         size_t nr = cand_take(&c, r, &run, &cap_run), plen = piece_len(t, a->piece[r]);
         if (nr == SIZE_MAX) goto out;
         for (size_t q = 0; q < nr; q++) {
-            size_t i = run[q], room = free_run(bits, i, plen);
+            size_t i = run[q], room = free_run(&taken, i);
             int32_t k;
             if (!room) continue;                     // byte i is taken: so is every piece ending here
             if (plen > room) {                       // a piece took some of its bytes since it was pushed
@@ -810,10 +834,10 @@ static int partition(const tokenizer *t, const piece_set *a, int m, const char *
             }
             if (n_took == cap_took && grow((void **)&took, &cap_took, sizeof *took)) goto out;
             took[n_took++] = (uint64_t)(i + 1 - plen) << 32 | (uint32_t)r;
-            take_bytes(bits, i + 1 - plen, i + 1);
+            take_bytes(&taken, i + 1 - plen, i + 1);
         }
     }
-    if (n_took) qsort(took, n_took, sizeof *took, cmp_u64);
+    if (n_took > 1) qsort(took, n_took, sizeof *took, cmp_u64);
     size_t n = 0, done = 0;
     for (size_t q = 0; q < n_took; q++) {
         size_t start = (size_t)(took[q] >> 32);
@@ -826,7 +850,7 @@ static int partition(const tokenizer *t, const piece_set *a, int m, const char *
     *n_frag = n;
     rc = 0;
 out:
-    free(bits), free(c.head), free(c.nxt), free(c.at), free(run), free(took);
+    taken_free(&taken), free(c.head), free(c.nxt), free(c.at), free(run), free(took);
     return rc;
 }
 
@@ -834,9 +858,9 @@ int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_b
                      int32_t **ids_out, size_t *n_out) {
     *ids_out = NULL;
     *n_out = 0;
-    if (len > UINT32_MAX) return -1;                     // the partition keeps positions in 32 bits
     const piece_set *a = &t->split;
     int splits = parse_special ? a->n > 0 : a->n_plain > 0;
+    if (len > SIZE_MAX / 8 - 8 || (splits && len > UINT32_MAX)) return -1;   // the split keeps 32-bit positions
     // Every piece covers at least one byte, so there are at most len fragments of each kind.
     size_t cap_frag = splits ? 2 * len + 1 : 1, n_frag = len > 0;
     fragment *frag = malloc(cap_frag * sizeof *frag);
