@@ -36,7 +36,8 @@ int tokenizer_space_prefix(const tokenizer *t);
 // parse_special at those markers and every control and unknown piece too (<s>, <|im_start|>,
 // ...), which then stand as their tokens: llama.cpp's parse_special. tokenizer.ggml.add_eos_token
 // is not read: appending EOS is left to the caller.
-// *ids is malloc'ed (free it); 0 ok, -1 on allocation failure or a text of 4 GiB or more.
+// *ids is malloc'ed (free it); 0 ok, -1 on allocation failure or, where pieces split the text,
+// a text of 4 GiB or more.
 int tokenizer_encode(const tokenizer *t, const char *text, size_t len, int add_bos, int parse_special,
                      int32_t **ids, size_t *n_ids);
 // No token of tokenizer_encode (BOS aside) stands for more than this many bytes of the text,
