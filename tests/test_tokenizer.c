@@ -23,19 +23,10 @@
 #define N_SPECIAL 35              // tests/tokenizer_stress/special.inp
 
 
-// Loads the tokenizer and closes the file at once: the tokenizer must not need the mapping.
-static int load(const char *path, tokenizer **t, char *err) {
-    gguf_file g;
-    CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
-    int rc = tokenizer_load(t, &g, err);
-    gguf_close(&g);
-    return rc;
-}
-
 static tokenizer *load_ok(const char *path) {
     char err[GGUF_ERR_MAX];
     tokenizer *t;
-    CHECKF(load(path, &t, err) == 0, "%s", err);
+    CHECKF(tokenizer_of(path, &t, err) == 0, "%s", err);
     return t;
 }
 
@@ -156,7 +147,7 @@ static void check_refused(const char *name, const char *model) {
     snprintf(path, sizeof path, VOCAB "ggml-vocab-%s.gguf", name);
     snprintf(want, sizeof want, "tokenizer model '%s' is not supported yet", model);
     tokenizer *t = (tokenizer *)&t;
-    CHECKF(load(path, &t, err) == -1 && t == NULL, "%s loaded", path);
+    CHECKF(tokenizer_of(path, &t, err) == -1 && t == NULL, "%s loaded", path);
     CHECKF(strstr(err, want) && strstr(err, path), "%s: error '%s'", path, err);
 }
 
@@ -291,7 +282,7 @@ static int check_pre_names(void) {
         tokenizer_free(t);
     }
     const char *path = synth_bpe("qwen-bogus\n");
-    CHECK(load(path, &t, err) == -1 && t == NULL);
+    CHECK(tokenizer_of(path, &t, err) == -1 && t == NULL);
     CHECKF(strstr(err, path) && strstr(err, "tokenizer.ggml.pre") &&
                strstr(err, "unknown pre-tokenizer 'qwen-bogus\\x0a'"),
            "error '%s'", err);

@@ -81,11 +81,7 @@ static void build(const char *path, int m) {
 
 static int load(const char *path, int m, tokenizer **t, char *err) {
     build(path, m);
-    gguf_file g;
-    CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
-    int rc = tokenizer_load(t, &g, err);
-    gguf_close(&g);
-    return rc;
+    return tokenizer_of(path, t, err);
 }
 
 // Encodes text and compares with the n expected ids.
@@ -206,15 +202,11 @@ static gguf_writer *bpe_vocab(const char *const *tok, int n, const char *const *
 // CPU however the file aimed its keys.
 static tokenizer *load_flood(gguf_writer *w, const char *path, const char *what) {
     char err[GGUF_ERR_MAX];
-    CHECKF(gguf_writer_save(w, path, err) == 0, "%s", err);
-    gguf_writer_free(w);
-    gguf_file g;
     tokenizer *t;
-    CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
+    save_writer(w, path);
     double t0 = util_cpu_now();
-    CHECKF(tokenizer_load(&t, &g, err) == 0, "%s", err);
+    CHECKF(tokenizer_of(path, &t, err) == 0, "%s", err);
     double s = util_cpu_now() - t0;
-    gguf_close(&g);
     printf("tokenizer_load of %s: %.3f s\n", what, s);
     CHECKF(s < 0.5 * SLOW, "load took %.2f s", s);
     return t;
@@ -407,7 +399,8 @@ static int check_eog(const char *path) {
     gguf_w_str(w, "tokenizer.ggml.eot_token_id", "2");
     char err[GGUF_ERR_MAX];
     tokenizer *t;
-    CHECK(tokenizer_written(w, path, &t, err) == -1 && strstr(err, "tokenizer.ggml.eot_token_id") && strstr(err, "integer"));
+    CHECK(tokenizer_written(w, path, &t, err) == -1 && strstr(err, "tokenizer.ggml.eot_token_id") &&
+          strstr(err, "integer"));
     unlink(path);
     return n + 1;
 }

@@ -182,14 +182,23 @@ gguf_writer *spm_vocab(const char *const *tok, const float *score, const int32_t
     return w;
 }
 
-int tokenizer_written(gguf_writer *w, const char *path, tokenizer **t, char *err) {
+void save_writer(gguf_writer *w, const char *path) {
+    char err[GGUF_ERR_MAX];
     CHECKF(gguf_writer_save(w, path, err) == 0, "%s", err);
     gguf_writer_free(w);
+}
+
+int tokenizer_of(const char *path, tokenizer **t, char *err) {
     gguf_file g;
     CHECKF(gguf_open(&g, path, err) == 0, "%s", err);
     int rc = tokenizer_load(t, &g, err);
     gguf_close(&g);
     return rc;
+}
+
+int tokenizer_written(gguf_writer *w, const char *path, tokenizer **t, char *err) {
+    save_writer(w, path);
+    return tokenizer_of(path, t, err);
 }
 
 char *synth_model(const char *dir, const char *name, const char *spec) {

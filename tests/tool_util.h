@@ -44,9 +44,13 @@ char *synth_model(const char *dir, const char *name, const char *spec);
 
 // A writer holding a SentencePiece vocab of n pieces (no ids: llama.cpp's defaults).
 gguf_writer *spm_vocab(const char *const *tok, const float *score, const int32_t *type, int n);
-// Saves w to path (and frees it; the test fails if it cannot), then loads the tokenizer from it:
-// tokenizer_load's result.
+// Saves w to path and frees it; the test fails if it cannot.
+void save_writer(gguf_writer *w, const char *path);
+// The tokenizer of the GGUF file at path, the file closed at once (the tokenizer must not need
+// its mapping): tokenizer_load's result (the test fails if the file cannot be opened).
 struct tokenizer;
+int tokenizer_of(const char *path, struct tokenizer **t, char *err);
+// save_writer, then tokenizer_of.
 int tokenizer_written(gguf_writer *w, const char *path, struct tokenizer **t, char *err);
 
 // A new directory under $TMPDIR (else /tmp), mkdtemp'ed; free() the string. One the test has not
