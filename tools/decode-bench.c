@@ -833,10 +833,11 @@ static int max_context(const options *o) {
 // mistyped -m fails at once; in[i] becomes model i's identity (--plot must not overwrite it). 1
 // after the error line, with none left open.
 static int open_models(const options *o, llama_model *m, cli_input *in) {
+    int len = max_context(o), t_max = 1;      // the context and the thread count each model must hold
+    for (int ti = 0; ti < o->n_threads; ti++) t_max = o->threads[ti] > t_max ? o->threads[ti] : t_max;
     for (int mi = 0; mi < o->n_models; mi++) {
         char err[GGUF_ERR_MAX];
-        int len = max_context(o), loaded = !llama_model_load(&m[mi], o->models[mi], err), t_max = 1;
-        for (int ti = 0; ti < o->n_threads; ti++) t_max = o->threads[ti] > t_max ? o->threads[ti] : t_max;
+        int loaded = !llama_model_load(&m[mi], o->models[mi], err);
         if (!loaded || decoder_check_ctx(&m[mi], len, (uint32_t)o->cache_type_k, (uint32_t)o->cache_type_v, t_max,
                                          err)) {
             fprintf(stderr, "decode-bench: %s\n", err);

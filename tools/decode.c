@@ -598,7 +598,8 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
                                                                          o->pack_cache == PACKCACHE_MOVE))))
         fprintf(stderr, "decode: packed-weight cache: %s\n", w->cache_note);
     if (o->print_schedule) print_schedule(&S->d);
-    if (o->verbose || (o->threads_asked && pool_size(S->d.pool) < o->n_threads)) cli_print_threads("decode", &S->d, o->n_threads);
+    if (o->verbose || (o->threads_asked && pool_size(S->d.pool) < o->n_threads))
+        cli_print_threads("decode", &S->d, o->n_threads);
     if (o->verbose) {
         fprintf(stderr, "decode: gemv tuning for this model's step: prefetch %d B%s, interleave %d%s\n",
                 S->d.tuning.pf, S->d.tuning.l2 ? " into L2" : "", S->d.tuning.interleave,
