@@ -530,6 +530,11 @@ cmp -s "$tmp/s010.gguf" "$tmp/s10.gguf" || fail "gguf-synth --seed 010 is not --
 cases=$((cases + 1))
 got=$(sigint "$tmp/err" "loading for" -- "$bin/decode-bench" -m "$model" -t 1 -p 0 -n 500 -r 128 --roofline-mib 0 --plot "$tmp/stopped.svg")
 [ "$got" = "0 130" ] && [ ! -e "$tmp/stopped.svg" ] || fail "decode-bench stopped: '$got', plot left: $(ls "$tmp/stopped.svg" 2>&1): $(cat "$tmp/err")"
+cases=$((cases + 1))           # the same through a dangling link: the link stays, not its new target
+ln -sfn target.svg "$tmp/dangling.svg"
+got=$(sigint "$tmp/err" "loading for" -- "$bin/decode-bench" -m "$model" -t 1 -p 0 -n 500 -r 128 --roofline-mib 0 --plot "$tmp/dangling.svg")
+[ "$got" = "0 130" ] && [ -L "$tmp/dangling.svg" ] && [ ! -e "$tmp/target.svg" ] ||
+  fail "decode-bench stopped, plot through a dangling link: '$got': $(ls -l "$tmp/dangling.svg" "$tmp/target.svg" 2>&1)"
 # A tool stopped by SIGINT exits with status 130, never by the signal (the interface: a shell
 # shows 130 either way, a program that waits for it can tell); decode first finishes its token and
 # prints its timings.
@@ -558,6 +563,6 @@ for flags in "--temp 0" "--temp 0 --ignore-eos" "-s 1" "-s 1 --ignore-eos"; do
   case $flags in *ignore-eos*) grep -q "masked by --ignore-eos" "$tmp/err" || fail "NaN logits ($flags): mask not said";; esac
 done
 
-[ "$cases" = 188 ] || fail "ran $cases cases, expected 188"
+[ "$cases" = 189 ] || fail "ran $cases cases, expected 189"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -88,6 +88,12 @@ rm -f "$tmp/new.bin"
 phase pack "a stop while packing, a new dump" 'kill -INT $pid' -- "$d" -m "$model" -p hi -n 2 --temp 0 \
   --pack-cache off --dump-logits "$tmp/new.bin"
 [ "$st" = 130 ] && [ ! -e "$tmp/new.bin" ] || fail "a stop while packing, a new dump: exit $st, $(ls -l "$tmp/new.bin" 2>&1)"
+# through a dangling link: the link stays, its target (made by this run) goes
+rm -f "$tmp/target.bin"; ln -sfn target.bin "$tmp/dangling.bin"
+phase pack "a stop while packing, a dump through a dangling link" 'kill -INT $pid' -- "$d" -m "$model" -p hi -n 2 \
+  --temp 0 --pack-cache off --dump-logits "$tmp/dangling.bin"
+[ "$st" = 130 ] && [ -L "$tmp/dangling.bin" ] && [ ! -e "$tmp/target.bin" ] ||
+  fail "a dump through a dangling link: exit $st, $(ls -l "$tmp/dangling.bin" "$tmp/target.bin" 2>&1)"
 printf 'Once upon a time' >"$tmp/p.txt"; cp "$tmp/p.txt" "$tmp/p.orig"
 run 1 "dump = prompt file" -- "$d" -m "$model" -f "$tmp/p.txt" --dump-logits "$tmp/p.txt" && has "is the prompt file" "dump = prompt"
 same "$tmp/p.txt" "$tmp/p.orig" "dump = prompt file"
@@ -290,7 +296,7 @@ printf '\0' | dd of="$tmp/nobos.gguf" bs=1 seek=$((off + ${#key} + 4)) conv=notr
 run 1 "empty prompt, model without BOS" -- "$d" -m "$tmp/nobos.gguf" -p "" && has "adds no BOS" "empty prompt"
 grep -q -- "--no-bos" "$tmp/err" && fail "the empty-prompt error names --no-bos, which was not given"
 
-want=$([ -z "$sanitize" ] && echo 68 || echo 67)
+want=$([ -z "$sanitize" ] && echo 69 || echo 68)
 [ "$cases" = $want ] || fail "ran $cases cases, expected $want"
 echo "hostile cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

@@ -361,6 +361,13 @@ static void creation_target(const char *path, char *buf, size_t n) {
     }
 }
 
+int cli_output_new(const char *path, char *made, size_t n) {
+    struct stat st;
+    if (!stat(path, &st) || errno != ENOENT) return 0;
+    creation_target(path, made, n);
+    return 1;
+}
+
 // Loads replace and remove the files of the packed-weight cache directory (runtime/packcache.h),
 // and a tune renames a new file over its own (runtime/tune.h), so an output in decode's cache
 // directory or its packed/ would be lost (a dump there was renamed over) or destroy a cache.

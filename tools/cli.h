@@ -29,6 +29,10 @@ void cli_temp_file(const char *path);
 // An output file this run created (none was there before): the handlers remove it too, so a
 // stopped run leaves no empty or half-written file behind; NULL once it is complete.
 void cli_created_output(const char *path);
+// Whether an open of path for writing would create a file, nothing being there: path, or the end
+// of the chain of symbolic links it starts (a dangling link stays the user's; its target would be
+// this run's). made (n bytes) receives that file's path, the one to remove to leave things as they were.
+int cli_output_new(const char *path, char *made, size_t n);
 // Test hook: when the environment has DECODE_TEST_STOP=phase, writes "TOOL: stopped at PHASE"
 // to stderr and stops the process (SIGSTOP) until a SIGCONT, so a test can act at that point.
 void cli_test_stop(const char *phase);

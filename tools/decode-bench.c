@@ -860,15 +860,15 @@ int main(int argc, char **argv) {
     llama_model models[MAXV];
     cli_input in[MAXV];
     FILE *plot = NULL;
-    struct stat pst;
-    int plot_existed = o.plot && lstat(o.plot, &pst) == 0;   // a link, even dangling, is the user's
+    char plot_file[PATH_MAX];         // the file a new plot makes (a dangling link's target)
+    int plot_new = o.plot && cli_output_new(o.plot, plot_file, sizeof plot_file);
     if (open_models(&o, models, in)) { free_model_lists(&o); return 1; }
     if (o.plot && !(plot = cli_open_output("--plot", o.plot, in, o.n_models, 0))) {
         for (int mi = 0; mi < o.n_models; mi++) llama_model_free(&models[mi]);
         free_model_lists(&o);
         return 1;
     }
-    if (plot && !plot_existed) cli_created_output(o.plot);   // a stopped run leaves no empty plot
+    if (plot && plot_new) cli_created_output(plot_file);   // a stopped run leaves no empty plot
     for (int ti = 0; ti < o.n_threads; ti++) cli_warn_threads(o.threads[ti], o.numa);
     int tests = has_tests(&o);
     if (tests) {
@@ -905,11 +905,11 @@ int main(int argc, char **argv) {
     }
     if (plot && (!status || n) && write_plot(plot, rs, n)) {
         fprintf(stderr, "decode-bench: --plot %s: writing failed\n", o.plot);
-        if (!plot_existed) unlink(o.plot);     // a cut-short SVG made here is no plot
+        if (plot_new) unlink(plot_file);     // a cut-short SVG made here is no plot
         status = 1;
     } else if (plot && status && !n) {   // nothing to draw: the file as it was
         fclose(plot);
-        if (!plot_existed) unlink(o.plot);
+        if (plot_new) unlink(plot_file);
     }
     cli_created_output(NULL);
     free(rs); free(roof); free_model_lists(&o);

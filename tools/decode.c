@@ -286,6 +286,7 @@ static int parse_args(int argc, char **argv, options *o) {
 typedef struct {
     llama_model m; tokenizer *tok; decoder d; prefill b; sampler s;
     FILE *dump; int dump_made, dump_rows, dump_bad;   // made by this run; rows written; a write failed
+    char dump_file[PATH_MAX];          // the file dump_made made (a dangling link's target)
     char *file_prompt;                 // the -f prompt's bytes
     struct stat prompt_st;             // what the -f prompt was (its identity)
     double t_load, t_prompt, t_eval; int n_prompt, n_eval;
@@ -403,10 +404,9 @@ static int print_l4_stats(const decoder *d) {
 static FILE *open_dump(session *S, const char *path) {
     cli_input in[2] = {{S->m.f.dev, S->m.f.ino, "the model file"},
                        {S->prompt_st.st_dev, S->prompt_st.st_ino, "the prompt file"}};
-    struct stat st;
-    int existed = lstat(path, &st) == 0;     // a link, even dangling, is the user's
+    int made = cli_output_new(path, S->dump_file, sizeof S->dump_file);
     FILE *f = cli_open_output("--dump-logits", path, in, S->file_prompt ? 2 : 1, 0);
-    if (f && !existed) S->dump_made = 1, cli_created_output(path);   // a stop before a row removes it
+    if (f && made) S->dump_made = 1, cli_created_output(S->dump_file);   // a stop before a row removes it
     return f;
 }
 #define DUMP_GONE " (the file, made by this run, is removed)"
@@ -755,7 +755,7 @@ int main(int argc, char **argv) {
     // A dump this run made goes where a write to it failed (a cut row would read as logits; the
     // error says so) or it holds no row; whole rows stay whatever else failed (NaN logits, stdout):
     // they are what was asked for.
-    if (S.dump_made && status && (!S.dump_rows || S.dump_bad)) unlink(o.dump_logits);
+    if (S.dump_made && status && (!S.dump_rows || S.dump_bad)) unlink(S.dump_file);
     cli_created_output(NULL);
     sampler_free(&S.s);
     prefill_free(&S.b);
