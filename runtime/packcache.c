@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PACKCACHE_VERSION 4
+#define PACKCACHE_VERSION 5
 #define REGION_ALIGN 4096                 // each matrix starts on a page; the header takes the first
 #define SPARE_BYTES (1ull << 30)          // disk left free after a write: at least this
 #define SPARE_SHARE 0.10                  // and at least this share of the file system
@@ -40,6 +40,8 @@ typedef struct {
     uint64_t content;                     // 0, or (racy: RACY_NS) a hash of all its bytes, checked at each map
     uint64_t code;                        // of a small matrix packed by this build (layout changes)
     uint64_t n_regions, total;            // matrices + embedding table; file length
+    uint64_t payload;                     // hash of every byte after the header page (bytes_hash)
+    uint64_t stamp_ns;                    // the modification time its writer set after the last write
     char model[MODEL_PATH_MAX];           // the GGUF's real path
 } header;
 _Static_assert(sizeof(header) <= REGION_ALIGN, "the header fits in its page");
@@ -60,19 +62,24 @@ static uint64_t fingerprint(const gguf_file *f) {
     return h;
 }
 
-// Every byte of the file, 8 at a time in four independent lanes (about as fast as the page cache
-// reads); never 0, which says "not hashed". Only where the file's times cannot be trusted (racy).
-static uint64_t content_hash(const gguf_file *f) {
+// Every byte of p, 8 at a time in four independent lanes (about as fast as the page cache reads:
+// eight lanes were no faster); never 0, which says "not hashed".
+static uint64_t bytes_hash(const uint8_t *p, size_t n) {
     uint64_t lane[4] = {FNV0, FNV0 ^ 1, FNV0 ^ 2, FNV0 ^ 3}, w;
     size_t i = 0;
-    for (; i + 32 <= f->size; i += 32)
+    for (; i + 32 <= n; i += 32)
         for (int k = 0; k < 4; k++) {
-            memcpy(&w, f->map + i + 8 * k, 8);
+            memcpy(&w, p + i + 8 * k, 8);
             lane[k] = (lane[k] ^ w) * 0x9e3779b97f4a7c15ull, lane[k] ^= lane[k] >> 29;
         }
-    uint64_t h = fnv(FNV0, f->map + i, f->size - i);
+    uint64_t h = fnv(FNV0, p + i, n - i);
     for (int k = 0; k < 4; k++) h = fnv(h, &lane[k], 8);
     return h | 1;
+}
+// The model's bytes: only where its times cannot be trusted (racy).
+static uint64_t content_hash(const gguf_file *f) { return bytes_hash(f->map, f->size); }
+static uint64_t payload_hash(const void *map, size_t total) {
+    return bytes_hash((const uint8_t *)map + REGION_ALIGN, total - REGION_ALIGN);
 }
 
 static int racy(const gguf_file *f) {
@@ -253,27 +260,64 @@ static void *map_huge(int fd, size_t total, char *note, size_t n) {
     return map;
 }
 
-// Whether got (read from a cache file) is want: every field but the content hash first, then,
-// where got has one, the hash of the model's bytes now. *settle: the hash may be cleared, decided
-// before the hash began reading (a rewrite within the model's tick while it read could pass it).
+// Whether got (read from a cache file) is want: every field but the content hash, the payload's
+// and the stamp first, then, where got has one, the hash of the model's bytes now. *settle: the
+// hash may be cleared, decided before the hash began reading (a rewrite within the model's tick
+// while it read could pass it). got keeps its payload hash and stamp.
 static int header_matches(header *got, header *want, const gguf_file *f, int *settle) {
-    uint64_t content = got->content;
+    uint64_t content = got->content, payload = got->payload, stamp = got->stamp_ns;
     *settle = content && !racy(f);
-    got->content = 0;
-    return !memcmp(got, want, sizeof *got) && (!content || content_hash(f) == content);
+    got->content = got->payload = got->stamp_ns = 0;
+    int same = !memcmp(got, want, sizeof *got);
+    got->payload = payload, got->stamp_ns = stamp;
+    return same && (!content || content_hash(f) == content);
+}
+
+// The payload is trusted without a read while the file's modification time is the stamp its writer
+// set after its last write: any write since (write, a writable mapping, truncate) sets the time to
+// the present, later than any stamp, which lies a few seconds in the past on whole even seconds (a
+// time every file system stores exactly). Putting the time back takes a deliberate utimensat.
+static uint64_t stamp_now(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return ((uint64_t)now.tv_sec - 2) / 2 * 2 * 1000000000u;
+}
+static int stamp_set(int fd, uint64_t stamp) {
+    struct timespec t[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_sec = (time_t)(stamp / 1000000000u), .tv_nsec = 0}};
+    return futimens(fd, t);
+}
+static int stamped(const struct stat *st, uint64_t stamp) {
+    return stamp && (uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec == stamp;
+}
+
+// A mapped file whose time is not its stamp: its payload read whole against the hash (once: the
+// stamp is put back when it matches). 0 whole; -1 changed since it was written.
+static int payload_check(int fd, const struct stat *st, const header *h, const void *map, size_t total,
+                         char *note, size_t n) {
+    if (stamped(st, h->stamp_ns)) return 0;
+    size_t len = strlen(note);
+    if (payload_hash(map, total) != h->payload) {
+        snprintf(note, n, "the cache file was modified after it was written and its checksum differs");
+        return -1;
+    }
+    stamp_set(fd, h->stamp_ns);           // a file it cannot stamp is read again next time
+    snprintf(note + len, n - len, "%sthe cache file was modified after it was written: read whole, it still "
+             "matches its checksum", len ? "; " : "");
+    return 0;
 }
 
 // A racy cache just found to hold its model, whose times now tell any later rewrite: its hash
 // cleared, so later maps skip the full read; only in the file that was checked (st: not one
 // renamed over it since). A reader meanwhile sees the hash or 0, either right (a torn value
 // matches neither: that reader rebuilds). A file it cannot write keeps its hash.
-static void settle_content(const char *path, const struct stat *st) {
+static void settle_content(const char *path, const struct stat *st, uint64_t stamp) {
     int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat now;
     uint64_t zero = 0;
     if (fd < 0) return;
     if (!fstat(fd, &now) && now.st_dev == st->st_dev && now.st_ino == st->st_ino &&
-        pwrite(fd, &zero, sizeof zero, offsetof(header, content)) != (ssize_t)sizeof zero) {}   // next time, then
+        pwrite(fd, &zero, sizeof zero, offsetof(header, content)) == (ssize_t)sizeof zero)
+        stamp_set(fd, stamp);             // its own write is no damage
     close(fd);
 }
 
@@ -309,10 +353,13 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
             rc = lacking(e) ? -2 : -1;            // else a page it cannot read (EFAULT, EIO): rebuilt
             snprintf(note, n, "%s: cannot map: %s%s", path, strerror(e), rc == -2 ? KEPT : "; rebuilding it");
         }
-        else {
+        else if (payload_check(fd, &st, &got, map, total, w->map_note, sizeof w->map_note)) {
+            munmap(map, total);
+            snprintf(note, n, "%s: modified after it was written, its checksum differs; rebuilding it", path);
+        } else {
             for (size_t i = 0; i < nr; i++) *r[i].ptr = (char *)map + r[i].off;
             w->map = map, w->map_bytes = total, rc = 0;
-            if (settle) settle_content(path, &st);
+            if (settle) settle_content(path, &st, got.stamp_ns);
         }
     }
     if (fd >= 0) close(fd);
@@ -461,11 +508,14 @@ out:
     return rc;
 }
 
-// Synced, then renamed: a reader never sees a file with regions unwritten.
+// Hashed, synced and stamped, then renamed: a reader never sees a file with regions unwritten.
 int packcache_finish(packcache_writer *pw, const model_weights *w, char *note, size_t n) {
     int failed = 0, e = 0;
+    header *h = w->map;
+    h->payload = payload_hash(w->map, w->map_bytes), h->stamp_ns = stamp_now();
     if (fdatasync(pw->fd)) failed = 1, e = errno;
     if (!failed && mprotect(w->map, w->map_bytes, PROT_READ)) failed = 1, e = errno;   // no stray write persists
+    if (!failed) stamp_set(pw->fd, h->stamp_ns);   // else each load reads it whole, and says so
     // Closed before the rename, yet still locked against tidy(): a flock belongs to the open file
     // description, which the mapping (w->map) keeps until munmap.
     if (close(pw->fd) && !failed) failed = 1, e = errno;

@@ -9,9 +9,11 @@
 // of 64 samples of its data; where the GGUF had changed within 2 s of the cache's making, a hash
 // of all its bytes, since a rewrite within one timestamp tick keeps every stat field: checked at
 // each map, cleared once the GGUF is older) and the packing (format version, tile width, a hash
-// of a small matrix packed by this build). A file whose header or size differ, or that another user owns, is
-// not used (and is rewritten); its contents are trusted no further: a damaged file gives wrong
-// numbers, never a read outside it. A file is named by a hash of the model's real path, so a model
+// of a small matrix packed by this build), a hash of the rest (the payload) and the modification
+// time its writer set after its last write (the stamp). A file whose header or size differ, or
+// that another user owns, is not used (and is rewritten); one whose time is not its stamp (written
+// to since) has its payload read whole against the hash: restamped where it matches, rewritten
+// where not. Damage with the time put back gives wrong numbers, never a read outside it. A file is named by a hash of the model's real path, so a model
 // replaced at the same path replaces its file; a writer also removes files whose model is gone or
 // changed, and temporary files no writer holds (flock). A load that packs writes the tiles straight
 // into a temporary file, then syncs and renames it, so a reader sees one whole; only while the

@@ -57,7 +57,8 @@ typedef struct model_weights {
                                   // runs from the mapping, so the first token comes as soon as auto's)
     char cache_file[4200];        // the cache file mapped or written ("" when none was looked for)
     char cache_note[4400];        // why it was not used or written; "" otherwise
-    char map_note[128];           // mapped: how much of it was read back into 2 MiB pages; "" none
+    char map_note[256];           // how much of the file was read back into 2 MiB pages, and whether
+                                  // its payload was read against its checksum (and differed); "" none
 } model_weights;
 
 // A layer's seven matrices in schedule order (SCHED_WQ .. SCHED_DOWN): the GGUF tensors and

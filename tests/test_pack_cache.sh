@@ -58,6 +58,7 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   pack=$(ls "$dir"/*.pack)
   run 0 "second load" "$tmp/b.bin" -- "$d" "${args[@]}" -v --dump-logits "$tmp/b.bin" && has "mapped from $pack" "second load"
   grep -q "saved to" "$tmp/err" && fail "second load wrote the cache again"
+  grep -q "checksum" "$tmp/err" && fail "second load read the file against its checksum: $(grep checksum "$tmp/err")"
   [ "$(stat -c %a "$pack")" = 600 ] || fail "cache file mode $(stat -c %a "$pack"), want 600"
   for t in 1 2 3; do run 0 "mapped, -t $t" "$tmp/t.bin" -- "$d" "${args[@]}" -t $t -v --dump-logits "$tmp/t.bin" && has "mapped from" "-t $t"; done
   run 0 "mapped, -b 1" "$tmp/t.bin" -- "$d" "${args[@]}" -b 1 -v --dump-logits "$tmp/t.bin" && has "mapped from" "-b 1"
@@ -76,16 +77,31 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   cp "$tmp/pack.keep" "$pack"
   run 0 "DECODE_PACK_CACHE=off" "$tmp/t.bin" -- env DECODE_PACK_CACHE=off "$d" "${args[@]}" -v --dump-logits "$tmp/t.bin" &&
     grep -q "mapped from" "$tmp/err" && fail "DECODE_PACK_CACHE=off still mapped"
-  # Wrong numbers from a damaged body, not a crash: and proof the mapped bytes are what runs.
-  # Finite damage runs on with other logits; NaNs, which reach every logit, stop decode at the
-  # first token with its one-line reason (exit 1).
-  cp "$pack" "$tmp/pack.orig"
+  # A body written to after the cache was (its modification time moved on): read whole against
+  # its checksum, rebuilt where that differs, the same logits; only touched, kept and read once.
+  touch "$pack"                        # the copy above made it so already
+  run 0 "touched" "$tmp/t.bin" -- "$d" "${args[@]}" -v --dump-logits "$tmp/t.bin" && has "mapped from" "touched" &&
+    has "modified after it was written: read whole, it still matches its checksum" "touched"
+  run 0 "touched, read once" "$tmp/t.bin" -- "$d" "${args[@]}" -v --dump-logits "$tmp/t.bin" && has "mapped from" "read once" &&
+    { grep -q checksum "$tmp/err" && fail "touched, read once: read again: $(grep checksum "$tmp/err")"; }
+  cp -p "$pack" "$tmp/pack.orig"       # its time too: the stamp its writer set
   printf '\x3c\x3c\x3c\x3c\x3c\x3c\x3c\x3c' | dd of="$pack" bs=1 seek=$((8192 + 64)) conv=notrunc status=none
-  run 0 "damaged body" - -- "$d" "${args[@]}" --dump-logits "$tmp/dmg.bin"
+  run 0 "damaged body" "$tmp/t.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/t.bin" &&
+    has "the cache file was modified after it was written and its checksum differs" "damaged body" &&
+    has "saved to" "damaged body"
+  cp -p "$tmp/pack.orig" "$pack"
+  # Wrong numbers from a damaged body whose time was put back (a deliberate utimensat: not read
+  # whole), not a crash: and proof the mapped bytes are what runs. Finite damage runs on with
+  # other logits; NaNs, which reach every logit, stop decode at the first token with its one-line
+  # reason (exit 1).
+  printf '\x3c\x3c\x3c\x3c\x3c\x3c\x3c\x3c' | dd of="$pack" bs=1 seek=$((8192 + 64)) conv=notrunc status=none
+  touch -r "$tmp/pack.orig" "$pack"
+  run 0 "damaged body, time put back" - -- "$d" "${args[@]}" --dump-logits "$tmp/dmg.bin"
   cmp -s "$tmp/dmg.bin" "$ref" && fail "damaged body: same logits (is the cache file read at all?)"
   printf '\x7f\x7f\x7f\x7f\x7f\x7f\x7f\x7f' | dd of="$pack" bs=1 seek=$((8192 + 64)) conv=notrunc status=none
+  touch -r "$tmp/pack.orig" "$pack"
   run 1 "NaN-damaged body" - -- "$d" "${args[@]}" && has "are all NaN or -inf" "NaN-damaged body"
-  cp "$tmp/pack.orig" "$pack"
+  cp -p "$tmp/pack.orig" "$pack"
   # A header that does not match, a short file, a touched model: rebuilt, same logits.
   printf 'XXXX' | dd of="$pack" bs=1 seek=0 conv=notrunc status=none
   run 0 "damaged header" "$tmp/t.bin" -- "$d" "${args[@]}" --dump-logits "$tmp/t.bin" && has "saved to" "damaged header"
@@ -269,7 +285,7 @@ for ((try = 1; ; try++)); do
 done
 if [ "$(pack_hash)" = 0000000000000000 ]; then
   echo "skipped: the racy cases (three tries each took over 1.8 s from the copy to the cache: ${ms} ms the last)"
-  cases=$((cases + 3))
+  cases=$((cases + 4))
 else
 size=$(stat -c %s "$racy")
 printf '\x55' | dd of="$racy" bs=1 seek=$((size / 2 + 12345)) conv=notrunc status=none   # one weight's byte
@@ -282,6 +298,8 @@ run 0 "rewritten within a tick" "$tmp/t.bin" -- "$d" "${args[@]}" -v --dump-logi
 sleep 2.1
 run 0 "an older model" "$tmp/t.bin" -- "$d" "${args[@]}" -v --dump-logits "$tmp/t.bin" && has "mapped from" "an older model"
 [ "$(pack_hash)" = 0000000000000000 ] || fail "the content hash was not cleared"
+run 0 "settled" "$tmp/t.bin" -- "$d" "${args[@]}" -v --dump-logits "$tmp/t.bin" && has "mapped from" "settled" &&
+  { grep -q checksum "$tmp/err" && fail "settled: the clearing's write read as a change: $(grep checksum "$tmp/err")"; }
 fi
 
 run 2 "bad --pack-cache" - -- "$d" "${args[@]}" --pack-cache maybe && has "bad --pack-cache value 'maybe' (auto, move, off, rebuild)" "bad --pack-cache"
@@ -354,5 +372,5 @@ run 1 "decode-bench --plot onto the cache file" - -- "$bin/decode-bench" -m "$mo
 rm -f "$tmp/hard" "$tmp/soft" "$tmp/dangling" "$tmp/relative"
 
 echo "pack cache cases: $cases"
-[ "$cases" = 120 ] || fail "$cases cases ran, want 120"
+[ "$cases" = 127 ] || fail "$cases cases ran, want 127"
 [ $fails = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }

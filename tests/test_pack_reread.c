@@ -42,7 +42,7 @@ static float *load_run(const llama_model *m, const char *cdir, int *state, char 
         memcpy(out + (size_t)i * nv, decoder_forward(&d, (int32_t)((i * 37 + 1) % nv), i), sizeof(float) * nv);
     *state = d.w.cache_state;
     snprintf(file, 4200, "%s", d.w.cache_file);
-    snprintf(note, 128, "%s", d.w.map_note);
+    snprintf(note, sizeof d.w.map_note, "%s", d.w.map_note);
     decoder_free(&d);
     return out;
 }
@@ -75,7 +75,7 @@ int main(void) {
     char *model = synth_model(dir, "m.gguf", "--n-embd 1024 --n-layer 8 --n-head 8 --n-kv-head 8 --n-ff 1024 "
                                              "--n-vocab 1000 --ctx 64 --dtype f16 --seed 3");
     llama_model m;
-    char err[GGUF_ERR_MAX], file[4200], note[128];
+    char err[GGUF_ERR_MAX], file[4200], note[sizeof ((model_weights *)0)->map_note];
     CHECKF(llama_model_load(&m, model, err) == 0, "%s", err);
     int state, rc = 0;
     float *ref = load_run(&m, cdir, &state, file, note);

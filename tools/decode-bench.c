@@ -753,8 +753,8 @@ static int bench_threads(const options *o, const llama_model *m, const char *pat
                     d[s].w.cache_file, d[s].w.map_note[0] ? "; " : "", d[s].w.map_note);
             settle(&d[s]);
         }
-        else fprintf(stderr, "decode-bench: packed weights in memory%s%s\n", d[s].w.cache_note[0] ? "; cache " : "",
-                     d[s].w.cache_note);
+        else fprintf(stderr, "decode-bench: packed weights in memory%s%s%s%s\n", d[s].w.cache_note[0] ? "; cache " : "",
+                     d[s].w.cache_note, d[s].w.map_note[0] ? "; " : "", d[s].w.map_note);
     }
     made -= status;
     for (int s = 0; s < made; s++) decoder_set_profile(&d[s], o->profile);

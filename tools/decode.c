@@ -581,12 +581,12 @@ static int start_decoder(session *S, const options *o, long n_ctx) {
         return 1;
     }
     const model_weights *w = &S->d.w;
+    if (w->map_note[0]) fprintf(stderr, "decode: packed-weight cache: %s\n", w->map_note);   // rare, and slow
     if (w->cache_state != PACKCACHE_UNUSED) cli_mapped_file(w->cache_file);   // what a SIGBUS would come from
     if (w->cache_state == PACKCACHE_MAPPED) {
         if (o->verbose)
             fprintf(stderr, "decode: packed weights mapped from %s%s\n", w->cache_file,
                     w->move_next < 0 ? "" : "; moving them into memory over the first steps");
-        if (w->map_note[0]) fprintf(stderr, "decode: packed-weight cache: %s\n", w->map_note);   // once, and slow
     } else if (w->cache_state == PACKCACHE_WRITTEN)
         fprintf(stderr, "decode: packed weights saved to %s (%.1f MB); later loads map them (--pack-cache off: "
                 "never)\n", w->cache_file, w->map_bytes / 1e6);
