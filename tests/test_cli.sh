@@ -331,6 +331,12 @@ done
 expect 0 "braces under --verbose-prompt" -- "$d" -m "$model" -p "a{b}" -n 2 --temp 0 --l4-stats --verbose-prompt
 [ "$(grep -c '{' "$tmp/err")" = 1 ] && grep -q '^{"lookups"' "$tmp/err" && grep -qF "'\\x7b'" "$tmp/err" ||
   fail "a brace besides the stats: $(grep '{\|x7b' "$tmp/err")"
+# ... and a path's: the cache directory's with the stats, a missing model's alone
+expect 0 "braces in a path" -- env XDG_CACHE_HOME="$tmp/{c}" "$d" -m "$model" -p hi -n 2 --temp 0 --l4-stats
+[ "$(grep -c '{' "$tmp/err")" = 1 ] && grep -q '^{"lookups"' "$tmp/err" && grep -qF '\x7bc\x7d/decode/packed/' "$tmp/err" ||
+  fail "braces in a path: $(cat "$tmp/err")"
+expect 1 "braces in a missing model's path" -- "$d" -m "$tmp/{none}.gguf" -p hi
+grep -q '[{}]' "$tmp/err" || ! grep -qF '\x7bnone\x7d.gguf' "$tmp/err" && fail "braces in a missing model's path: $(cat "$tmp/err")"
 # --verbose-prompt: the ids and texts on stderr, control tokens by name, a piece as it reads
 expect 0 "verbose prompt" -- "$d" -m "$model" -p "<s>Once</s>" --parse-special --verbose-prompt -n 1 --temp 0
 printf "decode: prompt: 4 tokens\ndecode:        1 '<s>'\ndecode:        1 '<s>'\ndecode:      403 ' Once'\ndecode:        2 '</s>'\n" >"$tmp/vp"
@@ -563,6 +569,6 @@ for flags in "--temp 0" "--temp 0 --ignore-eos" "-s 1" "-s 1 --ignore-eos"; do
   case $flags in *ignore-eos*) grep -q "masked by --ignore-eos" "$tmp/err" || fail "NaN logits ($flags): mask not said";; esac
 done
 
-[ "$cases" = 189 ] || fail "ran $cases cases, expected 189"
+[ "$cases" = 191 ] || fail "ran $cases cases, expected 191"
 echo "decode cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

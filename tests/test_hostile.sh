@@ -243,6 +243,10 @@ cp "$tmp/m.orig" "$model"
 phase pack "truncated during the load" 'truncate -s 300000 "$model"' -- "$d" -m "$model" -p "Once upon" -n 8 --temp 0
 [ "$st" = 1 ] && [ "$(wc -l <"$tmp/err")" = 2 ] && grep -q "$model: the file shrank" "$tmp/err" ||
   fail "truncated during the load: exit $st: $(cat "$tmp/err")"
+cp "$tmp/m.orig" "$tmp/{t}.gguf"         # its braces shown as stderr shows every other one
+phase pack "truncated during the load, braces" 'truncate -s 300000 "$tmp/{t}.gguf"' -- "$d" -m "$tmp/{t}.gguf" -p "Once" -n 8
+[ "$st" = 1 ] && grep -qF '\x7bt\x7d.gguf: the file shrank' "$tmp/err" && ! grep -q '[{}]' "$tmp/err" ||
+  fail "truncated during the load, braces: exit $st: $(cat "$tmp/err")"
 cp "$tmp/m.orig" "$model"
 phase generate "truncated after the load" ': >"$model"' -- "$d" -m "$model" -p "Once upon" -n 8 --temp 0 --dump-logits "$tmp/t.bin"
 [ "$st" = 0 ] && cmp -s "$tmp/t.bin" "$tmp/ref.bin" && cmp -s "$tmp/out" "$tmp/ref.out" ||
@@ -296,7 +300,7 @@ printf '\0' | dd of="$tmp/nobos.gguf" bs=1 seek=$((off + ${#key} + 4)) conv=notr
 run 1 "empty prompt, model without BOS" -- "$d" -m "$tmp/nobos.gguf" -p "" && has "adds no BOS" "empty prompt"
 grep -q -- "--no-bos" "$tmp/err" && fail "the empty-prompt error names --no-bos, which was not given"
 
-want=$([ -z "$sanitize" ] && echo 69 || echo 68)
+want=$([ -z "$sanitize" ] && echo 70 || echo 69)
 [ "$cases" = $want ] || fail "ran $cases cases, expected $want"
 echo "hostile cli: $cases cases, $fails failures"
 [ "$fails" = 0 ]

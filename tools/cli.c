@@ -29,7 +29,7 @@ volatile sig_atomic_t cli_stop;
 
 static const char *tool_name = "?";
 static int graceful_stop;
-static char bus_line[PATH_MAX + 256];            // the SIGBUS message, ready to write
+static char bus_line[4 * PATH_MAX + 256];        // the SIGBUS message, ready to write
 static volatile sig_atomic_t bus_len;
 static dev_t bus_dev;                            // that file's identity, where stat gave it
 static ino_t bus_ino;
@@ -37,6 +37,52 @@ static volatile sig_atomic_t bus_known;
 // The handlers' files to remove: [0] cli_temp_file's, [1] cli_created_output's.
 static char temp_path[2][PATH_MAX + 1];
 static volatile sig_atomic_t temp_set[2];
+
+// decode's stderr (cli_braces): each brace written \x7b or \x7d, so that the line of JSON it
+// writes raw (cli_raw_line) is the only '{' there, whatever a path, a name or a value holds.
+static volatile sig_atomic_t braces_shown;
+static size_t show_byte(char *o, char c) {
+    if (!braces_shown || (c != '{' && c != '}')) return *o = c, 1;
+    memcpy(o, c == '{' ? "\\x7b" : "\\x7d", 4);
+    return 4;
+}
+// s into dst (cap > 0 bytes, NUL-terminated), braces shown as stderr shows them, cut where
+// it would not fit. Async-signal-safe.
+static void show_str(char *dst, size_t cap, const char *s) {
+    size_t k = 0;
+    for (char b[4]; *s && k + show_byte(b, *s) < cap; s++) k += show_byte(dst + k, *s);
+    dst[k] = 0;
+}
+static int write_all(int fd, const char *p, size_t n) {
+    for (ssize_t w; n; p += w, n -= (size_t)w)
+        if ((w = write(fd, p, n)) <= 0) {
+            if (w < 0 && errno == EINTR) w = 0;
+            else return -1;
+        }
+    return 0;
+}
+static ssize_t brace_write(void *cookie, const char *buf, size_t n) {
+    (void)cookie;
+    char out[4096];
+    for (size_t i = 0; i < n;) {
+        size_t k = 0;
+        for (; i < n && k + 4 <= sizeof out; i++) k += show_byte(out + k, buf[i]);
+        if (write_all(2, out, k)) return -1;
+    }
+    return (ssize_t)n;
+}
+
+void cli_braces(void) {
+    FILE *f = fopencookie(NULL, "w", (cookie_io_functions_t){.write = brace_write});
+    if (!f) return;                   // out of memory at start: stderr as it is
+    setvbuf(f, NULL, _IONBF, 0);      // as stderr: nothing held back from a write(2) beside it
+    stderr = f;
+    braces_shown = 1;
+}
+
+int cli_raw_line(const char *line) {
+    return fflush(stderr) || write_all(2, line, strlen(line)) || write_all(2, "\n", 1) ? -1 : 0;
+}
 
 static void remove_temp(void) {
     for (int i = 0; i < 2; i++)
@@ -130,7 +176,7 @@ static void on_bus(int sig, siginfo_t *si, void *uc) {
     (void)uc;
     static atomic_flag reporting = ATOMIC_FLAG_INIT;
     static mapped m;
-    static char line[sizeof m.path + 256];
+    static char line[4 * sizeof m.path + 256];
     struct stat st;
     if (si->si_code != BUS_ADRERR || !bus_len) {
         struct sigaction dfl = {.sa_handler = SIG_DFL};
@@ -142,7 +188,8 @@ static void on_bus(int sig, siginfo_t *si, void *uc) {
     if (mapping_at((uintptr_t)si->si_addr, &m) && m.path[0] == '/' && !(bus_known && mapped_is(&m, bus_dev, bus_ino))) {
         int writing = temp_set[0] && (!strcmp(m.path, temp_path[0]) ||
                                       (!stat(temp_path[0], &st) && mapped_is(&m, st.st_dev, st.st_ino)));
-        strcat(strcat(strcpy(line, tool_name), writing ? ": cannot write " : ": "), m.path);
+        strcat(strcpy(line, tool_name), writing ? ": cannot write " : ": ");
+        show_str(line + strlen(line), sizeof line - 128 - strlen(line), m.path);
         strcat(line, writing ? ": no space left on its file system, or an I/O error\n"
                              : ": the file shrank while it was being read (truncated or rewritten in place)\n");
         ssize_t r = write(2, line, strlen(line));
@@ -191,9 +238,11 @@ void cli_init(const char *tool, int graceful) {
 
 void cli_mapped_file(const char *path) {
     bus_len = 0;
+    static char shown[4 * PATH_MAX];
+    show_str(shown, sizeof shown, path);
     int n = snprintf(bus_line, sizeof bus_line,
                      "%s: %s: the file shrank while it was being read (truncated or rewritten in place)\n",
-                     tool_name, path);
+                     tool_name, shown);
     if (n >= (int)sizeof bus_line) { n = (int)sizeof bus_line - 1; bus_line[n - 1] = '\n'; }
     struct stat st;
     bus_known = 0;

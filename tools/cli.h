@@ -19,6 +19,11 @@ extern volatile sig_atomic_t cli_stop;
 // graceful = 0: a stop signal exits at once. graceful = 1: the first only sets cli_stop (the
 // tool stops at its next check, and blocking calls return EINTR); a second one exits at once.
 void cli_init(const char *tool, int graceful);
+// decode's stderr from here on: each brace written \x7b or \x7d (the SIGBUS lines too), so that a
+// line cli_raw_line writes (--l4-stats's JSON) is the only '{' there (docs/design.md, Interfaces).
+void cli_braces(void);
+// line and a newline onto stderr as they are, after what stderr holds. 0 ok, -1 a failed write.
+int cli_raw_line(const char *line);
 // The file whose mapping a SIGBUS is reported against (the handler copies the path). The
 // handler names the file the faulting address maps instead where that is another one (found in
 // /proc/self/maps): the temporary cache file being written (cli_temp_file) or any other file.

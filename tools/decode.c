@@ -391,7 +391,7 @@ static int print_l4_stats(const decoder *d) {
          cJSON_AddNumberToObject(j, "cross_node_weight_bytes", x.weights) &&
          cJSON_AddNumberToObject(j, "cross_node_activation_bytes", x.activations);
     char *text = ok ? cJSON_PrintUnformatted(j) : NULL;
-    if (text) fprintf(stderr, "%s\n", text);
+    if (text) cli_raw_line(text);     // the one '{' stderr carries
     free(text);
     cJSON_Delete(j);
     return text ? 0 : -1;
@@ -456,8 +456,8 @@ static int read_prompt(session *S, const options *o, size_t max, long n_ctx, int
 }
 
 // --verbose-prompt: each prompt token's id and text (its piece, or, for a control or unknown
-// token, which has none, its name), escaped so the terminal sees no control bytes, and braces
-// too: --l4-stats's JSON is the only '{' stderr may carry.
+// token, which has none, its name), escaped so the terminal sees no control bytes (stderr shows
+// braces as \x7b and \x7d: cli_braces).
 static void print_prompt(const tokenizer *tok, const int32_t *ids, size_t n) {
     fprintf(stderr, "decode: prompt: %zu tokens\n", n);
     char piece[256], shown[1024];
@@ -466,11 +466,7 @@ static void print_prompt(const tokenizer *tok, const int32_t *ids, size_t n) {
         const char *s = piece;
         if (len == 0) s = tokenizer_text(tok, ids[i], &len);
         gguf_escape(shown, sizeof shown, s, len < sizeof piece ? len : sizeof piece);
-        fprintf(stderr, "decode: %8d '", ids[i]);
-        for (const char *c = shown; *c; c++)
-            if (*c == '{' || *c == '}') fprintf(stderr, "\\x%02x", *c);
-            else fputc(*c, stderr);
-        fputs("'\n", stderr);
+        fprintf(stderr, "decode: %8d '%s'\n", ids[i], shown);
     }
 }
 
@@ -740,6 +736,7 @@ static uint64_t random_seed(void) {
 
 int main(int argc, char **argv) {
     cli_init("decode", 1);
+    cli_braces();
     options o;
     int r = parse_args(argc, argv, &o);
     if (r) return r < 0 ? 0 : r;
