@@ -43,6 +43,7 @@
 #include "platform/clock.h"
 #include "platform/cpu.h"
 #include "platform/hugepage.h"
+#include "platform/orphan.h"
 #include "platform/wtype.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -605,18 +606,23 @@ static int text_line(const char *line) {
 // Rewrites the cache with key's line replaced: other lines kept, written to a new temporary file
 // (O_EXCL, no link followed: a name planted there cannot redirect the write) and renamed over the
 // old one, so a concurrent reader sees either file whole. The directory's flock orders writers, so
-// that two runs storing different keys keep both.
+// that two runs storing different keys keep both; each holds its temporary file's lock too, so
+// that what a killed writer left goes with the next store (platform/orphan.h).
 static int cache_store(const char *path, const char *key, gemv_tuning tu, gemv_tuning resident, int kv, int evicted,
                        double gbps) {
-    char tmp[4200], dir[4096];
+    char tmp[4200], dir[4096], part[4200];
     snprintf(dir, sizeof dir, "%s", path);
     if (cachedir_make_parents(dir)) return -1;
-    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1, e = 0;
+    const char *base = strrchr(path, '/'), *d = dirname(dir);
+    snprintf(part, sizeof part, "%s.tmp.", base ? base + 1 : path);
+    int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1, e = 0;
     if (dfd >= 0) flock(dfd, LOCK_EX);     // unlocked by the close; without it, the writes still whole
+    orphan_sweep(d, part);
     for (int i = 0; i < 16 && fd < 0; i++) {
-        snprintf(tmp, sizeof tmp, "%s.%ld.%d", path, (long)getpid(), i);
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%d", path, (long)getpid(), i);
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0 && errno != EEXIST) break;
+        if (fd >= 0 && orphan_hold(fd, tmp)) close(fd), fd = -1, errno = EEXIST;   // swept meanwhile: anew
     }
     if (fd < 0) e = errno;                  // before the read below sets its own
     FILE *in = cache_open(path), *out = fd >= 0 ? fdopen(fd, "w") : NULL;

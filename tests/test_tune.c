@@ -20,11 +20,13 @@
 #include "platform/cpu.h"
 #include "tests/check.h"
 #include "tests/tool_util.h"
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -294,10 +296,18 @@ int main(void) {
                old.source, old.note);
         // a stale entry (rate 1000x off) beside another machine's and a garbage line
         // (and an older build's shorter line, which a store keeps, and a binary line, which it drops)
+        // ... which also removes the temporary files a killed store left, not one a store holds
+        char *dead = path_join(dir, "sub/tune.tmp.999999999.0"), *held = path_join(dir, "sub/tune.tmp.1.0");
+        int dfd = open(dead, O_WRONLY | O_CREAT | O_CLOEXEC, 0600), hfd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        CHECK(dead && held && dfd >= 0 && hfd >= 0 && !flock(hfd, LOCK_EX));
+        close(dfd);
         write_cache(path, "other-machine 512 3 12.50 0 0 4 0 0 0 0\ngarbage\nolder 512 3 12.50\n"
                     "binary 1 2 3.0 \x01\xff\n%s 0 4 99999.00 0 0 4 1024 0 0 0\n", r.key);
         tune_result s = tune_gemv(TUNE_AUTO, path);
         CHECKF(s.source == TUNE_MEASURED && strstr(s.note, "measured again"), "stale entry: %d '%s'", s.source, s.note);
+        CHECKF(access(dead, F_OK) && !access(held, F_OK), "the dead store's file %s, the held one %s",
+               access(dead, F_OK) ? "gone" : "left", access(held, F_OK) ? "gone" : "left");
+        close(hfd), unlink(held), free(dead), free(held);
         // its KV 1024 is the re-tune's incumbent, but where the row fixes none, none it is
         CHECKF(!zen4 || s.kv_pf == 0, "re-tune over a line with KV 1024: KV %d", s.kv_pf);
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == s.tu.pf && nt == s.tu.interleave &&
