@@ -289,20 +289,32 @@ static int stamp_set(int fd, uint64_t stamp) {
 static int stamped(const struct stat *st, uint64_t stamp) {
     return stamp && (uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec == stamp;
 }
+// Whether fd's file is as st saw it: no write since (its times and size).
+static int unchanged(int fd, const struct stat *st) {
+    struct stat now;
+    return !fstat(fd, &now) && now.st_size == st->st_size && now.st_mtim.tv_sec == st->st_mtim.tv_sec &&
+           now.st_mtim.tv_nsec == st->st_mtim.tv_nsec && now.st_ctim.tv_sec == st->st_ctim.tv_sec &&
+           now.st_ctim.tv_nsec == st->st_ctim.tv_nsec;
+}
 
-// A mapped file whose time is not its stamp: its payload read whole against the hash (once: the
-// stamp is put back when it matches). 0 whole; -1 changed since it was written.
-static int payload_check(int fd, const struct stat *st, const header *h, const void *map, size_t total,
+// A mapped file whose time is not its stamp (st: seen at its open): its payload read whole against
+// the hash, the stamp put back where it matches and nothing wrote meanwhile (a write during the
+// read could pass it; st is then what the stamp made). 0 whole; -1 changed since it was written.
+// Not seen: a write between the last look and the stamp (microseconds), or a page another process
+// made dirty through a writable mapping before the stamp and writes on after (a fault moves the
+// time only on a clean page).
+static int payload_check(int fd, struct stat *st, const header *h, const void *map, size_t total,
                          char *note, size_t n) {
     if (stamped(st, h->stamp_ns)) return 0;
     size_t len = strlen(note);
-    if (payload_hash(map, total) != h->payload) {
-        snprintf(note, n, "the cache file was modified after it was written and its checksum differs");
-        return -1;
-    }
-    stamp_set(fd, h->stamp_ns);           // a file it cannot stamp is read again next time
-    snprintf(note + len, n - len, "%sthe cache file was modified after it was written: read whole, it still "
-             "matches its checksum", len ? "; " : "");
+    int same = payload_hash(map, total) == h->payload;
+    if (!unchanged(fd, st))
+        return snprintf(note, n, "the cache file was written to while it was being read against its checksum"), -1;
+    if (!same) return snprintf(note, n, "the cache file was modified after it was written and its checksum differs"), -1;
+    int e = stamp_set(fd, h->stamp_ns) || fstat(fd, st) ? errno : 0;
+    snprintf(note + len, n - len, "%sits modification time is not the one its writer set (written to, touched or "
+             "copied since): read whole, it matches its checksum%s%s%s", len ? "; " : "",
+             e ? "; it cannot be set back (" : "", e ? strerror(e) : "", e ? "), so every load reads it" : "");
     return 0;
 }
 
@@ -315,8 +327,9 @@ static void settle_content(const char *path, const struct stat *st, uint64_t sta
     struct stat now;
     uint64_t zero = 0;
     if (fd < 0) return;
-    if (!fstat(fd, &now) && now.st_dev == st->st_dev && now.st_ino == st->st_ino &&
-        pwrite(fd, &zero, sizeof zero, offsetof(header, content)) == (ssize_t)sizeof zero)
+    // restamped only where nothing wrote since the load looked (its stamp would hide that write)
+    if (!fstat(fd, &now) && now.st_dev == st->st_dev && now.st_ino == st->st_ino && unchanged(fd, st) &&
+        stamped(st, stamp) && pwrite(fd, &zero, sizeof zero, offsetof(header, content)) == (ssize_t)sizeof zero)
         stamp_set(fd, stamp);             // its own write is no damage
     close(fd);
 }

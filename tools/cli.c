@@ -396,32 +396,33 @@ static int dir_holds(const char *dir, const struct stat *st) {
 }
 
 // Where an open of a path that does not exist creates its file: path, or the end of the chain of
-// symbolic links it starts (a dangling link's target, relative to the link's directory).
-static void creation_target(const char *path, char *buf, size_t n) {
+// symbolic links it starts (a dangling link's target, relative to the link's directory). 0 ok;
+// -1 where that path is longer than buf (the kernel, resolving a link at a time, may still open it).
+static int creation_target(const char *path, char *buf, size_t n) {
     char link[PATH_MAX], dir[PATH_MAX];
-    snprintf(buf, n, "%s", path);
+    if ((size_t)snprintf(buf, n, "%s", path) >= n) return -1;
     for (int hop = 0; hop < 40; hop++) {       // the kernel's own limit on a chain
         ssize_t k = readlink(buf, link, sizeof link - 1);
-        if (k < 0) return;
+        if (k < 0) return 0;
         link[k] = 0;
         snprintf(dir, sizeof dir, "%s", buf);
         int w = link[0] == '/' ? snprintf(buf, n, "%s", link) : snprintf(buf, n, "%s/%s", dirname(dir), link);
-        if (w < 0 || (size_t)w >= n) return;   // too long for any open: it fails by itself
+        if (w < 0 || (size_t)w >= n) return -1;
     }
+    return 0;
 }
 
 int cli_output_new(const char *path, char *made, size_t n) {
     struct stat st;
-    if (!stat(path, &st) || errno != ENOENT) return 0;
-    creation_target(path, made, n);
-    return 1;
+    // a target too long to name here is left alone: a cut name could be another file
+    return stat(path, &st) && errno == ENOENT && !creation_target(path, made, n);
 }
 
 // Loads replace and remove the files of the packed-weight cache directory (runtime/packcache.h),
 // and a tune renames a new file over its own (runtime/tune.h), so an output in decode's cache
 // directory or its packed/ would be lost (a dump there was renamed over) or destroy a cache.
 // Whether the regular file st at path is one of their files, or (in_cache_made) an open of path,
-// which does not exist, would create its file there.
+// which does not exist, would create its file there (-1: its links lead to a name too long to tell).
 static int cache_dirs(char dirs[2][PATH_MAX]) {
     return cachedir_path(".", dirs[0], PATH_MAX) ? 0 : cachedir_path("packed", dirs[1], PATH_MAX) ? 1 : 2;
 }
@@ -435,7 +436,8 @@ static int in_cache(const char *path, const struct stat *st) {
 static int in_cache_made(const char *path) {
     char dirs[2][PATH_MAX], target[PATH_MAX];
     int n = cache_dirs(dirs), found = 0;
-    creation_target(path, target, sizeof target);
+    if (strlen(path) >= sizeof target) return 0;        // the open fails by itself (ENAMETOOLONG)
+    if (creation_target(path, target, sizeof target)) return -1;
     for (int i = 0; i < n && !found; i++) found = parent_is(target, dirs[i]);
     return found;
 }
@@ -452,9 +454,14 @@ FILE *cli_open_output(const char *flag, const char *path, const cli_input *in, i
         fprintf(stderr, "%s: %s %s is %s; not overwriting it\n", tool_name, flag, path, clash);
         return NULL;
     }
-    if (!existed && in_cache_made(path)) {
-        fprintf(stderr, "%s: %s %s would be made in decode's cache directory, whose files tunes and loads "
-                "replace and remove; not writing there\n", tool_name, flag, path);
+    int made = existed ? 0 : in_cache_made(path);
+    if (made) {
+        if (made < 0)
+            fprintf(stderr, "%s: %s %s: its chain of symbolic links leads to a name too long to check; not "
+                    "writing it\n", tool_name, flag, path);
+        else
+            fprintf(stderr, "%s: %s %s would be made in decode's cache directory, whose files tunes and loads "
+                    "replace and remove; not writing there\n", tool_name, flag, path);
         return NULL;
     }
     while ((fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666)) < 0 && errno == EINTR && !cli_stop) {}

@@ -861,8 +861,8 @@ int main(int argc, char **argv) {
     cli_input in[MAXV];
     FILE *plot = NULL;
     char plot_file[PATH_MAX];         // the file a new plot makes (a dangling link's target)
-    int plot_new = o.plot && cli_output_new(o.plot, plot_file, sizeof plot_file);
     if (open_models(&o, models, in)) { free_model_lists(&o); return 1; }
+    int plot_new = o.plot && cli_output_new(o.plot, plot_file, sizeof plot_file);   // just before the open
     if (o.plot && !(plot = cli_open_output("--plot", o.plot, in, o.n_models, 0))) {
         for (int mi = 0; mi < o.n_models; mi++) llama_model_free(&models[mi]);
         free_model_lists(&o);
