@@ -21,11 +21,20 @@ void orphan_remove(const char *file) {
     close(fd);
 }
 
+// Whether name holds part followed by PID.N (digits, a dot, digits) and nothing else.
+static int temp_name(const char *name, const char *part) {
+    const char *p = strstr(name, part);
+    if (!p) return 0;
+    p += strlen(part);
+    size_t a = strspn(p, "0123456789"), b = a && p[a] == '.' ? strspn(p + a + 1, "0123456789") : 0;
+    return b && !p[a + 1 + b];
+}
+
 void orphan_sweep(const char *dir, const char *part) {
     DIR *dp = opendir(dir);
     for (struct dirent *e; dp && (e = readdir(dp));) {
         char f[8192];
-        if (!strstr(e->d_name, part) || (size_t)snprintf(f, sizeof f, "%s/%s", dir, e->d_name) >= sizeof f) continue;
+        if (!temp_name(e->d_name, part) || (size_t)snprintf(f, sizeof f, "%s/%s", dir, e->d_name) >= sizeof f) continue;
         orphan_remove(f);
     }
     if (dp) closedir(dp);

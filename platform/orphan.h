@@ -11,5 +11,6 @@ int orphan_hold(int fd, const char *path);
 // Removes file if no writer holds it. The lock is held across the unlink, so a writer that
 // created it just now and waits in orphan_hold sees the name gone.
 void orphan_remove(const char *file);
-// orphan_remove on each entry of dir whose name contains part.
+// orphan_remove on each entry of dir whose name holds part followed by PID.N (two numbers, as
+// the writers name their files) and nothing else.
 void orphan_sweep(const char *dir, const char *part);

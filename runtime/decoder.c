@@ -1093,7 +1093,7 @@ static int describe_tune(const decoder *d, char *buf, size_t n) {
         snprintf(buf, n, "not settled: %d of its %d steps ran, its %d tunings in turn", s->n, tune_stepper_steps(s),
                  s->nc);
     else if (s->state == TUNE_STEPPER_TIMING)
-        snprintf(buf, n, "not settled: %d of its first %d steps ran", s->n, s->nc);
+        snprintf(buf, n, "not settled: %d of its first %d steps ran", s->n - s->skip, s->nc);
     return s->state != TUNE_STEPPER_IDLE && s->nc;
 }
 

@@ -606,20 +606,20 @@ static int text_line(const char *line) {
 // Rewrites the cache with key's line replaced: other lines kept, written to a new temporary file
 // (O_EXCL, no link followed: a name planted there cannot redirect the write) and renamed over the
 // old one, so a concurrent reader sees either file whole. The directory's flock orders writers, so
-// that two runs storing different keys keep both; each holds its temporary file's lock too, so
-// that what a killed writer left goes with the next store (platform/orphan.h).
+// that two runs storing different keys keep both; each holds its temporary file's lock too, to
+// its rename, so that what a killed writer left goes with the next store (platform/orphan.h).
 static int cache_store(const char *path, const char *key, gemv_tuning tu, gemv_tuning resident, int kv, int evicted,
                        double gbps) {
     char tmp[4200], dir[4096], part[4200];
     snprintf(dir, sizeof dir, "%s", path);
     if (cachedir_make_parents(dir)) return -1;
     const char *base = strrchr(path, '/'), *d = dirname(dir);
-    snprintf(part, sizeof part, "%s.tmp.", base ? base + 1 : path);
-    int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1, e = 0;
-    if (dfd >= 0) flock(dfd, LOCK_EX);     // unlocked by the close; without it, the writes still whole
-    orphan_sweep(d, part);
+    snprintf(part, sizeof part, "%s.", base ? base + 1 : path);
+    int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1, e = 0, locked = 0;
+    while (dfd >= 0 && !(locked = !flock(dfd, LOCK_EX)) && errno == EINTR) {}   // a stop signal: wait on
+    if (locked) orphan_sweep(d, part);     // without the lock the writes are still whole, not swept
     for (int i = 0; i < 16 && fd < 0; i++) {
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%d", path, (long)getpid(), i);
+        snprintf(tmp, sizeof tmp, "%s.%ld.%d", path, (long)getpid(), i);
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0 && errno != EEXIST) break;
         if (fd >= 0 && orphan_hold(fd, tmp)) close(fd), fd = -1, errno = EEXIST;   // swept meanwhile: anew
@@ -638,7 +638,9 @@ static int cache_store(const char *path, const char *key, gemv_tuning tu, gemv_t
                 fputs(line, out);
         fprintf(out, "%s %d %d %.2f %lld %d %d %d %d %d %d\n", key, tu.pf, tu.interleave, gbps,
                 (long long)time(NULL), resident.pf, resident.interleave, kv, evicted, tu.l2, tu.ymm);
-        if (fclose(out) || rename(tmp, path)) e = errno ? errno : EIO, unlink(tmp);
+        errno = 0;                        // the lock (fd's) held through the rename
+        if (fflush(out) || ferror(out) || rename(tmp, path)) e = errno ? errno : EIO, unlink(tmp);
+        if (fclose(out) && !e) e = errno ? errno : EIO;
     } else {
         if (!e) e = errno;
         if (fd >= 0) close(fd), unlink(tmp);
@@ -772,7 +774,7 @@ void tune_stepper_start(tune_stepper *s, const gemv_tuning *c, int nc) {
 }
 
 int tune_stepper_steps(const tune_stepper *s) {
-    return s->runs ? s->nc + s->nc * s->runs * (1 + TUNE_STEP_ROUNDS) : 0;
+    return s->runs ? s->skip + s->nc + s->nc * s->runs * (1 + TUNE_STEP_ROUNDS) : 0;
 }
 
 // Step n's place: the cold steps, then the untimed round, then the timed rounds. A round takes
@@ -780,21 +782,26 @@ int tune_stepper_steps(const tune_stepper *s) {
 // step grows slower with its KV rows), the order rotated by one each timed round.
 int tune_stepper_next(const tune_stepper *s) {
     if (s->state != TUNE_STEPPER_TIMING) return 0;
-    if (s->n < s->nc) return s->n;
-    int m = s->n - s->nc, r = m / (s->nc * s->runs);   // r 0: the untimed round
+    int k = s->n - s->skip;
+    if (k < s->nc) return k;
+    int m = k - s->nc, r = m / (s->nc * s->runs);   // r 0: the untimed round
     return (m % s->nc + (r ? r - 1 : 0)) % s->nc;
 }
 
 void tune_stepper_record(tune_stepper *s, double seconds) {
     if (s->state != TUNE_STEPPER_TIMING) return;
-    int m = s->n - s->nc, round = s->nc * s->runs;
+    int m = s->n - s->skip - s->nc, round = s->nc * s->runs;
     if (m < 0) {                              // a cold step: the fastest sets the runs a round
         s->first = seconds < s->first ? seconds : s->first;
     } else if (m >= round) {
         int r = m / round - 1, i = tune_stepper_next(s);
         s->t[i * TUNE_STEP_ROUNDS + r] += seconds;
     }
-    if (++s->n == s->nc) {
+    if (++s->n - s->skip == s->nc) {
+        if (!(s->first <= TUNE_STEP_MAX_S) && s->skip < (TUNE_STEP_COLD_TRIES - 1) * s->nc) {
+            s->skip += s->nc;                 // preempted, perhaps: the cold steps again
+            return;
+        }
         if (!(s->first <= TUNE_STEP_MAX_S)) {   // a step this long is no L3's: not worth timing
             s->state = TUNE_STEPPER_DONE;
             return;

@@ -104,11 +104,15 @@ int tune_step_fits(size_t step_bytes, int threads);
 // each candidate run as often as makes about TUNE_STEP_ROUND_S of the fastest of those (once
 // where a step takes longer, at most TUNE_STEP_MAX_RUNS), a round untimed and TUNE_STEP_ROUNDS
 // timed rounds, the candidates taking turns step by step, the order rotated each round
-// (tune_stepper_steps in all: 36 to 388). Then tune_choose keeps c[0], the incumbent, unless a
+// (tune_stepper_steps in all: 36 to 388, nc more for each cold round run again). Then tune_choose keeps c[0], the incumbent, unless a
 // candidate is faster in all rounds but one, by more than 3% in the median one. Where the
-// fastest first step took more than TUNE_STEP_MAX_S the tune ends there with no pick: no step the
-// L3 holds takes that long (a VM may report an L3 of hundreds of MiB).
+// fastest cold step took more than TUNE_STEP_MAX_S the cold steps run again, up to
+// TUNE_STEP_COLD_TRIES rounds of them in all (a thread the host preempted makes a step that
+// slow: two busy tests on two CPUs did so for every step of a round), and where none is faster
+// the tune ends with no pick: no step the L3 holds takes that long (a VM may report an L3 of
+// hundreds of MiB).
 #define TUNE_STEP_MAX_S 4e-3
+enum { TUNE_STEP_COLD_TRIES = 4 };
 #define TUNE_STEP_ROUND_S 0.5e-3
 enum { TUNE_STEP_MAX_RUNS = 12 };
 enum { TUNE_STEPPER_IDLE, TUNE_STEPPER_TIMING, TUNE_STEPPER_DONE };
@@ -118,6 +122,7 @@ typedef struct {
     int state;       // TUNE_STEPPER_*: zeroed, idle (not started)
     int runs;        // steps of a candidate a round (0 until the cold steps set it)
     int n;           // steps recorded
+    int skip;        // of them, in cold rounds run again (all too slow)
     int pick;        // once done: the index kept, or -1 (a step too long: c[0] serves)
     double first;    // the fastest cold step's seconds
     double t[TUNE_STEP_CANDIDATES * TUNE_STEP_ROUNDS];   // (candidate, round) seconds

@@ -152,14 +152,17 @@ static int step_pick(const double *us, int want, int tries) {
 // timed rounds, each the candidates in turn `runs` times over, the order starting one later each
 // round. The runs a round from the fastest cold step (0.5 ms of it, plus one; at most
 // TUNE_STEP_MAX_RUNS; 1 from 0.5 ms on); t[] as the sums of the timed rounds' steps; the pick only
-// after the last step, as tune_choose makes it of those sums; a cold step over TUNE_STEP_MAX_S
-// ends it with no pick.
-static int stepper_run(const double *sec, int want_runs, int *ok) {
+// after the last step, as tune_choose makes it of those sums; cold steps all over
+// TUNE_STEP_MAX_S run again (slow: that many rounds of them at 5 ms, as a preempted host makes
+// them), up to TUNE_STEP_COLD_TRIES rounds, after which the tune ends with no pick.
+static int stepper_run(const double *sec, int want_runs, int slow, int *ok) {
     enum { NC = TUNE_STEP_CANDIDATES, NR = TUNE_STEP_ROUNDS };
     gemv_tuning c[NC];
     for (int i = 0; i < NC; i++) c[i] = (gemv_tuning){i, 1, 0, 0};
-    int order[NC + NC * 12 * (1 + NR)], round_of[sizeof order / sizeof *order], n = 0;
-    for (int i = 0; i < NC; i++) order[n] = i, round_of[n++] = -1;
+    int order[NC * TUNE_STEP_COLD_TRIES + NC * 12 * (1 + NR)], round_of[sizeof order / sizeof *order], n = 0;
+    int colds = want_runs ? slow + 1 : TUNE_STEP_COLD_TRIES;
+    for (int j = 0; j < colds; j++)
+        for (int i = 0; i < NC; i++) order[n] = i, round_of[n++] = j < slow ? -2 : -1;
     for (int r = -1; r < NR && want_runs; r++)
         for (int k = 0; k < want_runs; k++)
             for (int q = 0; q < NC; q++) order[n] = (q + (r > 0 ? r : 0)) % NC, round_of[n++] = r;
@@ -169,7 +172,7 @@ static int stepper_run(const double *sec, int want_runs, int *ok) {
     *ok = s.state == TUNE_STEPPER_TIMING && tune_stepper_steps(&s) == 0;
     int k = 0;
     for (; s.state == TUNE_STEPPER_TIMING && k < n; k++) {
-        double v = sec[order[k]] * (1 + (k < NC ? 0 : k) / 1000.0);
+        double v = round_of[k] == -2 ? 5e-3 : sec[order[k]] * (1 + (round_of[k] == -1 ? 0 : k) / 1000.0);
         *ok &= tune_stepper_next(&s) == order[k] && s.pick == -1;
         if (round_of[k] >= 0) t[order[k] * NR + round_of[k]] += v;
         tune_stepper_record(&s, v);
@@ -180,16 +183,20 @@ static int stepper_run(const double *sec, int want_runs, int *ok) {
 }
 static int stepper_cases(void) {
     int ok = 0;
-    CHECKF(stepper_run((const double[]){2e-4, 2e-4, 1e-4, 2e-4}, 6, &ok) == 2 && ok, "ok %d", ok);  // twice as fast
-    CHECKF(stepper_run((const double[]){1e-4, 1e-4, 1e-4, 1e-4}, 6, &ok) == 0 && ok, "ok %d", ok);  // even: kept
-    CHECKF(stepper_run((const double[]){6e-4, 7e-4, 5e-4, 9e-4}, 1, &ok) == 2 && ok, "ok %d", ok);  // one run a round
-    CHECKF(stepper_run((const double[]){0, 0, 0, 0}, TUNE_STEP_MAX_RUNS, &ok) == 0 && ok, "ok %d", ok);  // unseen
-    CHECKF(stepper_run((const double[]){5e-3, 5e-3, 6e-3, 5e-3}, 0, &ok) == -1 && ok, "ok %d", ok);  // too long
+    CHECKF(stepper_run((const double[]){2e-4, 2e-4, 1e-4, 2e-4}, 6, 0, &ok) == 2 && ok, "ok %d", ok);  // twice as fast
+    CHECKF(stepper_run((const double[]){1e-4, 1e-4, 1e-4, 1e-4}, 6, 0, &ok) == 0 && ok, "ok %d", ok);  // even: kept
+    CHECKF(stepper_run((const double[]){6e-4, 7e-4, 5e-4, 9e-4}, 1, 0, &ok) == 2 && ok, "ok %d", ok);  // one run a round
+    CHECKF(stepper_run((const double[]){0, 0, 0, 0}, TUNE_STEP_MAX_RUNS, 0, &ok) == 0 && ok, "ok %d", ok);  // unseen
+    CHECKF(stepper_run((const double[]){5e-3, 5e-3, 6e-3, 5e-3}, 0, 0, &ok) == -1 && ok, "ok %d", ok);  // too long
+    // preempted cold rounds, then fast ones: timed as if the slow ones had not been, the last try too
+    CHECKF(stepper_run((const double[]){2e-4, 2e-4, 1e-4, 2e-4}, 6, 1, &ok) == 2 && ok, "ok %d", ok);
+    CHECKF(stepper_run((const double[]){2e-4, 2e-4, 1e-4, 2e-4}, 6, TUNE_STEP_COLD_TRIES - 1, &ok) == 2 && ok, "ok %d",
+           ok);
     gemv_tuning c[TUNE_STEP_CANDIDATES] = {{0}};
     tune_stepper s;
     tune_stepper_start(&s, c, 1);                      // nothing to choose from: done at once
     CHECK(s.state == TUNE_STEPPER_DONE && s.pick == -1 && tune_stepper_next(&s) == 0);
-    return 6;
+    return 8;
 }
 
 static int step_cases(void) {
@@ -297,17 +304,21 @@ int main(void) {
         // a stale entry (rate 1000x off) beside another machine's and a garbage line
         // (and an older build's shorter line, which a store keeps, and a binary line, which it drops)
         // ... which also removes the temporary files a killed store left, not one a store holds
-        char *dead = path_join(dir, "sub/tune.tmp.999999999.0"), *held = path_join(dir, "sub/tune.tmp.1.0");
-        int dfd = open(dead, O_WRONLY | O_CREAT | O_CLOEXEC, 0600), hfd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-        CHECK(dead && held && dfd >= 0 && hfd >= 0 && !flock(hfd, LOCK_EX));
-        close(dfd);
+        // (named TUNE.PID.N: another name, here one that only starts so, is not a store's)
+        char *dead = path_join(dir, "sub/tune.999999999.0"), *held = path_join(dir, "sub/tune.1.0"),
+             *other = path_join(dir, "sub/tune.1.0.notes");
+        int dfd = open(dead, O_WRONLY | O_CREAT | O_CLOEXEC, 0600), hfd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600),
+            ofd = open(other, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        CHECK(dead && held && other && dfd >= 0 && hfd >= 0 && ofd >= 0 && !flock(hfd, LOCK_EX));
+        close(dfd), close(ofd);
         write_cache(path, "other-machine 512 3 12.50 0 0 4 0 0 0 0\ngarbage\nolder 512 3 12.50\n"
                     "binary 1 2 3.0 \x01\xff\n%s 0 4 99999.00 0 0 4 1024 0 0 0\n", r.key);
         tune_result s = tune_gemv(TUNE_AUTO, path);
         CHECKF(s.source == TUNE_MEASURED && strstr(s.note, "measured again"), "stale entry: %d '%s'", s.source, s.note);
-        CHECKF(access(dead, F_OK) && !access(held, F_OK), "the dead store's file %s, the held one %s",
-               access(dead, F_OK) ? "gone" : "left", access(held, F_OK) ? "gone" : "left");
-        close(hfd), unlink(held), free(dead), free(held);
+        CHECKF(access(dead, F_OK) && !access(held, F_OK) && !access(other, F_OK),
+               "the dead store's file %s, the held one %s, another %s", access(dead, F_OK) ? "gone" : "left",
+               access(held, F_OK) ? "gone" : "left", access(other, F_OK) ? "gone" : "left");
+        close(hfd), unlink(held), unlink(other), free(dead), free(held), free(other);
         // its KV 1024 is the re-tune's incumbent, but where the row fixes none, none it is
         CHECKF(!zen4 || s.kv_pf == 0, "re-tune over a line with KV 1024: KV %d", s.kv_pf);
         CHECK(lines_with_r(path, r.key, &pf, &nt, &rt) == 1 && pf == s.tu.pf && nt == s.tu.interleave &&
@@ -550,7 +561,7 @@ int main(void) {
     }
     checks += 9;
     printf("tune: %d checks; %s\n", checks, line);
-    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 42 : 105));
+    CHECK(checks == (gemv_isa_id() == GEMV_SCALAR ? 44 : 107));
     free(path);
     CHECK(scratch_remove(dir) == 0);
     return 0;

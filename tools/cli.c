@@ -61,13 +61,15 @@ static int write_all(int fd, const char *p, size_t n) {
         }
     return 0;
 }
+// The bytes of buf taken: all, or those before a chunk whose write failed (0 for the first: a
+// cookie's write never returns a negative count, which glibc would take for a huge one).
 static ssize_t brace_write(void *cookie, const char *buf, size_t n) {
     (void)cookie;
     char out[4096];
-    for (size_t i = 0; i < n;) {
+    for (size_t i = 0, from; i < n;) {
         size_t k = 0;
-        for (; i < n && k + 4 <= sizeof out; i++) k += show_byte(out + k, buf[i]);
-        if (write_all(2, out, k)) return -1;
+        for (from = i; i < n && k + 4 <= sizeof out; i++) k += show_byte(out + k, buf[i]);
+        if (write_all(2, out, k)) return (ssize_t)from;
     }
     return (ssize_t)n;
 }
@@ -81,7 +83,12 @@ void cli_braces(void) {
 }
 
 int cli_raw_line(const char *line) {
-    return fflush(stderr) || write_all(2, line, strlen(line)) || write_all(2, "\n", 1) ? -1 : 0;
+    size_t n = strlen(line);
+    char *l = malloc(n + 1);          // one write: another process's line cannot come between
+    if (l) memcpy(l, line, n), l[n] = '\n';
+    int bad = !l || fflush(stderr) || write_all(2, l, n + 1);
+    free(l);
+    return bad ? -1 : 0;
 }
 
 static void remove_temp(void) {

@@ -124,7 +124,7 @@ static void usage(FILE *f) {
         "  with a cached result (default: measure once, cached in $XDG_CACHE_HOME/decode/tune or\n"
         "  ~/.cache/decode/tune, redone when the memory read rate moved by more than 20%%; a model\n"
         "  whose step streams over half the L2 a thread and fits the L3 also times four tunings\n"
-        "  in turn on its own first steps, 36 to 388 of them, then keeps the incumbent unless\n"
+        "  in turn on its own first steps, 36 to 400 of them, then keeps the incumbent unless\n"
         "  another beat it in all rounds but one by more than 3%%; not under off, scalar or --l4\n"
         "  buffer; -v names the pick, or how far the tune got);\n"
         "  DECODE_WAIT_PREFETCH=BYTES: how much of its next step a thread waiting for another\n"
