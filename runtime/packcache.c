@@ -289,17 +289,18 @@ static int stamp_set(int fd, uint64_t stamp) {
 static int stamped(const struct stat *st, uint64_t stamp) {
     return stamp && (uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec == stamp;
 }
-// Whether fd's file is as st saw it: no write since (its times and size).
+// Whether fd's file is as st saw it: no write since (its modification time and size; not the
+// status-change time, which map_huge's attribute moves).
 static int unchanged(int fd, const struct stat *st) {
     struct stat now;
     return !fstat(fd, &now) && now.st_size == st->st_size && now.st_mtim.tv_sec == st->st_mtim.tv_sec &&
-           now.st_mtim.tv_nsec == st->st_mtim.tv_nsec && now.st_ctim.tv_sec == st->st_ctim.tv_sec &&
-           now.st_ctim.tv_nsec == st->st_ctim.tv_nsec;
+           now.st_mtim.tv_nsec == st->st_mtim.tv_nsec;
 }
 
 // A mapped file whose time is not its stamp (st: seen at its open): its payload read whole against
 // the hash, the stamp put back where it matches and nothing wrote meanwhile (a write during the
-// read could pass it; st is then what the stamp made). 0 whole; -1 changed since it was written.
+// read could pass it), st then refreshed (settle_content compares it). 0 whole; -1 changed since
+// it was written, or during the read (why in note).
 // Not seen: a write between the last look and the stamp (microseconds), or a page another process
 // made dirty through a writable mapping before the stamp and writes on after (a fault moves the
 // time only on a clean page).
@@ -368,7 +369,7 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
         }
         else if (payload_check(fd, &st, &got, map, total, w->map_note, sizeof w->map_note)) {
             munmap(map, total);
-            snprintf(note, n, "%s: modified after it was written, its checksum differs; rebuilding it", path);
+            snprintf(note, n, "%s: %s; rebuilding it", path, w->map_note);
         } else {
             for (size_t i = 0; i < nr; i++) *r[i].ptr = (char *)map + r[i].off;
             w->map = map, w->map_bytes = total, rc = 0;
