@@ -4,6 +4,7 @@
 #include "platform/hugepage.h"
 #include "platform/orphan.h"
 #include "runtime/cachedir.h"
+#include "runtime/pool.h"
 #include "runtime/weights.h"
 #include <errno.h>
 #include <dirent.h>
@@ -78,8 +79,36 @@ static uint64_t bytes_hash(const uint8_t *p, size_t n) {
 }
 // The model's bytes: only where its times cannot be trusted (racy).
 static uint64_t content_hash(const gguf_file *f) { return bytes_hash(f->map, f->size); }
-static uint64_t payload_hash(const void *map, size_t total) {
-    return bytes_hash((const uint8_t *)map + REGION_ALIGN, total - REGION_ALIGN);
+
+// The payload (every byte after the header page) in chunks of HASH_CHUNK, each hashed alone and
+// the chunks' hashes hashed in order: the pool's threads take the chunks in turn, so a large file
+// costs one read at the pool's bandwidth, not one thread's.
+#define HASH_CHUNK ((size_t)4 << 20)
+typedef struct {
+    const uint8_t *p;
+    size_t n, chunks;
+    uint64_t *h;                          // (chunks)
+} payload_job;
+static uint64_t chunk_hash(const uint8_t *p, size_t n, size_t i) {
+    size_t off = i * HASH_CHUNK;
+    return bytes_hash(p + off, n - off < HASH_CHUNK ? n - off : HASH_CHUNK);
+}
+static void hash_chunks(void *ctx, int tid, int n_threads) {
+    payload_job *j = ctx;
+    for (size_t i = (size_t)tid; i < j->chunks; i += (size_t)n_threads) j->h[i] = chunk_hash(j->p, j->n, i);
+}
+static uint64_t payload_hash(pool *pl, const void *map, size_t total) {
+    payload_job j = {.p = (const uint8_t *)map + REGION_ALIGN, .n = total - REGION_ALIGN};
+    j.chunks = (j.n + HASH_CHUNK - 1) / HASH_CHUNK;
+    j.h = pl && j.chunks > 1 ? malloc(j.chunks * sizeof *j.h) : NULL;
+    if (j.h) pool_run(pl, hash_chunks, &j);
+    uint64_t h = FNV0;
+    for (size_t i = 0; i < j.chunks; i++) {
+        uint64_t c = j.h ? j.h[i] : chunk_hash(j.p, j.n, i);   // out of memory or no pool: in turn here
+        h = fnv(h, &c, 8);
+    }
+    free(j.h);
+    return h | 1;
 }
 
 static int racy(const gguf_file *f) {
@@ -304,14 +333,15 @@ static int unchanged(int fd, const struct stat *st) {
 // Not seen: a write between the last look and the stamp (microseconds), or a page another process
 // made dirty through a writable mapping before the stamp and writes on after (a fault moves the
 // time only on a clean page).
-static int payload_check(int fd, struct stat *st, const header *h, const void *map, size_t total,
+static int payload_check(pool *pl, int fd, struct stat *st, const header *h, const void *map, size_t total,
                          char *note, size_t n) {
     if (stamped(st, h->stamp_ns)) return 0;
     size_t len = strlen(note);
-    int same = payload_hash(map, total) == h->payload;
+    int same = payload_hash(pl, map, total) == h->payload;
     if (!unchanged(fd, st))
         return snprintf(note, n, "the cache file was written to while it was being read against its checksum"), -1;
-    if (!same) return snprintf(note, n, "the cache file was modified after it was written and its checksum differs"), -1;
+    if (!same)
+        return snprintf(note, n, "the cache file was modified after it was written and its checksum differs"), -1;
     int e = stamp_set(fd, h->stamp_ns) || fstat(fd, st) ? errno : 0;
     snprintf(note + len, n - len, "%sits modification time is not the one its writer set (written to, touched or "
              "copied since): read whole, it matches its checksum%s%s%s", len ? "; " : "",
@@ -342,7 +372,7 @@ static int lacking(int e) {
 }
 #define KEPT "; packing in memory, the file kept"
 
-int packcache_map(const char *path, const llama_model *m, model_weights *w, char *note, size_t n) {
+int packcache_map(const char *path, const llama_model *m, model_weights *w, pool *pl, char *note, size_t n) {
     region *r = malloc(((size_t)m->hp.n_layer * LAYER_N_MAT + 2) * sizeof *r);
     if (!r) return snprintf(note, n, "out of memory"), -2;
     size_t total, nr = layout(m, w, r, &total);
@@ -367,7 +397,7 @@ int packcache_map(const char *path, const llama_model *m, model_weights *w, char
             rc = lacking(e) ? -2 : -1;            // else a page it cannot read (EFAULT, EIO): rebuilt
             snprintf(note, n, "%s: cannot map: %s%s", path, strerror(e), rc == -2 ? KEPT : "; rebuilding it");
         }
-        else if (payload_check(fd, &st, &got, map, total, w->map_note, sizeof w->map_note)) {
+        else if (payload_check(pl, fd, &st, &got, map, total, w->map_note, sizeof w->map_note)) {
             munmap(map, total);
             snprintf(note, n, "%s: %s; rebuilding it", path, w->map_note);
         } else {
@@ -523,10 +553,10 @@ out:
 }
 
 // Hashed, synced and stamped, then renamed: a reader never sees a file with regions unwritten.
-int packcache_finish(packcache_writer *pw, const model_weights *w, char *note, size_t n) {
+int packcache_finish(packcache_writer *pw, const model_weights *w, pool *pl, char *note, size_t n) {
     int failed = 0, e = 0;
     header *h = w->map;
-    h->payload = payload_hash(w->map, w->map_bytes), h->stamp_ns = stamp_now();
+    h->payload = payload_hash(pl, w->map, w->map_bytes), h->stamp_ns = stamp_now();
     if (fdatasync(pw->fd)) failed = 1, e = errno;
     if (!failed && mprotect(w->map, w->map_bytes, PROT_READ)) failed = 1, e = errno;   // no stray write persists
     if (!failed) stamp_set(pw->fd, h->stamp_ns);   // else each load reads it whole, and says so

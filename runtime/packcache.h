@@ -13,15 +13,17 @@
 // time its writer set after its last write (the stamp). A file whose header or size differ, or
 // that another user owns, is not used (and is rewritten); one whose time is not its stamp (written
 // to since) has its payload read whole against the hash: restamped where it matches, rewritten
-// where not. Damage with the time put back gives wrong numbers, never a read outside it. A file is named by a hash of the model's real path, so a model
-// replaced at the same path replaces its file; a writer also removes files whose model is gone or
-// changed, and temporary files no writer holds (flock). A load that packs writes the tiles straight
-// into a temporary file, then syncs and renames it, so a reader sees one whole; only while the
-// larger of 1 GiB and a tenth of the disk stays free.
+// where not. Damage with the time put back gives wrong numbers, never a read outside it. A file
+// is named by a hash of the model's real path, so a model replaced at the same path replaces its
+// file; a writer also removes files whose model is gone or changed, and temporary files no writer
+// holds (flock). A load that packs writes the tiles straight into a temporary file, then hashes,
+// syncs, stamps and renames it, so a reader sees one whole; only while the larger of 1 GiB and a
+// tenth of the disk stays free.
 #pragma once
 #include <signal.h>
 #include <stddef.h>
 #include "model/llama.h"
+#include "runtime/pool.h"
 
 enum { PACKCACHE_OFF, PACKCACHE_AUTO, PACKCACHE_REBUILD, PACKCACHE_MOVE };
 // What a load did with the cache.
@@ -50,7 +52,9 @@ typedef struct model_weights model_weights;
 // in memory, the file left alone). Where only
 // part of the file maps as 2 MiB pages, its cached pages are read back from disk first (once,
 // said in w->map_note; packcache.c map_huge).
-int packcache_map(const char *path, const llama_model *m, model_weights *w, char *note, size_t n);
+// A file whose modification time is not its stamp is read whole against its checksum by pl's
+// threads (NULL: this one).
+int packcache_map(const char *path, const llama_model *m, model_weights *w, pool *pl, char *note, size_t n);
 // Bytes of the file mapping that starts at p mapped by 2 MiB page-table entries (its FilePmdMapped
 // in /proc/self/smaps); -1 when that cannot be read.
 long long packcache_pmd_bytes(const void *p);
@@ -72,5 +76,5 @@ typedef struct {
 } packcache_writer;
 int packcache_begin(const char *path, const packcache_opts *o, const llama_model *m, model_weights *w,
                     packcache_writer *pw, char *note, size_t n);
-int packcache_finish(packcache_writer *pw, const model_weights *w, char *note, size_t n);
+int packcache_finish(packcache_writer *pw, const model_weights *w, pool *pl, char *note, size_t n);
 void packcache_abandon(packcache_writer *pw);

@@ -104,8 +104,9 @@ int tune_step_fits(size_t step_bytes, int threads);
 // each candidate run as often as makes about TUNE_STEP_ROUND_S of the fastest of those (once
 // where a step takes longer, at most TUNE_STEP_MAX_RUNS), a round untimed and TUNE_STEP_ROUNDS
 // timed rounds, the candidates taking turns step by step, the order rotated each round
-// (tune_stepper_steps in all: 36 to 388, nc more for each cold round run again). Then tune_choose keeps c[0], the incumbent, unless a
-// candidate is faster in all rounds but one, by more than 3% in the median one. Where the
+// (tune_stepper_steps in all: 36 to 388, nc more for each cold round run again). Then
+// tune_choose keeps c[0], the incumbent, unless a candidate is faster in all rounds but one, by
+// more than 3% in the median one. Where the
 // fastest cold step took more than TUNE_STEP_MAX_S the cold steps run again, up to
 // TUNE_STEP_COLD_TRIES rounds of them in all (a thread the host preempted makes a step that
 // slow: two busy tests on two CPUs did so for every step of a round), and where none is faster

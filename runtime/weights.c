@@ -306,7 +306,7 @@ int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *
     if (failed) goto oom;
     const char *path = cache_path(pc, m, s, w, w->cache_file, sizeof w->cache_file);
     int map = pc && (pc->mode == PACKCACHE_AUTO || pc->mode == PACKCACHE_MOVE);
-    int mapped = path && map ? packcache_map(path, m, w, w->cache_note, sizeof w->cache_note) : -1;
+    int mapped = path && map ? packcache_map(path, m, w, pl, w->cache_note, sizeof w->cache_note) : -1;
     if (!mapped) {
         w->cache_state = PACKCACHE_MAPPED;
         w->move_next = pc->mode == PACKCACHE_MOVE ? 0 : -1, w->move_wait = 1;
@@ -315,7 +315,7 @@ int weights_load(model_weights *w, const llama_model *m, pool *pl, const sched *
     if (mapped == -2) path = NULL;               // a file that may be good stays
     if (path && packcache_begin(path, pc, m, w, &pw, w->cache_note, sizeof w->cache_note)) path = NULL;
     if (pack_all(w, m, pl, s, t, on_layer, arg, path ? pc->on_write : NULL, stop)) goto oom;
-    if (path && !packcache_finish(&pw, w, w->cache_note, sizeof w->cache_note)) {
+    if (path && !packcache_finish(&pw, w, pl, w->cache_note, sizeof w->cache_note)) {
         w->cache_state = PACKCACHE_WRITTEN;
         w->cache_note[0] = 0;             // why the map before it failed (no file yet): moot now
         w->move_next = pc->mode == PACKCACHE_MOVE ? 0 : -1, w->move_wait = 1;

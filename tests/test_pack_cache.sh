@@ -82,6 +82,9 @@ for model in "$tmp/s260.gguf" "$tmp/f16.gguf"; do
   touch "$pack"                        # the copy above made it so already
   run 0 "touched" "$tmp/t.bin" -- "$d" "${args[@]}" -v --dump-logits "$tmp/t.bin" && has "mapped from" "touched" &&
     has "its modification time is not the one its writer set (written to, touched or copied since): read whole, it matches its checksum" "touched"
+  touch "$pack"                        # read by three threads now, written by two: the same checksum
+  run 0 "touched, -t 3" "$tmp/t.bin" -- "$d" "${args[@]}" -t 3 -v --dump-logits "$tmp/t.bin" && has "mapped from" "-t 3" &&
+    has "read whole, it matches its checksum" "touched, -t 3"
   run 0 "touched, read once" "$tmp/t.bin" -- "$d" "${args[@]}" -v --dump-logits "$tmp/t.bin" && has "mapped from" "read once" &&
     { grep -q checksum "$tmp/err" && fail "touched, read once: read again: $(grep checksum "$tmp/err")"; }
   cp -p "$pack" "$tmp/pack.orig"       # its time too: the stamp its writer set
@@ -376,5 +379,5 @@ run 1 "decode-bench --plot onto the cache file" - -- "$bin/decode-bench" -m "$mo
 rm -f "$tmp/hard" "$tmp/soft" "$tmp/dangling" "$tmp/relative"
 
 echo "pack cache cases: $cases"
-[ "$cases" = 129 ] || fail "$cases cases ran, want 129"
+[ "$cases" = 131 ] || fail "$cases cases ran, want 131"
 [ $fails = 0 ] && echo "all passed" || { echo "$fails failed"; exit 1; }

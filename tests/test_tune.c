@@ -185,7 +185,7 @@ static int stepper_cases(void) {
     int ok = 0;
     CHECKF(stepper_run((const double[]){2e-4, 2e-4, 1e-4, 2e-4}, 6, 0, &ok) == 2 && ok, "ok %d", ok);  // twice as fast
     CHECKF(stepper_run((const double[]){1e-4, 1e-4, 1e-4, 1e-4}, 6, 0, &ok) == 0 && ok, "ok %d", ok);  // even: kept
-    CHECKF(stepper_run((const double[]){6e-4, 7e-4, 5e-4, 9e-4}, 1, 0, &ok) == 2 && ok, "ok %d", ok);  // one run a round
+    CHECKF(stepper_run((const double[]){6e-4, 7e-4, 5e-4, 9e-4}, 1, 0, &ok) == 2 && ok, "ok %d", ok);  // one a round
     CHECKF(stepper_run((const double[]){0, 0, 0, 0}, TUNE_STEP_MAX_RUNS, 0, &ok) == 0 && ok, "ok %d", ok);  // unseen
     CHECKF(stepper_run((const double[]){5e-3, 5e-3, 6e-3, 5e-3}, 0, 0, &ok) == -1 && ok, "ok %d", ok);  // too long
     // preempted cold rounds, then fast ones: timed as if the slow ones had not been, the last try too
@@ -307,8 +307,8 @@ int main(void) {
         // (named TUNE.PID.N: another name, here one that only starts so, is not a store's)
         char *dead = path_join(dir, "sub/tune.999999999.0"), *held = path_join(dir, "sub/tune.1.0"),
              *other = path_join(dir, "sub/tune.1.0.notes");
-        int dfd = open(dead, O_WRONLY | O_CREAT | O_CLOEXEC, 0600), hfd = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0600),
-            ofd = open(other, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        const int fl = O_WRONLY | O_CREAT | O_CLOEXEC;
+        int dfd = open(dead, fl, 0600), hfd = open(held, fl, 0600), ofd = open(other, fl, 0600);
         CHECK(dead && held && other && dfd >= 0 && hfd >= 0 && ofd >= 0 && !flock(hfd, LOCK_EX));
         close(dfd), close(ofd);
         write_cache(path, "other-machine 512 3 12.50 0 0 4 0 0 0 0\ngarbage\nolder 512 3 12.50\n"
